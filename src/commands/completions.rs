@@ -1,0 +1,19 @@
+//! `guardctl completions SHELL`: print shell completions generated from the clap definition.
+//! The same output is shipped pre-generated in `completions/` (a test keeps it current).
+
+use crate::error::Result;
+use crate::ui::Ui;
+
+/// Print shell completions for SHELL on stdout.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The shell to generate completions for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
+    let mut cmd = crate::cli::command();
+    clap_complete::generate(args.shell, &mut cmd, "guardctl", ui.out());
+    Ok(0)
+}

@@ -1,0 +1,334 @@
+//! `guardctl demo`: builds a throwaway repository (with a throwaway "origin") holding merged,
+//! squash-merged, gone, live, protected and worktree branches, creates two throwaway
+//! identities, and runs guardctl on it step by step, explaining each step. Each step runs
+//! this very binary as a user would type it. Touches nothing outside its temp directory.
+
+use crate::error::{Error, Result};
+use crate::ui::Ui;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Run the whole loop on a throwaway repository, explaining each step.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Keep the temporary directory and print its path
+    #[arg(long)]
+    pub keep: bool,
+}
+
+const DAY: i64 = 86_400;
+
+struct Demo {
+    root: PathBuf,
+    repo: PathBuf,
+    now: i64,
+}
+
+impl Demo {
+    /// Run git with a neutral environment: the user's own git config must not leak in.
+    fn git(&self, dir: &Path, args: &[&str], days_ago: i64) -> Result<String> {
+        self.git_as(dir, args, days_ago, "Alice")
+    }
+
+    fn git_as(&self, dir: &Path, args: &[&str], days_ago: i64, author: &str) -> Result<String> {
+        let date = format!("@{} +0000", self.now - days_ago * DAY);
+        let email = format!("{}@example.com", author.to_lowercase());
+        let out = Command::new("git")
+            .current_dir(dir)
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date)
+            .env("GIT_AUTHOR_NAME", author)
+            .env("GIT_AUTHOR_EMAIL", &email)
+            .env("GIT_COMMITTER_NAME", "Alice")
+            .env("GIT_COMMITTER_EMAIL", "alice@example.com")
+            .output()
+            .map_err(|e| Error::internal("cannot run git").caused_by(e))?;
+        if !out.status.success() {
+            return Err(Error::internal(format!("git {} failed", args.join(" ")))
+                .caused_by(String::from_utf8_lossy(&out.stderr).trim()));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    fn commit(&self, file: &str, text: &str, author: &str, days_ago: i64) -> Result<()> {
+        std::fs::write(self.repo.join(file), text)?;
+        self.git(&self.repo, &["add", file], days_ago)?;
+        let msg = format!("Update {file}");
+        self.git_as(&self.repo, &["commit", "-q", "-m", &msg], days_ago, author)?;
+        Ok(())
+    }
+
+    fn build(&self) -> Result<()> {
+        let r = &self.repo;
+        let origin = self.root.join("origin.git");
+        self.git(
+            &self.root,
+            &[
+                "init",
+                "-q",
+                "--bare",
+                "-b",
+                "main",
+                origin.to_str().unwrap_or_default(),
+            ],
+            0,
+        )?;
+        self.git(
+            &self.root,
+            &["init", "-q", "-b", "main", r.to_str().unwrap_or_default()],
+            0,
+        )?;
+        self.git(
+            r,
+            &["remote", "add", "origin", origin.to_str().unwrap_or_default()],
+            0,
+        )?;
+        self.commit("README", "demo\n", "Alice", 400)?;
+        // Merged branches: their tips are in main.
+        for (b, days) in [("feature/login", 300), ("fix/typo", 40)] {
+            self.git(r, &["checkout", "-q", "-b", b, "main"], days)?;
+            self.commit(&format!("{}.txt", b.replace('/', "-")), "done\n", "Bob", days)?;
+            self.git(r, &["checkout", "-q", "main"], days)?;
+            self.git(
+                r,
+                &["merge", "-q", "--no-ff", "-m", &format!("Merge {b}"), b],
+                days,
+            )?;
+        }
+        // A squash-merged branch: its change is in main as one new commit.
+        self.git(r, &["checkout", "-q", "-b", "feature/search", "main"], 30)?;
+        self.commit("search.txt", "v1\n", "Carol", 30)?;
+        self.commit("search.txt", "v2\n", "Carol", 29)?;
+        self.git(r, &["checkout", "-q", "main"], 28)?;
+        self.git(r, &["merge", "-q", "--squash", "feature/search"], 28)?;
+        self.git(r, &["commit", "-q", "-m", "Add search (squashed)"], 28)?;
+        // Pushed branches whose remote copy was then deleted: "gone upstream". One merged,
+        // one holding work that exists nowhere else.
+        for (b, days, merge) in [("feature/api", 200, true), ("experiment/cache", 120, false)] {
+            self.git(r, &["checkout", "-q", "-b", b, "main"], days)?;
+            self.commit(&format!("{}.txt", b.replace('/', "-")), "wip\n", "Dave", days)?;
+            self.git(r, &["push", "-q", "-u", "origin", b], days)?;
+            self.git(r, &["checkout", "-q", "main"], days)?;
+            if merge {
+                self.git(
+                    r,
+                    &["merge", "-q", "--no-ff", "-m", &format!("Merge {b}"), b],
+                    days,
+                )?;
+            }
+            self.git(r, &["push", "-q", "origin", "--delete", b], days)?;
+        }
+        // Live work, a protected release branch, and a branch checked out in a worktree.
+        self.git(r, &["checkout", "-q", "-b", "feature/payments", "main"], 2)?;
+        self.commit("payments.txt", "wip\n", "Erin", 2)?;
+        self.git(r, &["checkout", "-q", "main"], 0)?;
+        self.git(r, &["branch", "release/1.0", "main"], 0)?;
+        self.git(r, &["branch", "hotfix/urgent", "main"], 0)?;
+        let wt = self.root.join("hotfix-worktree");
+        self.git(
+            r,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                wt.to_str().unwrap_or_default(),
+                "hotfix/urgent",
+            ],
+            0,
+        )?;
+        self.git(r, &["push", "-q", "-u", "origin", "main"], 0)?;
+        Ok(())
+    }
+
+    fn keygen(&self, name: &str) -> Result<PathBuf> {
+        let path = self.root.join(format!("{name}_ed25519"));
+        let ok = Command::new("ssh-keygen")
+            .args([
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-C",
+                &format!("{name} (guardctl demo)"),
+                "-f",
+            ])
+            .arg(&path)
+            .status()
+            .map_err(|e| Error::internal("cannot run ssh-keygen").caused_by(e))?;
+        if !ok.success() {
+            return Err(Error::internal("ssh-keygen failed to create a demo key"));
+        }
+        Ok(path)
+    }
+
+    /// Run this binary as the user would, showing the command first; a step that does not
+    /// end with the status the demo expects stops the demo.
+    fn guardctl(&self, ui: &mut Ui, key: &Path, args: &[&str], expect: i32) -> Result<()> {
+        let w = ui.out();
+        writeln!(w, "\n$ guardctl {}", args.join(" "))?;
+        w.flush()?;
+        let exe = std::env::current_exe()?;
+        let status = Command::new(exe)
+            .current_dir(&self.repo)
+            .args(args)
+            .arg("--key")
+            .arg(key)
+            .arg("--allowed-signers")
+            .arg(self.root.join("allowed_signers"))
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .status()?;
+        let code = status.code().unwrap_or(-1);
+        writeln!(ui.out(), "(exit status {code})")?;
+        if code != expect {
+            return Err(Error::internal(format!(
+                "demo step `guardctl {}` exited {code}, expected {expect}",
+                args.join(" ")
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn say(ui: &mut Ui, text: &str) -> Result<()> {
+    let color = ui.color;
+    writeln!(
+        ui.out(),
+        "\n{}",
+        crate::ui::paint(color, "1;36", &format!("## {text}"))
+    )?;
+    Ok(())
+}
+
+pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
+    let dir = tempfile::Builder::new().prefix("guardctl-demo-").tempdir()?;
+    let root = dir.path().to_path_buf();
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let demo = Demo {
+        repo: root.join("repo"),
+        root: root.clone(),
+        now,
+    };
+
+    say(
+        ui,
+        &format!("Building a throwaway repository in {}", demo.repo.display()),
+    )?;
+    demo.build()?;
+    let alice = demo.keygen("alice")?;
+    let bob = demo.keygen("bob")?;
+    let signers = format!(
+        "alice@example.com {}bob@example.com {}",
+        std::fs::read_to_string(format!("{}.pub", alice.display()))?,
+        std::fs::read_to_string(format!("{}.pub", bob.display()))?
+    );
+    std::fs::write(root.join("allowed_signers"), signers)?;
+    writeln!(
+        ui.out(),
+        "Branches: merged (feature/login, fix/typo), squash-merged (feature/search), gone upstream\n\
+         (feature/api merged; experiment/cache holding unmerged work), live (feature/payments),\n\
+         protected (release/1.0), checked out in a worktree (hotfix/urgent).\n\
+         Identities: alice@example.com and bob@example.com, throwaway ed25519 keys in an allowed-signers file."
+    )?;
+
+    say(
+        ui,
+        "Who am I? Alice's key maps to her principal through the allowed-signers file",
+    )?;
+    demo.guardctl(ui, &alice, &["whoami"], 0)?;
+
+    say(
+        ui,
+        "Alice plans a cleanup. `plan` only reads the repository and writes a signed plan file",
+    )?;
+    demo.guardctl(
+        ui,
+        &alice,
+        &[
+            "plan",
+            "stale-branches",
+            "--merged",
+            "--squash-merged",
+            "--gone",
+            "--detailed-exitcode",
+        ],
+        2,
+    )?;
+    writeln!(
+        ui.out(),
+        "Exit status 2 (--detailed-exitcode) says the plan has changes. experiment/cache is gone upstream\n\
+         but holds work that exists nowhere else: a weak criterion alone never plans it."
+    )?;
+
+    say(
+        ui,
+        "Bob reviews exactly what Alice signed: `show` verifies the signature first",
+    )?;
+    demo.guardctl(ui, &bob, &["show", "plan.json"], 0)?;
+
+    say(
+        ui,
+        "Anyone can check the plan's signature with plain ssh-keygen (namespace guardctl-plan, DSSE PAE bytes)",
+    )?;
+    let verified = verify_with_ssh_keygen(&demo)?;
+    writeln!(ui.out(), "{verified}")?;
+
+    say(
+        ui,
+        "A tampered plan is refused with exit 65, before anything in it is trusted",
+    )?;
+    let text = std::fs::read_to_string(demo.repo.join("plan.json"))?;
+    let tampered = text.replacen("\"payload\": \"ey", "\"payload\": \"EY", 1);
+    std::fs::write(demo.repo.join("tampered.json"), tampered)?;
+    demo.guardctl(ui, &bob, &["show", "tampered.json"], 65)?;
+
+    say(ui, "Done. Nothing outside the temporary directory was touched")?;
+    if args.keep {
+        let kept = dir.keep();
+        writeln!(ui.out(), "Kept {}", kept.display())?;
+    }
+    Ok(0)
+}
+
+/// Decode the envelope, rebuild the PAE bytes and run `ssh-keygen -Y verify` on them.
+fn verify_with_ssh_keygen(demo: &Demo) -> Result<String> {
+    let bytes = std::fs::read(demo.repo.join("plan.json"))?;
+    let file = crate::plan::envelope::parse_plan_file(&bytes)
+        .map_err(|e| Error::internal("demo plan unreadable").caused_by(e))?;
+    let payload = crate::plan::envelope::decode_payload(&file.payload)
+        .map_err(|e| Error::internal("demo plan unreadable").caused_by(e))?;
+    let pae = crate::plan::envelope::pae(&file.payload_type, &payload);
+    let sig_path = demo.root.join("plan.sig");
+    let sig = file.signatures.first().map(|s| s.sig.clone()).unwrap_or_default();
+    std::fs::write(&sig_path, sig)?;
+    let mut child = Command::new("ssh-keygen")
+        .args([
+            "-Y",
+            "verify",
+            "-n",
+            "guardctl-plan",
+            "-I",
+            "alice@example.com",
+            "-f",
+        ])
+        .arg(demo.root.join("allowed_signers"))
+        .arg("-s")
+        .arg(&sig_path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(&pae)?;
+    }
+    let out = child.wait_with_output()?;
+    Ok(format!(
+        "$ ssh-keygen -Y verify -n guardctl-plan -I alice@example.com -f allowed_signers -s plan.sig < PAE bytes\n{}",
+        String::from_utf8_lossy(&out.stdout).trim()
+    ))
+}

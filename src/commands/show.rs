@@ -1,0 +1,80 @@
+//! `guardctl show [PLAN]`: render a plan for a reviewer (or as JSON). Never mutates.
+
+use crate::context::Ctx;
+use crate::error::{Error, Result};
+use crate::plan::envelope::PLAN_NAMESPACE;
+use crate::policy::Policy;
+use crate::render::view::{self, Paging, ViewInput};
+use crate::ui::Ui;
+use std::path::PathBuf;
+
+/// Render a plan: summary, branches, extremes, side effects, skipped branches.
+///
+/// Plans with more than 50 branches are summarised (counts by reason, a sample, the
+/// extremes); `--all` lists every branch, `--page N` shows 50 at a time. The signature is
+/// verified before anything in the plan is shown.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The plan file
+    #[arg(default_value = "plan.json")]
+    pub plan: PathBuf,
+    /// List every affected and skipped branch
+    #[arg(long, conflicts_with = "page")]
+    pub all: bool,
+    /// Show page N (50 branches per page)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub page: Option<u32>,
+    /// Show what changed against an earlier plan of the same operation
+    #[arg(long, value_name = "OLD_PLAN")]
+    pub since: Option<PathBuf>,
+}
+
+pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    let loaded = crate::planfile::load(&args.plan)?;
+    let plan = &loaded.plan;
+
+    // The payload's planner principal is the planner's own claim: say so when the
+    // allowed-signers file does not back it.
+    if let Some(claimed) = &plan.planner.principal {
+        let (signers, source) = ctx.allowed_signers()?;
+        let backed = signers.principals_for(&loaded.signer, PLAN_NAMESPACE, plan.created_at);
+        if source.is_some() && !backed.contains(claimed) {
+            ui.warn(&format!(
+                "the allowed-signers file does not confirm that the plan's key belongs to {}",
+                crate::render::escape::safe(claimed)
+            ));
+        }
+    }
+
+    let paging = match (args.all, args.page) {
+        (true, _) => Paging::All,
+        (false, Some(p)) => Paging::Page(p as usize),
+        _ => Paging::Auto,
+    };
+    let mut v = view::build(ViewInput {
+        plan,
+        plan_id: &loaded.plan_id,
+        attached_approvals: loaded.file.approvals.len(),
+        required_approvals: Policy::default().required_approvals,
+        now: ctx.now,
+        paging,
+        show_all_skipped: args.all,
+    });
+    if let Some(old_path) = &args.since {
+        let old = crate::planfile::load(old_path)?;
+        if old.plan.repository != plan.repository || old.plan.operation.kind() != plan.operation.kind() {
+            return Err(Error::usage(format!(
+                "{} is not a plan of the same operation on the same repository",
+                old_path.display()
+            )));
+        }
+        v.since = Some(crate::render::since::build(&old.plan, &old.plan_id, plan));
+    }
+    if ui.json {
+        ui.json_doc(&v)?;
+    } else {
+        let color = ui.color;
+        crate::render::human::render(&v, color, ui.out())?;
+    }
+    Ok(0)
+}

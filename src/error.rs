@@ -1,0 +1,197 @@
+//! The one error type of guardctl, and the only place that maps failures to exit codes.
+//!
+//! Every failure a user can see is an [`Error`]: a stable [`Kind`] (which fixes the exit code
+//! and the JSON `error.kind` of CONTRACT.md §3), a message saying what happened, optional
+//! `caused by` lines, a hint saying what to do next, and structured details for `--json`.
+//! Library modules keep small error types of their own and convert with `From`.
+
+use serde_json::Value;
+use std::fmt;
+
+/// The contract's error kinds. Adding one is a contract change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// I/O, git, or any unexpected failure.
+    Internal,
+    /// A prompt was declined.
+    Declined,
+    /// Bad flags or arguments.
+    Usage,
+    /// Malformed, tampered or unsigned plan or approval; unknown format; another repository.
+    InvalidPlan,
+    /// Observed state no longer matches the plan.
+    Drift,
+    /// Plan or approval expired.
+    Expired,
+    /// Approvals insufficient.
+    Unapproved,
+    /// The one applying is not the plan's executor.
+    WrongPrincipal,
+    /// Policy changed since planning, or forbids the plan.
+    Policy,
+    /// Applied, but the observed effect differs from the plan.
+    Unverified,
+    /// An interrupted apply must be recovered first, or the repository is locked.
+    NeedsRecovery,
+}
+
+impl Kind {
+    /// The process exit code (CONTRACT.md §3).
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Kind::Internal | Kind::Declined => 1,
+            Kind::Usage => 64,
+            Kind::InvalidPlan => 65,
+            Kind::Drift => 10,
+            Kind::Expired => 11,
+            Kind::Unapproved => 12,
+            Kind::WrongPrincipal => 13,
+            Kind::Policy => 14,
+            Kind::Unverified => 15,
+            Kind::NeedsRecovery => 16,
+        }
+    }
+
+    /// The JSON `error.kind` string (CONTRACT.md §3).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Internal => "internal",
+            Kind::Declined => "declined",
+            Kind::Usage => "usage",
+            Kind::InvalidPlan => "invalid_plan",
+            Kind::Drift => "drift",
+            Kind::Expired => "expired",
+            Kind::Unapproved => "unapproved",
+            Kind::WrongPrincipal => "wrong_principal",
+            Kind::Policy => "policy",
+            Kind::Unverified => "unverified",
+            Kind::NeedsRecovery => "needs_recovery",
+        }
+    }
+}
+
+/// A user-visible failure.
+#[derive(Debug)]
+pub struct Error {
+    pub kind: Kind,
+    pub message: String,
+    pub causes: Vec<String>,
+    pub hint: Option<String>,
+    pub details: Value,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(kind: Kind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+            causes: Vec::new(),
+            hint: None,
+            details: Value::Object(Default::default()),
+        }
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(Kind::Internal, message)
+    }
+
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self::new(Kind::Usage, message)
+    }
+
+    pub fn invalid_plan(message: impl Into<String>) -> Self {
+        Self::new(Kind::InvalidPlan, message)
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn caused_by(mut self, cause: impl fmt::Display) -> Self {
+        self.causes.push(cause.to_string());
+        self
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        self.kind.exit_code()
+    }
+
+    /// `{"error": {"kind", "message", "details"}}` as the contract prints it with `--json`.
+    pub fn to_json(&self) -> Value {
+        let mut message = self.message.clone();
+        for cause in &self.causes {
+            message.push_str(": ");
+            message.push_str(cause);
+        }
+        let mut details = self.details.clone();
+        if let (Some(hint), Value::Object(map)) = (&self.hint, &mut details) {
+            map.insert("hint".into(), Value::String(hint.clone()));
+        }
+        serde_json::json!({"error": {"kind": self.kind.as_str(), "message": message, "details": details}})
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::internal("I/O error").caused_by(e)
+    }
+}
+
+impl From<git2::Error> for Error {
+    fn from(e: git2::Error) -> Self {
+        Error::internal("git error").caused_by(e.message())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_contract() {
+        let table = [
+            (Kind::Internal, 1, "internal"),
+            (Kind::Declined, 1, "declined"),
+            (Kind::Usage, 64, "usage"),
+            (Kind::InvalidPlan, 65, "invalid_plan"),
+            (Kind::Drift, 10, "drift"),
+            (Kind::Expired, 11, "expired"),
+            (Kind::Unapproved, 12, "unapproved"),
+            (Kind::WrongPrincipal, 13, "wrong_principal"),
+            (Kind::Policy, 14, "policy"),
+            (Kind::Unverified, 15, "unverified"),
+            (Kind::NeedsRecovery, 16, "needs_recovery"),
+        ];
+        for (kind, code, name) in table {
+            assert_eq!(kind.exit_code(), code, "{name}");
+            assert_eq!(kind.as_str(), name);
+        }
+    }
+
+    #[test]
+    fn json_error_carries_kind_message_and_hint() {
+        let e = Error::invalid_plan("bad plan")
+            .caused_by("signature mismatch")
+            .with_hint("re-run `guardctl plan`");
+        let v = e.to_json();
+        assert_eq!(v["error"]["kind"], "invalid_plan");
+        assert_eq!(v["error"]["message"], "bad plan: signature mismatch");
+        assert_eq!(v["error"]["details"]["hint"], "re-run `guardctl plan`");
+    }
+}

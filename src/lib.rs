@@ -1,0 +1,94 @@
+//! guardctl: a two-person, terraform-style plan/approve/apply gate in front of destructive
+//! operations.
+//!
+//! # Architecture map
+//!
+//! The arrows point one way: `commands` → (`ops`, `policy`, `render`, `sign`, `planfile`) →
+//! (`plan`, `repo`).
+//!
+//! - [`cli`]: global flags and the command enum; `cli::command()` feeds completions and man pages.
+//! - [`context`]: `Ctx`, the run's one `now`, the repository, key and allowed-signers lookup.
+//! - [`error`]: the one error type; the only place that maps failures to exit codes.
+//! - [`ui`]: the only writer to stdout/stderr (`--json`, `--color`, `-q`).
+//! - [`commands`]: one file per command.
+//! - [`plan`]: the plan as pure data: payload types, DSSE envelope, plan hash, derived parts.
+//! - [`planfile`]: reading (verified, strict, bounded) and writing plan files.
+//! - [`ops`]: one module per operation: observe (read-only) and decide (pure).
+//! - [`policy`]: the policy in force and its hash.
+//! - [`sign`]: keys, allowed signers, SSHSIG sign (ssh-keygen) and verify (in-process).
+//! - [`repo`]: the only code that touches git.
+//! - [`render`]: view structs built from plans, human text from views, escaping.
+//! - [`fsutil`], [`duration`]: atomic writes, bounded reads; duration parsing.
+
+pub mod cli;
+pub mod commands;
+pub mod context;
+pub mod duration;
+pub mod error;
+pub mod fsutil;
+pub mod ops;
+pub mod plan;
+pub mod planfile;
+pub mod policy;
+pub mod render;
+pub mod repo;
+pub mod sign;
+pub mod ui;
+
+use clap::Parser;
+use cli::{Cli, Command};
+use error::{Error, Kind};
+use std::process::ExitCode;
+use ui::Ui;
+
+/// Parse arguments, run the command, map the outcome to the contract's exit code.
+pub fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => return clap_failure(e, args.iter().any(|a| a == "--json")),
+    };
+    let mut ui = Ui::new(cli.json, cli.quiet, cli.color);
+    let ctx = context::Ctx::new(cli.repo, cli.key, cli.allowed_signers);
+    let result = match cli.command {
+        Command::Plan(a) => commands::plan::run(a, &ctx, &mut ui),
+        Command::Show(a) => commands::show::run(a, &ctx, &mut ui),
+        Command::Whoami(a) => commands::whoami::run(a, &ctx, &mut ui),
+        Command::Completions(a) => commands::completions::run(a, &mut ui),
+        Command::Demo(a) => commands::demo::run(a, &mut ui),
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(e) => {
+            ui.error(&e);
+            e.exit_code()
+        }
+    };
+    let _ = ui.flush();
+    ExitCode::from(code)
+}
+
+/// Help and version go to stdout with status 0; every other parse failure is a usage
+/// error (64), as JSON on stdout too with `--json`.
+fn clap_failure(e: clap::Error, json: bool) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    if json {
+        let first = e
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("error: ")
+            .to_string();
+        let err = Error::new(Kind::Usage, first);
+        let mut out = std::io::stdout().lock();
+        let _ = serde_json::to_writer_pretty(&mut out, &err.to_json());
+        let _ = std::io::Write::write_all(&mut out, b"\n");
+    }
+    let _ = e.print();
+    ExitCode::from(Kind::Usage.exit_code())
+}

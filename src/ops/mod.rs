@@ -1,0 +1,4 @@
+//! Operations guardctl can plan, one module each: `observe` reads the repository through
+//! `repo/`, the decisions are pure functions of observations and `now`.
+
+pub mod stale_branches;

@@ -1,0 +1,547 @@
+//! The `stale-branches` operation: which local branches are safe to delete, and why.
+//!
+//! `observe` reads the repository (read-only, through `repo/`); `screen` and `classify` are
+//! pure and take `now`, so every rule below is unit-tested without git.
+//!
+//! Rules (CONTRACT.md §2): never the base, the checked-out branch, a branch checked out in any
+//! worktree, a protected pattern, or a name git would reject. Weak criteria (`gone`,
+//! `older-than`) never plan a branch that holds unmerged work unless `include_unmerged`.
+//! Every branch not planned is reported with its reason.
+
+use crate::error::{Error, Result};
+use crate::plan::model::{
+    Affected, ConfigEntry, Criterion, Person, SkipReason, Skipped, StaleBranchesInputs, Upstream,
+};
+use crate::repo::{BranchRef, CheckedOut, CommitFacts, Repo};
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use std::collections::HashSet;
+use std::time::Duration;
+use time::OffsetDateTime;
+
+/// What the user asked for, before normalisation.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub base: Option<String>,
+    pub merged: bool,
+    pub squash_merged: bool,
+    pub gone: bool,
+    pub older_than: Option<Duration>,
+    pub include_unmerged: bool,
+    pub match_globs: Vec<String>,
+    pub exclude: Vec<String>,
+    pub protect: Vec<String>,
+}
+
+/// Sorted, de-duplicated inputs: the same request always normalises to the same value, so
+/// the plan hash depends on what was asked, not how it was spelled.
+pub fn normalize(req: &Request, base_ref: String, policy_protected: &[String]) -> StaleBranchesInputs {
+    let mut criteria = Vec::new();
+    if req.merged {
+        criteria.push(Criterion::Merged);
+    }
+    if req.squash_merged {
+        criteria.push(Criterion::SquashMerged);
+    }
+    if req.gone {
+        criteria.push(Criterion::Gone);
+    }
+    if req.older_than.is_some() {
+        criteria.push(Criterion::OlderThan);
+    }
+    if criteria.is_empty() {
+        criteria.push(Criterion::Merged);
+    }
+    let sorted = |v: &[String]| {
+        let mut v = v.to_vec();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let mut protect = req.protect.clone();
+    protect.extend_from_slice(policy_protected);
+    StaleBranchesInputs {
+        base: base_ref,
+        criteria,
+        older_than_secs: req.older_than.map(|d| d.as_secs()),
+        include_unmerged: req.include_unmerged,
+        match_globs: sorted(&req.match_globs),
+        exclude: sorted(&req.exclude),
+        protect: sorted(&protect),
+    }
+}
+
+/// Compiled patterns. Like git's wildmatch with pathname semantics: `*` stops at `/`.
+pub struct Patterns {
+    matching: Option<GlobSet>,
+    exclude: GlobSet,
+    protect: GlobSet,
+}
+
+fn glob(p: &str) -> std::result::Result<Glob, globset::Error> {
+    GlobBuilder::new(p).literal_separator(true).build()
+}
+
+fn set(patterns: &[String]) -> Result<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for p in patterns {
+        b.add(glob(p).map_err(|e| Error::usage(format!("invalid pattern `{p}`")).caused_by(e))?);
+    }
+    b.build()
+        .map_err(|e| Error::usage("invalid patterns").caused_by(e))
+}
+
+impl Patterns {
+    pub fn compile(inputs: &StaleBranchesInputs) -> Result<Patterns> {
+        Ok(Patterns {
+            matching: if inputs.match_globs.is_empty() {
+                None
+            } else {
+                Some(set(&inputs.match_globs)?)
+            },
+            exclude: set(&inputs.exclude)?,
+            protect: set(&inputs.protect)?,
+        })
+    }
+
+    pub fn is_protected(&self, name: &str) -> bool {
+        self.protect.is_match(name)
+    }
+}
+
+/// The first reason a branch is out of consideration before any history is read.
+pub fn screen(
+    branch: &BranchRef,
+    base_ref: &str,
+    checked_out: &CheckedOut,
+    patterns: &Patterns,
+) -> Option<(SkipReason, Option<String>)> {
+    let name = branch
+        .refname
+        .strip_prefix("refs/heads/")
+        .unwrap_or(&branch.refname);
+    if !branch.valid {
+        return Some((SkipReason::InvalidName, None));
+    }
+    if branch.refname == base_ref {
+        return Some((SkipReason::Base, None));
+    }
+    if checked_out.here.as_deref() == Some(branch.refname.as_str()) {
+        return Some((SkipReason::CheckedOut, None));
+    }
+    if let Some(where_) = checked_out.elsewhere.get(&branch.refname) {
+        return Some((SkipReason::Worktree, Some(where_.clone())));
+    }
+    if patterns.is_protected(name) {
+        return Some((SkipReason::Protected, None));
+    }
+    if patterns.matching.as_ref().is_some_and(|m| !m.is_match(name)) {
+        return Some((SkipReason::NotMatched, None));
+    }
+    if patterns.exclude.is_match(name) {
+        return Some((SkipReason::Excluded, None));
+    }
+    if branch.oid.is_none() {
+        return Some((SkipReason::Unreadable, Some("symbolic ref".into())));
+    }
+    None
+}
+
+/// Everything observed about one branch that passed `screen`.
+#[derive(Debug, Clone)]
+pub struct Observed {
+    pub refname: String,
+    pub oid: String,
+    pub facts: CommitFacts,
+    pub merged: bool,
+    pub commits_not_in_base: u64,
+    /// `Some` only when squash detection was requested and the branch is not merged.
+    pub squash_merged: Option<bool>,
+    pub upstream: Option<Upstream>,
+    pub config: Vec<ConfigEntry>,
+}
+
+pub enum Verdict {
+    Delete(Box<Affected>),
+    Skip(SkipReason, Option<String>),
+}
+
+/// Decide one branch from its observation. Pure.
+pub fn classify(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateTime) -> Verdict {
+    let squash = o.squash_merged == Some(true);
+    let mut reasons = Vec::new();
+    for c in &inputs.criteria {
+        let met = match c {
+            Criterion::Merged => o.merged,
+            Criterion::SquashMerged => squash,
+            Criterion::Gone => o.upstream.as_ref().is_some_and(|u| u.gone),
+            Criterion::OlderThan => inputs
+                .older_than_secs
+                .is_some_and(|limit| now.unix_timestamp() - o.facts.time > limit as i64),
+        };
+        if met {
+            reasons.push(*c);
+        }
+    }
+    reasons.sort();
+    let unmerged = o.commits_not_in_base;
+    if reasons.is_empty() {
+        let detail = (!o.merged).then(|| not_in_base(unmerged));
+        return Verdict::Skip(SkipReason::NotStale, detail);
+    }
+    let loses_work = !o.merged && !squash && unmerged > 0;
+    if loses_work && !inputs.include_unmerged {
+        return Verdict::Skip(SkipReason::Unmerged, Some(not_in_base(unmerged)));
+    }
+    let last_commit_time =
+        OffsetDateTime::from_unix_timestamp(o.facts.time).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    Verdict::Delete(Box::new(Affected {
+        refname: o.refname.clone(),
+        oid: o.oid.clone(),
+        reasons,
+        last_commit_time,
+        author: Person {
+            name: o.facts.author_name.clone(),
+            email: o.facts.author_email.clone(),
+        },
+        subject: o.facts.subject.clone(),
+        commits_not_in_base: unmerged,
+        loses_work,
+        upstream: o.upstream.clone(),
+        config: o.config.clone(),
+    }))
+}
+
+fn not_in_base(n: u64) -> String {
+    format!(
+        "{n} {} not in base",
+        crate::plan::derive::plural(n, "commit", "commits")
+    )
+}
+
+/// The outcome of planning: what to delete and what was left alone.
+pub struct Outcome {
+    pub affected: Vec<Affected>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Observe the repository and classify every local branch. Read-only.
+pub fn run(
+    repo: &Repo,
+    inputs: &StaleBranchesInputs,
+    base_oid: git2::Oid,
+    now: OffsetDateTime,
+) -> Result<Outcome> {
+    let patterns = Patterns::compile(inputs)?;
+    let branches = repo.local_branches()?;
+    let checked_out = repo.checked_out()?;
+    let mut config = repo.branch_config()?;
+    let reachable = repo.reachable_from(base_oid)?;
+    let want_squash = inputs.criteria.contains(&Criterion::SquashMerged);
+
+    let mut skipped = Vec::new();
+    let mut observed = Vec::new();
+    let mut fork_points = Vec::new();
+    for b in &branches {
+        let oid_text = b.oid.map(|o| o.to_string());
+        if let Some((reason, detail)) = screen(b, &inputs.base, &checked_out, &patterns) {
+            skipped.push(Skipped {
+                refname: b.refname.clone(),
+                oid: oid_text,
+                reason,
+                detail,
+            });
+            continue;
+        }
+        let Some(oid) = b.oid else { continue };
+        let facts = match repo.commit_facts(oid) {
+            Ok(f) => f,
+            Err(e) => {
+                let detail = Some(e.causes.join("; "));
+                skipped.push(Skipped {
+                    refname: b.refname.clone(),
+                    oid: oid_text,
+                    reason: SkipReason::Unreadable,
+                    detail,
+                });
+                continue;
+            }
+        };
+        let merged = reachable.contains(oid);
+        let unmerged = if merged {
+            Default::default()
+        } else {
+            repo.unmerged(oid, &reachable)?
+        };
+        let fork = if want_squash && !merged {
+            repo.fork_point(&unmerged.boundary)
+        } else {
+            None
+        };
+        if let Some(f) = fork {
+            fork_points.push(f);
+        }
+        let name = b.refname.trim_start_matches("refs/heads/");
+        let entries = config.remove(name).unwrap_or_default();
+        let upstream = upstream_of(repo, &entries);
+        let config = entries
+            .into_iter()
+            .map(|(key, value)| ConfigEntry { key, value })
+            .collect();
+        observed.push((
+            Observed {
+                refname: b.refname.clone(),
+                oid: oid.to_string(),
+                facts,
+                merged,
+                commits_not_in_base: unmerged.commits,
+                squash_merged: None,
+                upstream,
+                config,
+            },
+            fork,
+        ));
+    }
+
+    if want_squash {
+        detect_squash_merges(repo, base_oid, &fork_points, &mut observed)?;
+    }
+
+    let mut affected = Vec::new();
+    for (o, _) in &observed {
+        match classify(inputs, o, now) {
+            Verdict::Delete(a) => affected.push(*a),
+            Verdict::Skip(reason, detail) => skipped.push(Skipped {
+                refname: o.refname.clone(),
+                oid: Some(o.oid.clone()),
+                reason,
+                detail,
+            }),
+        }
+    }
+    skipped.sort_by(|a, b| a.refname.cmp(&b.refname));
+    Ok(Outcome { affected, skipped })
+}
+
+/// A branch is squash-merged when the patch-id of its whole change (fork point to tip) equals
+/// the patch-id of a single commit on the base made after the oldest fork point. The base's
+/// patch-ids are computed once for all branches.
+fn detect_squash_merges(
+    repo: &Repo,
+    base_oid: git2::Oid,
+    fork_points: &[git2::Oid],
+    observed: &mut [(Observed, Option<git2::Oid>)],
+) -> Result<()> {
+    if fork_points.is_empty() {
+        return Ok(());
+    }
+    let distinct: Vec<git2::Oid> = fork_points
+        .iter()
+        .copied()
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let oldest = repo.fork_point(&distinct);
+    let base_ids = repo.base_patch_ids(base_oid, oldest)?;
+    for (o, fork) in observed.iter_mut() {
+        if o.merged {
+            continue;
+        }
+        let Some(fork) = fork else {
+            o.squash_merged = Some(false);
+            continue;
+        };
+        let tip = git2::Oid::from_str(&o.oid).map_err(Error::from)?;
+        let id = repo.squash_patch_id(*fork, tip)?;
+        o.squash_merged = Some(id.is_some_and(|id| base_ids.contains(&id)));
+    }
+    Ok(())
+}
+
+fn upstream_of(repo: &Repo, entries: &[(String, String)]) -> Option<Upstream> {
+    let last = |suffix: &str| {
+        entries
+            .iter()
+            .rev()
+            .find(|(k, _)| k.ends_with(suffix))
+            .map(|(_, v)| v.clone())
+    };
+    let remote = last(".remote")?;
+    let merge = last(".merge")?;
+    let (tracking_ref, exists) = repo.upstream_tracking(&remote, &merge);
+    Some(Upstream {
+        remote,
+        merge,
+        tracking_ref,
+        gone: !exists,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    const NOW: OffsetDateTime = datetime!(2026-06-01 0:00 UTC);
+
+    fn inputs(criteria: &[Criterion], include_unmerged: bool) -> StaleBranchesInputs {
+        StaleBranchesInputs {
+            base: "refs/heads/main".into(),
+            criteria: criteria.to_vec(),
+            older_than_secs: Some(90 * 86_400),
+            include_unmerged,
+            match_globs: vec![],
+            exclude: vec![],
+            protect: vec!["main".into(), "release/*".into()],
+        }
+    }
+
+    fn obs(merged: bool, unmerged: u64, age_days: i64, gone: Option<bool>) -> Observed {
+        Observed {
+            refname: "refs/heads/x".into(),
+            oid: "a".repeat(40),
+            facts: CommitFacts {
+                time: NOW.unix_timestamp() - age_days * 86_400,
+                author_name: "A".into(),
+                author_email: "a@x".into(),
+                subject: "s".into(),
+            },
+            merged,
+            commits_not_in_base: unmerged,
+            squash_merged: None,
+            upstream: gone.map(|g| Upstream {
+                remote: "origin".into(),
+                merge: "refs/heads/x".into(),
+                tracking_ref: Some("refs/remotes/origin/x".into()),
+                gone: g,
+            }),
+            config: vec![],
+        }
+    }
+
+    fn reasons(v: Verdict) -> Result<Vec<Criterion>, SkipReason> {
+        match v {
+            Verdict::Delete(a) => Ok(a.reasons),
+            Verdict::Skip(r, _) => Err(r),
+        }
+    }
+
+    #[test]
+    fn merged_branch_is_planned_unmerged_is_not_stale() {
+        let i = inputs(&[Criterion::Merged], false);
+        assert_eq!(
+            reasons(classify(&i, &obs(true, 0, 1, None), NOW)),
+            Ok(vec![Criterion::Merged])
+        );
+        assert_eq!(
+            reasons(classify(&i, &obs(false, 2, 1, None), NOW)),
+            Err(SkipReason::NotStale)
+        );
+    }
+
+    #[test]
+    fn weak_criteria_never_plan_unmerged_work_without_include_unmerged() {
+        let i = inputs(&[Criterion::Gone, Criterion::OlderThan], false);
+        assert_eq!(
+            reasons(classify(&i, &obs(false, 3, 400, Some(true)), NOW)),
+            Err(SkipReason::Unmerged)
+        );
+        let i = inputs(&[Criterion::Gone, Criterion::OlderThan], true);
+        match classify(&i, &obs(false, 3, 400, Some(true)), NOW) {
+            Verdict::Delete(a) => {
+                assert!(a.loses_work);
+                assert_eq!(a.reasons, vec![Criterion::Gone, Criterion::OlderThan]);
+            }
+            Verdict::Skip(r, _) => panic!("skipped: {r:?}"),
+        }
+    }
+
+    #[test]
+    fn gone_needs_a_gone_upstream_and_older_than_a_real_age() {
+        let i = inputs(&[Criterion::Gone], false);
+        assert_eq!(
+            reasons(classify(&i, &obs(true, 0, 1, Some(false)), NOW)),
+            Err(SkipReason::NotStale)
+        );
+        assert_eq!(
+            reasons(classify(&i, &obs(true, 0, 1, None), NOW)),
+            Err(SkipReason::NotStale)
+        );
+        assert_eq!(
+            reasons(classify(&i, &obs(true, 0, 1, Some(true)), NOW)),
+            Ok(vec![Criterion::Gone])
+        );
+        let i = inputs(&[Criterion::OlderThan], false);
+        assert_eq!(
+            reasons(classify(&i, &obs(true, 0, 90, None), NOW)),
+            Err(SkipReason::NotStale)
+        );
+        assert_eq!(
+            reasons(classify(&i, &obs(true, 0, 91, None), NOW)),
+            Ok(vec![Criterion::OlderThan])
+        );
+    }
+
+    #[test]
+    fn squash_merged_branch_loses_no_work() {
+        let i = inputs(&[Criterion::SquashMerged], false);
+        let mut o = obs(false, 4, 1, None);
+        o.squash_merged = Some(true);
+        match classify(&i, &o, NOW) {
+            Verdict::Delete(a) => assert!(!a.loses_work),
+            Verdict::Skip(r, _) => panic!("skipped: {r:?}"),
+        }
+    }
+
+    fn branch(name: &str) -> BranchRef {
+        BranchRef {
+            refname: format!("refs/heads/{name}"),
+            valid: true,
+            oid: Some(git2::Oid::ZERO_SHA1),
+        }
+    }
+
+    #[test]
+    fn screen_applies_reasons_in_order() {
+        let mut i = inputs(&[Criterion::Merged], false);
+        i.match_globs = vec!["feature/*".into()];
+        i.exclude = vec!["feature/keep-*".into()];
+        let p = Patterns::compile(&i).unwrap();
+        let mut co = CheckedOut {
+            here: Some("refs/heads/feature/here".into()),
+            ..Default::default()
+        };
+        co.elsewhere
+            .insert("refs/heads/feature/wt".into(), "worktree w".into());
+        let reason = |b: &BranchRef| screen(b, &i.base, &co, &p).map(|(r, _)| r);
+        assert_eq!(reason(&branch("main")), Some(SkipReason::Base));
+        assert_eq!(reason(&branch("feature/here")), Some(SkipReason::CheckedOut));
+        assert_eq!(reason(&branch("feature/wt")), Some(SkipReason::Worktree));
+        assert_eq!(reason(&branch("release/1.0")), Some(SkipReason::Protected));
+        assert_eq!(reason(&branch("bugfix/x")), Some(SkipReason::NotMatched));
+        assert_eq!(
+            reason(&branch("feature/a/b")),
+            Some(SkipReason::NotMatched),
+            "* stops at /"
+        );
+        assert_eq!(reason(&branch("feature/keep-me")), Some(SkipReason::Excluded));
+        assert_eq!(reason(&branch("feature/x")), None);
+        let invalid = BranchRef {
+            valid: false,
+            ..branch("feature/x")
+        };
+        assert_eq!(reason(&invalid), Some(SkipReason::InvalidName));
+    }
+
+    #[test]
+    fn normalize_sorts_dedups_and_defaults_to_merged() {
+        let req = Request {
+            protect: vec!["b".into(), "a".into(), "a".into()],
+            exclude: vec!["z".into(), "y".into()],
+            ..Default::default()
+        };
+        let n = normalize(&req, "refs/heads/main".into(), &["main".into()]);
+        assert_eq!(n.criteria, vec![Criterion::Merged]);
+        assert_eq!(n.protect, vec!["a", "b", "main"]);
+        assert_eq!(n.exclude, vec!["y", "z"]);
+    }
+}

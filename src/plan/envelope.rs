@@ -1,0 +1,136 @@
+//! DSSE envelopes (the in-toto/Sigstore standard) and the plan file around them.
+//!
+//! A signature covers DSSE's PAE bytes of the payload exactly as stored, never a
+//! re-serialisation. This module only encodes and decodes; it does not verify signatures
+//! (see `sign::verify`) and does no I/O.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+pub const PLAN_PAYLOAD_TYPE: &str = "application/vnd.guardctl.plan.v1+json";
+pub const APPROVAL_PAYLOAD_TYPE: &str = "application/vnd.guardctl.approval.v1+json";
+
+/// SSHSIG namespace for plan signatures.
+pub const PLAN_NAMESPACE: &str = "guardctl-plan";
+
+/// Files larger than this are refused before parsing (a 50k-branch plan is ~30 MiB).
+pub const MAX_FILE_BYTES: u64 = 128 * 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Signature {
+    /// `SHA256:<base64>` fingerprint of the signing key.
+    pub keyid: String,
+    /// Armored SSHSIG (`-----BEGIN SSH SIGNATURE-----`).
+    pub sig: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Envelope {
+    #[serde(rename = "payloadType")]
+    pub payload_type: String,
+    pub payload: String,
+    pub signatures: Vec<Signature>,
+}
+
+/// A plan file: the plan envelope plus the approvals and rejections appended to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanFile {
+    #[serde(rename = "payloadType")]
+    pub payload_type: String,
+    pub payload: String,
+    pub signatures: Vec<Signature>,
+    #[serde(default)]
+    pub approvals: Vec<Envelope>,
+}
+
+impl PlanFile {
+    pub fn envelope(&self) -> Envelope {
+        Envelope {
+            payload_type: self.payload_type.clone(),
+            payload: self.payload.clone(),
+            signatures: self.signatures.clone(),
+        }
+    }
+}
+
+/// DSSE's pre-authentication encoding:
+/// `"DSSEv1" SP len(type) SP type SP len(body) SP body`.
+pub fn pae(payload_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + payload_type.len() + 32);
+    out.extend_from_slice(b"DSSEv1 ");
+    out.extend_from_slice(payload_type.len().to_string().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(payload_type.as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(body.len().to_string().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(body);
+    out
+}
+
+pub fn encode_payload(body: &[u8]) -> String {
+    B64.encode(body)
+}
+
+pub fn decode_payload(payload: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    B64.decode(payload)
+}
+
+/// `sha256:<hex>` of some bytes: plan ids and hashes use this form.
+pub fn sha256_id(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex(&Sha256::digest(bytes)))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Parse a whole plan file strictly: unknown fields, duplicate keys and trailing data are
+/// errors (serde_json refuses trailing non-whitespace; derive refuses duplicates).
+pub fn parse_plan_file(bytes: &[u8]) -> Result<PlanFile, serde_json::Error> {
+    serde_json::from_slice(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pae_matches_the_dsse_spec_example() {
+        // From the DSSE protocol document.
+        assert_eq!(
+            pae("http://example.com/HelloWorld", b"hello world"),
+            b"DSSEv1 29 http://example.com/HelloWorld 11 hello world".to_vec()
+        );
+    }
+
+    #[test]
+    fn plan_file_rejects_unknown_fields_duplicates_and_trailing_data() {
+        let good = r#"{"payloadType":"t","payload":"","signatures":[],"approvals":[]}"#;
+        assert!(parse_plan_file(good.as_bytes()).is_ok());
+        let unknown = r#"{"payloadType":"t","payload":"","signatures":[],"extra":1}"#;
+        assert!(parse_plan_file(unknown.as_bytes()).is_err());
+        let dup = r#"{"payloadType":"t","payloadType":"u","payload":"","signatures":[]}"#;
+        assert!(parse_plan_file(dup.as_bytes()).is_err());
+        let trailing = format!("{good} {{}}");
+        assert!(parse_plan_file(trailing.as_bytes()).is_err());
+    }
+
+    #[test]
+    fn sha256_id_has_prefix_and_hex() {
+        assert_eq!(
+            sha256_id(b""),
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+    }
+}

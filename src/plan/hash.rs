@@ -1,0 +1,122 @@
+//! The plan hash: `sha256:<hex>` over the normalised inputs, the policy hash and the observed
+//! state of every affected resource, including the facts that made it eligible.
+//!
+//! Invariants: the same inputs and state give the same hash (resources are sorted, the
+//! serialisation is serde's fixed field order). Facts that only change when the base moves
+//! forward (commit counts, whether work is lost) are left out on purpose, so a base moving
+//! forward is not drift; a base rewinding past a merged branch removes its `merged` reason
+//! and so changes the hash.
+
+use super::envelope::sha256_id;
+use super::model::{Affected, ConfigEntry, Criterion, Operation};
+use serde::Serialize;
+
+#[derive(Serialize)]
+struct HashInput<'a> {
+    format_version: u32,
+    repository: &'a str,
+    operation: &'a Operation,
+    policy_hash: &'a str,
+    resources: Vec<ResourceState<'a>>,
+}
+
+#[derive(Serialize)]
+struct ResourceState<'a> {
+    #[serde(rename = "ref")]
+    refname: &'a str,
+    oid: &'a str,
+    reasons: &'a [Criterion],
+    config: &'a [ConfigEntry],
+}
+
+pub fn plan_hash(
+    repository: &str,
+    operation: &Operation,
+    policy_hash: &str,
+    affected: &[Affected],
+) -> String {
+    let mut resources: Vec<ResourceState> = affected
+        .iter()
+        .map(|a| ResourceState {
+            refname: &a.refname,
+            oid: &a.oid,
+            reasons: &a.reasons,
+            config: &a.config,
+        })
+        .collect();
+    resources.sort_by(|a, b| a.refname.cmp(b.refname));
+    let input = HashInput {
+        format_version: super::model::FORMAT_VERSION,
+        repository,
+        operation,
+        policy_hash,
+        resources,
+    };
+    // Serialising plain structs of strings cannot fail.
+    let bytes = serde_json::to_vec(&input).unwrap_or_default();
+    sha256_id(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::model::*;
+    use time::macros::datetime;
+
+    fn branch(name: &str, oid: &str, commits: u64) -> Affected {
+        Affected {
+            refname: format!("refs/heads/{name}"),
+            oid: oid.into(),
+            reasons: vec![Criterion::Merged],
+            last_commit_time: datetime!(2026-01-01 0:00 UTC),
+            author: Person {
+                name: "A".into(),
+                email: "a@x".into(),
+            },
+            subject: "s".into(),
+            commits_not_in_base: commits,
+            loses_work: commits > 0,
+            upstream: None,
+            config: vec![],
+        }
+    }
+
+    fn op() -> Operation {
+        Operation::StaleBranches(StaleBranchesInputs {
+            base: "refs/heads/main".into(),
+            criteria: vec![Criterion::Merged],
+            older_than_secs: None,
+            include_unmerged: false,
+            match_globs: vec![],
+            exclude: vec![],
+            protect: vec!["main".into()],
+        })
+    }
+
+    #[test]
+    fn same_state_in_any_order_gives_same_hash() {
+        let a = [branch("a", "1", 0), branch("b", "2", 0)];
+        let b = [branch("b", "2", 0), branch("a", "1", 0)];
+        assert_eq!(plan_hash("r", &op(), "p", &a), plan_hash("r", &op(), "p", &b));
+    }
+
+    #[test]
+    fn oid_reason_repository_and_policy_change_the_hash() {
+        let base = plan_hash("r", &op(), "p", &[branch("a", "1", 0)]);
+        assert_ne!(base, plan_hash("r", &op(), "p", &[branch("a", "2", 0)]));
+        assert_ne!(base, plan_hash("other", &op(), "p", &[branch("a", "1", 0)]));
+        assert_ne!(base, plan_hash("r", &op(), "q", &[branch("a", "1", 0)]));
+        let mut gone = branch("a", "1", 0);
+        gone.reasons = vec![Criterion::Gone];
+        assert_ne!(base, plan_hash("r", &op(), "p", &[gone]));
+    }
+
+    #[test]
+    fn commit_counts_do_not_change_the_hash() {
+        // The base moving forward changes counts, and is not drift.
+        assert_eq!(
+            plan_hash("r", &op(), "p", &[branch("a", "1", 0)]),
+            plan_hash("r", &op(), "p", &[branch("a", "1", 3)])
+        );
+    }
+}

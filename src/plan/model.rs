@@ -1,0 +1,278 @@
+//! The plan payload: plain serde data, exactly what is signed (CONTRACT.md §6).
+//!
+//! Not here: reading files, signatures, git. Every struct denies unknown fields and serde's
+//! derive refuses duplicate keys, so a payload either parses into exactly these types or is
+//! rejected. Field order is the serialisation order and is part of the format: do not reorder.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+/// The only major version this build reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub format_version: u32,
+    pub plan_hash: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub expires_at: OffsetDateTime,
+    pub planner: Party,
+    pub executor: Party,
+    pub repository: String,
+    pub operation: Operation,
+    pub summary: String,
+    pub affected: Vec<Affected>,
+    pub skipped: Vec<Skipped>,
+    pub diff: Vec<DiffEntry>,
+    pub side_effects: Vec<SideEffect>,
+    pub before_image: BeforeImage,
+    pub risk: Risk,
+    pub policy_hash: String,
+}
+
+/// A principal and the key it used (planner), or is expected to use (executor).
+/// `principal` is `None` for a key that maps to no principal: such plans can't be applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Party {
+    pub principal: Option<String>,
+    pub key: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, tag = "kind", content = "inputs")]
+pub enum Operation {
+    #[serde(rename = "stale-branches")]
+    StaleBranches(StaleBranchesInputs),
+}
+
+impl Operation {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Operation::StaleBranches(_) => "stale-branches",
+        }
+    }
+}
+
+/// Normalised inputs: resolved base ref, sorted criteria and patterns, durations in seconds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaleBranchesInputs {
+    pub base: String,
+    pub criteria: Vec<Criterion>,
+    pub older_than_secs: Option<u64>,
+    pub include_unmerged: bool,
+    #[serde(rename = "match")]
+    pub match_globs: Vec<String>,
+    pub exclude: Vec<String>,
+    pub protect: Vec<String>,
+}
+
+/// Why a branch is stale. The order is the priority used to name a branch's main reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Criterion {
+    Merged,
+    SquashMerged,
+    Gone,
+    OlderThan,
+}
+
+impl Criterion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Criterion::Merged => "merged",
+            Criterion::SquashMerged => "squash-merged",
+            Criterion::Gone => "gone",
+            Criterion::OlderThan => "older-than",
+        }
+    }
+
+    /// How the summary line names it ("2 merged, 1 gone upstream").
+    pub fn label(self) -> &'static str {
+        match self {
+            Criterion::Merged => "merged",
+            Criterion::SquashMerged => "squash-merged",
+            Criterion::Gone => "gone upstream",
+            Criterion::OlderThan => "inactive",
+        }
+    }
+}
+
+/// One branch the plan deletes, with the facts observed at planning time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Affected {
+    #[serde(rename = "ref")]
+    pub refname: String,
+    pub oid: String,
+    /// Every criterion the branch met, sorted; the first is its main reason.
+    pub reasons: Vec<Criterion>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_commit_time: OffsetDateTime,
+    pub author: Person,
+    pub subject: String,
+    /// Commits reachable from the tip but not from the base.
+    pub commits_not_in_base: u64,
+    /// True when deleting it loses commits whose changes are not in the base.
+    pub loses_work: bool,
+    pub upstream: Option<Upstream>,
+    /// The `branch.<name>.*` configuration the deletion removes (tracking, description, ...).
+    pub config: Vec<ConfigEntry>,
+}
+
+impl Affected {
+    /// The branch name without `refs/heads/`.
+    pub fn name(&self) -> &str {
+        self.refname.strip_prefix("refs/heads/").unwrap_or(&self.refname)
+    }
+
+    pub fn main_reason(&self) -> Option<Criterion> {
+        self.reasons.first().copied()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Person {
+    pub name: String,
+    pub email: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Upstream {
+    pub remote: String,
+    pub merge: String,
+    /// The remote-tracking ref it maps to, if the remote's refspec maps it.
+    pub tracking_ref: Option<String>,
+    pub gone: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigEntry {
+    pub key: String,
+    pub value: String,
+}
+
+/// A branch that is not planned, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Skipped {
+    #[serde(rename = "ref")]
+    pub refname: String,
+    pub oid: Option<String>,
+    pub reason: SkipReason,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// Git would reject the name (crafted packed-refs, control characters, `..`).
+    InvalidName,
+    /// The branch is the base the others are compared with.
+    Base,
+    /// Checked out in this work tree.
+    CheckedOut,
+    /// Checked out in another worktree.
+    Worktree,
+    /// Matches a protected pattern.
+    Protected,
+    /// Does not match any `--match` pattern.
+    NotMatched,
+    /// Matches an `--exclude` pattern.
+    Excluded,
+    /// Meets none of the selected criteria.
+    NotStale,
+    /// Meets only a weak criterion but holds commits not in the base.
+    Unmerged,
+    /// The tip is not a commit (or cannot be read).
+    Unreadable,
+}
+
+impl SkipReason {
+    pub fn describe(self) -> &'static str {
+        match self {
+            SkipReason::InvalidName => "name git would reject",
+            SkipReason::Base => "is the base",
+            SkipReason::CheckedOut => "checked out here",
+            SkipReason::Worktree => "checked out in another worktree",
+            SkipReason::Protected => "protected",
+            SkipReason::NotMatched => "not matched by --match",
+            SkipReason::Excluded => "excluded by --exclude",
+            SkipReason::NotStale => "not stale",
+            SkipReason::Unmerged => "holds unmerged work (see --include-unmerged)",
+            SkipReason::Unreadable => "tip is not a readable commit",
+        }
+    }
+}
+
+/// One field-level change: `to: None` means the field disappears.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiffEntry {
+    pub resource: String,
+    pub field: String,
+    pub from: Option<String>,
+    pub to: Option<String>,
+}
+
+/// What else happens besides the listed deletions. The text is generated by the renderer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SideEffect {
+    pub kind: SideEffectKind,
+    pub branches: u64,
+    pub commits: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SideEffectKind {
+    /// Deleting a branch deletes its reflog.
+    ReflogDeleted,
+    /// `branch.<name>.remote/merge` go with the branch.
+    UpstreamConfigRemoved,
+    /// Other `branch.<name>.*` keys (description, rebase, ...) go with the branch.
+    BranchConfigRemoved,
+    /// Commits only reachable through the backup ref until retention ends.
+    UnmergedCommitsBackupOnly,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BeforeImage {
+    /// Backups live at `<namespace>/<plan id hex>/<full refname>`.
+    pub namespace: String,
+    pub retention_days: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Risk {
+    pub level: RiskLevel,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RiskLevel {
+    Low,
+    Medium,
+    High,
+}
+
+impl RiskLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RiskLevel::Low => "low",
+            RiskLevel::Medium => "medium",
+            RiskLevel::High => "high",
+        }
+    }
+}

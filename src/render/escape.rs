@@ -1,0 +1,183 @@
+//! Terminal-safe text. Every string that comes from a repository (branch names, authors,
+//! subjects) or from a file is passed through `safe` before any human output, terminal or
+//! not, so a crafted name can neither drive the terminal (ESC, OSC, C1 controls) nor hide or
+//! reorder what a reviewer reads (bidi overrides, zero-width characters).
+//!
+//! `flags` names what was suspicious so the renderer can point it out, including names that
+//! mix scripts or look like a protected name ("mаin" with a Cyrillic а).
+
+use serde::Serialize;
+use unicode_script::{Script, UnicodeScript};
+
+fn is_bidi(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{034F}'
+            | '\u{115F}'
+            | '\u{1160}'
+            | '\u{17B4}'
+            | '\u{17B5}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200D}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{3164}'
+            | '\u{FE00}'..='\u{FE0F}'
+            | '\u{FEFF}'
+            | '\u{FFA0}'
+    )
+}
+
+/// The string with every control, bidi and invisible character made visible.
+/// ASCII controls become `\n`, `\t`, `\xHH`; others `<U+XXXX>`; a backslash is doubled so an
+/// escape can't be forged by typing one.
+pub fn safe(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 || c == '\u{7F}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() || is_bidi(c) || is_invisible(c) => {
+                out.push_str(&format!("<U+{:04X}>", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// What a reviewer should be told about a name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flag {
+    Control,
+    Bidi,
+    Invisible,
+    NonAscii,
+    MixedScripts,
+    LooksProtected,
+}
+
+impl Flag {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Flag::Control => "control characters",
+            Flag::Bidi => "bidi override",
+            Flag::Invisible => "invisible characters",
+            Flag::NonAscii => "non-ASCII",
+            Flag::MixedScripts => "mixed scripts",
+            Flag::LooksProtected => "looks like a protected name",
+        }
+    }
+}
+
+/// Flags for `name`; `protected` are the literal protected names (`main`, `master`, ...).
+pub fn flags(name: &str, protected: &[&str]) -> Vec<Flag> {
+    let mut out = Vec::new();
+    if name.chars().any(char::is_control) {
+        out.push(Flag::Control);
+    }
+    if name.chars().any(is_bidi) {
+        out.push(Flag::Bidi);
+    }
+    if name.chars().any(is_invisible) {
+        out.push(Flag::Invisible);
+    }
+    if !name.is_ascii() {
+        out.push(Flag::NonAscii);
+    }
+    let mut scripts: Vec<Script> = Vec::new();
+    for c in name.chars().filter(|c| c.is_alphabetic()) {
+        let s = c.script();
+        if !matches!(s, Script::Common | Script::Inherited | Script::Unknown) && !scripts.contains(&s) {
+            scripts.push(s);
+        }
+    }
+    if scripts.len() > 1 {
+        out.push(Flag::MixedScripts);
+    }
+    let skel = skeleton(name);
+    if protected.iter().any(|p| *p != name && skeleton(p) == skel) {
+        out.push(Flag::LooksProtected);
+    }
+    out
+}
+
+/// A rough confusables skeleton: lower case, common homoglyphs folded to ASCII, invisible
+/// characters dropped, `rn` read as `m`. Enough to catch `mаin`, `maın`, `Main`, `rnain`.
+fn skeleton(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if is_invisible(c) || is_bidi(c) {
+            continue;
+        }
+        let folded = match c {
+            'а' | 'α' | 'ɑ' => 'a',
+            'е' | 'ε' | 'ё' => 'e',
+            'о' | 'ο' | 'σ' | '0' => 'o',
+            'і' | 'ı' | 'ι' | 'ї' | '1' | 'l' | '|' | 'ӏ' => 'i',
+            'р' | 'ρ' => 'p',
+            'с' | 'ϲ' => 'c',
+            'у' | 'γ' => 'y',
+            'х' | 'χ' => 'x',
+            'ѕ' => 's',
+            'ј' => 'j',
+            'ԁ' => 'd',
+            'ν' | 'ѵ' => 'v',
+            'м' => 'm',
+            'т' | 'τ' => 't',
+            'к' | 'κ' => 'k',
+            'н' | 'η' => 'n',
+            'в' => 'b',
+            c => c.to_lowercase().next().unwrap_or(c),
+        };
+        out.push(folded);
+    }
+    out.replace("rn", "m")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_escapes_controls_bidi_and_invisibles() {
+        assert_eq!(safe("a\u{1b}[31mred"), "a\\x1b[31mred");
+        assert_eq!(safe("x\u{9b}y"), "x<U+009B>y");
+        assert_eq!(safe("evil\u{202E}txt"), "evil<U+202E>txt");
+        assert_eq!(safe("zero\u{200B}width"), "zero<U+200B>width");
+        assert_eq!(safe("tab\tnl\n"), "tab\\tnl\\n");
+        assert_eq!(safe("back\\x1b"), "back\\\\x1b");
+        assert_eq!(safe("ünïcødé/ok"), "ünïcødé/ok");
+        assert!(
+            !safe("\u{7f}\u{0}\u{1b}]8;;http://x\u{7}")
+                .chars()
+                .any(|c| c.is_control())
+        );
+    }
+
+    #[test]
+    fn flags_name_what_is_suspicious() {
+        let p = ["main", "master", "develop"];
+        assert!(flags("feature/x", &p).is_empty());
+        assert!(
+            flags("main", &p).is_empty(),
+            "the protected name itself is not a look-alike"
+        );
+        assert!(flags("m\u{0430}in", &p).contains(&Flag::LooksProtected));
+        assert!(flags("m\u{0430}in", &p).contains(&Flag::MixedScripts));
+        assert!(flags("Main", &p).contains(&Flag::LooksProtected));
+        assert!(flags("rnaster", &p).contains(&Flag::LooksProtected));
+        assert!(flags("ma\u{200B}in", &p).contains(&Flag::Invisible));
+        assert!(flags("ma\u{200B}in", &p).contains(&Flag::LooksProtected));
+        assert!(flags("x\u{202E}y", &p).contains(&Flag::Bidi));
+        assert_eq!(flags("café", &p), vec![Flag::NonAscii]);
+    }
+}

@@ -1,0 +1,251 @@
+//! Human text for a `ShowView`: summary, details, the table of branches, the extremes, side
+//! effects and skipped branches. Only reads the view (already escaped), writes to any
+//! `Write` so it is unit-testable into a buffer.
+
+use super::view::{Row, ShowView};
+use crate::ui::paint;
+use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
+use std::io::{self, Write};
+
+pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()> {
+    let bold = |t: &str| paint(color, "1", t);
+    writeln!(w, "{}", bold(&view.summary))?;
+    writeln!(w)?;
+    let who = |p: &super::view::PartyView| match (&p.principal, &p.key) {
+        (Some(pr), Some(k)) => format!("{pr} ({k})"),
+        (Some(pr), None) => pr.clone(),
+        (None, Some(k)) => format!("unknown principal ({k})"),
+        (None, None) => "unknown".to_string(),
+    };
+    let risk = if view.risk.reasons.is_empty() {
+        view.risk.level.to_string()
+    } else {
+        format!("{} ({})", view.risk.level, view.risk.reasons.join(", "))
+    };
+    for (k, v) in [
+        (
+            "operation",
+            format!(
+                "{} (base {}; criteria: {})",
+                view.operation,
+                view.base,
+                view.criteria.join(", ")
+            ),
+        ),
+        ("planner", who(&view.planner)),
+        ("executor", who(&view.executor)),
+        ("created", view.created_at.clone()),
+        ("expires", view.expires_at.clone()),
+        ("risk", risk),
+        ("plan hash", view.plan_hash.clone()),
+    ] {
+        writeln!(w, "  {k:<10} {v}")?;
+    }
+
+    if let Some(since) = &view.since {
+        writeln!(w)?;
+        let inputs = if since.inputs_changed {
+            " (the inputs differ too)"
+        } else {
+            ""
+        };
+        writeln!(
+            w,
+            "{}",
+            bold(&format!(
+                "{} branches changed since plan {}{inputs}: {} added, {} removed, {} moved.",
+                since.changed,
+                super::view::short_id(&since.old_plan_id),
+                since.added,
+                since.removed,
+                since.moved
+            ))
+        )?;
+        for c in &since.changes {
+            let sign = match c.change {
+                "added" => paint(color, "31", "+"),
+                "removed" => paint(color, "32", "-"),
+                _ => paint(color, "33", "~"),
+            };
+            let short = |o: &Option<String>| o.as_deref().map(|s| s.chars().take(12).collect::<String>());
+            let detail = match (short(&c.from), short(&c.to)) {
+                (Some(f), Some(t)) => format!("{f} -> {t}"),
+                (None, Some(t)) => format!("now planned at {t}"),
+                (Some(f), None) => format!("no longer planned (was {f})"),
+                (None, None) => String::new(),
+            };
+            writeln!(w, "  {sign} {:<32} {detail}", c.name)?;
+        }
+    }
+
+    if view.total_affected == 0 {
+        writeln!(w)?;
+        writeln!(w, "No changes. Nothing would be deleted.")?;
+    } else {
+        writeln!(w)?;
+        let heading = match (view.rows.mode, view.rows.page) {
+            ("page", Some(p)) => format!(
+                "Branches to delete ({}), page {p} of {}:",
+                view.total_affected, view.rows.pages
+            ),
+            ("sample", _) => {
+                let counts: Vec<String> = view
+                    .counts_by_reason
+                    .iter()
+                    .map(|c| format!("{} {}", c.count, c.reason))
+                    .collect();
+                format!(
+                    "Branches to delete ({}: {}); a sample of {}:",
+                    view.total_affected,
+                    counts.join(", "),
+                    view.rows.shown
+                )
+            }
+            _ => format!("Branches to delete ({}):", view.total_affected),
+        };
+        writeln!(w, "{}", paint(color, "1;31", &heading))?;
+        write_table(&view.rows.items, w)?;
+        if view.rows.mode != "all" {
+            writeln!(
+                w,
+                "  ({} of {} shown; `--all` lists every branch, `--page N` pages through {} pages of {})",
+                view.rows.shown,
+                view.total_affected,
+                view.rows.pages,
+                super::view::PAGE_SIZE
+            )?;
+        }
+
+        writeln!(w)?;
+        writeln!(w, "{}", bold("Extremes a reviewer must not miss:"))?;
+        let list = |rows: &[Row], f: &dyn Fn(&Row) -> String| {
+            if rows.is_empty() {
+                "none".to_string()
+            } else {
+                rows.iter().map(f).collect::<Vec<_>>().join(", ")
+            }
+        };
+        writeln!(
+            w,
+            "  most recently active: {}",
+            list(&view.extremes.most_recent, &|r| format!(
+                "{} ({} ago)",
+                r.name, r.age
+            ))
+        )?;
+        writeln!(
+            w,
+            "  oldest:               {}",
+            list(&view.extremes.oldest, &|r| format!("{} ({} ago)", r.name, r.age))
+        )?;
+        writeln!(
+            w,
+            "  most commits not in base: {}",
+            list(&view.extremes.most_unmerged, &|r| format!(
+                "{} ({}{})",
+                r.name,
+                r.commits_not_in_base,
+                if r.loses_work {
+                    ", work lost"
+                } else {
+                    ", changes in base"
+                }
+            ))
+        )?;
+        if view.extremes.suspicious_names.is_empty() {
+            writeln!(w, "  names to check:       none")?;
+        } else {
+            writeln!(w, "  {}", paint(color, "1;33", "names to check:"))?;
+            for r in &view.extremes.suspicious_names {
+                let why: Vec<&str> = r.flags.iter().map(|f| f.describe()).collect();
+                writeln!(w, "    {} ({})", r.name, why.join(", "))?;
+            }
+        }
+
+        writeln!(w)?;
+        writeln!(w, "{}", bold("Side effects:"))?;
+        for s in &view.side_effects {
+            writeln!(w, "  - {s}")?;
+        }
+    }
+
+    if view.skipped.total > 0 {
+        writeln!(w)?;
+        let counts: Vec<String> = view
+            .skipped
+            .counts
+            .iter()
+            .map(|c| format!("{} {}", c.count, c.reason))
+            .collect();
+        writeln!(
+            w,
+            "{}",
+            bold(&format!(
+                "Not planned ({}: {}):",
+                view.skipped.total,
+                counts.join(", ")
+            ))
+        )?;
+        for s in &view.skipped.items {
+            let flags = if s.flags.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " [{}]",
+                    s.flags
+                        .iter()
+                        .map(|f| f.describe())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            let detail = s.detail.as_deref().unwrap_or("");
+            writeln!(w, "  {:<32} {:<13} {detail}{flags}", s.name, s.reason)?;
+        }
+        if view.skipped.items.len() < view.skipped.total {
+            writeln!(
+                w,
+                "  ({} more; `--all` lists them)",
+                view.skipped.total - view.skipped.items.len()
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn write_table(rows: &[Row], w: &mut dyn Write) -> io::Result<()> {
+    let mut t = Table::new();
+    // No wrapping and no truncation: a cut name could hide what a reviewer must see.
+    t.load_style(presets::UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(["BRANCH", "TIP", "AGE", "AUTHOR", "NOT IN BASE", "REASON"]);
+    for r in rows {
+        let unmerged = if r.loses_work {
+            format!("{} (lost)", r.commits_not_in_base)
+        } else {
+            r.commits_not_in_base.to_string()
+        };
+        let name = if r.flags.is_empty() {
+            r.name.clone()
+        } else {
+            format!("{} (!)", r.name)
+        };
+        t.add_row([
+            name,
+            r.tip.clone(),
+            r.age.clone(),
+            r.author.clone(),
+            unmerged,
+            r.reasons.join(", "),
+        ]);
+    }
+    for i in [2, 4] {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    for line in t.lines() {
+        writeln!(w, "  {line}")?;
+    }
+    Ok(())
+}

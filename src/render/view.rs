@@ -1,0 +1,424 @@
+//! The view of a plan: one struct built from the signed plan data, printed as JSON by
+//! `--json` and rendered as text by `human`, so the two can never disagree.
+//!
+//! Every string that came from the repository is escaped here, once, so neither output
+//! carries a raw control, bidi or invisible character.
+
+use super::escape::{Flag, flags, safe};
+use crate::duration::humanize;
+use crate::plan::derive::plural;
+use crate::plan::model::{Affected, Criterion, Operation, Plan, SideEffectKind, SkipReason};
+use serde::Serialize;
+use time::OffsetDateTime;
+
+/// Rows per page; plans with at most this many affected branches are shown whole.
+pub const PAGE_SIZE: usize = 50;
+/// Rows in the sample of a large plan.
+const SAMPLE: usize = 10;
+/// Names in each list of extremes.
+const EXTREMES: usize = 3;
+/// Skipped branches listed before falling back to counts.
+const SKIPPED_LISTED: usize = 50;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub enum Paging {
+    /// Whole when small; counts, a sample and the extremes when large.
+    #[default]
+    Auto,
+    All,
+    Page(usize),
+}
+
+#[derive(Debug, Serialize)]
+pub struct ShowView {
+    pub plan_id: String,
+    pub plan_hash: String,
+    pub summary: String,
+    pub operation: String,
+    pub repository: String,
+    pub base: String,
+    pub criteria: Vec<&'static str>,
+    pub planner: PartyView,
+    pub executor: PartyView,
+    pub created_at: String,
+    pub expires_at: String,
+    pub expires_in_secs: i64,
+    pub expired: bool,
+    pub approvals: ApprovalsView,
+    pub risk: RiskView,
+    pub total_affected: usize,
+    pub counts_by_reason: Vec<Count>,
+    pub rows: RowsView,
+    pub extremes: Extremes,
+    pub side_effects: Vec<String>,
+    pub before_image: String,
+    pub skipped: SkippedView,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<super::since::SinceView>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PartyView {
+    pub principal: Option<String>,
+    pub key: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ApprovalsView {
+    /// Approval and rejection envelopes attached to the file (verified with `apply`).
+    pub attached: usize,
+    pub required: u32,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RiskView {
+    pub level: &'static str,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Count {
+    pub reason: &'static str,
+    pub count: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RowsView {
+    /// `all`, `page` or `sample`.
+    pub mode: &'static str,
+    pub page: Option<usize>,
+    pub pages: usize,
+    pub shown: usize,
+    pub items: Vec<Row>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub name: String,
+    pub tip: String,
+    pub last_commit: String,
+    pub age: String,
+    pub author: String,
+    pub subject: String,
+    pub commits_not_in_base: u64,
+    pub loses_work: bool,
+    pub reasons: Vec<&'static str>,
+    pub flags: Vec<Flag>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Extremes {
+    pub most_recent: Vec<Row>,
+    pub oldest: Vec<Row>,
+    pub most_unmerged: Vec<Row>,
+    pub suspicious_names: Vec<Row>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SkippedView {
+    pub total: usize,
+    pub counts: Vec<Count>,
+    pub items: Vec<SkippedRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SkippedRow {
+    pub name: String,
+    pub reason: &'static str,
+    pub detail: Option<String>,
+    pub flags: Vec<Flag>,
+}
+
+fn rfc3339(t: OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+fn protected_literals(plan: &Plan) -> Vec<&str> {
+    let Operation::StaleBranches(i) = &plan.operation;
+    i.protect
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !p.contains(['*', '?', '[']))
+        .collect()
+}
+
+fn row(a: &Affected, now: OffsetDateTime, protected: &[&str]) -> Row {
+    let subject: String = a.subject.chars().take(72).collect();
+    Row {
+        name: safe(a.name()),
+        tip: a.oid.chars().take(12).collect(),
+        last_commit: rfc3339(a.last_commit_time),
+        age: humanize((now - a.last_commit_time).whole_seconds()),
+        author: safe(&a.author.email),
+        subject: safe(&subject),
+        commits_not_in_base: a.commits_not_in_base,
+        loses_work: a.loses_work,
+        reasons: a.reasons.iter().map(|r| r.as_str()).collect(),
+        flags: flags(a.name(), protected),
+    }
+}
+
+pub struct ViewInput<'a> {
+    pub plan: &'a Plan,
+    pub plan_id: &'a str,
+    pub attached_approvals: usize,
+    pub required_approvals: u32,
+    pub now: OffsetDateTime,
+    pub paging: Paging,
+    pub show_all_skipped: bool,
+}
+
+pub fn build(input: ViewInput) -> ShowView {
+    let ViewInput {
+        plan, plan_id, now, ..
+    } = input;
+    let protected = protected_literals(plan);
+    let Operation::StaleBranches(inputs) = &plan.operation;
+    let n = plan.affected.len();
+    let expires_in = (plan.expires_at - now).whole_seconds();
+    let expired = expires_in <= 0;
+
+    let pages = n.div_ceil(PAGE_SIZE).max(1);
+    let (mode, page, picked): (&str, Option<usize>, Vec<&Affected>) = match input.paging {
+        Paging::All => ("all", None, plan.affected.iter().collect()),
+        Paging::Auto if n <= PAGE_SIZE => ("all", None, plan.affected.iter().collect()),
+        Paging::Auto => {
+            // An even spread across the manifest, deterministic.
+            let step = n.div_ceil(SAMPLE);
+            (
+                "sample",
+                None,
+                plan.affected.iter().step_by(step.max(1)).collect(),
+            )
+        }
+        Paging::Page(p) => {
+            let p = p.clamp(1, pages);
+            (
+                "page",
+                Some(p),
+                plan.affected
+                    .iter()
+                    .skip((p - 1) * PAGE_SIZE)
+                    .take(PAGE_SIZE)
+                    .collect(),
+            )
+        }
+    };
+    let items: Vec<Row> = picked.iter().map(|a| row(a, now, &protected)).collect();
+
+    let mut by_time: Vec<&Affected> = plan.affected.iter().collect();
+    by_time.sort_by_key(|a| std::cmp::Reverse(a.last_commit_time));
+    let most_recent = by_time
+        .iter()
+        .take(EXTREMES)
+        .map(|a| row(a, now, &protected))
+        .collect();
+    let oldest = by_time
+        .iter()
+        .rev()
+        .take(EXTREMES)
+        .map(|a| row(a, now, &protected))
+        .collect();
+    let mut by_unmerged: Vec<&Affected> = plan
+        .affected
+        .iter()
+        .filter(|a| a.commits_not_in_base > 0)
+        .collect();
+    by_unmerged.sort_by_key(|a| std::cmp::Reverse(a.commits_not_in_base));
+    let most_unmerged = by_unmerged
+        .iter()
+        .take(EXTREMES)
+        .map(|a| row(a, now, &protected))
+        .collect();
+    let suspicious_names = plan
+        .affected
+        .iter()
+        .map(|a| row(a, now, &protected))
+        .filter(|r| !r.flags.is_empty())
+        .collect();
+
+    let mut counts_by_reason = Vec::new();
+    for c in [
+        Criterion::Merged,
+        Criterion::SquashMerged,
+        Criterion::Gone,
+        Criterion::OlderThan,
+    ] {
+        let count = plan
+            .affected
+            .iter()
+            .filter(|a| a.main_reason() == Some(c))
+            .count();
+        if count > 0 {
+            counts_by_reason.push(Count {
+                reason: c.as_str(),
+                count,
+            });
+        }
+    }
+
+    let summary = format!(
+        "Plan {}: {}. {}. Approvals {}/{}.",
+        short_id(plan_id),
+        plan.summary,
+        if expired {
+            format!("Expired {} ago", humanize(-expires_in))
+        } else {
+            format!("Expires in {}", humanize(expires_in))
+        },
+        input.attached_approvals,
+        input.required_approvals,
+    );
+
+    ShowView {
+        plan_id: plan_id.to_string(),
+        plan_hash: plan.plan_hash.clone(),
+        summary,
+        operation: plan.operation.kind().to_string(),
+        repository: plan.repository.clone(),
+        base: safe(&inputs.base),
+        criteria: inputs.criteria.iter().map(|c| c.as_str()).collect(),
+        planner: party(&plan.planner),
+        executor: party(&plan.executor),
+        created_at: rfc3339(plan.created_at),
+        expires_at: rfc3339(plan.expires_at),
+        expires_in_secs: expires_in,
+        expired,
+        approvals: ApprovalsView {
+            attached: input.attached_approvals,
+            required: input.required_approvals,
+        },
+        risk: RiskView {
+            level: plan.risk.level.as_str(),
+            reasons: plan.risk.reasons.clone(),
+        },
+        total_affected: n,
+        counts_by_reason,
+        rows: RowsView {
+            mode,
+            page,
+            pages,
+            shown: items.len(),
+            items,
+        },
+        extremes: Extremes {
+            most_recent,
+            oldest,
+            most_unmerged,
+            suspicious_names,
+        },
+        side_effects: side_effects(plan, plan_id),
+        before_image: format!(
+            "{}/{}/<ref>, kept {} days",
+            plan.before_image.namespace,
+            plan_id.trim_start_matches("sha256:"),
+            plan.before_image.retention_days
+        ),
+        skipped: skipped(plan, &protected, input.show_all_skipped),
+        since: None,
+    }
+}
+
+/// `sha256:` and the first 12 hex digits, for summaries.
+pub fn short_id(id: &str) -> String {
+    let hex = id.trim_start_matches("sha256:");
+    format!("sha256:{}…", hex.chars().take(12).collect::<String>())
+}
+
+fn party(p: &crate::plan::model::Party) -> PartyView {
+    PartyView {
+        principal: p.principal.as_deref().map(safe),
+        key: p.key.clone(),
+    }
+}
+
+fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
+    let days = plan.before_image.retention_days;
+    let mut out: Vec<String> = plan
+        .side_effects
+        .iter()
+        .map(|e| {
+            let b = e.branches;
+            let branches = plural(b, "branch", "branches");
+            match e.kind {
+                SideEffectKind::ReflogDeleted => {
+                    format!("Deleting {b} {branches} also deletes {} reflog{}.", if b == 1 { "its" } else { "their" }, if b == 1 { "" } else { "s" })
+                }
+                SideEffectKind::UpstreamConfigRemoved => {
+                    format!("The upstream tracking config of {b} {branches} is removed (kept in the before-image).")
+                }
+                SideEffectKind::BranchConfigRemoved => {
+                    format!("Other branch config (description, ...) of {b} {branches} is removed (kept in the before-image).")
+                }
+                SideEffectKind::UnmergedCommitsBackupOnly => {
+                    let c = e.commits.unwrap_or(0);
+                    format!(
+                        "{c} unmerged {} on {b} {branches} stay reachable only through the backup refs, for {days} days; then they are lost.",
+                        plural(c, "commit", "commits")
+                    )
+                }
+            }
+        })
+        .collect();
+    if !plan.affected.is_empty() {
+        out.push(format!(
+            "Backups are written first, under {}/{}/, kept {days} days.",
+            plan.before_image.namespace,
+            plan_id.trim_start_matches("sha256:")
+        ));
+    }
+    out
+}
+
+fn skip_label(r: SkipReason) -> &'static str {
+    match r {
+        SkipReason::InvalidName => "invalid_name",
+        SkipReason::Base => "base",
+        SkipReason::CheckedOut => "checked_out",
+        SkipReason::Worktree => "worktree",
+        SkipReason::Protected => "protected",
+        SkipReason::NotMatched => "not_matched",
+        SkipReason::Excluded => "excluded",
+        SkipReason::NotStale => "not_stale",
+        SkipReason::Unmerged => "unmerged",
+        SkipReason::Unreadable => "unreadable",
+    }
+}
+
+fn skipped(plan: &Plan, protected: &[&str], all: bool) -> SkippedView {
+    let mut reasons: Vec<SkipReason> = plan.skipped.iter().map(|s| s.reason).collect();
+    reasons.sort();
+    reasons.dedup();
+    let counts = reasons
+        .iter()
+        .map(|r| Count {
+            reason: skip_label(*r),
+            count: plan.skipped.iter().filter(|s| s.reason == *r).count(),
+        })
+        .collect();
+    let limit = if all { usize::MAX } else { SKIPPED_LISTED };
+    let items = plan
+        .skipped
+        .iter()
+        .take(limit)
+        .map(|s| {
+            let name = s.refname.strip_prefix("refs/heads/").unwrap_or(&s.refname);
+            let mut detail = s.detail.as_deref().map(safe);
+            if detail.is_none() {
+                detail = Some(s.reason.describe().to_string());
+            }
+            SkippedRow {
+                name: safe(name),
+                reason: skip_label(s.reason),
+                detail,
+                flags: flags(name, protected),
+            }
+        })
+        .collect();
+    SkippedView {
+        total: plan.skipped.len(),
+        counts,
+        items,
+    }
+}

@@ -1,0 +1,225 @@
+//! The only code that touches git. Everything here reads (through git2); nothing here
+//! mutates refs, config, reflogs or objects. (Mutation arrives with `apply`, in one adapter
+//! module of its own, through `git update-ref --stdin`.)
+//!
+//! guardctl's own state lives in `<common git dir>/guardctl/`, shared by all worktrees.
+//!
+//! Ref names read from the repository are untrusted: libgit2 happily lists names from a
+//! crafted `packed-refs` that git itself would reject, so every name is validated here and
+//! invalid ones are reported as such, never used as a ref to act on.
+
+mod graph;
+mod refs;
+
+pub use graph::{Reachable, UnmergedCount};
+pub use refs::{BranchRef, CheckedOut};
+
+use crate::error::{Error, Result};
+use git2::{ErrorCode, Oid, Repository};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+pub struct Repo {
+    git: Repository,
+}
+
+/// Facts about one commit, as a plan records them.
+#[derive(Debug, Clone)]
+pub struct CommitFacts {
+    /// Committer time, seconds since the epoch.
+    pub time: i64,
+    pub author_name: String,
+    pub author_email: String,
+    pub subject: String,
+}
+
+impl Repo {
+    /// Open the repository at `path`, or discover it from the working directory like git.
+    pub fn open(path: Option<&Path>) -> Result<Repo> {
+        let start = path.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+        let git = Repository::discover(&start).map_err(|e| {
+            let what = match path {
+                Some(p) => format!("{} is not in a git repository", p.display()),
+                None => "the current directory is not in a git repository".to_string(),
+            };
+            Error::usage(what)
+                .caused_by(e.message())
+                .with_hint("run guardctl inside a repository, or pass -C <path>")
+        })?;
+        Ok(Repo { git })
+    }
+
+    /// `<common git dir>/guardctl`: guardctl's own state, shared by every worktree.
+    pub fn state_dir(&self) -> PathBuf {
+        self.git.commondir().join("guardctl")
+    }
+
+    /// The work tree (or the git dir of a bare repository), for display.
+    pub fn display_path(&self) -> PathBuf {
+        self.git
+            .workdir()
+            .unwrap_or_else(|| self.git.path())
+            .to_path_buf()
+    }
+
+    /// An identity for this repository that survives moving the work tree but differs between
+    /// clones: a random id created once in guardctl's state directory (clones never copy it).
+    pub fn identity(&self) -> Result<String> {
+        let path = self.state_dir().join("repository-id");
+        match std::fs::read_to_string(&path) {
+            Ok(s) if is_identity(s.trim()) => return Ok(s.trim().to_string()),
+            Ok(_) => {
+                return Err(Error::internal(format!("{} is corrupt", path.display()))
+                    .with_hint("restore it from a backup; a new id would orphan every plan"));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::from(e).caused_by(path.display())),
+        }
+        let mut bytes = [0u8; 16];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+            .map_err(|e| Error::internal("cannot read /dev/urandom").caused_by(e))?;
+        let id = format!("guardctl-repo:{}", crate::plan::envelope::hex(&bytes));
+        crate::fsutil::write_atomic(&path, format!("{id}\n").as_bytes())
+            .map_err(|e| Error::internal("cannot record the repository identity").caused_by(e))?;
+        Ok(id)
+    }
+
+    /// A config value from the repository's full configuration (local, global, system).
+    pub fn config_string(&self, key: &str) -> Result<Option<String>> {
+        let config = self.git.config()?.snapshot()?;
+        match config.get_string(key) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.code() == ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Resolve the comparison base: `--base` if given, else the remote HEAD's target, else
+    /// `init.defaultBranch`, else `main` or `master`. Returns the full ref name (or the
+    /// revision as given, when it is not a ref) and the commit.
+    pub fn resolve_base(&self, base: Option<&str>) -> Result<(String, Oid)> {
+        if let Some(spec) = base {
+            return self.resolve_revision(spec);
+        }
+        for remote in self.remote_names()? {
+            let head = format!("refs/remotes/{remote}/HEAD");
+            if let Ok(r) = self.git.find_reference(&head) {
+                if let Ok(Some(target)) = r.symbolic_target() {
+                    if let Ok(found) = self.resolve_revision(target) {
+                        return Ok(found);
+                    }
+                }
+            }
+        }
+        let mut candidates = Vec::new();
+        if let Some(default) = self.config_string("init.defaultBranch")? {
+            candidates.push(default);
+        }
+        candidates.extend(["main".to_string(), "master".to_string()]);
+        for name in &candidates {
+            if let Ok(found) = self.resolve_revision(&format!("refs/heads/{name}")) {
+                return Ok(found);
+            }
+        }
+        Err(Error::usage("cannot determine the base branch")
+            .caused_by("no remote HEAD, no init.defaultBranch, no main or master branch")
+            .with_hint("pass --base <ref>"))
+    }
+
+    fn resolve_revision(&self, spec: &str) -> Result<(String, Oid)> {
+        let not_found = |e: git2::Error| {
+            Error::usage(format!(
+                "base `{}` does not name a commit",
+                crate::render::escape::safe(spec)
+            ))
+            .caused_by(e.message())
+        };
+        // A ref (short or full) resolves to its full name; anything else is kept as given.
+        let (name, object) = match self.git.revparse_ext(spec) {
+            Ok((obj, Some(r))) => (r.name().unwrap_or(spec).to_string(), obj),
+            Ok((obj, None)) => (spec.to_string(), obj),
+            Err(e) => return Err(not_found(e)),
+        };
+        let commit = object.peel_to_commit().map_err(not_found)?;
+        Ok((name, commit.id()))
+    }
+
+    pub fn remote_names(&self) -> Result<Vec<String>> {
+        let remotes = self.git.remotes()?;
+        let mut names: Vec<String> = remotes
+            .iter()
+            .filter_map(|r| r.ok().flatten())
+            .map(String::from)
+            .collect();
+        // `origin` first: it is what people mean by "the remote".
+        names.sort_by_key(|n| (n != "origin", n.clone()));
+        Ok(names)
+    }
+
+    /// Every `branch.<name>.*` entry of the repository's local config, grouped by branch name,
+    /// in file order. One pass over the config, whatever the number of branches.
+    pub fn branch_config(&self) -> Result<HashMap<String, Vec<(String, String)>>> {
+        let mut out: HashMap<String, Vec<(String, String)>> = HashMap::new();
+        let config = match self.git.config()?.open_level(git2::ConfigLevel::Local) {
+            Ok(c) => c,
+            Err(e) if e.code() == ErrorCode::NotFound => return Ok(out),
+            Err(e) => return Err(e.into()),
+        };
+        let mut entries = config.entries(Some(r"^branch\..*\.[^.]*$"))?;
+        while let Some(entry) = entries.next() {
+            let entry = entry?;
+            let key = String::from_utf8_lossy(entry.name_bytes()).into_owned();
+            let value = String::from_utf8_lossy(entry.value_bytes()).into_owned();
+            let Some(branch) = key
+                .strip_prefix("branch.")
+                .and_then(|k| k.rsplit_once('.'))
+                .map(|(b, _)| b)
+            else {
+                continue;
+            };
+            out.entry(branch.to_string())
+                .or_default()
+                .push((key.clone(), value));
+        }
+        Ok(out)
+    }
+
+    /// The remote-tracking ref that `branch.<x>.remote`/`.merge` map to, and whether it exists.
+    /// `None` as the ref means the remote is missing or no fetch refspec maps the branch.
+    pub fn upstream_tracking(&self, remote: &str, merge: &str) -> (Option<String>, bool) {
+        let tracking = if remote == "." {
+            Some(merge.to_string())
+        } else {
+            self.git.find_remote(remote).ok().and_then(|r| {
+                r.refspecs()
+                    .filter(|s| s.direction() == git2::Direction::Fetch && s.src_matches(merge))
+                    .find_map(|s| {
+                        s.transform(merge)
+                            .ok()
+                            .and_then(|b| b.as_str().ok().map(String::from))
+                    })
+            })
+        };
+        let exists = tracking
+            .as_deref()
+            .is_some_and(|t| self.git.find_reference(t).is_ok());
+        (tracking, exists)
+    }
+
+    pub fn commit_facts(&self, oid: Oid) -> Result<CommitFacts> {
+        let c = self.git.find_commit(oid)?;
+        let author = c.author();
+        Ok(CommitFacts {
+            time: c.committer().when().seconds(),
+            author_name: String::from_utf8_lossy(author.name_bytes()).into_owned(),
+            author_email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
+            subject: String::from_utf8_lossy(c.summary_bytes().unwrap_or_default()).into_owned(),
+        })
+    }
+}
+
+fn is_identity(s: &str) -> bool {
+    s.strip_prefix("guardctl-repo:")
+        .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}

@@ -1,0 +1,286 @@
+//! A strict parser for git's allowed-signers file (`gpg.ssh.allowedSignersFile`, the format of
+//! ssh-keygen(1) ALLOWED SIGNERS), and the lookup "which principal does this key speak for,
+//! in this namespace, at this time".
+//!
+//! Stricter than OpenSSH on purpose: a principal must be exact (a wildcard or negated pattern
+//! would let one line speak for anyone, so the whole file is refused, naming the line), and an
+//! unknown option is an error rather than ignored. `valid-after`/`valid-before` without a
+//! trailing `Z` are read as UTC. `cert-authority` lines are parsed but never match a plain key.
+
+use ssh_key::PublicKey;
+use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time};
+
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub line: usize,
+    pub principals: Vec<String>,
+    pub namespaces: Option<Vec<String>>,
+    pub valid_after: Option<OffsetDateTime>,
+    pub valid_before: Option<OffsetDateTime>,
+    pub cert_authority: bool,
+    pub key: PublicKey,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct AllowedSigners {
+    pub entries: Vec<Entry>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("line {line}: {message}")]
+pub struct ParseError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl AllowedSigners {
+    pub fn parse(text: &str) -> Result<Self, ParseError> {
+        let mut entries = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut entry = parse_line(line).map_err(|message| ParseError { line: i + 1, message })?;
+            entry.line = i + 1;
+            entries.push(entry);
+        }
+        Ok(AllowedSigners { entries })
+    }
+
+    /// The distinct principals `key` may speak for in `namespace` at `at`.
+    pub fn principals_for(&self, key: &PublicKey, namespace: &str, at: OffsetDateTime) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for e in &self.entries {
+            if e.cert_authority || e.key.key_data() != key.key_data() {
+                continue;
+            }
+            if let Some(ns) = &e.namespaces {
+                if !ns.iter().any(|n| n == namespace) {
+                    continue;
+                }
+            }
+            if e.valid_after.is_some_and(|t| at < t) || e.valid_before.is_some_and(|t| at >= t) {
+                continue;
+            }
+            for p in &e.principals {
+                if !out.contains(p) {
+                    out.push(p.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Every entry for `key`, whatever its restrictions (for `whoami`).
+    pub fn entries_for<'a>(&'a self, key: &'a PublicKey) -> impl Iterator<Item = &'a Entry> + 'a {
+        self.entries
+            .iter()
+            .filter(move |e| !e.cert_authority && e.key.key_data() == key.key_data())
+    }
+}
+
+/// Split off one whitespace-delimited token, honouring double quotes.
+fn token(s: &str) -> (&str, &str) {
+    let s = s.trim_start();
+    let mut in_quotes = false;
+    for (i, c) in s.char_indices() {
+        match c {
+            '"' => in_quotes = !in_quotes,
+            c if c.is_whitespace() && !in_quotes => return (&s[..i], &s[i..]),
+            _ => {}
+        }
+    }
+    (s, "")
+}
+
+fn unquote(s: &str) -> &str {
+    s.strip_prefix('"').and_then(|s| s.strip_suffix('"')).unwrap_or(s)
+}
+
+fn is_key_type(s: &str) -> bool {
+    s.starts_with("ssh-") || s.starts_with("ecdsa-") || s.starts_with("sk-")
+}
+
+fn parse_line(line: &str) -> Result<Entry, String> {
+    let (principals_tok, rest) = token(line);
+    let principals: Vec<String> = unquote(principals_tok)
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(String::from)
+        .collect();
+    if principals.is_empty() {
+        return Err("no principal".into());
+    }
+    for p in &principals {
+        if p.contains(['*', '?']) || p.starts_with('!') {
+            return Err(format!(
+                "principal pattern `{p}` is refused: guardctl needs exact principals (no wildcards or negation)"
+            ));
+        }
+    }
+    let (mut next, mut rest) = token(rest);
+    let mut entry_opts = Options::default();
+    if !is_key_type(next) {
+        entry_opts = parse_options(next)?;
+        (next, rest) = token(rest);
+    }
+    if !is_key_type(next) {
+        return Err(format!(
+            "expected a key type (ssh-ed25519, ecdsa-sha2-..., ...), found `{next}`"
+        ));
+    }
+    let (blob, _comment) = token(rest);
+    if blob.is_empty() {
+        return Err("missing key data".into());
+    }
+    let key =
+        PublicKey::from_openssh(&format!("{next} {blob}")).map_err(|e| format!("invalid {next} key: {e}"))?;
+    Ok(Entry {
+        line: 0,
+        principals,
+        namespaces: entry_opts.namespaces,
+        valid_after: entry_opts.valid_after,
+        valid_before: entry_opts.valid_before,
+        cert_authority: entry_opts.cert_authority,
+        key,
+    })
+}
+
+#[derive(Default)]
+struct Options {
+    namespaces: Option<Vec<String>>,
+    valid_after: Option<OffsetDateTime>,
+    valid_before: Option<OffsetDateTime>,
+    cert_authority: bool,
+}
+
+fn parse_options(s: &str) -> Result<Options, String> {
+    let mut opts = Options::default();
+    // Split on commas outside quotes.
+    let mut parts = Vec::new();
+    let (mut start, mut in_quotes) = (0, false);
+    for (i, c) in s.char_indices() {
+        match c {
+            '"' => in_quotes = !in_quotes,
+            ',' if !in_quotes => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    for part in parts {
+        let (name, value) = match part.split_once('=') {
+            Some((n, v)) => (n.to_ascii_lowercase(), Some(unquote(v))),
+            None => (part.to_ascii_lowercase(), None),
+        };
+        match (name.as_str(), value) {
+            ("cert-authority", None) => opts.cert_authority = true,
+            ("namespaces", Some(v)) => {
+                opts.namespaces = Some(v.split(',').map(|n| n.trim().to_string()).collect())
+            }
+            ("valid-after", Some(v)) => opts.valid_after = Some(parse_time(v)?),
+            ("valid-before", Some(v)) => opts.valid_before = Some(parse_time(v)?),
+            _ => return Err(format!("unknown or malformed option `{part}`")),
+        }
+    }
+    Ok(opts)
+}
+
+/// `YYYYMMDD`, `YYYYMMDDHHMM` or `YYYYMMDDHHMMSS`, optionally followed by `Z`.
+fn parse_time(v: &str) -> Result<OffsetDateTime, String> {
+    let bad = || format!("invalid time `{v}` (expected YYYYMMDD[HHMM[SS]][Z])");
+    let digits = v.strip_suffix('Z').unwrap_or(v);
+    if !matches!(digits.len(), 8 | 12 | 14) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let num = |r: std::ops::Range<usize>| digits.get(r).and_then(|s| s.parse::<u32>().ok()).unwrap_or(0);
+    let month = Month::try_from(num(4..6) as u8).map_err(|_| bad())?;
+    let date = Date::from_calendar_date(num(0..4) as i32, month, num(6..8) as u8).map_err(|_| bad())?;
+    let (h, m, s) = match digits.len() {
+        8 => (0, 0, 0),
+        12 => (num(8..10), num(10..12), 0),
+        _ => (num(8..10), num(10..12), num(12..14)),
+    };
+    let time = Time::from_hms(h as u8, m as u8, s as u8).map_err(|_| bad())?;
+    Ok(PrimitiveDateTime::new(date, time).assume_utc())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    const KEY: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGTadL/M/DkOA/fXlbJ/tydAM7nOwGrYDWAYSOfe2udh";
+
+    fn key() -> PublicKey {
+        PublicKey::from_openssh(KEY).unwrap()
+    }
+
+    #[test]
+    fn plain_line_maps_key_to_principal() {
+        let s = AllowedSigners::parse(&format!("# comment\n\nalice@example.com {KEY} laptop\n")).unwrap();
+        assert_eq!(s.entries[0].line, 3);
+        let now = datetime!(2026-01-01 0:00 UTC);
+        assert_eq!(
+            s.principals_for(&key(), "guardctl-plan", now),
+            vec!["alice@example.com"]
+        );
+    }
+
+    #[test]
+    fn namespaces_option_limits_use() {
+        let s = AllowedSigners::parse(&format!("agent@ci namespaces=\"guardctl-plan\" {KEY}")).unwrap();
+        let now = datetime!(2026-01-01 0:00 UTC);
+        assert_eq!(s.principals_for(&key(), "guardctl-plan", now).len(), 1);
+        assert!(s.principals_for(&key(), "guardctl-approval", now).is_empty());
+    }
+
+    #[test]
+    fn validity_window_is_honoured() {
+        let s = AllowedSigners::parse(&format!(
+            "bob@x valid-after=\"20260101\",valid-before=\"20260201120000Z\" {KEY}"
+        ))
+        .unwrap();
+        assert!(
+            s.principals_for(&key(), "n", datetime!(2025-12-31 23:59 UTC))
+                .is_empty()
+        );
+        assert_eq!(
+            s.principals_for(&key(), "n", datetime!(2026-01-01 0:00 UTC))
+                .len(),
+            1
+        );
+        assert!(
+            s.principals_for(&key(), "n", datetime!(2026-02-01 12:00 UTC))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn wildcard_principal_refuses_the_file_naming_the_line() {
+        let e = AllowedSigners::parse(&format!("ok@x {KEY}\n*@example.com {KEY}\n")).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("refused"));
+        assert!(AllowedSigners::parse(&format!("!bad@x {KEY}")).is_err());
+    }
+
+    #[test]
+    fn garbage_and_unknown_options_are_errors() {
+        assert!(AllowedSigners::parse("alice ssh-ed25519 notbase64").is_err());
+        assert!(AllowedSigners::parse(&format!("alice frobnicate {KEY}")).is_err());
+        assert!(AllowedSigners::parse(&format!("alice valid-after=\"2026\" {KEY}")).is_err());
+    }
+
+    #[test]
+    fn cert_authority_lines_never_match_a_plain_key() {
+        let s = AllowedSigners::parse(&format!("alice cert-authority {KEY}")).unwrap();
+        assert!(
+            s.principals_for(&key(), "n", datetime!(2026-01-01 0:00 UTC))
+                .is_empty()
+        );
+    }
+}

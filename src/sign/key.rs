@@ -1,0 +1,174 @@
+//! Which key signs: `--key`, then `GUARDCTL_KEY`, then git's `user.signingKey` (when
+//! `gpg.format=ssh`), else a per-user ed25519 key that guardctl generates once in its data
+//! directory. A key may be a private key file, a public key file whose private half is in
+//! ssh-agent, or git's `key::<public key>` literal.
+
+use ssh_key::{PrivateKey, PublicKey};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Debug, Clone)]
+pub struct SigningKey {
+    /// What `ssh-keygen -f` gets.
+    pub path: PathBuf,
+    pub public: PublicKey,
+    /// True when `path` holds only a public key (the private half is in ssh-agent).
+    pub in_agent: bool,
+    /// Where the key came from, for `whoami` and error messages.
+    pub source: KeySource,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySource {
+    Flag,
+    Env,
+    GitConfig,
+    /// Generated (now, if `true`) in guardctl's data directory.
+    Default {
+        generated: bool,
+    },
+}
+
+impl KeySource {
+    pub fn describe(&self) -> &'static str {
+        match self {
+            KeySource::Flag => "--key",
+            KeySource::Env => "GUARDCTL_KEY",
+            KeySource::GitConfig => "git config user.signingKey",
+            KeySource::Default { .. } => "guardctl's per-user default key",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("cannot read signing key {path}: {reason}")]
+    Unreadable { path: String, reason: String },
+    #[error("could not generate the default key at {path}: {reason}")]
+    Generate { path: String, reason: String },
+    #[error("no data directory for the default key (is HOME set?)")]
+    NoDataDir,
+}
+
+/// Inputs of the lookup, gathered by the caller (the git config comes through `repo/`).
+pub struct KeyLookup<'a> {
+    pub flag: Option<&'a Path>,
+    pub env: Option<PathBuf>,
+    /// `user.signingKey`, only when `gpg.format` is `ssh`.
+    pub git_signing_key: Option<String>,
+    /// Where guardctl keeps its own files (`directories` data dir).
+    pub data_dir: Option<PathBuf>,
+}
+
+pub fn resolve(lookup: KeyLookup) -> Result<SigningKey, KeyError> {
+    if let Some(p) = lookup.flag {
+        return load(p, KeySource::Flag);
+    }
+    if let Some(p) = lookup.env.filter(|p| !p.as_os_str().is_empty()) {
+        return load(&p, KeySource::Env);
+    }
+    if let Some(value) = lookup.git_signing_key.filter(|v| !v.is_empty()) {
+        return from_git_config(&value, lookup.data_dir.as_deref());
+    }
+    let dir = lookup.data_dir.ok_or(KeyError::NoDataDir)?;
+    let path = dir.join("id_ed25519");
+    let generated = if path.exists() {
+        false
+    } else {
+        generate(&path)?;
+        true
+    };
+    load(&path, KeySource::Default { generated })
+}
+
+fn from_git_config(value: &str, data_dir: Option<&Path>) -> Result<SigningKey, KeyError> {
+    let literal = value.strip_prefix("key::").or_else(|| {
+        // git also accepts a bare `ssh-...` public key.
+        value
+            .starts_with("ssh-")
+            .then_some(value)
+            .or(value.starts_with("ecdsa-").then_some(value))
+    });
+    let Some(literal) = literal else {
+        let path = expand_home(value);
+        return load(&path, KeySource::GitConfig);
+    };
+    let public = PublicKey::from_openssh(literal.trim()).map_err(|e| KeyError::Unreadable {
+        path: "user.signingKey".into(),
+        reason: e.to_string(),
+    })?;
+    // ssh-keygen needs a file: keep the literal as a public key file in our data directory.
+    let dir = data_dir.ok_or(KeyError::NoDataDir)?;
+    let fp = super::sshsig::fingerprint(&public).replace(['/', '+', ':'], "_");
+    let path = dir.join(format!("agent-{fp}.pub"));
+    let text = public.to_openssh().map_err(|e| KeyError::Unreadable {
+        path: "user.signingKey".into(),
+        reason: e.to_string(),
+    })?;
+    crate::fsutil::write_atomic(&path, format!("{text}\n").as_bytes()).map_err(|e| KeyError::Unreadable {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(SigningKey {
+        path,
+        public,
+        in_agent: true,
+        source: KeySource::GitConfig,
+    })
+}
+
+fn expand_home(value: &str) -> PathBuf {
+    match (value.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(value),
+    }
+}
+
+/// Load a private key file (encrypted ones too: the public half is stored in clear), or a
+/// public key file (then the private half must be in ssh-agent).
+pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
+    let unreadable = |reason: String| KeyError::Unreadable {
+        path: path.display().to_string(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))?;
+    if let Ok(private) = PrivateKey::from_openssh(&text) {
+        return Ok(SigningKey {
+            path: path.to_path_buf(),
+            public: private.public_key().clone(),
+            in_agent: false,
+            source,
+        });
+    }
+    if let Ok(public) = PublicKey::from_openssh(text.trim()) {
+        return Ok(SigningKey {
+            path: path.to_path_buf(),
+            public,
+            in_agent: true,
+            source,
+        });
+    }
+    Err(unreadable("not an OpenSSH private or public key".into()))
+}
+
+fn generate(path: &Path) -> Result<(), KeyError> {
+    let err = |reason: String| KeyError::Generate {
+        path: path.display().to_string(),
+        reason,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
+    }
+    let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C"])
+        .arg(format!("guardctl default key of {user}"))
+        .arg("-f")
+        .arg(path)
+        .output()
+        .map_err(|e| err(format!("could not run ssh-keygen: {e}")))?;
+    if !out.status.success() {
+        return Err(err(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+    }
+    Ok(())
+}

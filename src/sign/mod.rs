@@ -1,0 +1,11 @@
+//! Identity and signatures (CONTRACT.md §5): which key signs, who a key speaks for, and
+//! SSHSIG signing (through `ssh-keygen`, so ssh-agent works) and verification (in-process).
+//!
+//! Not here: git. Values from git config reach this module as plain strings via `Ctx`.
+
+pub mod allowed_signers;
+pub mod key;
+pub mod sshsig;
+
+pub use allowed_signers::AllowedSigners;
+pub use key::SigningKey;
