@@ -218,7 +218,15 @@ fn write_table(rows: &[Row], w: &mut dyn Write) -> io::Result<()> {
     // No wrapping and no truncation: a cut name could hide what a reviewer must see.
     t.load_style(presets::UTF8_BORDERS_ONLY)
         .set_content_arrangement(ContentArrangement::Disabled);
-    t.set_header(["BRANCH", "TIP", "AGE", "AUTHOR", "NOT IN BASE", "REASON"]);
+    t.set_header([
+        "BRANCH",
+        "TIP",
+        "AGE",
+        "AUTHOR",
+        "NOT IN BASE",
+        "REASON",
+        "SUBJECT",
+    ]);
     for r in rows {
         let unmerged = if r.loses_work {
             format!("{} (lost)", r.commits_not_in_base)
@@ -237,6 +245,7 @@ fn write_table(rows: &[Row], w: &mut dyn Write) -> io::Result<()> {
             r.author.clone(),
             unmerged,
             r.reasons.join(", "),
+            r.subject.clone(),
         ]);
     }
     for i in [2, 4] {

@@ -17,6 +17,8 @@ pub const PAGE_SIZE: usize = 50;
 const SAMPLE: usize = 10;
 /// Names in each list of extremes.
 const EXTREMES: usize = 3;
+/// Characters of a commit subject shown.
+const SUBJECT_CHARS: usize = 40;
 /// Skipped branches listed before falling back to counts.
 const SKIPPED_LISTED: usize = 50;
 
@@ -144,7 +146,11 @@ fn protected_literals(plan: &Plan) -> Vec<&str> {
 }
 
 fn row(a: &Affected, now: OffsetDateTime, protected: &[&str]) -> Row {
-    let subject: String = a.subject.chars().take(72).collect();
+    // Cut before escaping, so an escape is never cut in half.
+    let mut subject: String = a.subject.chars().take(SUBJECT_CHARS).collect();
+    if a.subject.chars().nth(SUBJECT_CHARS).is_some() {
+        subject.push('…');
+    }
     Row {
         name: safe(a.name()),
         tip: a.oid.chars().take(12).collect(),
@@ -354,8 +360,10 @@ fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
                 SideEffectKind::UnmergedCommitsBackupOnly => {
                     let c = e.commits.unwrap_or(0);
                     format!(
-                        "{c} unmerged {} on {b} {branches} stay reachable only through the backup refs, for {days} days; then they are lost.",
-                        plural(c, "commit", "commits")
+                        "{c} unmerged {} on {b} {branches} {} reachable only through the backup refs, for {days} days; then {} lost.",
+                        plural(c, "commit", "commits"),
+                        plural(c, "remains", "remain"),
+                        plural(c, "it is", "they are")
                     )
                 }
             }

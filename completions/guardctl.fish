@@ -1,0 +1,134 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_guardctl_global_optspecs
+    string join \n C/repo= json color= q/quiet key= allowed-signers= h/help V/version
+end
+
+function __fish_guardctl_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_guardctl_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_guardctl_using_subcommand
+    set -l cmd (__fish_guardctl_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c guardctl -n "__fish_guardctl_needs_command" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_needs_command" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_needs_command" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_needs_command" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_needs_command" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_needs_command" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c guardctl -n "__fish_guardctl_needs_command" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "plan" -d 'Observe and write a signed plan (read-only: never changes the repository)'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "show" -d 'Render a plan: summary, branches, extremes, side effects, skipped branches'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "whoami" -d 'Show the key in use, its fingerprint, and the principal it maps to'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "completions" -d 'Print shell completions for SHELL on stdout'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "demo" -d 'Run the whole loop on a throwaway repository, explaining each step'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -s o -l out -d 'Where to write the plan' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l executor -d 'The principal that may apply the plan [default: the planner]' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -f -a "stale-branches" -d 'Local branches that are safe to delete'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l base -d 'The branch others are compared with [default: the remote HEAD\'s target, else init.defaultBranch, else main or master]' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l older-than -d 'Branches whose last commit is older than DUR (e.g. 90d)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l match -d 'Only consider branches matching GLOB (repeatable)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l exclude -d 'Never consider branches matching GLOB (repeatable)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l protect -d 'Protect branches matching GLOB, in addition to the policy\'s (repeatable)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s o -l out -d 'Where to write the plan' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l executor -d 'The principal that may apply the plan [default: the planner]' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l merged -d 'Branches whose tip is reachable from the base'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l gone -d 'Branches whose upstream is configured but no longer exists'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l squash-merged -d 'Branches whose combined change is already in the base (squash or rebase merged)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l include-unmerged -d 'Allow branches with commits not in the base (each is flagged as losing work)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from help" -f -a "stale-branches" -d 'Local branches that are safe to delete'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l page -d 'Show page N (50 branches per page)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l since -d 'Show what changed against an earlier plan of the same operation' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l all -d 'List every affected and skipped branch'
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s h -l help -d 'Print help'
+complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l keep -d 'Keep the temporary directory and print its path'
+complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -s h -l help -d 'Print help'
+complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show whoami completions demo help" -f -a "plan" -d 'Observe and write a signed plan (read-only: never changes the repository)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show whoami completions demo help" -f -a "show" -d 'Render a plan: summary, branches, extremes, side effects, skipped branches'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show whoami completions demo help" -f -a "whoami" -d 'Show the key in use, its fingerprint, and the principal it maps to'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show whoami completions demo help" -f -a "completions" -d 'Print shell completions for SHELL on stdout'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show whoami completions demo help" -f -a "demo" -d 'Run the whole loop on a throwaway repository, explaining each step'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show whoami completions demo help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and __fish_seen_subcommand_from plan" -f -a "stale-branches" -d 'Local branches that are safe to delete'

@@ -1,0 +1,64 @@
+//! Completions in `completions/` and man pages in `man/` are generated from the clap
+//! definition; this test fails when they are stale. Regenerate with
+//! `GUARDCTL_BLESS=1 cargo test --features test-hooks docs`.
+
+use clap_complete::Shell;
+use std::path::{Path, PathBuf};
+
+fn generated() -> Vec<(PathBuf, Vec<u8>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for (shell, file) in [
+        (Shell::Bash, "guardctl.bash"),
+        (Shell::Zsh, "_guardctl"),
+        (Shell::Fish, "guardctl.fish"),
+    ] {
+        let mut buf = Vec::new();
+        clap_complete::generate(shell, &mut guardctl::cli::command(), "guardctl", &mut buf);
+        out.push((root.join("completions").join(file), buf));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    clap_mangen::generate_to(guardctl::cli::command(), dir.path()).unwrap();
+    let mut pages: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    pages.sort();
+    for page in pages {
+        let content = std::fs::read(&page).unwrap();
+        out.push((root.join("man").join(page.file_name().unwrap()), content));
+    }
+    out
+}
+
+#[test]
+fn completions_and_man_pages_are_current() {
+    let bless = std::env::var_os("GUARDCTL_BLESS").is_some();
+    let mut stale = Vec::new();
+    for (path, content) in generated() {
+        if std::fs::read(&path).ok().as_deref() != Some(content.as_slice()) {
+            if bless {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, &content).unwrap();
+            } else {
+                stale.push(path.display().to_string());
+            }
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "stale generated files (run `GUARDCTL_BLESS=1 cargo test --features test-hooks docs`): {stale:?}"
+    );
+}
+
+#[test]
+fn completions_command_prints_the_shipped_completions() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_guardctl"))
+        .args(["completions", "bash"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let shipped =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("completions/guardctl.bash")).unwrap();
+    assert_eq!(out.stdout, shipped);
+}

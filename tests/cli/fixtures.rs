@@ -1,0 +1,348 @@
+//! The one fixtures helper: real temporary repositories built with the real `git` binary
+//! (fixed dates, UTC, no global or system config, cleared environment), the labelled test
+//! keys from `fixtures/keys`, and a runner for the real `guardctl` binary.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The clock every test runs at (the binary honours it only with the `test-hooks` feature).
+pub const NOW: &str = "2026-06-01T12:00:00Z";
+pub const NOW_UNIX: i64 = 1_780_315_200;
+pub const DAY: i64 = 86_400;
+
+/// A fixed repository identity so plan ids (and snapshots) are deterministic.
+pub const REPO_ID: &str = "guardctl-repo:00112233445566778899aabbccddeeff";
+
+pub struct TestEnv {
+    pub root: tempfile::TempDir,
+    pub repo: PathBuf,
+    pub home: PathBuf,
+}
+
+/// The outcome of one `guardctl` run.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// stdout, stderr and the exit status together, for snapshots.
+    pub fn transcript(&self) -> String {
+        format!(
+            "exit: {}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.transcript()))
+    }
+}
+
+fn assert_hooks() {
+    assert!(
+        guardctl::context::test_hooks_enabled(),
+        "the CLI tests need the test clock: run `cargo test --features test-hooks`"
+    );
+}
+
+impl TestEnv {
+    /// An empty repository with one commit on `main`, made 400 days before `NOW`.
+    pub fn new() -> TestEnv {
+        assert_hooks();
+        let root = tempfile::tempdir().expect("tempdir");
+        let repo = root.path().join("repo");
+        let home = root.path().join("home");
+        fs::create_dir_all(&home).unwrap();
+        let env = TestEnv { repo, home, root };
+        env.git_in(env.root.path(), &["init", "-q", "-b", "main", "repo"]);
+        fs::create_dir_all(env.repo.join(".git/guardctl")).unwrap();
+        fs::write(
+            env.repo.join(".git/guardctl/repository-id"),
+            format!("{REPO_ID}\n"),
+        )
+        .unwrap();
+        env.commit("README", "initial", "Alice", 400);
+        env
+    }
+
+    pub fn path(&self) -> &Path {
+        self.root.path()
+    }
+
+    fn git_command(&self, dir: &Path, days_ago: i64, author: &str) -> Command {
+        let date = format!("@{} +0000", NOW_UNIX - days_ago * DAY);
+        let email = format!("{}@example.com", author.to_lowercase().replace(' ', "."));
+        let mut c = Command::new("git");
+        c.current_dir(dir)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("TZ", "UTC")
+            .env("LC_ALL", "C")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", author)
+            .env("GIT_AUTHOR_EMAIL", &email)
+            .env("GIT_COMMITTER_NAME", author)
+            .env("GIT_COMMITTER_EMAIL", &email)
+            .env("GIT_AUTHOR_DATE", &date)
+            .env("GIT_COMMITTER_DATE", &date);
+        c
+    }
+
+    pub fn git_in(&self, dir: &Path, args: &[&str]) -> String {
+        self.git_full(dir, args, 0, "Alice")
+    }
+
+    pub fn git_full(&self, dir: &Path, args: &[&str], days_ago: i64, author: &str) -> String {
+        let out = self
+            .git_command(dir, days_ago, author)
+            .args(args)
+            .output()
+            .expect("run git");
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+    }
+
+    /// git in the test repository, "now".
+    pub fn git(&self, args: &[&str]) -> String {
+        self.git_in(&self.repo, args)
+    }
+
+    /// git in the test repository at a date `days_ago` before `NOW`.
+    pub fn git_at(&self, days_ago: i64, args: &[&str]) -> String {
+        self.git_full(&self.repo, args, days_ago, "Alice")
+    }
+
+    /// Write `file`, commit it on the current branch as `author`, `days_ago` before `NOW`.
+    pub fn commit(&self, file: &str, content: &str, author: &str, days_ago: i64) -> String {
+        let path = self.repo.join(file);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).unwrap();
+        }
+        fs::write(&path, format!("{content}\n")).unwrap();
+        self.git_full(&self.repo, &["add", "--", file], days_ago, author);
+        let msg = format!("Change {file}: {content}");
+        self.git_full(&self.repo, &["commit", "-q", "-m", &msg], days_ago, author);
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// A branch from `from` with `n` commits of its own, the last `days_ago` before `NOW`.
+    pub fn branch(&self, name: &str, from: &str, n: usize, author: &str, days_ago: i64) -> String {
+        self.git(&["checkout", "-q", "-b", name, from]);
+        let slug = name.replace('/', "-");
+        for i in 0..n {
+            self.commit(
+                &format!("{slug}.txt"),
+                &format!("{name} {i}"),
+                author,
+                days_ago + (n - 1 - i) as i64,
+            );
+        }
+        let tip = self.git(&["rev-parse", "HEAD"]);
+        self.git(&["checkout", "-q", "main"]);
+        tip
+    }
+
+    /// Merge `branch` into main with a merge commit.
+    pub fn merge(&self, branch: &str, days_ago: i64) {
+        self.git_at(
+            days_ago,
+            &["merge", "-q", "--no-ff", "-m", &format!("Merge {branch}"), branch],
+        );
+    }
+
+    /// Squash-merge `branch` into main: one new commit with its whole change.
+    pub fn squash_merge(&self, branch: &str, days_ago: i64) {
+        self.git_at(days_ago, &["merge", "-q", "--squash", branch]);
+        self.git_at(days_ago, &["commit", "-q", "-m", &format!("Squashed {branch}")]);
+    }
+
+    /// A copy of a labelled test key from `fixtures/keys`, with the mode ssh-keygen insists on.
+    pub fn key(&self, name: &str) -> PathBuf {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/keys");
+        let file = if name == "carol" {
+            "carol_ecdsa".to_string()
+        } else {
+            format!("{name}_ed25519")
+        };
+        let dir = self.path().join("keys");
+        fs::create_dir_all(&dir).unwrap();
+        let dst = dir.join(&file);
+        if !dst.exists() {
+            fs::copy(src.join(&file), &dst).unwrap();
+            fs::copy(src.join(format!("{file}.pub")), dir.join(format!("{file}.pub"))).unwrap();
+            fs::set_permissions(&dst, fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        dst
+    }
+
+    pub fn public_key(&self, name: &str) -> String {
+        let p = self.key(name);
+        fs::read_to_string(format!("{}.pub", p.display()))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    /// alice, bob and carol mapped to `<name>@example.com`; mallory is unknown.
+    pub fn allowed_signers(&self) -> PathBuf {
+        let path = self.path().join("allowed_signers");
+        if !path.exists() {
+            let lines: Vec<String> = ["alice", "bob", "carol"]
+                .iter()
+                .map(|n| format!("{n}@example.com {}", self.public_key(n)))
+                .collect();
+            fs::write(&path, lines.join("\n") + "\n").unwrap();
+        }
+        path
+    }
+
+    /// The binary with a cleared environment, the test clock, in the repository.
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_guardctl"));
+        c.current_dir(&self.repo)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("TZ", "UTC")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GUARDCTL_TEST_NOW", NOW);
+        c
+    }
+
+    /// Run guardctl as `user` (their test key, the test allowed-signers file).
+    pub fn run(&self, user: &str, args: &[&str]) -> Run {
+        let key = self.key(user);
+        let signers = self.allowed_signers();
+        let mut c = self.command();
+        c.arg("--key")
+            .arg(key)
+            .arg("--allowed-signers")
+            .arg(signers)
+            .args(args);
+        run(c)
+    }
+
+    /// Everything `plan`/`show` must leave untouched: refs, config, reflogs, object count.
+    pub fn repository_state(&self) -> String {
+        let git_dir = self.repo.join(".git");
+        let mut s = String::new();
+        s += &self.git(&["for-each-ref", "--format=%(refname) %(objectname) %(symref)"]);
+        s += "\n--- HEAD\n";
+        s += &fs::read_to_string(git_dir.join("HEAD")).unwrap();
+        s += "--- config\n";
+        s += &fs::read_to_string(git_dir.join("config")).unwrap();
+        s += "--- packed-refs\n";
+        s += &fs::read_to_string(git_dir.join("packed-refs")).unwrap_or_default();
+        s += "--- reflogs\n";
+        let mut logs = Vec::new();
+        collect_files(&git_dir.join("logs"), &mut logs);
+        logs.sort();
+        for f in logs {
+            s += &format!("{}\n{}", f.display(), fs::read_to_string(&f).unwrap());
+        }
+        s += "--- objects\n";
+        s += &self.git(&["count-objects", "-v"]);
+        s
+    }
+}
+
+fn collect_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    if let Ok(rd) = fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                collect_files(&p, out);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+}
+
+pub fn run(mut c: Command) -> Run {
+    let out: Output = c.stdin(Stdio::null()).output().expect("run guardctl");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Run `ssh-keygen -Y verify` on `data` with a signature, returning (success, output).
+pub fn ssh_keygen_verify(
+    signers: &Path,
+    principal: &str,
+    namespace: &str,
+    sig: &str,
+    data: &[u8],
+) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let sig_path = dir.path().join("sig");
+    fs::write(&sig_path, sig).unwrap();
+    let mut child = Command::new("ssh-keygen")
+        .args(["-Y", "verify", "-n", namespace, "-I", principal, "-f"])
+        .arg(signers)
+        .arg("-s")
+        .arg(&sig_path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// The repository most tests start from (dates are days before `NOW`):
+/// - `feature/done` merged (300d), `fix/old` merged (200d)
+/// - `feature/squashed`: 3 commits squash-merged into main (30d)
+/// - `feature/live`: 2 commits not in main (2d)
+/// - `feature/gone-merged`: merged, upstream configured, remote branch deleted
+/// - `feature/gone-work`: 1 commit not in main, upstream configured, remote branch deleted
+/// - `release/1.0` protected, `hotfix/wt` checked out in a worktree
+pub fn standard_repo() -> TestEnv {
+    // Dates follow the topology (no commit older than its parent), as in real history.
+    let env = TestEnv::new();
+    let origin = env.path().join("origin.git");
+    env.git_in(
+        env.path(),
+        &["init", "-q", "--bare", "-b", "main", origin.to_str().unwrap()],
+    );
+    env.git(&["remote", "add", "origin", origin.to_str().unwrap()]);
+    env.branch("feature/done", "main", 1, "Bob", 300);
+    env.merge("feature/done", 299);
+    env.branch("fix/old", "main", 2, "Carol", 200);
+    env.merge("fix/old", 199);
+    env.branch("feature/gone-merged", "main", 1, "Bob", 100);
+    env.merge("feature/gone-merged", 99);
+    env.branch("feature/gone-work", "main", 1, "Bob", 90);
+    for b in ["feature/gone-merged", "feature/gone-work"] {
+        env.git(&["push", "-q", "-u", "origin", b]);
+        env.git(&["push", "-q", "origin", "--delete", b]);
+    }
+    env.branch("feature/squashed", "main", 3, "Dave", 32);
+    env.squash_merge("feature/squashed", 30);
+    env.branch("feature/live", "main", 2, "Erin", 2);
+    env.git(&["push", "-q", "-u", "origin", "main"]);
+    env.git(&["branch", "release/1.0", "main"]);
+    env.git(&["branch", "hotfix/wt", "main"]);
+    let wt = env.path().join("wt");
+    env.git(&["worktree", "add", "-q", wt.to_str().unwrap(), "hotfix/wt"]);
+    env
+}

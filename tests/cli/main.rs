@@ -1,0 +1,12 @@
+//! End-to-end tests of the `guardctl` binary over real temporary repositories.
+//! One module per command; `fixtures` is the one helper that builds repositories and keys.
+
+// Tests and their helpers may panic: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod docs;
+mod fixtures;
+mod plan;
+mod plan_file;
+mod show;
+mod whoami;

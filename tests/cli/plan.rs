@@ -1,0 +1,502 @@
+//! `guardctl plan stale-branches`: classification, skip reasons, exit codes, read-only-ness,
+//! signatures.
+
+use crate::fixtures::{NOW, TestEnv, ssh_keygen_verify, standard_repo};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Planned branch name -> reasons, and skipped branch name -> reason, from `plan --json`.
+fn classify(env: &TestEnv, args: &[&str]) -> (BTreeMap<String, Vec<String>>, BTreeMap<String, String>) {
+    let mut full = vec!["--json", "plan", "stale-branches"];
+    full.extend_from_slice(args);
+    let run = env.run("alice", &full);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let plan = read_payload(env, "plan.json");
+    let affected = plan["affected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            let name = a["ref"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("refs/heads/")
+                .to_string();
+            let reasons = a["reasons"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.as_str().unwrap().to_string())
+                .collect();
+            (name, reasons)
+        })
+        .collect();
+    let skipped = plan["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let name = s["ref"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("refs/heads/")
+                .to_string();
+            (name, s["reason"].as_str().unwrap().to_string())
+        })
+        .collect();
+    (affected, skipped)
+}
+
+/// The decoded payload of a plan file (trusting it: tests only read files they just wrote).
+pub fn read_payload(env: &TestEnv, file: &str) -> Value {
+    use base64::Engine;
+    let text = std::fs::read_to_string(env.repo.join(file)).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(v["payload"].as_str().unwrap())
+        .unwrap();
+    serde_json::from_slice(&payload).unwrap()
+}
+
+fn names(m: &BTreeMap<String, Vec<String>>) -> Vec<&str> {
+    m.keys().map(String::as_str).collect()
+}
+
+#[test]
+fn merged_is_the_default_criterion() {
+    let env = standard_repo();
+    let (affected, skipped) = classify(&env, &[]);
+    assert_eq!(
+        names(&affected),
+        ["feature/done", "feature/gone-merged", "fix/old"]
+    );
+    assert_eq!(affected["feature/done"], ["merged"]);
+    assert_eq!(skipped["feature/live"], "not_stale");
+    assert_eq!(skipped["feature/squashed"], "not_stale");
+    assert_eq!(skipped["main"], "base");
+    assert_eq!(skipped["release/1.0"], "protected");
+    assert_eq!(skipped["hotfix/wt"], "worktree");
+}
+
+#[test]
+fn every_branch_is_either_planned_or_skipped_with_a_reason() {
+    let env = standard_repo();
+    let all = env.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads"]);
+    let (affected, skipped) = classify(&env, &["--merged", "--gone", "--squash-merged"]);
+    let mut seen: Vec<&str> = affected
+        .keys()
+        .chain(skipped.keys())
+        .map(String::as_str)
+        .collect();
+    seen.sort();
+    let mut expected: Vec<&str> = all.lines().collect();
+    expected.sort();
+    assert_eq!(seen, expected);
+}
+
+#[test]
+fn squash_merged_detects_a_real_squash_merge() {
+    let env = standard_repo();
+    let (affected, skipped) = classify(&env, &["--squash-merged"]);
+    assert_eq!(affected["feature/squashed"], ["squash-merged"]);
+    assert_eq!(skipped["feature/live"], "not_stale");
+    let plan = read_payload(&env, "plan.json");
+    let squashed = plan["affected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["ref"] == "refs/heads/feature/squashed")
+        .unwrap();
+    assert_eq!(squashed["commits_not_in_base"], 3);
+    assert_eq!(squashed["loses_work"], false);
+}
+
+#[test]
+fn gone_plans_merged_branches_but_never_unmerged_work_without_include_unmerged() {
+    let env = standard_repo();
+    let (affected, skipped) = classify(&env, &["--gone"]);
+    assert_eq!(names(&affected), ["feature/gone-merged"]);
+    assert_eq!(affected["feature/gone-merged"], ["gone"]);
+    assert_eq!(skipped["feature/gone-work"], "unmerged");
+
+    let (affected, _) = classify(&env, &["--gone", "--include-unmerged"]);
+    assert_eq!(names(&affected), ["feature/gone-merged", "feature/gone-work"]);
+    let plan = read_payload(&env, "plan.json");
+    let work = plan["affected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["ref"] == "refs/heads/feature/gone-work")
+        .unwrap();
+    assert_eq!(work["loses_work"], true);
+    assert_eq!(work["commits_not_in_base"], 1);
+    assert_eq!(work["upstream"]["gone"], true);
+    assert_eq!(
+        work["upstream"]["tracking_ref"],
+        "refs/remotes/origin/feature/gone-work"
+    );
+    let keys: Vec<&str> = work["config"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "branch.feature/gone-work.remote",
+            "branch.feature/gone-work.merge"
+        ]
+    );
+    assert_eq!(plan["risk"]["level"], "medium");
+}
+
+#[test]
+fn older_than_uses_the_last_commit_date() {
+    let env = standard_repo();
+    let (affected, skipped) = classify(&env, &["--older-than", "250d"]);
+    assert_eq!(names(&affected), ["feature/done"]);
+    assert_eq!(skipped["fix/old"], "not_stale");
+    // Old but unmerged: weak criterion, so never planned without --include-unmerged.
+    env.branch("old/unmerged", "main", 1, "Bob", 500);
+    let (_, skipped) = classify(&env, &["--older-than", "250d"]);
+    assert_eq!(skipped["old/unmerged"], "unmerged");
+    let (affected, _) = classify(&env, &["--older-than", "250d", "--include-unmerged"]);
+    assert_eq!(affected["old/unmerged"], ["older-than"]);
+}
+
+#[test]
+fn match_exclude_and_protect_filter_by_glob() {
+    let env = standard_repo();
+    let (affected, skipped) = classify(&env, &["--match", "feature/*"]);
+    assert_eq!(names(&affected), ["feature/done", "feature/gone-merged"]);
+    assert_eq!(skipped["fix/old"], "not_matched");
+    let (affected, skipped) = classify(&env, &["--exclude", "feature/gone-*"]);
+    assert_eq!(names(&affected), ["feature/done", "fix/old"]);
+    assert_eq!(skipped["feature/gone-merged"], "excluded");
+    let (affected, skipped) = classify(&env, &["--protect", "fix/*"]);
+    assert_eq!(names(&affected), ["feature/done", "feature/gone-merged"]);
+    assert_eq!(skipped["fix/old"], "protected");
+}
+
+#[test]
+fn never_plans_the_checked_out_branch_or_worktree_branches() {
+    let env = standard_repo();
+    env.git(&["checkout", "-q", "feature/done"]);
+    let (affected, skipped) = classify(&env, &["--base", "main"]);
+    assert!(!affected.contains_key("feature/done"));
+    assert_eq!(skipped["feature/done"], "checked_out");
+    assert_eq!(skipped["hotfix/wt"], "worktree");
+    // Run from inside the linked worktree: the main work tree's branch is protected too.
+    let wt = env.path().join("wt");
+    let mut c = env.command();
+    c.current_dir(&wt)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .args(["--json", "plan", "stale-branches", "--base", "main", "-o"])
+        .arg(env.path().join("wt-plan.json"));
+    let run = crate::fixtures::run(c);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let v = run.json();
+    let skipped: Vec<(String, String)> = v["skipped"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        skipped.contains(&("hotfix/wt".into(), "checked_out".into())),
+        "{skipped:?}"
+    );
+    assert!(
+        skipped.contains(&("feature/done".into(), "worktree".into())),
+        "{skipped:?}"
+    );
+}
+
+#[test]
+fn crafted_packed_refs_name_is_never_planned() {
+    let env = standard_repo();
+    let merged = env.git(&["rev-parse", "feature/done"]);
+    env.git(&["pack-refs", "--all"]);
+    let packed = env.repo.join(".git/packed-refs");
+    let mut text = std::fs::read_to_string(&packed).unwrap();
+    text.push_str(&format!("{merged} refs/heads/../../evil\n"));
+    text.push_str(&format!("{merged} refs/heads/esc\x1b[31mred\n"));
+    std::fs::write(&packed, text).unwrap();
+    let (affected, skipped) = classify(&env, &[]);
+    assert!(
+        affected.keys().all(|k| !k.contains("evil") && !k.contains("esc")),
+        "{affected:?}"
+    );
+    assert_eq!(skipped["../../evil"], "invalid_name");
+    assert_eq!(skipped["esc\x1b[31mred"], "invalid_name");
+}
+
+#[test]
+fn detailed_exitcode_is_two_with_changes_and_zero_without() {
+    let env = standard_repo();
+    let run = env.run("alice", &["plan", "stale-branches", "--detailed-exitcode"]);
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    let run = env.run(
+        "alice",
+        &[
+            "plan",
+            "stale-branches",
+            "--detailed-exitcode",
+            "--match",
+            "nothing/*",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(run.stdout.contains("No changes"));
+    let run = env.run("alice", &["plan", "stale-branches"]);
+    assert_eq!(
+        run.code, 0,
+        "without --detailed-exitcode a plan with changes exits 0"
+    );
+}
+
+#[test]
+fn usage_errors_exit_64() {
+    let env = standard_repo();
+    for args in [
+        &["plan", "delete-everything"][..],
+        &["plan", "stale-branches", "--older-than", "soon"],
+        &["plan", "stale-branches", "--expires-in", "30d"],
+        &["plan", "stale-branches", "--base", "no-such-ref"],
+        &["plan", "stale-branches", "--match", "[unclosed"],
+        &["frobnicate"],
+    ] {
+        let run = env.run("alice", args);
+        assert_eq!(run.code, 64, "{args:?}: {}", run.transcript());
+        assert!(run.stderr.contains("error"), "{}", run.stderr);
+    }
+    let run = env.run("alice", &["--json", "plan", "delete-everything"]);
+    assert_eq!(run.code, 64);
+    assert_eq!(run.json()["error"]["kind"], "usage");
+}
+
+#[test]
+fn outside_a_repository_is_a_clear_error() {
+    let env = TestEnv::new();
+    let mut c = env.command();
+    c.current_dir(env.path())
+        .arg("--key")
+        .arg(env.key("alice"))
+        .args(["plan", "stale-branches"]);
+    let run = crate::fixtures::run(c);
+    assert_eq!(run.code, 64, "{}", run.transcript());
+    assert!(run.stderr.contains("not in a git repository"), "{}", run.stderr);
+}
+
+#[test]
+fn plan_and_show_leave_refs_config_reflogs_and_objects_identical() {
+    let env = standard_repo();
+    env.git(&["config", "branch.feature/done.description", "kept"]);
+    let before = env.repository_state();
+    for args in [
+        &[
+            "plan",
+            "stale-branches",
+            "--merged",
+            "--gone",
+            "--squash-merged",
+            "--include-unmerged",
+        ][..],
+        &["plan", "stale-branches", "--older-than", "1d", "-o", "other.json"],
+        &["show", "plan.json"],
+        &["show", "--all", "plan.json", "--since", "other.json"],
+        &["--json", "show", "plan.json"],
+        &["whoami"],
+    ] {
+        let run = env.run("alice", args);
+        assert!(run.code == 0, "{args:?}: {}", run.transcript());
+    }
+    assert_eq!(before, env.repository_state());
+}
+
+#[test]
+fn plan_hash_is_stable_for_the_same_state_and_changes_with_it() {
+    let env = standard_repo();
+    env.run("alice", &["plan", "stale-branches", "-o", "a.json"]);
+    env.run("alice", &["plan", "stale-branches", "-o", "b.json"]);
+    let (a, b) = (read_payload(&env, "a.json"), read_payload(&env, "b.json"));
+    assert_eq!(a["plan_hash"], b["plan_hash"]);
+    // Moving a planned branch changes the hash.
+    env.git(&["branch", "-f", "fix/old", "feature/done"]);
+    env.run("alice", &["plan", "stale-branches", "-o", "c.json"]);
+    assert_ne!(a["plan_hash"], read_payload(&env, "c.json")["plan_hash"]);
+}
+
+#[test]
+fn base_moving_forward_keeps_the_hash_rewinding_it_changes_it() {
+    let env = standard_repo();
+    env.run("alice", &["plan", "stale-branches", "-o", "a.json"]);
+    let old_main = env.git(&["rev-parse", "main"]);
+    env.commit("later.txt", "later", "Alice", 1);
+    env.run("alice", &["plan", "stale-branches", "-o", "b.json"]);
+    assert_eq!(
+        read_payload(&env, "a.json")["plan_hash"],
+        read_payload(&env, "b.json")["plan_hash"]
+    );
+    // Rewind main to before fix/old was merged: fix/old is no longer merged.
+    let before_merge = env.git(&["rev-parse", &format!("{old_main}~3")]);
+    env.git(&["update-ref", "refs/heads/main", &before_merge]);
+    env.run("alice", &["plan", "stale-branches", "-o", "c.json"]);
+    assert_ne!(
+        read_payload(&env, "a.json")["plan_hash"],
+        read_payload(&env, "c.json")["plan_hash"]
+    );
+}
+
+#[test]
+fn plan_records_expiry_planner_executor_and_repository() {
+    let env = standard_repo();
+    let run = env.run(
+        "alice",
+        &[
+            "plan",
+            "stale-branches",
+            "--expires-in",
+            "2h",
+            "--executor",
+            "bob@example.com",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let p = read_payload(&env, "plan.json");
+    assert_eq!(p["format_version"], 1);
+    assert_eq!(p["created_at"], NOW);
+    assert_eq!(p["expires_at"], "2026-06-01T14:00:00Z");
+    assert_eq!(p["planner"]["principal"], "alice@example.com");
+    assert_eq!(p["executor"]["principal"], "bob@example.com");
+    assert_eq!(p["executor"]["key"], Value::Null);
+    assert_eq!(p["repository"], crate::fixtures::REPO_ID);
+    assert_eq!(p["operation"]["kind"], "stale-branches");
+    assert_eq!(p["operation"]["inputs"]["base"], "refs/heads/main");
+    assert!(p["plan_hash"].as_str().unwrap().starts_with("sha256:"));
+    assert!(p["policy_hash"].as_str().unwrap().starts_with("sha256:"));
+    let diff = p["diff"].as_array().unwrap();
+    assert!(
+        diff.iter()
+            .any(|d| d["resource"] == "refs/heads/fix/old" && d["field"] == "oid" && d["to"].is_null())
+    );
+}
+
+#[test]
+fn repository_identity_survives_a_move_and_differs_between_clones() {
+    let env = TestEnv::new();
+    std::fs::remove_file(env.repo.join(".git/guardctl/repository-id")).unwrap();
+    env.branch("done", "main", 1, "Bob", 10);
+    env.merge("done", 9);
+    assert_eq!(env.run("alice", &["plan", "stale-branches"]).code, 0);
+    let first = read_payload(&env, "plan.json")["repository"].clone();
+
+    let moved = env.path().join("moved");
+    std::fs::rename(&env.repo, &moved).unwrap();
+    let mut c = env.command();
+    c.current_dir(&moved)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .args(["plan", "stale-branches"]);
+    assert_eq!(crate::fixtures::run(c).code, 0);
+    let text = std::fs::read_to_string(moved.join("plan.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    use base64::Engine;
+    let p: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(v["payload"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(p["repository"], first);
+
+    let clone = env.path().join("clone");
+    env.git_in(
+        env.path(),
+        &["clone", "-q", moved.to_str().unwrap(), clone.to_str().unwrap()],
+    );
+    let mut c = env.command();
+    c.current_dir(&clone).arg("--key").arg(env.key("alice")).args([
+        "plan",
+        "stale-branches",
+        "--base",
+        "origin/main",
+    ]);
+    assert_eq!(crate::fixtures::run(c).code, 0);
+    let text = std::fs::read_to_string(clone.join("plan.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let p: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(v["payload"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_ne!(p["repository"], first);
+}
+
+#[test]
+fn plan_signature_verifies_with_plain_ssh_keygen() {
+    let env = standard_repo();
+    assert_eq!(env.run("alice", &["plan", "stale-branches"]).code, 0);
+    let (sig, pae) = crate::plan_file::signature_and_pae(&env.repo.join("plan.json"));
+    let (ok, out) = ssh_keygen_verify(
+        &env.allowed_signers(),
+        "alice@example.com",
+        "guardctl-plan",
+        &sig,
+        &pae,
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("Good \"guardctl-plan\" signature for alice@example.com"),
+        "{out}"
+    );
+    // The same signature does not verify in another namespace or for other bytes.
+    let (ok, _) = ssh_keygen_verify(
+        &env.allowed_signers(),
+        "alice@example.com",
+        "guardctl-approval",
+        &sig,
+        &pae,
+    );
+    assert!(!ok);
+    let (ok, _) = ssh_keygen_verify(
+        &env.allowed_signers(),
+        "alice@example.com",
+        "guardctl-plan",
+        &sig,
+        b"other",
+    );
+    assert!(!ok);
+}
+
+#[test]
+fn ecdsa_keys_sign_plans_too() {
+    let env = standard_repo();
+    let run = env.run("carol", &["plan", "stale-branches"]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert_eq!(
+        read_payload(&env, "plan.json")["planner"]["principal"],
+        "carol@example.com"
+    );
+    assert_eq!(env.run("bob", &["show"]).code, 0);
+}
+
+#[test]
+fn a_key_without_principal_can_plan_but_is_warned() {
+    let env = standard_repo();
+    let run = env.run("mallory", &["plan", "stale-branches"]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(run.stderr.contains("maps to no principal"), "{}", run.stderr);
+    assert_eq!(
+        read_payload(&env, "plan.json")["planner"]["principal"],
+        Value::Null
+    );
+}

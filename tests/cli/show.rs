@@ -1,0 +1,192 @@
+//! `guardctl show`: snapshots of the human and JSON renderings, pagination, hostile names,
+//! `--since`.
+
+use crate::fixtures::{DAY, NOW_UNIX, TestEnv, standard_repo};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn plan(env: &TestEnv, args: &[&str]) {
+    let mut full = vec!["plan", "stale-branches"];
+    full.extend_from_slice(args);
+    let r = env.run("alice", &full);
+    assert!(r.code == 0, "{}", r.transcript());
+}
+
+#[test]
+fn show_small_plan() {
+    let env = standard_repo();
+    plan(
+        &env,
+        &["--merged", "--squash-merged", "--gone", "--include-unmerged"],
+    );
+    let r = env.run("bob", &["show", "plan.json"]);
+    assert_eq!(r.code, 0);
+    insta::assert_snapshot!("show_small_plan", r.transcript());
+}
+
+#[test]
+fn show_small_plan_json() {
+    let env = standard_repo();
+    plan(
+        &env,
+        &["--merged", "--squash-merged", "--gone", "--include-unmerged"],
+    );
+    let r = env.run("bob", &["--json", "show"]);
+    assert_eq!(r.code, 0);
+    insta::assert_snapshot!("show_small_plan_json", r.transcript());
+}
+
+#[test]
+fn human_and_json_come_from_the_same_view() {
+    let env = standard_repo();
+    plan(&env, &["--merged", "--gone"]);
+    let human = env.run("bob", &["show"]).stdout;
+    let json = env.run("bob", &["--json", "show"]).json();
+    assert!(human.starts_with(json["summary"].as_str().unwrap()), "{human}");
+    for row in json["rows"]["items"].as_array().unwrap() {
+        assert!(human.contains(row["name"].as_str().unwrap()));
+        assert!(human.contains(row["tip"].as_str().unwrap()));
+    }
+    for s in json["side_effects"].as_array().unwrap() {
+        assert!(human.contains(s.as_str().unwrap()), "{s}");
+    }
+}
+
+/// `n` merged branches `topic/NNN`, one commit each on main, a day apart, via fast-import.
+fn many_branches(n: usize) -> TestEnv {
+    let env = TestEnv::new();
+    let mut stream = String::new();
+    for i in 0..n {
+        let when = NOW_UNIX - (n - i) as i64 * DAY;
+        let msg = format!("Work item {i}");
+        stream += &format!(
+            "commit refs/heads/main\nmark :{m}\nauthor Dev{a} <dev{a}@example.com> {when} +0000\ncommitter Dev{a} <dev{a}@example.com> {when} +0000\ndata {len}\n{msg}\n",
+            m = i + 1,
+            a = i % 7,
+            len = msg.len()
+        );
+        if i == 0 {
+            stream += "from refs/heads/main^0\n";
+        }
+        stream += &format!(
+            "M 644 inline file{i}.txt\ndata {}\n{i}\n\n",
+            i.to_string().len() + 1
+        );
+        stream += &format!("reset refs/heads/topic/{i:03}\nfrom :{}\n\n", i + 1);
+    }
+    let mut child = Command::new("git")
+        .current_dir(&env.repo)
+        .args(["fast-import", "--quiet"])
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stream.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    env.git(&["reset", "-q", "--hard", "main"]);
+    env
+}
+
+#[test]
+fn show_large_plan_is_paginated() {
+    let env = many_branches(300);
+    plan(&env, &[]);
+    let r = env.run("bob", &["show"]);
+    assert_eq!(r.code, 0);
+    insta::assert_snapshot!("show_300_branches", r.transcript());
+
+    let page = env.run("bob", &["--json", "show", "--page", "2"]).json();
+    assert_eq!(page["rows"]["mode"], "page");
+    assert_eq!(page["rows"]["pages"], 6);
+    assert_eq!(page["rows"]["shown"], 50);
+    assert_eq!(page["rows"]["items"][0]["name"], "topic/050");
+    let all = env.run("bob", &["--json", "show", "--all"]).json();
+    assert_eq!(all["rows"]["shown"], 300);
+    let human_all = env.run("bob", &["show", "--all"]).stdout;
+    assert!(human_all.matches("topic/").count() >= 300);
+    let r = env.run("bob", &["show", "--page", "0"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+}
+
+#[test]
+fn show_hostile_names_and_subjects_never_emit_raw_control_bytes() {
+    let env = TestEnv::new();
+    let esc_author = "Eve \x1b[2J\x1b]0;pwned\x07";
+    env.git(&["checkout", "-q", "-b", "feature/\u{202E}txt.exe", "main"]);
+    env.commit(
+        "a.txt",
+        "subject \x1b[31mRED\x1b[0m and OSC \x1b]8;;http://evil\x07link\x1b]8;;\x07",
+        esc_author,
+        10,
+    );
+    env.git(&["checkout", "-q", "main"]);
+    env.merge("feature/\u{202E}txt.exe", 9);
+    env.branch("m\u{0430}in", "main", 0, "Eve", 5); // Cyrillic а: looks like `main`
+    env.branch("zero\u{200B}width", "main", 0, "Eve", 5);
+    // A name git itself would reject, smuggled in through packed-refs.
+    let head = env.git(&["rev-parse", "HEAD"]);
+    env.git(&["pack-refs", "--all"]);
+    let packed = env.repo.join(".git/packed-refs");
+    let mut text = std::fs::read_to_string(&packed).unwrap();
+    text += &format!("{head} refs/heads/evil\x1b]52;c;Y2F0IC9ldGMvcGFzc3dk\x07\n");
+    std::fs::write(&packed, text).unwrap();
+
+    plan(&env, &[]);
+    for args in [&["show"][..], &["--json", "show"], &["show", "--all"]] {
+        let r = env.run("bob", args);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        for (what, out) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
+            assert!(!out.contains('\x1b'), "{args:?} {what} has a raw ESC:\n{out}");
+            assert!(!out.contains('\x07'), "{args:?} {what} has a raw BEL");
+            assert!(
+                !out.contains('\u{202E}'),
+                "{args:?} {what} has a raw bidi override"
+            );
+            assert!(
+                !out.contains('\u{200B}'),
+                "{args:?} {what} has a raw zero-width space"
+            );
+        }
+    }
+    let r = env.run("bob", &["show"]);
+    insta::assert_snapshot!("show_hostile", r.transcript());
+}
+
+#[test]
+fn show_since_an_earlier_plan() {
+    let env = standard_repo();
+    plan(&env, &["--merged", "--gone", "-o", "old.json"]);
+    // One branch moves, one is deleted by hand, one new merged branch appears.
+    env.git(&["branch", "-f", "fix/old", "feature/done"]);
+    env.git(&["branch", "-D", "feature/gone-merged"]);
+    env.branch("feature/new", "main", 1, "Bob", 3);
+    env.merge("feature/new", 2);
+    plan(&env, &["--merged", "--gone"]);
+    let r = env.run("bob", &["show", "plan.json", "--since", "old.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    insta::assert_snapshot!("show_since", r.transcript());
+    let v = env
+        .run("bob", &["--json", "show", "plan.json", "--since", "old.json"])
+        .json();
+    assert_eq!(v["since"]["added"], 1);
+    assert_eq!(v["since"]["removed"], 1);
+    assert_eq!(v["since"]["moved"], 1);
+}
+
+#[test]
+fn show_reports_an_expired_plan() {
+    let env = standard_repo();
+    plan(&env, &["--expires-in", "1m"]);
+    let mut c = env.command();
+    c.env("GUARDCTL_TEST_NOW", "2026-06-01T12:05:00Z")
+        .arg("--key")
+        .arg(env.key("bob"))
+        .args(["--json", "show"]);
+    let v = crate::fixtures::run(c).json();
+    assert_eq!(v["expired"], true);
+    assert!(
+        v["summary"].as_str().unwrap().contains("Expired 4m ago"),
+        "{}",
+        v["summary"]
+    );
+}
