@@ -36,7 +36,14 @@ complete -c guardctl -n "__fish_guardctl_needs_command" -s h -l help -d 'Print h
 complete -c guardctl -n "__fish_guardctl_needs_command" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "plan" -d 'Observe and write a signed plan (read-only: never changes the repository)'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "show" -d 'Render a plan: summary, branches, extremes, side effects, skipped branches'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "approve" -d 'Record a signed approval of exactly this plan, by a principal other than the planner'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "reject" -d 'Record a signed rejection of the plan; any valid rejection blocks apply'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "verify" -d 'Run every check apply runs (integrity, expiry, principal, approvals, policy, drift) without changing anything; exits with the code apply would give'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "apply" -d 'Apply exactly the plan: refuses on drift, expiry, missing approvals, wrong principal or changed policy; backs up before it deletes; idempotent on replay'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "rollback" -d 'Restore the branches and config an applied plan deleted, from its backups'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "log" -d 'Show the audit trail and verify its hash chain'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "whoami" -d 'Show the key in use, its fingerprint, and the principal it maps to'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "gc" -d 'Remove before-images (backup refs) past their retention'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "completions" -d 'Print shell completions for SHELL on stdout'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "demo" -d 'Run the whole loop on a throwaway repository, explaining each step'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -94,6 +101,72 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l json -d 'Prin
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l comment -d 'A comment recorded in the approval' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l out -d 'Write a detached approval file instead of appending to the plan' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l yes -d 'Do not ask for confirmation (required when stdin is not a terminal)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l comment -d 'Why the plan is rejected' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -s h -l help -d 'Print help'
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l approval -d 'A detached approval file (repeatable)' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -s h -l help -d 'Print help'
+complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l approval -d 'A detached approval file (repeatable)' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -s h -l help -d 'Print help'
+complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -s h -l help -d 'Print help'
+complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand log" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand log" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand log" -s h -l help -d 'Print help'
+complete -c guardctl -n "__fish_guardctl_using_subcommand log" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
@@ -104,6 +177,16 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l json -d 'Pr
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s h -l help -d 'Print help'
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -s h -l help -d 'Print help'
+complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
@@ -125,10 +208,17 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l json -d 'Prin
 complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -s h -l help -d 'Print help'
 complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -s V -l version -d 'Print version'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show whoami completions demo help" -f -a "plan" -d 'Observe and write a signed plan (read-only: never changes the repository)'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show whoami completions demo help" -f -a "show" -d 'Render a plan: summary, branches, extremes, side effects, skipped branches'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show whoami completions demo help" -f -a "whoami" -d 'Show the key in use, its fingerprint, and the principal it maps to'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show whoami completions demo help" -f -a "completions" -d 'Print shell completions for SHELL on stdout'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show whoami completions demo help" -f -a "demo" -d 'Run the whole loop on a throwaway repository, explaining each step'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show whoami completions demo help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback log whoami gc completions demo help" -f -a "plan" -d 'Observe and write a signed plan (read-only: never changes the repository)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback log whoami gc completions demo help" -f -a "show" -d 'Render a plan: summary, branches, extremes, side effects, skipped branches'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback log whoami gc completions demo help" -f -a "approve" -d 'Record a signed approval of exactly this plan, by a principal other than the planner'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback log whoami gc completions demo help" -f -a "reject" -d 'Record a signed rejection of the plan; any valid rejection blocks apply'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback log whoami gc completions demo help" -f -a "verify" -d 'Run every check apply runs (integrity, expiry, principal, approvals, policy, drift) without changing anything; exits with the code apply would give'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback log whoami gc completions demo help" -f -a "apply" -d 'Apply exactly the plan: refuses on drift, expiry, missing approvals, wrong principal or changed policy; backs up before it deletes; idempotent on replay'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback log whoami gc completions demo help" -f -a "rollback" -d 'Restore the branches and config an applied plan deleted, from its backups'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback log whoami gc completions demo help" -f -a "log" -d 'Show the audit trail and verify its hash chain'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback log whoami gc completions demo help" -f -a "whoami" -d 'Show the key in use, its fingerprint, and the principal it maps to'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback log whoami gc completions demo help" -f -a "gc" -d 'Remove before-images (backup refs) past their retention'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback log whoami gc completions demo help" -f -a "completions" -d 'Print shell completions for SHELL on stdout'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback log whoami gc completions demo help" -f -a "demo" -d 'Run the whole loop on a throwaway repository, explaining each step'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback log whoami gc completions demo help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and __fish_seen_subcommand_from plan" -f -a "stale-branches" -d 'Local branches that are safe to delete'

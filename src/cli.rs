@@ -50,7 +50,14 @@ pub struct Cli {
 pub enum Command {
     Plan(commands::plan::Args),
     Show(commands::show::Args),
+    Approve(commands::approve::Args),
+    Reject(commands::reject::Args),
+    Verify(commands::verify::Args),
+    Apply(commands::apply::Args),
+    Rollback(commands::rollback::Args),
+    Log(commands::log::Args),
     Whoami(commands::whoami::Args),
+    Gc(commands::gc::Args),
     Completions(commands::completions::Args),
     Demo(commands::demo::Args),
 }

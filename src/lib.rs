@@ -26,6 +26,7 @@ pub mod context;
 pub mod duration;
 pub mod error;
 pub mod fsutil;
+pub mod gate;
 pub mod ops;
 pub mod plan;
 pub mod planfile;
@@ -33,6 +34,7 @@ pub mod policy;
 pub mod render;
 pub mod repo;
 pub mod sign;
+pub mod store;
 pub mod ui;
 
 use clap::Parser;
@@ -53,6 +55,13 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Plan(a) => commands::plan::run(a, &ctx, &mut ui),
         Command::Show(a) => commands::show::run(a, &ctx, &mut ui),
+        Command::Approve(a) => commands::approve::run(a, &ctx, &mut ui),
+        Command::Reject(a) => commands::reject::run(a, &ctx, &mut ui),
+        Command::Verify(a) => commands::verify::run(a, &ctx, &mut ui),
+        Command::Apply(a) => commands::apply::run(a, &ctx, &mut ui),
+        Command::Rollback(a) => commands::rollback::run(a, &ctx, &mut ui),
+        Command::Log(a) => commands::log::run(a, &ctx, &mut ui),
+        Command::Gc(a) => commands::gc::run(a, &ctx, &mut ui),
         Command::Whoami(a) => commands::whoami::run(a, &ctx, &mut ui),
         Command::Completions(a) => commands::completions::run(a, &mut ui),
         Command::Demo(a) => commands::demo::run(a, &mut ui),

@@ -1,13 +1,15 @@
 //! Reading and writing plan files. A plan file is untrusted input until its signature checks
 //! out: it is read without following symlinks and with a size cap, parsed strictly, its
 //! envelope signature verified over the PAE bytes, and only then is the payload parsed.
+//! Approvals are appended under a lock on the plan's directory, so two approvers writing to
+//! one file at once never lose each other's approval.
 //!
 //! Every failure here is `invalid_plan` (exit 65) with a hint on what to do.
 
 use crate::error::{Error, Result};
-use crate::plan::envelope::{self, PLAN_NAMESPACE, PLAN_PAYLOAD_TYPE, PlanFile, Signature};
+use crate::plan::envelope::{self, Envelope, PLAN_NAMESPACE, PLAN_PAYLOAD_TYPE, PlanFile};
 use crate::plan::{self, Plan};
-use crate::sign::{SigningKey, sshsig};
+use crate::sign::{SigningKey, dsse};
 use ssh_key::PublicKey;
 use std::path::Path;
 
@@ -22,7 +24,7 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// The plan id's hex digits, as used in backup ref names.
+    /// The plan id's hex digits, as used in backup ref names and state files.
     pub fn id_hex(&self) -> &str {
         self.plan_id.trim_start_matches("sha256:")
     }
@@ -33,60 +35,48 @@ fn invalid(path: &Path, what: impl Into<String>) -> Error {
         .with_hint("use the plan file exactly as `guardctl plan` wrote it, or re-run `guardctl plan`")
 }
 
-pub fn load(path: &Path) -> Result<Loaded> {
-    let bytes = crate::fsutil::read_bounded(path, envelope::MAX_FILE_BYTES).map_err(|e| {
+/// Read an untrusted file: no symlinks, bounded size; failures are `invalid_plan`.
+pub fn read_untrusted(path: &Path) -> Result<Vec<u8>> {
+    crate::fsutil::read_bounded(path, envelope::MAX_FILE_BYTES).map_err(|e| {
         let hint = match e {
-            crate::fsutil::ReadError::NotFound(_) => "create one with `guardctl plan`",
-            _ => "pass the plan file itself, as `guardctl plan` wrote it",
+            crate::fsutil::ReadError::NotFound(_) => "check the path; plans are made by `guardctl plan`",
+            _ => "pass the file itself, as guardctl wrote it",
         };
         Error::invalid_plan(e.to_string()).with_hint(hint)
-    })?;
-    parse(path, &bytes)
+    })
+}
+
+pub fn load(path: &Path) -> Result<Loaded> {
+    parse(path, &read_untrusted(path)?)
 }
 
 /// Verify and parse plan file bytes (`path` only names the file in messages).
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded> {
     let file = envelope::parse_plan_file(bytes)
         .map_err(|e| invalid(path, format!("not a guardctl plan file ({e})")))?;
-    if file.payload_type != PLAN_PAYLOAD_TYPE {
-        return Err(invalid(
-            path,
-            format!(
-                "unknown payloadType `{}`",
-                crate::render::escape::safe(&file.payload_type)
-            ),
-        ));
-    }
-    let payload = envelope::decode_payload(&file.payload)
-        .map_err(|e| invalid(path, format!("payload is not base64 ({e})")))?;
-    let [Signature { keyid, sig }] = file.signatures.as_slice() else {
-        return Err(invalid(
-            path,
-            format!(
-                "expected exactly one plan signature, found {}",
-                file.signatures.len()
-            ),
-        ));
-    };
-    let pae = envelope::pae(&file.payload_type, &payload);
-    let signer = sshsig::verify(sig, PLAN_NAMESPACE, &pae)
-        .map_err(|e| invalid(path, format!("plan signature does not verify: {e}")))?;
-    let fingerprint = sshsig::fingerprint(&signer);
-    if *keyid != fingerprint {
-        return Err(invalid(path, "signature keyid does not match the signing key"));
-    }
-    let plan = plan::parse_payload(&payload).map_err(|e| invalid(path, e.to_string()))?;
-    if plan.planner.key.as_deref() != Some(fingerprint.as_str()) {
+    let v = dsse::verify(&file.envelope(), PLAN_PAYLOAD_TYPE, PLAN_NAMESPACE)
+        .map_err(|e| invalid(path, format!("plan envelope: {e}")))?;
+    let plan = plan::parse_payload(&v.payload).map_err(|e| invalid(path, e.to_string()))?;
+    if plan.planner.key.as_deref() != Some(v.fingerprint.as_str()) {
         return Err(invalid(
             path,
             "plan names a different planner key than the one that signed it",
         ));
     }
     Ok(Loaded {
-        plan_id: envelope::sha256_id(&payload),
+        plan_id: envelope::sha256_id(&v.payload),
         file,
         plan,
-        signer,
+        signer: v.signer,
+    })
+}
+
+/// A detached approval file: exactly one envelope.
+pub fn load_envelope(path: &Path) -> Result<Envelope> {
+    let bytes = read_untrusted(path)?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        Error::invalid_plan(format!("{}: not a guardctl approval file ({e})", path.display()))
+            .with_hint("pass the file `guardctl approve --out` wrote")
     })
 }
 
@@ -94,25 +84,47 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded> {
 pub fn sign(plan: &Plan, key: &SigningKey) -> Result<(PlanFile, String)> {
     let payload =
         serde_json::to_vec(plan).map_err(|e| Error::internal("cannot serialise the plan").caused_by(e))?;
-    let pae = envelope::pae(PLAN_PAYLOAD_TYPE, &payload);
-    let sig = sshsig::sign(key, PLAN_NAMESPACE, &pae)
+    let env = dsse::sign(PLAN_PAYLOAD_TYPE, PLAN_NAMESPACE, &payload, key)
         .map_err(|e| Error::internal("cannot sign the plan").caused_by(e))?;
     let file = PlanFile {
-        payload_type: PLAN_PAYLOAD_TYPE.to_string(),
-        payload: envelope::encode_payload(&payload),
-        signatures: vec![Signature {
-            keyid: sshsig::fingerprint(&key.public),
-            sig,
-        }],
+        payload_type: env.payload_type,
+        payload: env.payload,
+        signatures: env.signatures,
         approvals: vec![],
     };
     Ok((file, envelope::sha256_id(&payload)))
 }
 
 pub fn write(path: &Path, file: &PlanFile) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(file)
-        .map_err(|e| Error::internal("cannot serialise the plan file").caused_by(e))?;
+    write_json(path, file)
+}
+
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| Error::internal("cannot serialise JSON").caused_by(e))?;
     bytes.push(b'\n');
     crate::fsutil::write_atomic(path, &bytes)
         .map_err(|e| Error::internal(format!("cannot write {}", path.display())).caused_by(e))
+}
+
+/// Append an approval or rejection to the plan file, atomically and under a lock, re-reading
+/// the file inside the lock so concurrent approvers each keep their envelope.
+pub fn append_approval(path: &Path, plan_id: &str, approval: Envelope) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let lock = std::fs::File::open(dir)?;
+    lock.lock()
+        .map_err(|e| Error::internal(format!("cannot lock {}", dir.display())).caused_by(e))?;
+    let mut current = load(path)?;
+    if current.plan_id != plan_id {
+        return Err(
+            Error::invalid_plan(format!("{} changed while approving", path.display()))
+                .with_hint("review the new plan and approve again"),
+        );
+    }
+    current.file.approvals.push(approval);
+    write(path, &current.file)
+    // The lock is released when `lock` is dropped.
 }

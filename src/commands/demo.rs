@@ -273,7 +273,7 @@ pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
 
     say(
         ui,
-        "Anyone can check the plan's signature with plain ssh-keygen (namespace guardctl-plan, DSSE PAE bytes)",
+        "Anyone can check the plan's signature with plain ssh-keygen (namespace guardctl-plan)",
     )?;
     let verified = verify_with_ssh_keygen(&demo)?;
     writeln!(ui.out(), "{verified}")?;
@@ -286,6 +286,68 @@ pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
     let tampered = text.replacen("\"payload\": \"ey", "\"payload\": \"EY", 1);
     std::fs::write(demo.repo.join("tampered.json"), tampered)?;
     demo.guardctl(ui, &bob, &["show", "tampered.json"], 65)?;
+
+    say(
+        ui,
+        "Alice cannot approve her own plan (exit 12): approval needs a distinct principal",
+    )?;
+    demo.guardctl(ui, &alice, &["approve", "plan.json", "--yes"], 12)?;
+
+    say(
+        ui,
+        "Bob approves exactly this plan; the approval is signed and bound to its id and hash",
+    )?;
+    demo.guardctl(
+        ui,
+        &bob,
+        &["approve", "plan.json", "--yes", "--comment", "looks stale to me"],
+        0,
+    )?;
+
+    say(
+        ui,
+        "Before Alice applies, someone commits to fix/typo: apply refuses on drift (exit 10)",
+    )?;
+    demo.git(&demo.repo, &["checkout", "-q", "fix/typo"], 0)?;
+    demo.commit("fix-typo.txt", "one more fix\n", "Bob", 0)?;
+    demo.git(&demo.repo, &["checkout", "-q", "main"], 0)?;
+    demo.guardctl(ui, &alice, &["apply", "plan.json"], 10)?;
+
+    say(
+        ui,
+        "So Alice plans again; fix/typo now holds unmerged work and is left alone",
+    )?;
+    let replan = [
+        "-q",
+        "plan",
+        "stale-branches",
+        "--merged",
+        "--squash-merged",
+        "--gone",
+    ];
+    demo.guardctl(ui, &alice, &replan, 0)?;
+    demo.guardctl(ui, &bob, &["-q", "approve", "plan.json", "--yes"], 0)?;
+
+    say(
+        ui,
+        "Apply: backups first, one compare-and-swap transaction, verification, a signed receipt",
+    )?;
+    demo.guardctl(ui, &alice, &["apply", "plan.json"], 0)?;
+
+    say(
+        ui,
+        "Applying the same plan again changes nothing and prints the same receipt",
+    )?;
+    demo.guardctl(ui, &alice, &["apply", "plan.json"], 0)?;
+
+    say(
+        ui,
+        "Rollback restores every deleted branch at its old commit, with its upstream config",
+    )?;
+    demo.guardctl(ui, &alice, &["rollback", "plan.json"], 0)?;
+
+    say(ui, "The audit trail, hash-chained")?;
+    demo.guardctl(ui, &alice, &["log"], 0)?;
 
     say(ui, "Done. Nothing outside the temporary directory was touched")?;
     if args.keep {

@@ -182,6 +182,13 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     };
     let (file, plan_id) = crate::planfile::sign(&plan, &key)?;
     crate::planfile::write(&args.out, &file)?;
+    let store = crate::store::Store::new(repo.state_dir());
+    {
+        let _lock = store.lock()?;
+        let principal = plan.planner.principal.as_deref();
+        let log = store.dir().join("audit.log");
+        crate::store::audit::append(&log, now, "plan", Some(&plan_id), principal, &plan.summary)?;
+    }
 
     let view = view::build(ViewInput {
         plan: &plan,

@@ -14,7 +14,7 @@ use crate::plan::model::{
 };
 use crate::repo::{BranchRef, CheckedOut, CommitFacts, Repo};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 use time::OffsetDateTime;
 
@@ -165,14 +165,13 @@ pub enum Verdict {
     Skip(SkipReason, Option<String>),
 }
 
-/// Decide one branch from its observation. Pure.
-pub fn classify(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateTime) -> Verdict {
-    let squash = o.squash_merged == Some(true);
+/// The selected criteria this observation meets, sorted. Pure.
+pub fn criteria_met(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateTime) -> Vec<Criterion> {
     let mut reasons = Vec::new();
     for c in &inputs.criteria {
         let met = match c {
             Criterion::Merged => o.merged,
-            Criterion::SquashMerged => squash,
+            Criterion::SquashMerged => o.squash_merged == Some(true),
             Criterion::Gone => o.upstream.as_ref().is_some_and(|u| u.gone),
             Criterion::OlderThan => inputs
                 .older_than_secs
@@ -183,6 +182,13 @@ pub fn classify(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateTime)
         }
     }
     reasons.sort();
+    reasons
+}
+
+/// Decide one branch from its observation. Pure.
+pub fn classify(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateTime) -> Verdict {
+    let squash = o.squash_merged == Some(true);
+    let reasons = criteria_met(inputs, o, now);
     let unmerged = o.commits_not_in_base;
     if reasons.is_empty() {
         let detail = (!o.merged).then(|| not_in_base(unmerged));
@@ -266,40 +272,9 @@ pub fn run(
                 continue;
             }
         };
-        let merged = reachable.contains(oid);
-        let unmerged = if merged {
-            Default::default()
-        } else {
-            repo.unmerged(oid, &reachable)?
-        };
-        let fork = if want_squash && !merged {
-            repo.fork_point(&unmerged.boundary)
-        } else {
-            None
-        };
-        if let Some(f) = fork {
-            fork_points.push(f);
-        }
-        let name = b.refname.trim_start_matches("refs/heads/");
-        let entries = config.remove(name).unwrap_or_default();
-        let upstream = upstream_of(repo, &entries);
-        let config = entries
-            .into_iter()
-            .map(|(key, value)| ConfigEntry { key, value })
-            .collect();
-        observed.push((
-            Observed {
-                refname: b.refname.clone(),
-                oid: oid.to_string(),
-                facts,
-                merged,
-                commits_not_in_base: unmerged.commits,
-                squash_merged: None,
-                upstream,
-                config,
-            },
-            fork,
-        ));
+        let (o, fork) = observe_one(repo, &b.refname, oid, facts, &reachable, &mut config, want_squash)?;
+        fork_points.extend(fork);
+        observed.push((o, fork));
     }
 
     if want_squash {
@@ -320,6 +295,144 @@ pub fn run(
     }
     skipped.sort_by(|a, b| a.refname.cmp(&b.refname));
     Ok(Outcome { affected, skipped })
+}
+
+/// Observe one branch that passed `screen`: merged or not, its own commits, its config.
+fn observe_one(
+    repo: &Repo,
+    refname: &str,
+    oid: git2::Oid,
+    facts: CommitFacts,
+    reachable: &crate::repo::Reachable,
+    config: &mut HashMap<String, Vec<(String, String)>>,
+    want_squash: bool,
+) -> Result<(Observed, Option<git2::Oid>)> {
+    let merged = reachable.contains(oid);
+    let unmerged = if merged {
+        Default::default()
+    } else {
+        repo.unmerged(oid, reachable)?
+    };
+    let fork = if want_squash && !merged {
+        repo.fork_point(&unmerged.boundary)
+    } else {
+        None
+    };
+    let name = refname.trim_start_matches("refs/heads/");
+    let entries = config.remove(name).unwrap_or_default();
+    let upstream = upstream_of(repo, &entries);
+    let config = entries
+        .into_iter()
+        .map(|(key, value)| ConfigEntry { key, value })
+        .collect();
+    let observed = Observed {
+        refname: refname.to_string(),
+        oid: oid.to_string(),
+        facts,
+        merged,
+        commits_not_in_base: unmerged.commits,
+        squash_merged: None,
+        upstream,
+        config,
+    };
+    Ok((observed, fork))
+}
+
+/// One planned resource whose state differs now.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Drift {
+    #[serde(rename = "ref")]
+    pub refname: String,
+    pub field: String,
+    pub planned: String,
+    pub now: String,
+}
+
+/// Re-observe the planned branches: the resources as they are now (same shape as planned, so
+/// the plan hash can be recomputed) and every difference that matters. A base that moved
+/// forward is not a difference; a planned reason that no longer holds is.
+pub fn recheck(
+    repo: &Repo,
+    inputs: &StaleBranchesInputs,
+    planned: &[Affected],
+    base_oid: git2::Oid,
+    now: OffsetDateTime,
+) -> Result<(Vec<Affected>, Vec<Drift>)> {
+    let reachable = repo.reachable_from(base_oid)?;
+    let mut config = repo.branch_config()?;
+    let want_squash = planned
+        .iter()
+        .any(|a| a.reasons.contains(&Criterion::SquashMerged));
+    let mut drifts = Vec::new();
+    let mut current = Vec::new();
+    let mut observed = Vec::new();
+    let mut fork_points = Vec::new();
+    for a in planned {
+        let drift = |field: &str, planned: String, now: String| Drift {
+            refname: a.refname.clone(),
+            field: field.to_string(),
+            planned,
+            now,
+        };
+        let Some(oid) = repo.ref_target(&a.refname) else {
+            drifts.push(drift("oid", a.oid.clone(), "(deleted)".into()));
+            continue;
+        };
+        if oid.to_string() != a.oid {
+            drifts.push(drift("oid", a.oid.clone(), oid.to_string()));
+            continue;
+        }
+        let facts = repo.commit_facts(oid)?;
+        let (o, fork) = observe_one(repo, &a.refname, oid, facts, &reachable, &mut config, want_squash)?;
+        fork_points.extend(fork);
+        observed.push((o, fork));
+    }
+    if want_squash {
+        detect_squash_merges(repo, base_oid, &fork_points, &mut observed)?;
+    }
+    for (o, _) in &observed {
+        let Some(a) = planned.iter().find(|a| a.refname == o.refname) else {
+            continue;
+        };
+        let met = criteria_met(inputs, o, now);
+        let reasons: Vec<Criterion> = a.reasons.iter().copied().filter(|r| met.contains(r)).collect();
+        if reasons != a.reasons {
+            let names = |v: &[Criterion]| {
+                let v: Vec<&str> = v.iter().map(|c| c.as_str()).collect();
+                if v.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    v.join(", ")
+                }
+            };
+            drifts.push(Drift {
+                refname: a.refname.clone(),
+                field: "reasons".into(),
+                planned: names(&a.reasons),
+                now: names(&reasons),
+            });
+        }
+        if o.config != a.config {
+            let show = |c: &[ConfigEntry]| {
+                c.iter()
+                    .map(|e| format!("{}={}", e.key, e.value))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            drifts.push(Drift {
+                refname: a.refname.clone(),
+                field: "config".into(),
+                planned: show(&a.config),
+                now: show(&o.config),
+            });
+        }
+        current.push(Affected {
+            reasons,
+            config: o.config.clone(),
+            ..a.clone()
+        });
+    }
+    Ok((current, drifts))
 }
 
 /// A branch is squash-merged when the patch-id of its whole change (fork point to tip) equals

@@ -4,6 +4,7 @@
 //! Not here: files, git, signatures, the clock. Nothing in `plan/` does I/O, so every rule
 //! about the format can be unit-tested from bytes.
 
+pub mod approval;
 pub mod derive;
 pub mod envelope;
 pub mod hash;

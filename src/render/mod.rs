@@ -6,5 +6,6 @@
 
 pub mod escape;
 pub mod human;
+pub mod receipt;
 pub mod since;
 pub mod view;

@@ -131,7 +131,7 @@ pub struct SkippedRow {
     pub flags: Vec<Flag>,
 }
 
-fn rfc3339(t: OffsetDateTime) -> String {
+pub fn rfc3339(t: OffsetDateTime) -> String {
     t.format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default()
 }

@@ -1,6 +1,5 @@
-//! The only code that touches git. Everything here reads (through git2); nothing here
-//! mutates refs, config, reflogs or objects. (Mutation arrives with `apply`, in one adapter
-//! module of its own, through `git update-ref --stdin`.)
+//! The only code that touches git. Everything here reads (through git2), except `mutate`,
+//! the one adapter module that changes refs and config (through git's own commands).
 //!
 //! guardctl's own state lives in `<common git dir>/guardctl/`, shared by all worktrees.
 //!
@@ -9,6 +8,7 @@
 //! invalid ones are reported as such, never used as a ref to act on.
 
 mod graph;
+pub mod mutate;
 mod refs;
 
 pub use graph::{Reachable, UnmergedCount};
@@ -85,6 +85,12 @@ impl Repo {
         Ok(id)
     }
 
+    /// The identity if one was already recorded (never creates it).
+    pub fn existing_identity(&self) -> Option<String> {
+        let s = std::fs::read_to_string(self.state_dir().join("repository-id")).ok()?;
+        is_identity(s.trim()).then(|| s.trim().to_string())
+    }
+
     /// A config value from the repository's full configuration (local, global, system).
     pub fn config_string(&self, key: &str) -> Result<Option<String>> {
         let config = self.git.config()?.snapshot()?;
@@ -104,12 +110,11 @@ impl Repo {
         }
         for remote in self.remote_names()? {
             let head = format!("refs/remotes/{remote}/HEAD");
-            if let Ok(r) = self.git.find_reference(&head) {
-                if let Ok(Some(target)) = r.symbolic_target() {
-                    if let Ok(found) = self.resolve_revision(target) {
-                        return Ok(found);
-                    }
-                }
+            if let Ok(r) = self.git.find_reference(&head)
+                && let Ok(Some(target)) = r.symbolic_target()
+                && let Ok(found) = self.resolve_revision(target)
+            {
+                return Ok(found);
             }
         }
         let mut candidates = Vec::new();
@@ -205,6 +210,26 @@ impl Repo {
             .as_deref()
             .is_some_and(|t| self.git.find_reference(t).is_ok());
         (tracking, exists)
+    }
+
+    /// The object a ref points at now, if the ref exists.
+    pub fn ref_target(&self, refname: &str) -> Option<Oid> {
+        self.git.find_reference(refname).ok().and_then(|r| r.target())
+    }
+
+    /// Every ref under `prefix`, with its target.
+    pub fn refs_under(&self, prefix: &str) -> Result<Vec<(String, Oid)>> {
+        let mut out = Vec::new();
+        for r in self.git.references()? {
+            let r = r?;
+            if let (Ok(name), Some(oid)) = (std::str::from_utf8(r.name_bytes()), r.target())
+                && name.starts_with(prefix)
+            {
+                out.push((name.to_string(), oid));
+            }
+        }
+        out.sort();
+        Ok(out)
     }
 
     pub fn commit_facts(&self, oid: Oid) -> Result<CommitFacts> {

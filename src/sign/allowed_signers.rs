@@ -55,10 +55,10 @@ impl AllowedSigners {
             if e.cert_authority || e.key.key_data() != key.key_data() {
                 continue;
             }
-            if let Some(ns) = &e.namespaces {
-                if !ns.iter().any(|n| n == namespace) {
-                    continue;
-                }
+            if let Some(ns) = &e.namespaces
+                && !ns.iter().any(|n| n == namespace)
+            {
+                continue;
             }
             if e.valid_after.is_some_and(|t| at < t) || e.valid_before.is_some_and(|t| at >= t) {
                 continue;

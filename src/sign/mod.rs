@@ -4,6 +4,7 @@
 //! Not here: git. Values from git config reach this module as plain strings via `Ctx`.
 
 pub mod allowed_signers;
+pub mod dsse;
 pub mod key;
 pub mod sshsig;
 

@@ -45,6 +45,19 @@ fn completions_and_man_pages_are_current() {
             }
         }
     }
+    // A page whose command no longer exists is stale too.
+    let expected: Vec<PathBuf> = generated().into_iter().map(|(p, _)| p).collect();
+    let man = Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
+    for entry in std::fs::read_dir(&man).unwrap() {
+        let path = entry.unwrap().path();
+        if !expected.contains(&path) {
+            if bless {
+                std::fs::remove_file(&path).unwrap();
+            } else {
+                stale.push(path.display().to_string());
+            }
+        }
+    }
     assert!(
         stale.is_empty(),
         "stale generated files (run `GUARDCTL_BLESS=1 cargo test --features test-hooks docs`): {stale:?}"

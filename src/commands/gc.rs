@@ -1,0 +1,75 @@
+//! `guardctl gc`: remove the backups of applied plans whose retention has passed. A backup
+//! younger than its retention is never touched.
+
+use crate::context::Ctx;
+use crate::error::Result;
+use crate::repo::mutate::RefOp;
+use crate::store::Store;
+use crate::ui::Ui;
+
+/// Remove before-images (backup refs) past their retention.
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    let repo = ctx.repo()?;
+    let store = Store::new(repo.state_dir());
+    let _lock = store.lock()?;
+    let mut removed = Vec::new();
+    for id in store.plan_ids()? {
+        let Some(image) = store.before_image(&id)? else {
+            continue;
+        };
+        let expires = image.created_at + time::Duration::days(i64::from(image.retention_days));
+        if ctx.now < expires || store.read_file(&id, "collected")?.is_some() {
+            continue;
+        }
+        // Compare-and-swap: a backup ref that someone moved is left alone.
+        let ops: Vec<RefOp> = image
+            .refs
+            .iter()
+            .filter(|r| repo.ref_target(&r.backup).map(|o| o.to_string()) == Some(r.oid.clone()))
+            .map(|r| RefOp::Delete {
+                refname: r.backup.clone(),
+                old: r.oid.clone(),
+            })
+            .collect();
+        repo.ref_transaction(&ops)?;
+        store.write_file(&id, "collected", b"collected\n")?;
+        let detail = format!(
+            "removed {} backup refs past {} days",
+            ops.len(),
+            image.retention_days
+        );
+        crate::store::audit::append(
+            &store.dir().join("audit.log"),
+            ctx.now,
+            "gc",
+            Some(&image.plan_id),
+            None,
+            &detail,
+        )?;
+        removed.push((image.plan_id, ops.len()));
+    }
+    if ui.json {
+        let items: Vec<_> = removed
+            .iter()
+            .map(|(p, n)| serde_json::json!({"plan_id": p, "refs": n}))
+            .collect();
+        ui.json_doc(&serde_json::json!({"collected": items}))?;
+    } else if removed.is_empty() {
+        writeln!(
+            ui.out(),
+            "Nothing to collect: every backup is within its retention."
+        )?;
+    } else {
+        for (p, n) in &removed {
+            writeln!(
+                ui.out(),
+                "Removed {n} backup refs of plan {}.",
+                crate::render::view::short_id(p)
+            )?;
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,52 @@
+//! `guardctl verify PLAN`: every check `apply` makes, in the same order, without mutating
+//! anything; the same exit code `apply` would give.
+
+use crate::context::Ctx;
+use crate::error::Result;
+use crate::render::view::short_id;
+use crate::ui::Ui;
+use std::path::PathBuf;
+
+/// Run every check apply runs (integrity, expiry, principal, approvals, policy, drift)
+/// without changing anything; exits with the code apply would give.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The plan file
+    pub plan: PathBuf,
+    /// A detached approval file (repeatable)
+    #[arg(long = "approval", value_name = "FILE")]
+    pub approvals: Vec<PathBuf>,
+}
+
+pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    let key = ctx.signing_key(ui)?;
+    let cleared = crate::gate::preflight(ctx, &args.plan, &args.approvals, Some(&key))?;
+    let store = crate::store::Store::new(ctx.repo()?.state_dir());
+    let consumed = store.is_consumed(cleared.loaded.id_hex());
+    if !consumed {
+        crate::gate::drift(ctx, &cleared.loaded)?;
+    }
+    let id = &cleared.loaded.plan_id;
+    if ui.json {
+        ui.json_doc(&serde_json::json!({
+            "plan_id": id,
+            "ok": true,
+            "already_applied": consumed,
+            "approved_by": cleared.report.approved_by,
+            "required": cleared.report.required,
+        }))?;
+    } else {
+        let what = if consumed {
+            "already applied; `apply` would print its receipt"
+        } else {
+            "`apply` would proceed"
+        };
+        writeln!(
+            ui.out(),
+            "Plan {} passes every check (approved by {}): {what}.",
+            short_id(id),
+            cleared.report.approved_by.join(", ")
+        )?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,234 @@
+//! The checks `apply` performs, shared with `verify` so both give the same exit code:
+//! integrity, expiry, principal, approvals, policy (`preflight`), then drift (`drift`).
+//! `apply` takes the repository lock between the two, as CONTRACT.md §4 orders.
+
+use crate::context::Ctx;
+use crate::error::{Error, Kind, Result};
+use crate::ops::stale_branches::{self, Drift};
+use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE, Approval};
+use crate::plan::envelope::{APPROVAL_PAYLOAD_TYPE, Envelope, PLAN_NAMESPACE};
+use crate::plan::hash::plan_hash;
+use crate::plan::model::{Affected, Operation};
+use crate::planfile::Loaded;
+use crate::policy::{ApprovalReport, CheckedApproval, GateInput, Ignored, Policy, Refusal};
+use crate::render::escape::safe;
+use crate::sign::{SigningKey, dsse};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// A plan that passed every check but drift.
+pub struct Cleared {
+    pub loaded: Loaded,
+    pub report: ApprovalReport,
+    /// The principal applying it (its executor), when a key was given.
+    pub executor: Option<String>,
+}
+
+/// Every approval envelope: those attached to the plan file, then detached ones.
+fn approval_envelopes(loaded: &Loaded, extra: &[PathBuf]) -> Result<Vec<(String, Envelope)>> {
+    let mut out: Vec<(String, Envelope)> = loaded
+        .file
+        .approvals
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (format!("approval #{}", i + 1), e.clone()))
+        .collect();
+    for p in extra {
+        out.push((p.display().to_string(), crate::planfile::load_envelope(p)?));
+    }
+    Ok(out)
+}
+
+/// Verify approval envelopes (a bad signature or payload is `invalid_plan`) and look up who
+/// their keys speak for.
+fn check_approvals(ctx: &Ctx, envs: &[(String, Envelope)]) -> Result<Vec<CheckedApproval>> {
+    let (signers, _) = ctx.allowed_signers()?;
+    let mut out = Vec::new();
+    for (name, env) in envs {
+        let bad = |what: String| {
+            Error::invalid_plan(format!("{name}: {what}"))
+                .with_hint("remove the damaged approval and ask for it again")
+        };
+        let v =
+            dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE).map_err(|e| bad(e.to_string()))?;
+        let approval: Approval =
+            serde_json::from_slice(&v.payload).map_err(|e| bad(format!("malformed approval ({e})")))?;
+        let signer_principals = signers.principals_for(&v.signer, APPROVAL_NAMESPACE, approval.created_at);
+        out.push(CheckedApproval {
+            approval,
+            signer_fingerprint: v.fingerprint,
+            signer_principals,
+        });
+    }
+    Ok(out)
+}
+
+/// Integrity, expiry, principal, approvals, policy. `applying` is the key of whoever applies
+/// (None for `verify` without a key of its own: the executor check is then skipped).
+pub fn preflight(
+    ctx: &Ctx,
+    plan_path: &Path,
+    extra: &[PathBuf],
+    applying: Option<&SigningKey>,
+) -> Result<Cleared> {
+    let loaded = crate::planfile::load(plan_path)?;
+    let repo = ctx.repo()?;
+    let identity = repo.identity()?;
+    if loaded.plan.repository != identity {
+        return Err(Error::invalid_plan(format!(
+            "{} is a plan for another repository ({}, this is {})",
+            plan_path.display(),
+            safe(&loaded.plan.repository),
+            identity
+        ))
+        .with_hint("apply a plan in the repository (clone) it was made in, or re-run `guardctl plan` here"));
+    }
+    let approvals = check_approvals(ctx, &approval_envelopes(&loaded, extra)?)?;
+    let (signers, _) = ctx.allowed_signers()?;
+    let planner_principals = signers.principals_for(&loaded.signer, PLAN_NAMESPACE, loaded.plan.created_at);
+    let applying_principals = applying.map(|k| signers.principals_for(&k.public, APPLY_NAMESPACE, ctx.now));
+    let policy = Policy::default();
+    let report = crate::policy::gate(GateInput {
+        plan: &loaded.plan,
+        plan_id: &loaded.plan_id,
+        planner_principals: &planner_principals,
+        applying_principals: applying_principals.as_deref(),
+        approvals: &approvals,
+        policy: &policy,
+        now: ctx.now,
+    })
+    .map_err(|r| refusal(r, &loaded))?;
+    let executor = applying_principals.and_then(|_| loaded.plan.executor.principal.clone());
+    Ok(Cleared {
+        loaded,
+        report,
+        executor,
+    })
+}
+
+fn refusal(r: Refusal, loaded: &Loaded) -> Error {
+    let replan = "re-run `guardctl plan`";
+    match r {
+        Refusal::PlannerUnconfirmed { claimed: None } => Error::new(
+            Kind::Unapproved,
+            "the plan was signed by a key that maps to no principal; such plans cannot be applied",
+        )
+        .with_hint("add the planner's key to the allowed-signers file, then re-run `guardctl plan`"),
+        Refusal::PlannerUnconfirmed { claimed: Some(p) } => Error::invalid_plan(format!(
+            "the plan claims planner {} but the allowed-signers file does not give its key that principal",
+            safe(&p)
+        ))
+        .with_hint(replan),
+        Refusal::FromTheFuture => {
+            Error::invalid_plan("the plan is dated in the future (beyond the allowed clock skew)")
+                .with_hint("check the clocks of the planning machine and this one")
+        }
+        Refusal::Expired { expires_at } => Error::new(
+            Kind::Expired,
+            format!("the plan expired at {}", crate::render::view::rfc3339(expires_at)),
+        )
+        .with_details(json!({"expires_at": crate::render::view::rfc3339(expires_at)}))
+        .with_hint(format!("{replan} and have it approved again")),
+        Refusal::WrongPrincipal { executor, applying } => Error::new(
+            Kind::WrongPrincipal,
+            format!(
+                "only {} may apply this plan; your key speaks for {}",
+                executor.as_deref().map(safe).unwrap_or_else(|| "(nobody)".into()),
+                if applying.is_empty() {
+                    "no principal (for guardctl-apply)".to_string()
+                } else {
+                    applying.join(", ")
+                }
+            ),
+        )
+        .with_details(json!({"executor": executor, "applying": applying}))
+        .with_hint("run apply with the executor's key, or plan again with --executor"),
+        Refusal::Unapproved(report) => {
+            let mut msg = if !report.rejected_by.is_empty() {
+                format!("the plan was rejected by {}", report.rejected_by.join(", "))
+            } else {
+                format!(
+                    "the plan has {} of the {} approvals it needs",
+                    report.approved_by.len(),
+                    report.required
+                )
+            };
+            let ignored: Vec<String> = report
+                .ignored
+                .iter()
+                .map(|(p, why)| format!("{} ({})", safe(p), describe(*why)))
+                .collect();
+            if !ignored.is_empty() {
+                msg += &format!("; not counted: {}", ignored.join(", "));
+            }
+            Error::new(Kind::Unapproved, msg)
+                .with_details(serde_json::to_value(&report).unwrap_or_default())
+                .with_hint(format!(
+                    "ask another principal to run `guardctl approve` on plan {}",
+                    crate::render::view::short_id(&loaded.plan_id)
+                ))
+        }
+        Refusal::PolicyChanged { planned, now } => {
+            Error::new(Kind::Policy, "the policy changed since the plan was made")
+                .with_details(json!({"planned": planned, "now": now}))
+                .with_hint(replan)
+        }
+    }
+}
+
+fn describe(why: Ignored) -> &'static str {
+    match why {
+        Ignored::OtherPlan => "approves another plan",
+        Ignored::UnknownApprover => "key not allowed to approve as that principal",
+        Ignored::KeyMismatch => "names another key than the one that signed it",
+        Ignored::SelfApproval => "the planner cannot approve their own plan",
+        Ignored::Duplicate => "already counted",
+        Ignored::OutOfTime => "dated outside the plan's lifetime",
+    }
+}
+
+/// Recompute the plan hash from the current state of every affected resource; any difference
+/// is `drift`, naming each drifted resource with planned vs now.
+pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<Vec<Affected>> {
+    let repo = ctx.repo()?;
+    let plan = &loaded.plan;
+    let Operation::StaleBranches(inputs) = &plan.operation;
+    let Some(base_oid) = repo
+        .ref_target(&inputs.base)
+        .or_else(|| repo.resolve_base(Some(&inputs.base)).ok().map(|b| b.1))
+    else {
+        return Err(Error::new(
+            Kind::Drift,
+            format!("the base {} no longer exists", safe(&inputs.base)),
+        )
+        .with_hint("re-run `guardctl plan`"));
+    };
+    let (current, drifts) = stale_branches::recheck(repo, inputs, &plan.affected, base_oid, ctx.now)?;
+    let recomputed = plan_hash(&plan.repository, &plan.operation, &plan.policy_hash, &current);
+    if drifts.is_empty() && recomputed == plan.plan_hash {
+        return Ok(current);
+    }
+    Err(drift_error(&drifts))
+}
+
+pub fn drift_error(drifts: &[Drift]) -> Error {
+    let mut e = Error::new(
+        Kind::Drift,
+        format!(
+            "the repository no longer matches the plan ({} {} drifted); nothing was changed",
+            drifts.len(),
+            crate::plan::derive::plural(drifts.len() as u64, "resource", "resources")
+        ),
+    );
+    for d in drifts {
+        e = e.caused_by(format!(
+            "{} {}: planned {}, now {}",
+            safe(&d.refname),
+            d.field,
+            safe(&d.planned),
+            safe(&d.now)
+        ));
+    }
+    e.with_details(json!({"drift": drifts}))
+        .with_hint("re-run `guardctl plan` and have the new plan approved")
+}

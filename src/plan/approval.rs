@@ -1,0 +1,86 @@
+//! Approval, rejection and receipt payloads (CONTRACT.md §6): plain serde data, strict.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+pub const RECEIPT_PAYLOAD_TYPE: &str = "application/vnd.guardctl.receipt.v1+json";
+/// SSHSIG namespace of approvals and rejections.
+pub const APPROVAL_NAMESPACE: &str = "guardctl-approval";
+/// SSHSIG namespace of apply receipts (and of the executor's identity).
+pub const APPLY_NAMESPACE: &str = "guardctl-apply";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approve,
+    Reject,
+}
+
+/// A signed statement by one principal about exactly one plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Approval {
+    pub plan_id: String,
+    pub plan_hash: String,
+    pub repository: String,
+    pub decision: Decision,
+    pub principal: String,
+    /// Fingerprint of the key that signs this approval.
+    pub key: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// What an apply did, signed by the executor. Printed byte-identically on every replay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Receipt {
+    pub plan_id: String,
+    pub plan_hash: String,
+    pub repository: String,
+    pub executor: String,
+    pub key: String,
+    pub approved_by: Vec<String>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub applied_at: OffsetDateTime,
+    pub deleted: Vec<DeletedRef>,
+    pub config_removed: usize,
+    /// True when the observed effect equals the planned diff.
+    pub verified: bool,
+    pub mismatches: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeletedRef {
+    #[serde(rename = "ref")]
+    pub refname: String,
+    pub oid: String,
+    pub backup: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approval_round_trips_and_rejects_unknown_fields() {
+        let a = Approval {
+            plan_id: "sha256:1".into(),
+            plan_hash: "sha256:2".into(),
+            repository: "r".into(),
+            decision: Decision::Approve,
+            principal: "bob@example.com".into(),
+            key: "SHA256:k".into(),
+            created_at: time::macros::datetime!(2026-01-01 0:00 UTC),
+            comment: None,
+        };
+        let bytes = serde_json::to_vec(&a).unwrap();
+        assert_eq!(serde_json::from_slice::<Approval>(&bytes).unwrap(), a);
+        let mut v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        v["extra"] = 1.into();
+        assert!(serde_json::from_value::<Approval>(v).is_err());
+    }
+}

@@ -1,0 +1,48 @@
+//! The result of an apply, rendered once from the receipt and stored, so that every replay
+//! prints exactly the same bytes.
+
+use crate::plan::approval::Receipt;
+use crate::plan::envelope::Envelope;
+use std::fmt::Write;
+
+pub fn human(r: &Receipt) -> String {
+    let mut s = String::new();
+    let state = if r.verified { "verified" } else { "NOT verified" };
+    let _ = writeln!(
+        s,
+        "Applied plan {}: deleted {} {}; {state}.",
+        super::view::short_id(&r.plan_id),
+        r.deleted.len(),
+        crate::plan::derive::plural(r.deleted.len() as u64, "branch", "branches")
+    );
+    let _ = writeln!(s, "  executor   {} ({})", super::escape::safe(&r.executor), r.key);
+    let approvers: Vec<String> = r.approved_by.iter().map(|p| super::escape::safe(p)).collect();
+    let _ = writeln!(s, "  approved   {}", approvers.join(", "));
+    let _ = writeln!(s, "  applied    {}", super::view::rfc3339(r.applied_at));
+    for d in &r.deleted {
+        let short: String = d.oid.chars().take(12).collect();
+        let _ = writeln!(
+            s,
+            "  - {} ({short}) -> backup {}",
+            super::escape::safe(&d.refname),
+            super::escape::safe(&d.backup)
+        );
+    }
+    if r.config_removed > 0 {
+        let _ = writeln!(
+            s,
+            "  removed the config sections of {} branches (kept in the before-image)",
+            r.config_removed
+        );
+    }
+    for m in &r.mismatches {
+        let _ = writeln!(s, "  mismatch: {}", super::escape::safe(m));
+    }
+    let _ = writeln!(s, "Undo with: guardctl rollback {}", r.plan_id);
+    s
+}
+
+pub fn json(r: &Receipt, envelope: &Envelope) -> String {
+    let doc = serde_json::json!({"receipt": r, "envelope": envelope});
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}

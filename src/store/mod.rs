@@ -1,0 +1,148 @@
+//! guardctl's own state in `<common git dir>/guardctl/`: the repository lock, per-plan state
+//! (before-image manifest, journal, consumed marker, receipt) and the audit log.
+//!
+//! Invariants: every write is atomic (temp + rename + fsync) or an fsynced append; the lock is
+//! a real `flock` on `guardctl/lock`, held for the whole of an apply or rollback; nothing here
+//! touches refs or config (that is `repo::mutate`'s job alone).
+
+pub mod audit;
+
+use crate::error::{Error, Result};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+pub struct Store {
+    dir: PathBuf,
+}
+
+/// Held while it lives; released on drop (or when the process dies).
+pub struct StoreLock {
+    _file: File,
+}
+
+impl Store {
+    pub fn new(dir: PathBuf) -> Store {
+        Store { dir }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Take the repository's guardctl lock, waiting for another guardctl to finish.
+    pub fn lock(&self) -> Result<StoreLock> {
+        std::fs::create_dir_all(&self.dir)?;
+        let path = self.dir.join("lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)?;
+        file.lock()
+            .map_err(|e| Error::internal(format!("cannot lock {}", path.display())).caused_by(e))?;
+        Ok(StoreLock { _file: file })
+    }
+
+    /// The directory holding one plan's state.
+    pub fn plan_dir(&self, id_hex: &str) -> PathBuf {
+        self.dir.join("plans").join(id_hex)
+    }
+
+    pub fn is_consumed(&self, id_hex: &str) -> bool {
+        self.plan_dir(id_hex).join("consumed").exists()
+    }
+
+    /// Durably mark a plan consumed: from here on, no second apply of it may mutate.
+    pub fn mark_consumed(&self, id_hex: &str) -> Result<()> {
+        crate::fsutil::write_atomic(&self.plan_dir(id_hex).join("consumed"), b"consumed\n")
+            .map_err(|e| Error::internal("cannot mark the plan consumed").caused_by(e))
+    }
+
+    pub fn write_file(&self, id_hex: &str, name: &str, bytes: &[u8]) -> Result<()> {
+        let path = self.plan_dir(id_hex).join(name);
+        crate::fsutil::write_atomic(&path, bytes)
+            .map_err(|e| Error::internal(format!("cannot write {}", path.display())).caused_by(e))
+    }
+
+    pub fn read_file(&self, id_hex: &str, name: &str) -> Result<Option<Vec<u8>>> {
+        match std::fs::read(self.plan_dir(id_hex).join(name)) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Append one fsynced line to a plan's journal: what step is about to happen or happened.
+    pub fn journal(&self, id_hex: &str, step: &str, now: time::OffsetDateTime) -> Result<()> {
+        let dir = self.plan_dir(id_hex);
+        std::fs::create_dir_all(&dir)?;
+        let line = serde_json::json!({"step": step, "time": crate::render::view::rfc3339(now)});
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("journal"))?;
+        f.write_all(format!("{line}\n").as_bytes())?;
+        f.sync_data()?;
+        Ok(())
+    }
+
+    /// The steps journaled for a plan, in order.
+    pub fn journal_steps(&self, id_hex: &str) -> Result<Vec<String>> {
+        let Some(bytes) = self.read_file(id_hex, "journal")? else {
+            return Ok(vec![]);
+        };
+        Ok(String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["step"].as_str().map(String::from))
+            .collect())
+    }
+
+    /// Plan ids (hex) with state in the store.
+    pub fn plan_ids(&self) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        match std::fs::read_dir(self.dir.join("plans")) {
+            Ok(rd) => {
+                for e in rd.flatten() {
+                    out.push(e.file_name().to_string_lossy().into_owned());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+/// The before-image of one apply: what was deleted and where its backup lives, written
+/// durably before any deletion. `rollback` restores from it; `gc` expires it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BeforeImage {
+    pub plan_id: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: time::OffsetDateTime,
+    pub retention_days: u32,
+    pub refs: Vec<crate::plan::approval::DeletedRef>,
+    /// The `branch.<name>.*` entries removed with each branch, by branch name.
+    pub config: Vec<(String, Vec<(String, String)>)>,
+}
+
+impl Store {
+    pub fn write_before_image(&self, id_hex: &str, image: &BeforeImage) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(image)
+            .map_err(|e| Error::internal("cannot encode the before-image").caused_by(e))?;
+        self.write_file(id_hex, "before-image.json", &bytes)
+    }
+
+    pub fn before_image(&self, id_hex: &str) -> Result<Option<BeforeImage>> {
+        let Some(bytes) = self.read_file(id_hex, "before-image.json")? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+            Error::internal(format!("the before-image of plan {id_hex} is corrupt")).caused_by(e)
+        })
+    }
+}
