@@ -4,6 +4,7 @@
 // Tests and their helpers may panic: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod apply;
 mod docs;
 mod fixtures;
 mod plan;

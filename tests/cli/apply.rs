@@ -1,0 +1,498 @@
+//! The gate end to end: `approve`, `reject`, `verify`, `apply`, `rollback`, `log`, `gc` over
+//! real repositories and real keys. Every refusal is shown to leave the repository identical.
+
+use crate::fixtures::{NOW, Run, TestEnv, run, ssh_keygen_verify, standard_repo};
+use crate::plan_file::ssh_sign;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde_json::{Value, json};
+use std::fs;
+
+/// A repository with a plan by Alice (merged + gone branches) in plan.json.
+fn planned() -> TestEnv {
+    let env = standard_repo();
+    let r = env.run("alice", &["plan", "stale-branches", "--merged", "--gone"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env
+}
+
+fn approve(env: &TestEnv, user: &str) -> Run {
+    env.run(user, &["approve", "plan.json", "--yes"])
+}
+
+/// Apply as `user`, asserting the repository is untouched when it is refused.
+fn refused_apply(env: &TestEnv, user: &str, args: &[&str], code: i32) -> Run {
+    let before = env.repository_state();
+    let mut full = vec!["apply", "plan.json"];
+    full.extend_from_slice(args);
+    let r = env.run(user, &full);
+    assert_eq!(r.code, code, "{}", r.transcript());
+    assert_eq!(
+        before,
+        env.repository_state(),
+        "a refused apply changed the repository"
+    );
+    r
+}
+
+fn plan_value(env: &TestEnv) -> Value {
+    serde_json::from_str(&fs::read_to_string(env.repo.join("plan.json")).unwrap()).unwrap()
+}
+
+fn payload(v: &Value) -> Value {
+    serde_json::from_slice(&B64.decode(v["payload"].as_str().unwrap()).unwrap()).unwrap()
+}
+
+/// An approval envelope signed by hand with `key`, for approvals `guardctl approve` would
+/// refuse to make.
+fn forged_approval(env: &TestEnv, key: &str, body: Value) -> Value {
+    let ty = "application/vnd.guardctl.approval.v1+json";
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, bytes.len()).into_bytes();
+    pae.extend_from_slice(&bytes);
+    let sig = ssh_sign(&env.key(key), "guardctl-approval", &pae);
+    let keyid = fingerprint(env, key);
+    json!({"payloadType": ty, "payload": B64.encode(&bytes), "signatures": [{"keyid": keyid, "sig": sig}]})
+}
+
+fn fingerprint(env: &TestEnv, key: &str) -> String {
+    let out = std::process::Command::new("ssh-keygen")
+        .arg("-lf")
+        .arg(env.key(key))
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .to_string()
+}
+
+fn approval_body(env: &TestEnv, principal: &str, key: &str, decision: &str) -> Value {
+    let plan = plan_value(env);
+    let p = payload(&plan);
+    let id = format!(
+        "sha256:{}",
+        hex_sha256(&B64.decode(plan["payload"].as_str().unwrap()).unwrap())
+    );
+    json!({"plan_id": id, "plan_hash": p["plan_hash"], "repository": p["repository"], "decision": decision,
+           "principal": principal, "key": fingerprint(env, key), "created_at": NOW})
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn attach(env: &TestEnv, approval: Value) {
+    let mut plan = plan_value(env);
+    plan["approvals"].as_array_mut().unwrap().push(approval);
+    fs::write(
+        env.repo.join("plan.json"),
+        serde_json::to_string_pretty(&plan).unwrap(),
+    )
+    .unwrap();
+}
+
+fn branches(env: &TestEnv) -> String {
+    env.git(&["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"])
+}
+
+#[test]
+fn unapproved_plan_is_refused_with_12() {
+    let env = planned();
+    let r = refused_apply(&env, "alice", &[], 12);
+    assert!(r.stderr.contains("0 of the 1 approvals"), "{}", r.stderr);
+    assert_eq!(env.run("alice", &["verify", "plan.json"]).code, 12);
+}
+
+#[test]
+fn self_approval_is_refused_at_approve_and_at_apply_even_with_a_second_key() {
+    let env = planned();
+    let r = approve(&env, "alice");
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(r.stderr.contains("cannot approve"), "{}", r.stderr);
+    // Mallory's key is made a second key of Alice's; its approval must not count.
+    let signers = env.allowed_signers();
+    let mut text = fs::read_to_string(&signers).unwrap();
+    text += &format!("alice@example.com {}\n", env.public_key("mallory"));
+    fs::write(&signers, text).unwrap();
+    assert_eq!(approve(&env, "mallory").code, 12);
+    attach(
+        &env,
+        forged_approval(
+            &env,
+            "mallory",
+            approval_body(&env, "alice@example.com", "mallory", "approve"),
+        ),
+    );
+    let r = refused_apply(&env, "alice", &[], 12);
+    assert!(r.stderr.contains("cannot approve their own plan"), "{}", r.stderr);
+}
+
+#[test]
+fn approval_copied_from_another_plan_does_not_count() {
+    let env = planned();
+    let r = env.run("bob", &["approve", "plan.json", "--yes", "--out", "bob.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // A new plan of different branches: Bob's approval of the first one must not carry over.
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0);
+    let r = refused_apply(&env, "alice", &["--approval", "bob.json"], 12);
+    assert!(r.stderr.contains("approves another plan"), "{}", r.stderr);
+}
+
+#[test]
+fn a_rejection_vetoes_the_plan() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    let r = env.run("carol", &["reject", "plan.json", "--comment", "keep fix/old"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = refused_apply(&env, "alice", &[], 12);
+    assert!(r.stderr.contains("rejected by carol@example.com"), "{}", r.stderr);
+}
+
+#[test]
+fn approval_by_a_key_not_in_allowed_signers_does_not_count() {
+    let env = planned();
+    let r = approve(&env, "mallory");
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    // Mallory signs an approval claiming to be Bob.
+    attach(
+        &env,
+        forged_approval(
+            &env,
+            "mallory",
+            approval_body(&env, "bob@example.com", "mallory", "approve"),
+        ),
+    );
+    let r = refused_apply(&env, "alice", &[], 12);
+    assert!(r.stderr.contains("not allowed to approve"), "{}", r.stderr);
+}
+
+#[test]
+fn only_the_executor_may_apply() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    let r = refused_apply(&env, "bob", &[], 13);
+    assert!(
+        r.stderr.contains("only alice@example.com may apply"),
+        "{}",
+        r.stderr
+    );
+    refused_apply(&env, "mallory", &[], 13);
+    // A plan made for Bob as executor is his to apply.
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "stale-branches",
+            "--merged",
+            "--gone",
+            "--executor",
+            "bob@example.com",
+        ],
+    );
+    assert_eq!(r.code, 0);
+    assert_eq!(approve(&env, "carol").code, 0);
+    refused_apply(&env, "alice", &[], 13);
+    let r = env.run("bob", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+#[test]
+fn a_branch_moved_after_approval_is_drift_and_nothing_is_deleted() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    env.git(&["branch", "-f", "fix/old", "feature/live"]);
+    let r = refused_apply(&env, "alice", &[], 10);
+    assert!(
+        r.stderr.contains("refs/heads/fix/old oid: planned"),
+        "{}",
+        r.stderr
+    );
+    let v = env.run("alice", &["--json", "apply", "plan.json"]).json();
+    assert_eq!(v["error"]["kind"], "drift");
+    assert_eq!(v["error"]["details"]["drift"][0]["ref"], "refs/heads/fix/old");
+    assert_eq!(env.run("alice", &["verify", "plan.json"]).code, 10);
+}
+
+#[test]
+fn base_rewound_past_a_merged_branch_is_drift() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    let main = env.git(&["rev-parse", "main"]);
+    env.git(&["update-ref", "refs/heads/main", &format!("{main}~4")]);
+    let r = refused_apply(&env, "alice", &[], 10);
+    assert!(
+        r.stderr.contains("reasons: planned merged, now (none)"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn base_moving_forward_is_not_drift() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    env.commit("later.txt", "later", "Alice", 0);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+#[test]
+fn an_expired_plan_is_refused_with_11() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    let before = env.repository_state();
+    let mut c = env.command();
+    c.env("GUARDCTL_TEST_NOW", "2026-06-01T12:15:00Z")
+        .arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["apply", "plan.json"]);
+    let r = run(c);
+    assert_eq!(r.code, 11, "{}", r.transcript());
+    assert_eq!(before, env.repository_state());
+}
+
+#[test]
+fn tampered_plan_or_approval_is_refused_with_65() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    let mut plan = plan_value(&env);
+    let mut p = payload(&plan);
+    p["affected"][0]["ref"] = json!("refs/heads/main");
+    plan["payload"] = json!(B64.encode(serde_json::to_vec(&p).unwrap()));
+    fs::write(env.repo.join("tampered.json"), plan.to_string()).unwrap();
+    let r = env.run("alice", &["apply", "tampered.json"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+
+    let mut plan = plan_value(&env);
+    let mut a = payload(&plan["approvals"][0]);
+    a["plan_hash"] = json!("sha256:forged");
+    plan["approvals"][0]["payload"] = json!(B64.encode(serde_json::to_vec(&a).unwrap()));
+    fs::write(env.repo.join("plan.json"), plan.to_string()).unwrap();
+    let r = refused_apply(&env, "alice", &[], 65);
+    assert!(r.stderr.contains("approval #1"), "{}", r.stderr);
+}
+
+#[test]
+fn a_plan_made_in_another_clone_is_refused_with_65() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    let clone = env.path().join("clone");
+    env.git_in(
+        env.path(),
+        &["clone", "-q", env.repo.to_str().unwrap(), clone.to_str().unwrap()],
+    );
+    let mut c = env.command();
+    c.current_dir(&clone)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .arg("apply")
+        .arg(env.repo.join("plan.json"));
+    let r = run(c);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert!(r.stderr.contains("another repository"), "{}", r.stderr);
+}
+
+#[test]
+fn approved_plan_applies_with_backups_and_replays_byte_identically() {
+    let env = planned();
+    let before = branches(&env);
+    assert_eq!(approve(&env, "bob").code, 0);
+    assert_eq!(env.run("alice", &["verify", "plan.json"]).code, 0);
+    let first = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(first.code, 0, "{}", first.transcript());
+    let after = branches(&env);
+    for gone in ["feature/done", "fix/old", "feature/gone-merged"] {
+        assert!(
+            !after.contains(&format!("refs/heads/{gone} ")),
+            "{gone} still exists"
+        );
+    }
+    assert!(after.contains("refs/heads/feature/live "));
+    let backups = env.git(&[
+        "for-each-ref",
+        "--format=%(refname) %(objectname)",
+        "refs/guardctl/backup",
+    ]);
+    for line in before
+        .lines()
+        .filter(|l| l.starts_with("refs/heads/feature/done ") || l.starts_with("refs/heads/fix/old "))
+    {
+        let (name, oid) = line.split_once(' ').unwrap();
+        assert!(
+            backups.lines().any(|b| b.ends_with(&format!("/{name} {oid}"))),
+            "no backup of {name}:\n{backups}"
+        );
+    }
+    assert!(
+        env.git(&["config", "--get-regexp", "^branch\\."])
+            .lines()
+            .all(|l| !l.contains("gone-merged"))
+    );
+
+    let state = env.repository_state();
+    let second = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(second.code, 0, "{}", second.transcript());
+    assert_eq!(first.stdout, second.stdout, "replay must print the same bytes");
+    assert!(second.stderr.contains("already applied"));
+    assert_eq!(
+        state,
+        env.repository_state(),
+        "a replay must not touch the repository"
+    );
+    let json_replay = env.run("alice", &["--json", "apply", "plan.json"]).json();
+    assert_eq!(json_replay["receipt"]["verified"], true);
+}
+
+#[test]
+fn approval_and_receipt_signatures_verify_with_ssh_keygen() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    assert_eq!(env.run("alice", &["apply", "plan.json"]).code, 0);
+    let plan = plan_value(&env);
+    let approval = &plan["approvals"][0];
+    let check = |env_json: &Value, ns: &str, who: &str| {
+        let ty = env_json["payloadType"].as_str().unwrap();
+        let body = B64.decode(env_json["payload"].as_str().unwrap()).unwrap();
+        let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, body.len()).into_bytes();
+        pae.extend_from_slice(&body);
+        let (ok, out) = ssh_keygen_verify(
+            &env.allowed_signers(),
+            who,
+            ns,
+            env_json["signatures"][0]["sig"].as_str().unwrap(),
+            &pae,
+        );
+        assert!(ok, "{ns}: {out}");
+    };
+    check(approval, "guardctl-approval", "bob@example.com");
+    let receipt = env.run("alice", &["--json", "apply", "plan.json"]).json();
+    check(&receipt["envelope"], "guardctl-apply", "alice@example.com");
+}
+
+#[test]
+fn rollback_restores_every_branch_and_its_upstream_config_and_is_harmless_twice() {
+    let env = planned();
+    let refs_before = branches(&env);
+    let config_before = env.git(&["config", "--get-regexp", "^branch\\."]);
+    assert_eq!(approve(&env, "bob").code, 0);
+    assert_eq!(env.run("alice", &["apply", "plan.json"]).code, 0);
+    assert_ne!(refs_before, branches(&env));
+    let r = env.run("alice", &["rollback", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(refs_before, branches(&env));
+    let mut a: Vec<&str> = config_before.lines().collect();
+    let restored = env.git(&["config", "--get-regexp", "^branch\\."]);
+    let mut b: Vec<&str> = restored.lines().collect();
+    a.sort();
+    b.sort();
+    assert_eq!(a, b);
+    let r = env.run("alice", &["rollback", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stdout.contains("restored 0 branches (3 already present)"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn rollback_refuses_where_a_name_is_taken_by_another_commit() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    assert_eq!(env.run("alice", &["apply", "plan.json"]).code, 0);
+    env.git(&["branch", "fix/old", "feature/live"]);
+    let before = env.repository_state();
+    let r = env.run("alice", &["rollback", "plan.json"]);
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("refs/heads/fix/old is now taken"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(before, env.repository_state());
+}
+
+#[test]
+fn log_records_the_loop_and_detects_a_hand_edited_entry() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    assert_eq!(env.run("alice", &["apply", "plan.json"]).code, 0);
+    let v = env.run("alice", &["--json", "log"]).json();
+    assert_eq!(v["intact"], true);
+    let events: Vec<&str> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(events, ["plan", "approve", "apply"]);
+    let path = env.repo.join(".git/guardctl/audit.log");
+    let text = fs::read_to_string(&path)
+        .unwrap()
+        .replacen("bob@example.com", "eve@example.com", 1);
+    fs::write(&path, text).unwrap();
+    let r = env.run("alice", &["log"]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(r.stderr.contains("broken at line 2"), "{}", r.stderr);
+}
+
+#[test]
+fn gc_removes_only_backups_past_their_retention() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    assert_eq!(env.run("alice", &["apply", "plan.json"]).code, 0);
+    let backups = || env.git(&["for-each-ref", "--format=%(refname)", "refs/guardctl/backup"]);
+    assert_eq!(backups().lines().count(), 3);
+    let gc_at = |now: &str| {
+        let mut c = env.command();
+        c.env("GUARDCTL_TEST_NOW", now).arg("gc");
+        run(c)
+    };
+    let r = gc_at("2026-06-30T12:00:00Z");
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(backups().lines().count(), 3, "29 days: within retention");
+    let r = gc_at("2026-07-01T12:00:00Z");
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(backups().lines().count(), 0, "30 days: collected");
+}
+
+#[test]
+fn approve_without_a_terminal_needs_yes() {
+    let env = planned();
+    let r = env.run("bob", &["approve", "plan.json"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("pass --yes"), "{}", r.stderr);
+    assert!(plan_value(&env)["approvals"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn concurrent_approvers_keep_each_others_approvals() {
+    let env = planned();
+    let mut children = Vec::new();
+    for user in ["bob", "carol"] {
+        let mut c = env.command();
+        c.arg("--key")
+            .arg(env.key(user))
+            .arg("--allowed-signers")
+            .arg(env.allowed_signers())
+            .args(["-q", "approve", "plan.json", "--yes"])
+            .stdout(std::process::Stdio::null());
+        children.push(c.spawn().unwrap());
+    }
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    assert_eq!(plan_value(&env)["approvals"].as_array().unwrap().len(), 2);
+}
