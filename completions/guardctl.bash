@@ -40,6 +40,9 @@ _guardctl() {
             guardctl,plan)
                 cmd="guardctl__subcmd__plan"
                 ;;
+            guardctl,recover)
+                cmd="guardctl__subcmd__recover"
+                ;;
             guardctl,reject)
                 cmd="guardctl__subcmd__reject"
                 ;;
@@ -79,6 +82,9 @@ _guardctl() {
             guardctl__subcmd__help,plan)
                 cmd="guardctl__subcmd__help__subcmd__plan"
                 ;;
+            guardctl__subcmd__help,recover)
+                cmd="guardctl__subcmd__help__subcmd__recover"
+                ;;
             guardctl__subcmd__help,reject)
                 cmd="guardctl__subcmd__help__subcmd__reject"
                 ;;
@@ -116,7 +122,7 @@ _guardctl() {
 
     case "${cmd}" in
         guardctl)
-            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version plan show approve reject verify apply rollback log whoami gc completions demo help"
+            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version plan show approve reject verify apply rollback recover log whoami gc completions demo help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -332,7 +338,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__help)
-            opts="plan show approve reject verify apply rollback log whoami gc completions demo help"
+            opts="plan show approve reject verify apply rollback recover log whoami gc completions demo help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -460,6 +466,20 @@ _guardctl() {
         guardctl__subcmd__help__subcmd__plan__subcmd__stale__subcmd__branches)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__help__subcmd__recover)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -710,6 +730,40 @@ _guardctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__recover)
+            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --repo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -55,6 +55,7 @@ pub enum Command {
     Verify(commands::verify::Args),
     Apply(commands::apply::Args),
     Rollback(commands::rollback::Args),
+    Recover(commands::recover::Args),
     Log(commands::log::Args),
     Whoami(commands::whoami::Args),
     Gc(commands::gc::Args),

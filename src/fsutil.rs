@@ -21,6 +21,27 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Like `write_atomic`, but never replaces: returns `false` when `path` already exists (then
+/// whoever created it first wins, and nobody ever sees a half-written file).
+pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new().prefix(".guardctl-").tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    match fs::hard_link(tmp.path(), path) {
+        Ok(()) => {
+            File::open(dir)?.sync_all()?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("{0} does not exist")]

@@ -25,6 +25,7 @@ pub mod commands;
 pub mod context;
 pub mod duration;
 pub mod error;
+pub mod execute;
 pub mod fsutil;
 pub mod gate;
 pub mod ops;
@@ -60,6 +61,7 @@ pub fn main() -> ExitCode {
         Command::Verify(a) => commands::verify::run(a, &ctx, &mut ui),
         Command::Apply(a) => commands::apply::run(a, &ctx, &mut ui),
         Command::Rollback(a) => commands::rollback::run(a, &ctx, &mut ui),
+        Command::Recover(a) => commands::recover::run(a, &ctx, &mut ui),
         Command::Log(a) => commands::log::run(a, &ctx, &mut ui),
         Command::Gc(a) => commands::gc::run(a, &ctx, &mut ui),
         Command::Whoami(a) => commands::whoami::run(a, &ctx, &mut ui),

@@ -7,6 +7,7 @@ pub mod demo;
 pub mod gc;
 pub mod log;
 pub mod plan;
+pub mod recover;
 pub mod reject;
 pub mod rollback;
 pub mod show;

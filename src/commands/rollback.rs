@@ -3,9 +3,9 @@
 //! free) and its config. Running it twice is harmless.
 
 use crate::context::Ctx;
-use crate::error::{Error, Kind, Result};
+use crate::error::{Error, Result};
+use crate::execute::Executor;
 use crate::render::escape::safe;
-use crate::repo::mutate::RefOp;
 use crate::store::Store;
 use crate::ui::Ui;
 use std::path::Path;
@@ -25,25 +25,13 @@ fn resolve(store: &Store, arg: &str) -> Result<String> {
     }
     let hex = arg.trim_start_matches("sha256:").to_ascii_lowercase();
     if hex.len() < 8 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(Error::usage(format!(
-            "`{}` is neither a plan file nor a plan id",
-            safe(arg)
-        )));
+        return Err(Error::usage(format!("`{}` is neither a plan file nor a plan id", safe(arg))));
     }
-    let matches: Vec<String> = store
-        .plan_ids()?
-        .into_iter()
-        .filter(|id| id.starts_with(&hex))
-        .collect();
+    let matches: Vec<String> = store.plan_ids()?.into_iter().filter(|id| id.starts_with(&hex)).collect();
     match matches.as_slice() {
         [one] => Ok(one.clone()),
-        [] => {
-            Err(Error::usage(format!("no applied plan has id {}", safe(arg))).with_hint("see `guardctl log`"))
-        }
-        _ => {
-            Err(Error::usage(format!("plan id prefix {} is ambiguous", safe(arg)))
-                .with_hint("give more digits"))
-        }
+        [] => Err(Error::usage(format!("no applied plan has id {}", safe(arg))).with_hint("see `guardctl log`")),
+        _ => Err(Error::usage(format!("plan id prefix {} is ambiguous", safe(arg))).with_hint("give more digits")),
     }
 }
 
@@ -52,71 +40,24 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let store = Store::new(repo.state_dir());
     let id = resolve(&store, &args.plan)?;
     let _lock = store.lock()?;
-    let Some(image) = store.before_image(&id)? else {
-        return Err(Error::usage(format!(
-            "plan sha256:{id} was never applied here: there is nothing to restore"
-        )));
-    };
-    let mut ops = Vec::new();
-    let mut already = 0;
-    for r in &image.refs {
-        if repo.ref_target(&r.backup).map(|o| o.to_string()) != Some(r.oid.clone()) {
-            return Err(
-                Error::internal(format!("the backup {} is missing or moved", safe(&r.backup)))
-                    .with_hint("it may have been removed by `guardctl gc` after its retention"),
-            );
-        }
-        match repo.ref_target(&r.refname) {
-            None => ops.push(RefOp::Create {
-                refname: r.refname.clone(),
-                oid: r.oid.clone(),
-            }),
-            Some(now) if now.to_string() == r.oid => already += 1,
-            Some(now) => {
-                return Err(Error::new(
-                    Kind::Drift,
-                    format!(
-                        "{} is now taken by another commit ({now}); nothing was restored",
-                        safe(&r.refname)
-                    ),
-                )
-                .with_hint("rename or delete that branch first, then run rollback again"));
-            }
-        }
+    let ex = Executor { repo, store: &store, now: ctx.now };
+    // Finishing an interrupted apply signs a receipt; without a usable key, only rollbacks
+    // and not-yet-committed applies can be recovered here.
+    let key = ctx.signing_key(ui).ok();
+    for (plan_id, outcome) in ex.recover(key.as_ref())? {
+        ui.notice(&format!("recovered plan sha256:{plan_id}: {outcome}"));
     }
-    repo.ref_transaction(&ops)?;
-    let present = repo.branch_config()?;
-    let restore: Vec<(String, String)> = image
-        .config
-        .iter()
-        .filter(|(name, _)| !present.contains_key(name))
-        .flat_map(|(_, entries)| entries.iter().cloned())
-        .collect();
-    repo.add_config(&restore)?;
-    store.journal(&id, "rolled-back", ctx.now)?;
-    let detail = format!("restored {} branches ({} already present)", ops.len(), already);
-    crate::store::audit::append(
-        &store.dir().join("audit.log"),
-        ctx.now,
-        "rollback",
-        Some(&image.plan_id),
-        None,
-        &detail,
-    )?;
+    let Some(image) = store.before_image(&id)? else {
+        return Err(Error::usage(format!("plan sha256:{id} was never applied here: there is nothing to restore")));
+    };
+    let (restored, already) = ex.rollback(&id, &image)?;
     if ui.json {
-        ui.json_doc(
-            &serde_json::json!({"plan_id": image.plan_id, "restored": ops.len(), "already_present": already}),
-        )?;
+        ui.json_doc(&serde_json::json!({"plan_id": image.plan_id, "restored": restored, "already_present": already}))?;
     } else {
-        writeln!(
-            ui.out(),
-            "Rolled back plan {}: {detail}.",
-            crate::render::view::short_id(&image.plan_id)
-        )?;
-        for op in &ops {
-            if let RefOp::Create { refname, oid } = op {
-                writeln!(ui.out(), "  + {} at {}", safe(refname), &oid[..12.min(oid.len())])?;
-            }
+        let short = crate::render::view::short_id(&image.plan_id);
+        writeln!(ui.out(), "Rolled back plan {short}: restored {restored} branches ({already} already present).")?;
+        for r in &image.refs {
+            writeln!(ui.out(), "  {} at {}", safe(&r.refname), &r.oid[..12.min(r.oid.len())])?;
         }
     }
     Ok(0)

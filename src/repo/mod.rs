@@ -54,6 +54,11 @@ impl Repo {
         self.git.commondir().join("guardctl")
     }
 
+    /// The common git dir (shared by all worktrees), where refs and lock files live.
+    pub fn common_dir(&self) -> &Path {
+        self.git.commondir()
+    }
+
     /// The work tree (or the git dir of a bare repository), for display.
     pub fn display_path(&self) -> PathBuf {
         self.git
@@ -80,9 +85,14 @@ impl Repo {
             .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
             .map_err(|e| Error::internal("cannot read /dev/urandom").caused_by(e))?;
         let id = format!("guardctl-repo:{}", crate::plan::envelope::hex(&bytes));
-        crate::fsutil::write_atomic(&path, format!("{id}\n").as_bytes())
+        let created = crate::fsutil::create_atomic(&path, format!("{id}\n").as_bytes())
             .map_err(|e| Error::internal("cannot record the repository identity").caused_by(e))?;
-        Ok(id)
+        if created {
+            Ok(id)
+        } else {
+            // Another guardctl created it at the same moment: theirs is the identity.
+            self.existing_identity().ok_or_else(|| Error::internal(format!("{} is corrupt", path.display())))
+        }
     }
 
     /// The identity if one was already recorded (never creates it).

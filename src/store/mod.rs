@@ -65,6 +65,13 @@ impl Store {
             .map_err(|e| Error::internal(format!("cannot write {}", path.display())).caused_by(e))
     }
 
+    pub fn remove_file(&self, id_hex: &str, name: &str) -> Result<()> {
+        match std::fs::remove_file(self.plan_dir(id_hex).join(name)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
     pub fn read_file(&self, id_hex: &str, name: &str) -> Result<Option<Vec<u8>>> {
         match std::fs::read(self.plan_dir(id_hex).join(name)) {
             Ok(b) => Ok(Some(b)),
@@ -122,6 +129,11 @@ impl Store {
 #[serde(deny_unknown_fields)]
 pub struct BeforeImage {
     pub plan_id: String,
+    pub plan_hash: String,
+    pub repository: String,
+    /// Who applies, and who approved: what the receipt will say.
+    pub executor: String,
+    pub approved_by: Vec<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: time::OffsetDateTime,
     pub retention_days: u32,

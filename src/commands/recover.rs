@@ -1,0 +1,31 @@
+//! `guardctl recover`: finish or roll back an interrupted apply or rollback, deterministically,
+//! from the journal and the repository's real state. `apply` and `rollback` run it first.
+
+use crate::context::Ctx;
+use crate::error::Result;
+use crate::execute::Executor;
+use crate::store::Store;
+use crate::ui::Ui;
+
+/// Finish or abandon an interrupted apply or rollback, from its journal and the real refs.
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    let repo = ctx.repo()?;
+    let store = Store::new(repo.state_dir());
+    let _lock = store.lock()?;
+    let key = ctx.signing_key(ui).ok();
+    let done = Executor { repo, store: &store, now: ctx.now }.recover(key.as_ref())?;
+    if ui.json {
+        let items: Vec<_> = done.iter().map(|(id, o)| serde_json::json!({"plan_id": format!("sha256:{id}"), "outcome": o})).collect();
+        ui.json_doc(&serde_json::json!({"recovered": items}))?;
+    } else if done.is_empty() {
+        writeln!(ui.out(), "Nothing to recover: no apply or rollback was interrupted.")?;
+    } else {
+        for (id, outcome) in &done {
+            writeln!(ui.out(), "Plan {}: {outcome}.", crate::render::view::short_id(id))?;
+        }
+    }
+    Ok(0)
+}

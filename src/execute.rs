@@ -1,0 +1,284 @@
+//! The mutating sequences of `apply` and `rollback`, one journaled step at a time, and
+//! `recover`, which reads a plan's journal and the repository's real state and finishes or
+//! abandons an interrupted sequence without guesswork.
+//!
+//! Invariants: the before-image is durable before the plan is marked consumed, and the plan is
+//! consumed before any ref changes; backups are created in the same all-or-nothing ref
+//! transaction as the deletions, so no deleted branch is ever without its backup ref. The
+//! caller holds the store lock throughout.
+//!
+//! Apply journal: `before-image-written`, `consumed`, then `refs-committed` or `aborted`,
+//! `config-removed`, `done`. Rollback journal: `rollback-started`, `rollback-refs-restored`,
+//! `rolled-back`. Recovery adds `recovered-*` steps.
+
+use crate::error::{Error, Kind, Result};
+use crate::plan::approval::{APPLY_NAMESPACE, DeletedRef, RECEIPT_PAYLOAD_TYPE, Receipt};
+use crate::repo::Repo;
+use crate::repo::mutate::RefOp;
+use crate::sign::{SigningKey, dsse};
+use crate::store::{BeforeImage, Store};
+use time::OffsetDateTime;
+
+pub struct Executor<'a> {
+    pub repo: &'a Repo,
+    pub store: &'a Store,
+    pub now: OffsetDateTime,
+}
+
+/// Test-only fault injection: with `GUARDCTL_TEST_CRASH_AFTER=<step>` the process kills itself
+/// with SIGKILL right after journaling that step. Absent from release builds.
+#[cfg(feature = "test-hooks")]
+fn crash_point(step: &str) {
+    if std::env::var("GUARDCTL_TEST_CRASH_AFTER").as_deref() == Ok(step) {
+        let pid = std::process::id().to_string();
+        let _ = std::process::Command::new("kill").args(["-9", &pid]).status();
+        std::thread::sleep(std::time::Duration::from_secs(60));
+    }
+}
+
+#[cfg(not(feature = "test-hooks"))]
+fn crash_point(_step: &str) {}
+
+impl Executor<'_> {
+    fn step(&self, id: &str, step: &str) -> Result<()> {
+        self.store.journal(id, step, self.now)?;
+        crash_point(step);
+        Ok(())
+    }
+
+    /// Back up, mark consumed, delete in one compare-and-swap transaction, then finish.
+    pub fn apply(&self, id: &str, image: &BeforeImage, key: &SigningKey) -> Result<Receipt> {
+        self.store.write_before_image(id, image)?;
+        self.step(id, "before-image-written")?;
+        self.store.mark_consumed(id)?;
+        self.step(id, "consumed")?;
+        let mut ops: Vec<RefOp> =
+            image.refs.iter().map(|d| RefOp::Create { refname: d.backup.clone(), oid: d.oid.clone() }).collect();
+        ops.extend(image.refs.iter().map(|d| RefOp::Delete { refname: d.refname.clone(), old: d.oid.clone() }));
+        if let Err(e) = self.repo.ref_transaction(&ops) {
+            self.abort(id, &e)?;
+            return Err(e);
+        }
+        self.step(id, "refs-committed")?;
+        self.finish(id, image, key)
+    }
+
+    /// Record that an apply ended without deleting anything; the plan stays consumed so it is
+    /// never silently retried.
+    fn abort(&self, id: &str, e: &Error) -> Result<()> {
+        let record = serde_json::json!({"kind": e.kind.as_str(), "message": e.message, "causes": e.causes});
+        self.store.write_file(id, "aborted.json", record.to_string().as_bytes())?;
+        self.store.journal(id, "aborted", self.now)
+    }
+
+    /// After the refs are committed: remove config, observe, sign and store the receipt.
+    pub fn finish(&self, id: &str, image: &BeforeImage, key: &SigningKey) -> Result<Receipt> {
+        let names: Vec<String> = image.config.iter().map(|(n, _)| n.clone()).collect();
+        self.repo.remove_branch_sections(&names)?;
+        self.step(id, "config-removed")?;
+        let mismatches = self.observe(&image.refs, &names)?;
+        let receipt = Receipt {
+            plan_id: image.plan_id.clone(),
+            plan_hash: image.plan_hash.clone(),
+            repository: image.repository.clone(),
+            executor: image.executor.clone(),
+            key: crate::sign::sshsig::fingerprint(&key.public),
+            approved_by: image.approved_by.clone(),
+            applied_at: image.created_at,
+            deleted: image.refs.clone(),
+            config_removed: names.len(),
+            verified: mismatches.is_empty(),
+            mismatches,
+        };
+        let payload =
+            serde_json::to_vec(&receipt).map_err(|e| Error::internal("cannot encode the receipt").caused_by(e))?;
+        let envelope = dsse::sign(RECEIPT_PAYLOAD_TYPE, APPLY_NAMESPACE, &payload, key)
+            .map_err(|e| Error::internal("applied, but cannot sign the receipt").caused_by(e))?;
+        let pretty = serde_json::to_vec_pretty(&envelope).unwrap_or_default();
+        self.store.write_file(id, "receipt.json", &pretty)?;
+        self.store.write_file(id, "result.json", crate::render::receipt::json(&receipt, &envelope).as_bytes())?;
+        self.store.write_file(id, "result.txt", crate::render::receipt::human(&receipt).as_bytes())?;
+        self.step(id, "done")?;
+        let detail = format!("deleted {} branches; verified: {}", receipt.deleted.len(), receipt.verified);
+        self.audit("apply", Some(&receipt.plan_id), Some(&receipt.executor), &detail)?;
+        Ok(receipt)
+    }
+
+    /// What is there now, compared with the planned effect.
+    fn observe(&self, deleted: &[DeletedRef], config_names: &[String]) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for d in deleted {
+            if self.repo.ref_target(&d.refname).is_some() {
+                out.push(format!("{} still exists", d.refname));
+            }
+            if self.repo.ref_target(&d.backup).map(|o| o.to_string()) != Some(d.oid.clone()) {
+                out.push(format!("backup {} is not at {}", d.backup, d.oid));
+            }
+        }
+        let config = self.repo.branch_config()?;
+        out.extend(config_names.iter().filter(|n| config.contains_key(*n)).map(|n| format!("config of branch {n} remains")));
+        Ok(out)
+    }
+
+    pub fn audit(&self, event: &str, plan_id: Option<&str>, principal: Option<&str>, detail: &str) -> Result<()> {
+        let log = self.store.dir().join("audit.log");
+        crate::store::audit::append(&log, self.now, event, plan_id, principal, detail).map(|_| ())
+    }
+
+    /// Restore every branch of `image` that is missing (compare-and-swap create) and its config.
+    /// Returns (restored, already present). Refuses, changing nothing, where a name is taken.
+    pub fn rollback(&self, id: &str, image: &BeforeImage) -> Result<(usize, usize)> {
+        let mut missing = Vec::new();
+        for r in &image.refs {
+            if self.repo.ref_target(&r.backup).map(|o| o.to_string()) != Some(r.oid.clone()) {
+                return Err(Error::internal(format!("the backup {} is missing or moved", r.backup))
+                    .with_hint("it may have been removed by `guardctl gc` after its retention"));
+            }
+            match self.repo.ref_target(&r.refname) {
+                None => missing.push(r.clone()),
+                Some(now) if now.to_string() == r.oid => {}
+                Some(now) => {
+                    return Err(Error::new(
+                        Kind::Drift,
+                        format!("{} is now taken by another commit ({now}); nothing was restored", r.refname),
+                    )
+                    .with_hint("rename or delete that branch first, then run rollback again"));
+                }
+            }
+        }
+        let bytes = serde_json::to_vec(&missing).unwrap_or_default();
+        self.store.write_file(id, "rollback.json", &bytes)?;
+        self.step(id, "rollback-started")?;
+        let ops: Vec<RefOp> =
+            missing.iter().map(|r| RefOp::Create { refname: r.refname.clone(), oid: r.oid.clone() }).collect();
+        if let Err(e) = self.repo.ref_transaction(&ops) {
+            self.store.journal(id, "rollback-abandoned", self.now)?;
+            return Err(e);
+        }
+        self.step(id, "rollback-refs-restored")?;
+        self.restore_config(id, image)?;
+        let detail = format!("restored {} branches ({} already present)", missing.len(), image.refs.len() - missing.len());
+        self.audit("rollback", Some(&image.plan_id), None, &detail)?;
+        Ok((missing.len(), image.refs.len() - missing.len()))
+    }
+
+    /// Add back each saved config entry that is not there now (idempotent).
+    fn restore_config(&self, id: &str, image: &BeforeImage) -> Result<()> {
+        let present = self.repo.branch_config()?;
+        let mut add = Vec::new();
+        for (name, entries) in &image.config {
+            let mut now: Vec<(String, String)> = present.get(name).cloned().unwrap_or_default();
+            for e in entries {
+                match now.iter().position(|n| n == e) {
+                    Some(i) => {
+                        now.remove(i);
+                    }
+                    None => add.push(e.clone()),
+                }
+            }
+        }
+        self.repo.add_config(&add)?;
+        self.step(id, "rolled-back")
+    }
+
+    /// Finish or abandon every interrupted apply or rollback. Returns what was done, per plan.
+    pub fn recover(&self, key: Option<&SigningKey>) -> Result<Vec<(String, String)>> {
+        let mut done = Vec::new();
+        for id in self.store.plan_ids()? {
+            let steps = self.store.journal_steps(&id)?;
+            let Some(last) = steps.last().map(String::as_str) else { continue };
+            let outcome = match last {
+                "before-image-written" | "consumed" => self.recover_apply(&id, key)?,
+                "refs-committed" | "config-removed" => {
+                    let image = self.image(&id)?;
+                    self.finish(&id, &image, need_key(key)?)?;
+                    "completed the interrupted apply".to_string()
+                }
+                "rollback-started" => self.recover_rollback(&id)?,
+                "rollback-refs-restored" => {
+                    let image = self.image(&id)?;
+                    self.restore_config(&id, &image)?;
+                    "completed the interrupted rollback".to_string()
+                }
+                _ => continue,
+            };
+            self.audit("recover", Some(&format!("sha256:{id}")), None, &outcome)?;
+            done.push((id, outcome));
+        }
+        Ok(done)
+    }
+
+    fn image(&self, id: &str) -> Result<BeforeImage> {
+        self.store
+            .before_image(id)?
+            .ok_or_else(|| Error::internal(format!("plan {id} has a journal but no before-image")))
+    }
+
+    /// An apply interrupted before or during its ref transaction: decide from the refs.
+    fn recover_apply(&self, id: &str, key: Option<&SigningKey>) -> Result<String> {
+        let image = self.image(id)?;
+        if !self.store.is_consumed(id) {
+            self.store.remove_file(id, "before-image.json")?;
+            self.store.journal(id, "recovered-unstarted", self.now)?;
+            return Ok("abandoned an apply interrupted before it began; nothing had changed".into());
+        }
+        self.check_locks(&image.refs)?;
+        let deleted = image.refs.iter().filter(|r| self.repo.ref_target(&r.refname).is_none()).count();
+        let backed = image
+            .refs
+            .iter()
+            .filter(|r| self.repo.ref_target(&r.backup).map(|o| o.to_string()) == Some(r.oid.clone()))
+            .count();
+        if deleted == image.refs.len() && backed == image.refs.len() {
+            self.store.journal(id, "refs-committed", self.now)?;
+            self.finish(id, &image, need_key(key)?)?;
+            return Ok("the deletions had been committed: completed the apply".into());
+        }
+        if deleted == 0 && backed == 0 {
+            let e = Error::new(Kind::Drift, "the apply was interrupted before any branch was deleted");
+            self.abort(id, &e)?;
+            return Ok("the deletions had not been committed: abandoned the apply; nothing was deleted".into());
+        }
+        Err(Error::new(Kind::NeedsRecovery, format!(
+            "plan {id}: {deleted} of {} branches are deleted and {backed} backups exist; this is not a state guardctl leaves",
+            image.refs.len()
+        ))
+        .with_hint("inspect refs/guardctl/backup and the journal in .git/guardctl/plans by hand"))
+    }
+
+    fn recover_rollback(&self, id: &str) -> Result<String> {
+        let image = self.image(id)?;
+        let missing: Vec<DeletedRef> = self
+            .store
+            .read_file(id, "rollback.json")?
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        let restored = missing.iter().filter(|r| self.repo.ref_target(&r.refname).is_some()).count();
+        if restored == missing.len() {
+            self.store.journal(id, "rollback-refs-restored", self.now)?;
+            self.restore_config(id, &image)?;
+            return Ok("the branches had been restored: completed the rollback".into());
+        }
+        self.store.journal(id, "rollback-abandoned", self.now)?;
+        Ok("the rollback had not restored anything yet: abandoned it; run rollback again".into())
+    }
+
+    /// A `.lock` left by a killed git blocks every ref change: report it, never remove it.
+    fn check_locks(&self, refs: &[DeletedRef]) -> Result<()> {
+        let common = self.repo.common_dir();
+        let mut candidates = vec![common.join("packed-refs.lock")];
+        for r in refs {
+            candidates.push(common.join(format!("{}.lock", r.refname)));
+            candidates.push(common.join(format!("{}.lock", r.backup)));
+        }
+        if let Some(lock) = candidates.into_iter().find(|p| p.exists()) {
+            return Err(Error::new(Kind::NeedsRecovery, format!("a stale lock file blocks recovery: {}", lock.display()))
+                .with_hint("make sure no git process is running, remove that file by hand, then run `guardctl recover`"));
+        }
+        Ok(())
+    }
+}
+
+fn need_key(key: Option<&SigningKey>) -> Result<&SigningKey> {
+    key.ok_or_else(|| Error::usage("finishing an interrupted apply signs its receipt: a signing key is needed"))
+}
