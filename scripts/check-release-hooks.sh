@@ -19,3 +19,10 @@ case "$created" in
   *2000-01-01*) echo "FAIL: the release build honoured GUARDCTL_TEST_NOW: $created"; exit 1 ;;
   *) echo "ok: release build ignores GUARDCTL_TEST_NOW ($created)" ;;
 esac
+
+# Every test hook reads a GUARDCTL_TEST_* variable; none may be compiled into a release build.
+if grep -q -a "GUARDCTL_TEST_" "$bin"; then
+  echo "FAIL: the release binary contains test hooks:"; grep -a -o "GUARDCTL_TEST_[A-Z_]*" "$bin" | sort -u
+  exit 1
+fi
+echo "ok: release build contains no GUARDCTL_TEST_* hook"

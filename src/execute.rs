@@ -25,10 +25,15 @@ pub struct Executor<'a> {
     pub now: OffsetDateTime,
 }
 
-/// Test-only fault injection: with `GUARDCTL_TEST_CRASH_AFTER=<step>` the process kills itself
-/// with SIGKILL right after journaling that step. Absent from release builds.
+/// Test-only fault injection, absent from release builds. After journaling `<step>`:
+/// `GUARDCTL_TEST_EXEC_AT=<step>` runs `sh -c "$GUARDCTL_TEST_EXEC"` (another process racing
+/// us), and `GUARDCTL_TEST_CRASH_AFTER=<step>` makes the process SIGKILL itself.
 #[cfg(feature = "test-hooks")]
 fn crash_point(step: &str) {
+    if std::env::var("GUARDCTL_TEST_EXEC_AT").as_deref() == Ok(step) {
+        let cmd = std::env::var("GUARDCTL_TEST_EXEC").unwrap_or_default();
+        let _ = std::process::Command::new("sh").args(["-c", &cmd]).status();
+    }
     if std::env::var("GUARDCTL_TEST_CRASH_AFTER").as_deref() == Ok(step) {
         let pid = std::process::id().to_string();
         let _ = std::process::Command::new("kill").args(["-9", &pid]).status();
@@ -52,10 +57,19 @@ impl Executor<'_> {
         self.step(id, "before-image-written")?;
         self.store.mark_consumed(id)?;
         self.step(id, "consumed")?;
-        let mut ops: Vec<RefOp> =
-            image.refs.iter().map(|d| RefOp::Create { refname: d.backup.clone(), oid: d.oid.clone() }).collect();
-        ops.extend(image.refs.iter().map(|d| RefOp::Delete { refname: d.refname.clone(), old: d.oid.clone() }));
-        if let Err(e) = self.repo.ref_transaction(&ops) {
+        let mut ops: Vec<RefOp> = image
+            .refs
+            .iter()
+            .map(|d| RefOp::Create {
+                refname: d.backup.clone(),
+                oid: d.oid.clone(),
+            })
+            .collect();
+        ops.extend(image.refs.iter().map(|d| RefOp::Delete {
+            refname: d.refname.clone(),
+            old: d.oid.clone(),
+        }));
+        if let Err(e) = self.transaction(id, &ops) {
             self.abort(id, &e)?;
             return Err(e);
         }
@@ -63,11 +77,42 @@ impl Executor<'_> {
         self.finish(id, image, key)
     }
 
+    /// Run a ref transaction, recording git's process id durably first: if we are killed,
+    /// git may still be committing, and recovery must wait for it rather than guess.
+    fn transaction(&self, id: &str, ops: &[RefOp]) -> Result<()> {
+        self.repo.ref_transaction_watched(ops, &mut |pid| {
+            self.store.write_file(id, "git.pid", pid.to_string().as_bytes())
+        })
+    }
+
+    /// Wait (bounded) for a git transaction started by a process that died: until it exits,
+    /// the refs are not in their final state.
+    fn wait_for_orphaned_git(&self, id: &str) -> Result<()> {
+        let Some(pid) = self.store.read_file(id, "git.pid")? else {
+            return Ok(());
+        };
+        let cmdline = format!("/proc/{}/cmdline", String::from_utf8_lossy(&pid).trim());
+        for _ in 0..300 {
+            match std::fs::read(&cmdline) {
+                Ok(c) if c.windows(10).any(|w| w == b"update-ref") => {
+                    std::thread::sleep(std::time::Duration::from_millis(100))
+                }
+                _ => return Ok(()),
+            }
+        }
+        Err(Error::new(
+            Kind::NeedsRecovery,
+            "a git update-ref started by an interrupted apply is still running",
+        )
+        .with_hint("wait for it to finish, then run `guardctl recover` again"))
+    }
+
     /// Record that an apply ended without deleting anything; the plan stays consumed so it is
     /// never silently retried.
     fn abort(&self, id: &str, e: &Error) -> Result<()> {
         let record = serde_json::json!({"kind": e.kind.as_str(), "message": e.message, "causes": e.causes});
-        self.store.write_file(id, "aborted.json", record.to_string().as_bytes())?;
+        self.store
+            .write_file(id, "aborted.json", record.to_string().as_bytes())?;
         self.store.journal(id, "aborted", self.now)
     }
 
@@ -90,16 +135,28 @@ impl Executor<'_> {
             verified: mismatches.is_empty(),
             mismatches,
         };
-        let payload =
-            serde_json::to_vec(&receipt).map_err(|e| Error::internal("cannot encode the receipt").caused_by(e))?;
+        let payload = serde_json::to_vec(&receipt)
+            .map_err(|e| Error::internal("cannot encode the receipt").caused_by(e))?;
         let envelope = dsse::sign(RECEIPT_PAYLOAD_TYPE, APPLY_NAMESPACE, &payload, key)
             .map_err(|e| Error::internal("applied, but cannot sign the receipt").caused_by(e))?;
         let pretty = serde_json::to_vec_pretty(&envelope).unwrap_or_default();
         self.store.write_file(id, "receipt.json", &pretty)?;
-        self.store.write_file(id, "result.json", crate::render::receipt::json(&receipt, &envelope).as_bytes())?;
-        self.store.write_file(id, "result.txt", crate::render::receipt::human(&receipt).as_bytes())?;
+        self.store.write_file(
+            id,
+            "result.json",
+            crate::render::receipt::json(&receipt, &envelope).as_bytes(),
+        )?;
+        self.store.write_file(
+            id,
+            "result.txt",
+            crate::render::receipt::human(&receipt).as_bytes(),
+        )?;
         self.step(id, "done")?;
-        let detail = format!("deleted {} branches; verified: {}", receipt.deleted.len(), receipt.verified);
+        let detail = format!(
+            "deleted {} branches; verified: {}",
+            receipt.deleted.len(),
+            receipt.verified
+        );
         self.audit("apply", Some(&receipt.plan_id), Some(&receipt.executor), &detail)?;
         Ok(receipt)
     }
@@ -116,11 +173,22 @@ impl Executor<'_> {
             }
         }
         let config = self.repo.branch_config()?;
-        out.extend(config_names.iter().filter(|n| config.contains_key(*n)).map(|n| format!("config of branch {n} remains")));
+        out.extend(
+            config_names
+                .iter()
+                .filter(|n| config.contains_key(*n))
+                .map(|n| format!("config of branch {n} remains")),
+        );
         Ok(out)
     }
 
-    pub fn audit(&self, event: &str, plan_id: Option<&str>, principal: Option<&str>, detail: &str) -> Result<()> {
+    pub fn audit(
+        &self,
+        event: &str,
+        plan_id: Option<&str>,
+        principal: Option<&str>,
+        detail: &str,
+    ) -> Result<()> {
         let log = self.store.dir().join("audit.log");
         crate::store::audit::append(&log, self.now, event, plan_id, principal, detail).map(|_| ())
     }
@@ -131,8 +199,10 @@ impl Executor<'_> {
         let mut missing = Vec::new();
         for r in &image.refs {
             if self.repo.ref_target(&r.backup).map(|o| o.to_string()) != Some(r.oid.clone()) {
-                return Err(Error::internal(format!("the backup {} is missing or moved", r.backup))
-                    .with_hint("it may have been removed by `guardctl gc` after its retention"));
+                return Err(
+                    Error::internal(format!("the backup {} is missing or moved", r.backup))
+                        .with_hint("it may have been removed by `guardctl gc` after its retention"),
+                );
             }
             match self.repo.ref_target(&r.refname) {
                 None => missing.push(r.clone()),
@@ -140,7 +210,10 @@ impl Executor<'_> {
                 Some(now) => {
                     return Err(Error::new(
                         Kind::Drift,
-                        format!("{} is now taken by another commit ({now}); nothing was restored", r.refname),
+                        format!(
+                            "{} is now taken by another commit ({now}); nothing was restored",
+                            r.refname
+                        ),
                     )
                     .with_hint("rename or delete that branch first, then run rollback again"));
                 }
@@ -149,15 +222,24 @@ impl Executor<'_> {
         let bytes = serde_json::to_vec(&missing).unwrap_or_default();
         self.store.write_file(id, "rollback.json", &bytes)?;
         self.step(id, "rollback-started")?;
-        let ops: Vec<RefOp> =
-            missing.iter().map(|r| RefOp::Create { refname: r.refname.clone(), oid: r.oid.clone() }).collect();
-        if let Err(e) = self.repo.ref_transaction(&ops) {
+        let ops: Vec<RefOp> = missing
+            .iter()
+            .map(|r| RefOp::Create {
+                refname: r.refname.clone(),
+                oid: r.oid.clone(),
+            })
+            .collect();
+        if let Err(e) = self.transaction(id, &ops) {
             self.store.journal(id, "rollback-abandoned", self.now)?;
             return Err(e);
         }
         self.step(id, "rollback-refs-restored")?;
         self.restore_config(id, image)?;
-        let detail = format!("restored {} branches ({} already present)", missing.len(), image.refs.len() - missing.len());
+        let detail = format!(
+            "restored {} branches ({} already present)",
+            missing.len(),
+            image.refs.len() - missing.len()
+        );
         self.audit("rollback", Some(&image.plan_id), None, &detail)?;
         Ok((missing.len(), image.refs.len() - missing.len()))
     }
@@ -186,7 +268,9 @@ impl Executor<'_> {
         let mut done = Vec::new();
         for id in self.store.plan_ids()? {
             let steps = self.store.journal_steps(&id)?;
-            let Some(last) = steps.last().map(String::as_str) else { continue };
+            let Some(last) = steps.last().map(String::as_str) else {
+                continue;
+            };
             let outcome = match last {
                 "before-image-written" | "consumed" => self.recover_apply(&id, key)?,
                 "refs-committed" | "config-removed" => {
@@ -222,8 +306,13 @@ impl Executor<'_> {
             self.store.journal(id, "recovered-unstarted", self.now)?;
             return Ok("abandoned an apply interrupted before it began; nothing had changed".into());
         }
+        self.wait_for_orphaned_git(id)?;
         self.check_locks(&image.refs)?;
-        let deleted = image.refs.iter().filter(|r| self.repo.ref_target(&r.refname).is_none()).count();
+        let deleted = image
+            .refs
+            .iter()
+            .filter(|r| self.repo.ref_target(&r.refname).is_none())
+            .count();
         let backed = image
             .refs
             .iter()
@@ -235,9 +324,14 @@ impl Executor<'_> {
             return Ok("the deletions had been committed: completed the apply".into());
         }
         if deleted == 0 && backed == 0 {
-            let e = Error::new(Kind::Drift, "the apply was interrupted before any branch was deleted");
+            let e = Error::new(
+                Kind::Drift,
+                "the apply was interrupted before any branch was deleted",
+            );
             self.abort(id, &e)?;
-            return Ok("the deletions had not been committed: abandoned the apply; nothing was deleted".into());
+            return Ok(
+                "the deletions had not been committed: abandoned the apply; nothing was deleted".into(),
+            );
         }
         Err(Error::new(Kind::NeedsRecovery, format!(
             "plan {id}: {deleted} of {} branches are deleted and {backed} backups exist; this is not a state guardctl leaves",
@@ -248,12 +342,16 @@ impl Executor<'_> {
 
     fn recover_rollback(&self, id: &str) -> Result<String> {
         let image = self.image(id)?;
+        self.wait_for_orphaned_git(id)?;
         let missing: Vec<DeletedRef> = self
             .store
             .read_file(id, "rollback.json")?
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
-        let restored = missing.iter().filter(|r| self.repo.ref_target(&r.refname).is_some()).count();
+        let restored = missing
+            .iter()
+            .filter(|r| self.repo.ref_target(&r.refname).is_some())
+            .count();
         if restored == missing.len() {
             self.store.journal(id, "rollback-refs-restored", self.now)?;
             self.restore_config(id, &image)?;
@@ -272,13 +370,20 @@ impl Executor<'_> {
             candidates.push(common.join(format!("{}.lock", r.backup)));
         }
         if let Some(lock) = candidates.into_iter().find(|p| p.exists()) {
-            return Err(Error::new(Kind::NeedsRecovery, format!("a stale lock file blocks recovery: {}", lock.display()))
-                .with_hint("make sure no git process is running, remove that file by hand, then run `guardctl recover`"));
+            return Err(Error::new(
+                Kind::NeedsRecovery,
+                format!("a stale lock file blocks recovery: {}", lock.display()),
+            )
+            .with_hint(
+                "make sure no git process is running, remove that file by hand, then run `guardctl recover`",
+            ));
         }
         Ok(())
     }
 }
 
 fn need_key(key: Option<&SigningKey>) -> Result<&SigningKey> {
-    key.ok_or_else(|| Error::usage("finishing an interrupted apply signs its receipt: a signing key is needed"))
+    key.ok_or_else(|| {
+        Error::usage("finishing an interrupted apply signs its receipt: a signing key is needed")
+    })
 }

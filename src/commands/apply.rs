@@ -24,15 +24,19 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let key = ctx.signing_key(ui)?;
-    let cleared =
-        crate::gate::preflight(ctx, &args.plan, &args.approvals, Some(&key)).inspect_err(|e| refusal(ctx, e, &args.plan))?;
+    let cleared = crate::gate::preflight(ctx, &args.plan, &args.approvals, Some(&key))
+        .inspect_err(|e| refusal(ctx, e, &args.plan))?;
     let loaded = &cleared.loaded;
     let plan = &loaded.plan;
     let id = loaded.id_hex().to_string();
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
     let _lock = store.lock()?;
-    let ex = Executor { repo, store: &store, now: ctx.now };
+    let ex = Executor {
+        repo,
+        store: &store,
+        now: ctx.now,
+    };
     for (plan_id, outcome) in ex.recover(Some(&key))? {
         ui.notice(&format!("recovered plan sha256:{plan_id}: {outcome}"));
     }
@@ -64,16 +68,30 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             .affected
             .iter()
             .filter(|a| !a.config.is_empty())
-            .map(|a| (a.name().to_string(), a.config.iter().map(|c| (c.key.clone(), c.value.clone())).collect()))
+            .map(|a| {
+                (
+                    a.name().to_string(),
+                    a.config
+                        .iter()
+                        .map(|c| (c.key.clone(), c.value.clone()))
+                        .collect(),
+                )
+            })
             .collect(),
     };
-    let receipt = ex.apply(&id, &image, &key).inspect_err(|e| record_refusal(&ex, e, &loaded.plan_id))?;
+    let receipt = ex
+        .apply(&id, &image, &key)
+        .inspect_err(|e| record_refusal(&ex, e, &loaded.plan_id))?;
     drop(_lock);
     print_result(&store, &id, ui)?;
     if receipt.verified {
         Ok(0)
     } else {
-        Err(Error::new(Kind::Unverified, "applied, but the observed effect differs from the plan").with_hint(format!(
+        Err(Error::new(
+            Kind::Unverified,
+            "applied, but the observed effect differs from the plan",
+        )
+        .with_hint(format!(
             "inspect the mismatches above; `guardctl rollback {}` restores the backups",
             receipt.plan_id
         )))
@@ -90,10 +108,16 @@ fn replay(store: &Store, id: &str, ui: &mut Ui) -> Result<u8> {
     if let Some(bytes) = store.read_file(id, "aborted.json")? {
         let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
         let why = v["message"].as_str().unwrap_or("");
-        return Err(Error::new(Kind::Drift, format!("this plan's apply was aborted and nothing was deleted: {why}"))
-            .with_hint("a plan is applied at most once: re-run `guardctl plan`"));
+        return Err(Error::new(
+            Kind::Drift,
+            format!("this plan's apply was aborted and nothing was deleted: {why}"),
+        )
+        .with_hint("a plan is applied at most once: re-run `guardctl plan`"));
     }
-    Err(Error::new(Kind::NeedsRecovery, "an apply of this plan was interrupted").with_hint("run `guardctl recover`"))
+    Err(
+        Error::new(Kind::NeedsRecovery, "an apply of this plan was interrupted")
+            .with_hint("run `guardctl recover`"),
+    )
 }
 
 fn print_result(store: &Store, id: &str, ui: &mut Ui) -> Result<()> {
@@ -112,8 +136,19 @@ fn refusal(ctx: &Ctx, e: &Error, plan_path: &std::path::Path) {
     }
     let store = Store::new(repo.state_dir());
     if let Ok(_lock) = store.lock() {
-        let plan_id = crate::planfile::load(plan_path).ok().map(|l| l.plan_id).unwrap_or_default();
-        record_refusal(&Executor { repo, store: &store, now: ctx.now }, e, &plan_id);
+        let plan_id = crate::planfile::load(plan_path)
+            .ok()
+            .map(|l| l.plan_id)
+            .unwrap_or_default();
+        record_refusal(
+            &Executor {
+                repo,
+                store: &store,
+                now: ctx.now,
+            },
+            e,
+            &plan_id,
+        );
     }
 }
 

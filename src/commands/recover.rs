@@ -16,12 +16,23 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let store = Store::new(repo.state_dir());
     let _lock = store.lock()?;
     let key = ctx.signing_key(ui).ok();
-    let done = Executor { repo, store: &store, now: ctx.now }.recover(key.as_ref())?;
+    let done = Executor {
+        repo,
+        store: &store,
+        now: ctx.now,
+    }
+    .recover(key.as_ref())?;
     if ui.json {
-        let items: Vec<_> = done.iter().map(|(id, o)| serde_json::json!({"plan_id": format!("sha256:{id}"), "outcome": o})).collect();
+        let items: Vec<_> = done
+            .iter()
+            .map(|(id, o)| serde_json::json!({"plan_id": format!("sha256:{id}"), "outcome": o}))
+            .collect();
         ui.json_doc(&serde_json::json!({"recovered": items}))?;
     } else if done.is_empty() {
-        writeln!(ui.out(), "Nothing to recover: no apply or rollback was interrupted.")?;
+        writeln!(
+            ui.out(),
+            "Nothing to recover: no apply or rollback was interrupted."
+        )?;
     } else {
         for (id, outcome) in &done {
             writeln!(ui.out(), "Plan {}: {outcome}.", crate::render::view::short_id(id))?;

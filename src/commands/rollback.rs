@@ -25,13 +25,25 @@ fn resolve(store: &Store, arg: &str) -> Result<String> {
     }
     let hex = arg.trim_start_matches("sha256:").to_ascii_lowercase();
     if hex.len() < 8 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(Error::usage(format!("`{}` is neither a plan file nor a plan id", safe(arg))));
+        return Err(Error::usage(format!(
+            "`{}` is neither a plan file nor a plan id",
+            safe(arg)
+        )));
     }
-    let matches: Vec<String> = store.plan_ids()?.into_iter().filter(|id| id.starts_with(&hex)).collect();
+    let matches: Vec<String> = store
+        .plan_ids()?
+        .into_iter()
+        .filter(|id| id.starts_with(&hex))
+        .collect();
     match matches.as_slice() {
         [one] => Ok(one.clone()),
-        [] => Err(Error::usage(format!("no applied plan has id {}", safe(arg))).with_hint("see `guardctl log`")),
-        _ => Err(Error::usage(format!("plan id prefix {} is ambiguous", safe(arg))).with_hint("give more digits")),
+        [] => {
+            Err(Error::usage(format!("no applied plan has id {}", safe(arg))).with_hint("see `guardctl log`"))
+        }
+        _ => {
+            Err(Error::usage(format!("plan id prefix {} is ambiguous", safe(arg)))
+                .with_hint("give more digits"))
+        }
     }
 }
 
@@ -40,7 +52,11 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let store = Store::new(repo.state_dir());
     let id = resolve(&store, &args.plan)?;
     let _lock = store.lock()?;
-    let ex = Executor { repo, store: &store, now: ctx.now };
+    let ex = Executor {
+        repo,
+        store: &store,
+        now: ctx.now,
+    };
     // Finishing an interrupted apply signs a receipt; without a usable key, only rollbacks
     // and not-yet-committed applies can be recovered here.
     let key = ctx.signing_key(ui).ok();
@@ -48,16 +64,28 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         ui.notice(&format!("recovered plan sha256:{plan_id}: {outcome}"));
     }
     let Some(image) = store.before_image(&id)? else {
-        return Err(Error::usage(format!("plan sha256:{id} was never applied here: there is nothing to restore")));
+        return Err(Error::usage(format!(
+            "plan sha256:{id} was never applied here: there is nothing to restore"
+        )));
     };
     let (restored, already) = ex.rollback(&id, &image)?;
     if ui.json {
-        ui.json_doc(&serde_json::json!({"plan_id": image.plan_id, "restored": restored, "already_present": already}))?;
+        ui.json_doc(
+            &serde_json::json!({"plan_id": image.plan_id, "restored": restored, "already_present": already}),
+        )?;
     } else {
         let short = crate::render::view::short_id(&image.plan_id);
-        writeln!(ui.out(), "Rolled back plan {short}: restored {restored} branches ({already} already present).")?;
+        writeln!(
+            ui.out(),
+            "Rolled back plan {short}: restored {restored} branches ({already} already present)."
+        )?;
         for r in &image.refs {
-            writeln!(ui.out(), "  {} at {}", safe(&r.refname), &r.oid[..12.min(r.oid.len())])?;
+            writeln!(
+                ui.out(),
+                "  {} at {}",
+                safe(&r.refname),
+                &r.oid[..12.min(r.oid.len())]
+            )?;
         }
     }
     Ok(0)

@@ -91,7 +91,8 @@ impl Repo {
             Ok(id)
         } else {
             // Another guardctl created it at the same moment: theirs is the identity.
-            self.existing_identity().ok_or_else(|| Error::internal(format!("{} is corrupt", path.display())))
+            self.existing_identity()
+                .ok_or_else(|| Error::internal(format!("{} is corrupt", path.display())))
         }
     }
 

@@ -30,6 +30,16 @@ impl Repo {
     /// Apply every op in one all-or-nothing transaction. A compare-and-swap failure is
     /// `drift`; a ref lock held by another process is `needs_recovery`.
     pub fn ref_transaction(&self, ops: &[RefOp]) -> Result<()> {
+        self.ref_transaction_watched(ops, &mut |_| Ok(()))
+    }
+
+    /// `ref_transaction`, telling `spawned` the git process id before git sees any command, so
+    /// a recovery after our own death can wait for that orphaned git to finish.
+    pub fn ref_transaction_watched(
+        &self,
+        ops: &[RefOp],
+        spawned: &mut dyn FnMut(u32) -> Result<()>,
+    ) -> Result<()> {
         let mut input = String::from("start\n");
         for op in ops {
             match op {
@@ -46,6 +56,11 @@ impl Repo {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| Error::internal("cannot run git update-ref").caused_by(e))?;
+        if let Err(e) = spawned(child.id()) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
         if let Some(mut stdin) = child.stdin.take() {
             stdin.write_all(input.as_bytes())?;
         }

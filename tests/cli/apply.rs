@@ -46,11 +46,15 @@ fn payload(v: &Value) -> Value {
 /// An approval envelope signed by hand with `key`, for approvals `guardctl approve` would
 /// refuse to make.
 fn forged_approval(env: &TestEnv, key: &str, body: Value) -> Value {
+    forged_in(env, key, body, "guardctl-approval")
+}
+
+fn forged_in(env: &TestEnv, key: &str, body: Value, namespace: &str) -> Value {
     let ty = "application/vnd.guardctl.approval.v1+json";
     let bytes = serde_json::to_vec(&body).unwrap();
     let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, bytes.len()).into_bytes();
     pae.extend_from_slice(&bytes);
-    let sig = ssh_sign(&env.key(key), "guardctl-approval", &pae);
+    let sig = ssh_sign(&env.key(key), namespace, &pae);
     let keyid = fingerprint(env, key);
     json!({"payloadType": ty, "payload": B64.encode(&bytes), "signatures": [{"keyid": keyid, "sig": sig}]})
 }
@@ -495,4 +499,101 @@ fn concurrent_approvers_keep_each_others_approvals() {
         assert!(c.wait().unwrap().success());
     }
     assert_eq!(plan_value(&env)["approvals"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn approvals_signed_in_another_namespace_are_refused_with_65() {
+    for namespace in ["guardctl-plan", "git", "guardctl-apply"] {
+        let env = planned();
+        attach(
+            &env,
+            forged_in(
+                &env,
+                "bob",
+                approval_body(&env, "bob@example.com", "bob", "approve"),
+                namespace,
+            ),
+        );
+        let r = refused_apply(&env, "alice", &[], 65);
+        assert!(r.stderr.contains("namespace"), "{namespace}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn a_key_limited_to_planning_cannot_approve() {
+    let env = planned();
+    let signers = env.allowed_signers();
+    let mut text = fs::read_to_string(&signers).unwrap();
+    text += &format!(
+        "agent@ci namespaces=\"guardctl-plan\" {}\n",
+        env.public_key("mallory")
+    );
+    fs::write(&signers, text).unwrap();
+    let r = approve(&env, "mallory");
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    attach(
+        &env,
+        forged_approval(
+            &env,
+            "mallory",
+            approval_body(&env, "agent@ci", "mallory", "approve"),
+        ),
+    );
+    let r = refused_apply(&env, "alice", &[], 12);
+    assert!(
+        r.stderr.contains("agent@ci (key not allowed to approve"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_key_outside_its_validity_window_cannot_approve() {
+    let env = planned();
+    let signers = env.allowed_signers();
+    let text = fs::read_to_string(&signers)
+        .unwrap()
+        .replace(
+            "bob@example.com ssh-",
+            "bob@example.com valid-before=\"20260501\" ssh-",
+        )
+        .replace(
+            "carol@example.com ecdsa-",
+            "carol@example.com valid-after=\"20260701Z\" ecdsa-",
+        );
+    fs::write(&signers, text).unwrap();
+    assert_eq!(approve(&env, "bob").code, 12);
+    assert_eq!(approve(&env, "carol").code, 12);
+    attach(
+        &env,
+        forged_approval(
+            &env,
+            "bob",
+            approval_body(&env, "bob@example.com", "bob", "approve"),
+        ),
+    );
+    refused_apply(&env, "alice", &[], 12);
+}
+
+#[test]
+fn a_plan_dated_in_the_future_is_refused_with_65() {
+    let env = standard_repo();
+    let mut c = env.command();
+    c.env("GUARDCTL_TEST_NOW", "2026-06-01T14:00:00Z")
+        .arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["plan", "stale-branches", "--expires-in", "1d"]);
+    assert_eq!(run(c).code, 0);
+    let mut c = env.command();
+    c.env("GUARDCTL_TEST_NOW", "2026-06-01T14:00:00Z")
+        .arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["approve", "plan.json", "--yes"]);
+    assert_eq!(run(c).code, 0);
+    let r = refused_apply(&env, "alice", &[], 65);
+    assert!(r.stderr.contains("dated in the future"), "{}", r.stderr);
 }

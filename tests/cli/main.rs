@@ -9,5 +9,6 @@ mod docs;
 mod fixtures;
 mod plan;
 mod plan_file;
+mod recover;
 mod show;
 mod whoami;

@@ -1,0 +1,484 @@
+//! Crash safety, concurrency and hostile input: a kill at every step boundary of apply and
+//! rollback, a SIGKILL soak, eight concurrent applies, a held ref lock, and randomly mutated
+//! plan files. After each: the repository is in one of two clean end states and every deleted
+//! branch has its backup ref.
+
+use crate::fixtures::{Run, TestEnv, run, standard_repo};
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+
+const PLANNED: [&str; 3] = [
+    "refs/heads/feature/done",
+    "refs/heads/feature/gone-merged",
+    "refs/heads/fix/old",
+];
+
+fn planned_and_approved() -> (TestEnv, BTreeMap<String, String>) {
+    let env = standard_repo();
+    let r = env.run("alice", &["plan", "stale-branches", "--merged", "--gone"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let oids = PLANNED
+        .iter()
+        .map(|r| (r.to_string(), env.git(&["rev-parse", r])))
+        .collect();
+    (env, oids)
+}
+
+fn alice(env: &TestEnv, crash_after: Option<&str>, args: &[&str]) -> Command {
+    let mut c = env.command();
+    if let Some(step) = crash_after {
+        c.env("GUARDCTL_TEST_CRASH_AFTER", step);
+    }
+    c.arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(args);
+    c
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum End {
+    /// Every planned branch at its planned commit, with its config; no backups.
+    Untouched,
+    /// Every planned branch deleted, its backup at the planned commit, its config gone.
+    Applied,
+}
+
+/// Which clean end state the repository is in; panics on anything in between.
+fn end_state(env: &TestEnv, oids: &BTreeMap<String, String>) -> End {
+    let backups = env.git(&[
+        "for-each-ref",
+        "--format=%(refname) %(objectname)",
+        "refs/guardctl/backup",
+    ]);
+    let config = env.git(&["config", "--get-regexp", "^branch\\."]);
+    let mut present = 0;
+    for (r, oid) in oids {
+        let now = Command::new("git")
+            .current_dir(&env.repo)
+            .args(["rev-parse", "--verify", "-q", r])
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        let now = String::from_utf8_lossy(&now.stdout).trim().to_string();
+        let backed = backups.lines().any(|l| l.ends_with(&format!("/{r} {oid}")));
+        if now.is_empty() {
+            assert!(backed, "{r} is deleted without its backup ref:\n{backups}");
+        } else {
+            assert_eq!(&now, oid, "{r} moved");
+            present += 1;
+        }
+    }
+    let gone_config = config.contains("branch.feature/gone-merged.remote");
+    if present == oids.len() {
+        assert!(backups.is_empty(), "untouched, yet backups exist:\n{backups}");
+        assert!(gone_config, "untouched, yet config was removed");
+        End::Untouched
+    } else {
+        assert_eq!(
+            present,
+            0,
+            "half applied: {present} of {} planned branches remain",
+            oids.len()
+        );
+        assert!(!gone_config, "applied, yet config remains:\n{config}");
+        End::Applied
+    }
+}
+
+fn killed(r: &Run) -> bool {
+    r.code == -1
+}
+
+#[test]
+fn kill_at_every_apply_step_then_recover_reaches_a_clean_end_state() {
+    let cases = [
+        ("before-image-written", End::Untouched, 0),
+        ("consumed", End::Untouched, 10),
+        ("refs-committed", End::Applied, 0),
+        ("config-removed", End::Applied, 0),
+        ("done", End::Applied, 0),
+    ];
+    for (step, expected, next_apply) in cases {
+        let (env, oids) = planned_and_approved();
+        let r = run(alice(&env, Some(step), &["apply", "plan.json"]));
+        assert!(killed(&r), "{step}: not killed: {}", r.transcript());
+        let r = run(alice(&env, None, &["recover"]));
+        assert_eq!(r.code, 0, "{step}: {}", r.transcript());
+        assert_eq!(end_state(&env, &oids), expected, "after a kill after {step}");
+        let log = run(alice(&env, None, &["--json", "log"])).json();
+        assert_eq!(log["intact"], true);
+        if step != "done" {
+            let events: Vec<&str> = log["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| e["event"].as_str().unwrap())
+                .collect();
+            assert!(
+                events.contains(&"recover"),
+                "{step}: the log does not say what recover did: {events:?}"
+            );
+        }
+        let r = run(alice(&env, None, &["apply", "plan.json"]));
+        assert_eq!(
+            r.code,
+            next_apply,
+            "{step}: apply after recovery: {}",
+            r.transcript()
+        );
+        if next_apply == 10 {
+            assert!(r.stderr.contains("aborted"), "{}", r.stderr);
+        }
+        assert_eq!(
+            end_state(&env, &oids),
+            if step == "before-image-written" {
+                End::Applied
+            } else {
+                expected
+            }
+        );
+    }
+}
+
+#[test]
+fn kill_at_every_rollback_step_then_recover_reaches_a_clean_end_state() {
+    for (step, expected) in [
+        ("rollback-started", End::Applied),
+        ("rollback-refs-restored", End::Untouched),
+        ("rolled-back", End::Untouched),
+    ] {
+        let (env, oids) = planned_and_approved();
+        assert_eq!(run(alice(&env, None, &["apply", "plan.json"])).code, 0);
+        let r = run(alice(&env, Some(step), &["rollback", "plan.json"]));
+        assert!(killed(&r), "{step}: not killed: {}", r.transcript());
+        let r = run(alice(&env, None, &["recover"]));
+        assert_eq!(r.code, 0, "{step}: {}", r.transcript());
+        // Backups stay after a rollback (gc removes them), so check the branches and config.
+        let state = branch_state(&env, &oids);
+        assert_eq!(state, expected, "after a kill after {step}");
+        let r = run(alice(&env, None, &["rollback", "plan.json"]));
+        assert_eq!(r.code, 0, "{step}: rollback after recovery: {}", r.transcript());
+        assert_eq!(branch_state(&env, &oids), End::Untouched);
+    }
+}
+
+/// Like `end_state` but ignoring backups (which outlive a rollback).
+fn branch_state(env: &TestEnv, oids: &BTreeMap<String, String>) -> End {
+    let heads = env.git(&["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"]);
+    let config = env.git(&["config", "--get-regexp", "^branch\\."]);
+    let present = oids
+        .iter()
+        .filter(|(r, o)| heads.lines().any(|l| l == format!("{r} {o}")))
+        .count();
+    let has_config = config
+        .lines()
+        .filter(|l| l.starts_with("branch.feature/gone-merged."))
+        .count();
+    match (present, has_config) {
+        (0, 0) => End::Applied,
+        (3, 2) => End::Untouched,
+        other => panic!("not a clean end state: {other:?}\n{heads}\n{config}"),
+    }
+}
+
+#[test]
+fn eight_concurrent_applies_mutate_once_and_print_the_same_receipt() {
+    let (env, oids) = planned_and_approved();
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            alice(&env, None, &["apply", "plan.json"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<_> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    for o in &outputs {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(o.stdout, outputs[0].stdout, "every apply prints the same receipt");
+    }
+    assert_eq!(end_state(&env, &oids), End::Applied);
+    let log = run(alice(&env, None, &["--json", "log"])).json();
+    let applies = log["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "apply")
+        .count();
+    assert_eq!(applies, 1, "exactly one apply mutated");
+}
+
+#[test]
+fn a_held_ref_lock_refuses_cleanly_with_16_and_is_never_removed() {
+    let (env, oids) = planned_and_approved();
+    let lock = env.repo.join(".git/refs/heads/fix/old.lock");
+    std::fs::write(&lock, "").unwrap();
+    let r = run(alice(&env, None, &["apply", "plan.json"]));
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(r.stderr.contains("fix/old.lock"), "names the lock: {}", r.stderr);
+    assert!(lock.exists(), "guardctl must never remove a .lock file");
+    assert_eq!(end_state(&env, &oids), End::Untouched);
+    std::fs::remove_file(&lock).unwrap();
+    // The attempt is recorded: the plan is not silently retried.
+    let r = run(alice(&env, None, &["apply", "plan.json"]));
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(r.stderr.contains("aborted"), "{}", r.stderr);
+}
+
+#[test]
+fn recover_reports_a_stale_lock_left_by_a_killed_git() {
+    let (env, oids) = planned_and_approved();
+    let r = run(alice(&env, Some("consumed"), &["apply", "plan.json"]));
+    assert!(killed(&r));
+    let lock = env.repo.join(".git/packed-refs.lock");
+    std::fs::write(&lock, "").unwrap();
+    let r = run(alice(&env, None, &["recover"]));
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(r.stderr.contains("packed-refs.lock"), "{}", r.stderr);
+    assert!(lock.exists());
+    std::fs::remove_file(&lock).unwrap();
+    assert_eq!(run(alice(&env, None, &["recover"])).code, 0);
+    assert_eq!(end_state(&env, &oids), End::Untouched);
+}
+
+/// A tiny deterministic generator (no dependency needed for test randomness).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// SIGKILL apply (and rollback) at random moments; `GUARDCTL_SOAK=200` for the full run.
+#[test]
+fn sigkill_soak_never_loses_a_branch() {
+    let iterations: u64 = std::env::var("GUARDCTL_SOAK")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12);
+    let mut rng = Lcg(0x5eed);
+    let (template, oids) = planned_and_approved();
+    let mut applied = 0;
+    for i in 0..iterations {
+        // A fresh copy of the same approved repository for every iteration.
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("repo");
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(&template.repo)
+            .arg(&copy)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let mut env_copy = alice(
+            &template,
+            None,
+            &["-C", copy.to_str().unwrap(), "apply", "plan.json"],
+        );
+        env_copy
+            .current_dir(&copy)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = env_copy.spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(rng.below(120)));
+        let _ = Command::new("kill")
+            .args(["-9", &child.id().to_string()])
+            .status();
+        let _ = child.wait();
+        let mut rec = alice(&template, None, &["-C", copy.to_str().unwrap(), "recover"]);
+        rec.current_dir(&copy);
+        let r = run(rec);
+        assert_eq!(r.code, 0, "iteration {i}: {}", r.transcript());
+        let view = TestEnvView { repo: copy.clone() };
+        let was_applied = view.assert_clean(&oids, i);
+        applied += u64::from(was_applied);
+        if was_applied {
+            // Now kill a rollback at a random moment too.
+            let mut rb = alice(
+                &template,
+                None,
+                &["-C", copy.to_str().unwrap(), "rollback", "plan.json"],
+            );
+            rb.current_dir(&copy).stdout(Stdio::null()).stderr(Stdio::null());
+            let mut child = rb.spawn().unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(rng.below(80)));
+            let _ = Command::new("kill")
+                .args(["-9", &child.id().to_string()])
+                .status();
+            let _ = child.wait();
+            let mut rec = alice(&template, None, &["-C", copy.to_str().unwrap(), "recover"]);
+            rec.current_dir(&copy);
+            let r = run(rec);
+            assert_eq!(r.code, 0, "iteration {i} (rollback): {}", r.transcript());
+            view.assert_clean(&oids, i);
+        }
+    }
+    eprintln!(
+        "soak: {iterations} kills, {applied} ended applied, {} untouched",
+        iterations - applied
+    );
+}
+
+/// The end-state check for a repository copy outside a `TestEnv`.
+struct TestEnvView {
+    repo: std::path::PathBuf,
+}
+
+impl TestEnvView {
+    fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .current_dir(&self.repo)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+    }
+
+    /// Asserts a clean end state; returns whether the plan was applied.
+    fn assert_clean(&self, oids: &BTreeMap<String, String>, i: u64) -> bool {
+        let heads = self.git(&["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"]);
+        let backups = self.git(&[
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            "refs/guardctl/backup",
+        ]);
+        let present = oids
+            .iter()
+            .filter(|(r, o)| heads.lines().any(|l| l == format!("{r} {o}")))
+            .count();
+        for (r, o) in oids {
+            if !heads.lines().any(|l| l == format!("{r} {o}")) {
+                assert!(
+                    backups.lines().any(|l| l.ends_with(&format!("/{r} {o}"))),
+                    "iteration {i}: {r} lost"
+                );
+            }
+        }
+        assert!(
+            present == 0 || present == oids.len(),
+            "iteration {i}: half applied ({present})"
+        );
+        present == 0
+    }
+}
+
+#[test]
+fn randomly_mutated_plan_files_never_panic_never_mutate_and_exit_65_or_12() {
+    let env = standard_repo();
+    assert_eq!(
+        env.run("alice", &["plan", "stale-branches", "--merged", "--gone"])
+            .code,
+        0
+    );
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    assert_eq!(env.run("carol", &["reject", "plan.json"]).code, 0);
+    let original = std::fs::read(env.repo.join("plan.json")).unwrap();
+    assert_eq!(
+        env.run("alice", &["apply", "plan.json"]).code,
+        12,
+        "the intact file is vetoed"
+    );
+    let before = env.repository_state();
+    let iterations: u64 = std::env::var("GUARDCTL_FUZZ")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(150);
+    let mut rng = Lcg(42);
+    for i in 0..iterations {
+        let mut bytes = original.clone();
+        match rng.below(4) {
+            0 => {
+                for _ in 0..=rng.below(4) {
+                    let at = rng.below(bytes.len() as u64) as usize;
+                    bytes[at] ^= 1 << rng.below(8);
+                }
+            }
+            1 => bytes.truncate(rng.below(bytes.len() as u64) as usize),
+            2 => {
+                let at = rng.below(bytes.len() as u64) as usize;
+                let junk: &[u8] = [
+                    &b"{\"x\":1}"[..],
+                    b"\x1b[2J",
+                    b"\"",
+                    b"]]]]",
+                    b"\xff\xfe",
+                    b"null",
+                ][rng.below(6) as usize];
+                bytes.splice(at..at, junk.iter().copied());
+            }
+            _ => {
+                // Field edits: swap a value for another type or a copy of a neighbour.
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                let edited = match rng.below(4) {
+                    0 => text.replacen("\"approvals\": [", "\"approvals\": [{}, ", 1),
+                    1 => text.replacen("\"keyid\"", "\"keyId\"", 1),
+                    2 => text.replacen("guardctl.plan.v1", "guardctl.plan.v2", 1),
+                    _ => text.replacen("\"sig\": \"", "\"sig\": \"x", 1),
+                };
+                bytes = edited.into_bytes();
+            }
+        }
+        std::fs::write(env.repo.join("fuzz.json"), &bytes).unwrap();
+        let r = env.run("alice", &["apply", "fuzz.json"]);
+        assert!(
+            r.code == 65 || r.code == 12,
+            "iteration {i}: exit {}\n{}",
+            r.code,
+            r.transcript()
+        );
+        assert!(!r.stderr.contains("panicked"), "iteration {i}: {}", r.stderr);
+    }
+    assert_eq!(
+        before,
+        env.repository_state(),
+        "a mutated file changed the repository"
+    );
+}
+
+#[test]
+fn a_branch_moved_between_the_drift_check_and_the_transaction_aborts_everything() {
+    let (env, oids) = planned_and_approved();
+    let live = env.git(&["rev-parse", "feature/live"]);
+    let mut c = alice(&env, None, &["apply", "plan.json"]);
+    c.env("GUARDCTL_TEST_EXEC_AT", "consumed").env(
+        "GUARDCTL_TEST_EXEC",
+        format!("git update-ref refs/heads/fix/old {live}"),
+    );
+    let r = run(c);
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("changed between the check and the deletion"),
+        "{}",
+        r.stderr
+    );
+    // The whole transaction aborted: the other planned branches and no backups remain.
+    for (r, oid) in oids.iter().filter(|(r, _)| !r.ends_with("fix/old")) {
+        assert_eq!(&env.git(&["rev-parse", r]), oid);
+    }
+    assert_eq!(env.git(&["rev-parse", "fix/old"]), live);
+    assert!(env.git(&["for-each-ref", "refs/guardctl/backup"]).is_empty());
+    // The outcome is recorded: the next apply says what happened instead of retrying.
+    let r = run(alice(&env, None, &["apply", "plan.json"]));
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("aborted and nothing was deleted"),
+        "{}",
+        r.stderr
+    );
+}
