@@ -63,6 +63,49 @@ fn check_approvals(ctx: &Ctx, envs: &[(String, Envelope)]) -> Result<Vec<Checked
     Ok(out)
 }
 
+/// How the approvals attached to a plan count now, for `show` and `approve` (never fails on
+/// a bad approval: it is reported as invalid instead).
+pub fn approval_status(ctx: &Ctx, loaded: &Loaded) -> Result<crate::render::view::ApprovalsView> {
+    let (signers, _) = ctx.allowed_signers()?;
+    let mut checked = Vec::new();
+    let mut invalid = 0;
+    for env in &loaded.file.approvals {
+        let parsed = dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE)
+            .ok()
+            .and_then(|v| {
+                serde_json::from_slice::<Approval>(&v.payload)
+                    .ok()
+                    .map(|a| (v, a))
+            });
+        match parsed {
+            Some((v, approval)) => {
+                let signer_principals =
+                    signers.principals_for(&v.signer, APPROVAL_NAMESPACE, approval.created_at);
+                checked.push(CheckedApproval {
+                    approval,
+                    signer_fingerprint: v.fingerprint,
+                    signer_principals,
+                });
+            }
+            None => invalid += 1,
+        }
+    }
+    let required = Policy::default().required_approvals;
+    let report =
+        crate::policy::evaluate_approvals(&loaded.plan, &loaded.plan_id, &checked, required, ctx.now);
+    Ok(crate::render::view::ApprovalsView {
+        required,
+        approved_by: report.approved_by.iter().map(|p| safe(p)).collect(),
+        rejected_by: report.rejected_by.iter().map(|p| safe(p)).collect(),
+        not_counted: report
+            .ignored
+            .iter()
+            .map(|(p, why)| format!("{} ({})", safe(p), describe(*why)))
+            .collect(),
+        invalid,
+    })
+}
+
 /// Integrity, expiry, principal, approvals, policy. `applying` is the key of whoever applies
 /// (None for `verify` without a key of its own: the executor check is then skipped).
 pub fn preflight(

@@ -6,7 +6,6 @@ use crate::error::{Error, Kind, Result};
 use crate::plan::approval::{APPROVAL_NAMESPACE, Approval, Decision};
 use crate::plan::envelope::APPROVAL_PAYLOAD_TYPE;
 use crate::planfile::Loaded;
-use crate::policy::Policy;
 use crate::render::escape::safe;
 use crate::render::view::{self, Paging, ViewInput};
 use crate::sign::dsse;
@@ -157,8 +156,7 @@ fn show_plan(ui: &mut Ui, loaded: &Loaded, ctx: &Ctx) -> Result<()> {
     let v = view::build(ViewInput {
         plan: &loaded.plan,
         plan_id: &loaded.plan_id,
-        attached_approvals: loaded.file.approvals.len(),
-        required_approvals: Policy::default().required_approvals,
+        approvals: crate::gate::approval_status(ctx, loaded)?,
         now: ctx.now,
         paging: Paging::Auto,
         show_all_skipped: false,

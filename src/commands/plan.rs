@@ -193,8 +193,10 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let view = view::build(ViewInput {
         plan: &plan,
         plan_id: &plan_id,
-        attached_approvals: 0,
-        required_approvals: policy.required_approvals,
+        approvals: view::ApprovalsView {
+            required: policy.required_approvals,
+            ..Default::default()
+        },
         now,
         paging: Paging::Auto,
         show_all_skipped: false,

@@ -3,7 +3,6 @@
 use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::plan::envelope::PLAN_NAMESPACE;
-use crate::policy::Policy;
 use crate::render::view::{self, Paging, ViewInput};
 use crate::ui::Ui;
 use std::path::PathBuf;
@@ -54,8 +53,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let mut v = view::build(ViewInput {
         plan,
         plan_id: &loaded.plan_id,
-        attached_approvals: loaded.file.approvals.len(),
-        required_approvals: Policy::default().required_approvals,
+        approvals: crate::gate::approval_status(ctx, &loaded)?,
         now: ctx.now,
         paging,
         show_all_skipped: args.all,

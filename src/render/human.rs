@@ -37,6 +37,7 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
         ("created", view.created_at.clone()),
         ("expires", view.expires_at.clone()),
         ("risk", risk),
+        ("approvals", approvals_line(&view.approvals)),
         ("plan hash", view.plan_hash.clone()),
     ] {
         writeln!(w, "  {k:<10} {v}")?;
@@ -257,4 +258,21 @@ fn write_table(rows: &[Row], w: &mut dyn Write) -> io::Result<()> {
         writeln!(w, "  {line}")?;
     }
     Ok(())
+}
+
+fn approvals_line(a: &super::view::ApprovalsView) -> String {
+    let mut parts = vec![format!("{} of {} needed", a.approved_by.len(), a.required)];
+    if !a.approved_by.is_empty() {
+        parts.push(format!("approved by {}", a.approved_by.join(", ")));
+    }
+    if !a.rejected_by.is_empty() {
+        parts.push(format!("REJECTED by {}", a.rejected_by.join(", ")));
+    }
+    if !a.not_counted.is_empty() {
+        parts.push(format!("not counted: {}", a.not_counted.join(", ")));
+    }
+    if a.invalid > 0 {
+        parts.push(format!("{} invalid", a.invalid));
+    }
+    parts.join("; ")
 }

@@ -65,11 +65,18 @@ pub struct PartyView {
     pub key: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+/// Where the plan stands on approvals, as `apply` would count them now.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ApprovalsView {
-    /// Approval and rejection envelopes attached to the file (verified with `apply`).
-    pub attached: usize,
     pub required: u32,
+    /// Distinct principals whose approval counts.
+    pub approved_by: Vec<String>,
+    /// Distinct principals whose rejection counts (any one vetoes).
+    pub rejected_by: Vec<String>,
+    /// Approvals that verified but do not count, and why.
+    pub not_counted: Vec<String>,
+    /// Attached envelopes whose signature or payload is invalid.
+    pub invalid: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -168,8 +175,7 @@ fn row(a: &Affected, now: OffsetDateTime, protected: &[&str]) -> Row {
 pub struct ViewInput<'a> {
     pub plan: &'a Plan,
     pub plan_id: &'a str,
-    pub attached_approvals: usize,
-    pub required_approvals: u32,
+    pub approvals: ApprovalsView,
     pub now: OffsetDateTime,
     pub paging: Paging,
     pub show_all_skipped: bool,
@@ -265,7 +271,7 @@ pub fn build(input: ViewInput) -> ShowView {
     }
 
     let summary = format!(
-        "Plan {}: {}. {}. Approvals {}/{}.",
+        "Plan {}: {}. {}. Approvals {}/{}{}.",
         short_id(plan_id),
         plan.summary,
         if expired {
@@ -273,8 +279,13 @@ pub fn build(input: ViewInput) -> ShowView {
         } else {
             format!("Expires in {}", humanize(expires_in))
         },
-        input.attached_approvals,
-        input.required_approvals,
+        input.approvals.approved_by.len(),
+        input.approvals.required,
+        if input.approvals.rejected_by.is_empty() {
+            ""
+        } else {
+            ", REJECTED"
+        },
     );
 
     ShowView {
@@ -291,10 +302,7 @@ pub fn build(input: ViewInput) -> ShowView {
         expires_at: rfc3339(plan.expires_at),
         expires_in_secs: expires_in,
         expired,
-        approvals: ApprovalsView {
-            attached: input.attached_approvals,
-            required: input.required_approvals,
-        },
+        approvals: input.approvals.clone(),
         risk: RiskView {
             level: plan.risk.level.as_str(),
             reasons: plan.risk.reasons.clone(),

@@ -190,3 +190,35 @@ fn show_reports_an_expired_plan() {
         v["summary"]
     );
 }
+
+#[test]
+fn show_counts_approvals_as_apply_would() {
+    let env = standard_repo();
+    plan(&env, &[]);
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let v = env.run("bob", &["--json", "show"]).json();
+    assert_eq!(v["approvals"]["approved_by"][0], "bob@example.com");
+    assert!(
+        v["summary"].as_str().unwrap().ends_with("Approvals 1/1."),
+        "{}",
+        v["summary"]
+    );
+    assert_eq!(
+        env.run("carol", &["reject", "plan.json", "--comment", "no"]).code,
+        0
+    );
+    let human = env.run("bob", &["show"]).stdout;
+    assert!(
+        human
+            .contains("approvals  1 of 1 needed; approved by bob@example.com; REJECTED by carol@example.com"),
+        "{human}"
+    );
+    assert!(
+        human
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("Approvals 1/1, REJECTED."),
+        "{human}"
+    );
+}
