@@ -3,8 +3,9 @@
 //! abandons an interrupted sequence without guesswork.
 //!
 //! Invariants: the before-image is durable before the plan is marked consumed, and the plan is
-//! consumed before any ref changes; backups are created in the same all-or-nothing ref
-//! transaction as the deletions, so no deleted branch is ever without its backup ref. The
+//! consumed before any ref changes; the backup ref (one commit whose parents are every deleted
+//! tip) is created in the same all-or-nothing ref transaction as the deletions, so no deleted
+//! branch is ever without its backup. The
 //! caller holds the store lock throughout.
 //!
 //! Apply journal: `before-image-written`, `consumed`, then `refs-committed` or `aborted`,
@@ -52,19 +53,25 @@ impl Executor<'_> {
     }
 
     /// Back up, mark consumed, delete in one compare-and-swap transaction, then finish.
-    pub fn apply(&self, id: &str, image: &BeforeImage, key: &SigningKey) -> Result<Receipt> {
-        self.store.write_before_image(id, image)?;
+    pub fn apply(&self, id: &str, mut image: BeforeImage, key: &SigningKey) -> Result<Receipt> {
+        let backup_ref = image.refs.first().map(|r| r.backup.clone());
+        if backup_ref.is_some() {
+            let tips: Vec<String> = image.refs.iter().map(|r| r.oid.clone()).collect();
+            let message = format!("guardctl backup of plan {}", image.plan_id);
+            let commit = self
+                .repo
+                .write_backup_commit(&tips, &message, image.created_at.unix_timestamp())?;
+            image.backup_commit = Some(commit);
+        }
+        self.store.write_before_image(id, &image)?;
         self.step(id, "before-image-written")?;
         self.store.mark_consumed(id)?;
         self.step(id, "consumed")?;
-        let mut ops: Vec<RefOp> = image
-            .refs
-            .iter()
-            .map(|d| RefOp::Create {
-                refname: d.backup.clone(),
-                oid: d.oid.clone(),
-            })
-            .collect();
+        // The backup ref is created in the same all-or-nothing transaction as the deletions.
+        let mut ops = Vec::new();
+        if let (Some(refname), Some(oid)) = (backup_ref, image.backup_commit.clone()) {
+            ops.push(RefOp::Create { refname, oid });
+        }
         ops.extend(image.refs.iter().map(|d| RefOp::Delete {
             refname: d.refname.clone(),
             old: d.oid.clone(),
@@ -74,7 +81,16 @@ impl Executor<'_> {
             return Err(e);
         }
         self.step(id, "refs-committed")?;
-        self.finish(id, image, key)
+        self.finish(id, &image, key)
+    }
+
+    /// The deleted tips the plan's backup ref keeps reachable.
+    fn kept(&self, image: &BeforeImage) -> std::collections::HashSet<String> {
+        image
+            .refs
+            .first()
+            .map(|r| self.repo.backed_up(&r.backup))
+            .unwrap_or_default()
     }
 
     /// Run a ref transaction, recording git's process id durably first: if we are killed,
@@ -121,7 +137,7 @@ impl Executor<'_> {
         let names: Vec<String> = image.config.iter().map(|(n, _)| n.clone()).collect();
         self.repo.remove_branch_sections(&names)?;
         self.step(id, "config-removed")?;
-        let mismatches = self.observe(&image.refs, &names)?;
+        let mismatches = self.observe(image, &names)?;
         let receipt = Receipt {
             plan_id: image.plan_id.clone(),
             plan_hash: image.plan_hash.clone(),
@@ -162,14 +178,15 @@ impl Executor<'_> {
     }
 
     /// What is there now, compared with the planned effect.
-    fn observe(&self, deleted: &[DeletedRef], config_names: &[String]) -> Result<Vec<String>> {
+    fn observe(&self, image: &BeforeImage, config_names: &[String]) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        for d in deleted {
+        let kept = self.kept(image);
+        for d in &image.refs {
             if self.repo.ref_target(&d.refname).is_some() {
                 out.push(format!("{} still exists", d.refname));
             }
-            if self.repo.ref_target(&d.backup).map(|o| o.to_string()) != Some(d.oid.clone()) {
-                out.push(format!("backup {} is not at {}", d.backup, d.oid));
+            if !kept.contains(&d.oid) {
+                out.push(format!("backup {} does not keep {}", d.backup, d.oid));
             }
         }
         let config = self.repo.branch_config()?;
@@ -197,8 +214,9 @@ impl Executor<'_> {
     /// Returns (restored, already present). Refuses, changing nothing, where a name is taken.
     pub fn rollback(&self, id: &str, image: &BeforeImage) -> Result<(usize, usize)> {
         let mut missing = Vec::new();
+        let kept = self.kept(image);
         for r in &image.refs {
-            if self.repo.ref_target(&r.backup).map(|o| o.to_string()) != Some(r.oid.clone()) {
+            if !kept.contains(&r.oid) {
                 return Err(
                     Error::internal(format!("the backup {} is missing or moved", r.backup))
                         .with_hint("it may have been removed by `guardctl gc` after its retention"),
@@ -313,11 +331,8 @@ impl Executor<'_> {
             .iter()
             .filter(|r| self.repo.ref_target(&r.refname).is_none())
             .count();
-        let backed = image
-            .refs
-            .iter()
-            .filter(|r| self.repo.ref_target(&r.backup).map(|o| o.to_string()) == Some(r.oid.clone()))
-            .count();
+        let kept = self.kept(&image);
+        let backed = image.refs.iter().filter(|r| kept.contains(&r.oid)).count();
         if deleted == image.refs.len() && backed == image.refs.len() {
             self.store.journal(id, "refs-committed", self.now)?;
             self.finish(id, &image, need_key(key)?)?;
@@ -367,8 +382,8 @@ impl Executor<'_> {
         let mut candidates = vec![common.join("packed-refs.lock")];
         for r in refs {
             candidates.push(common.join(format!("{}.lock", r.refname)));
-            candidates.push(common.join(format!("{}.lock", r.backup)));
         }
+        candidates.extend(refs.first().map(|r| common.join(format!("{}.lock", r.backup))));
         if let Some(lock) = candidates.into_iter().find(|p| p.exists()) {
             return Err(Error::new(
                 Kind::NeedsRecovery,

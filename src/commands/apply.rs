@@ -55,13 +55,14 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         approved_by: cleared.report.approved_by.clone(),
         created_at: ctx.now,
         retention_days: plan.before_image.retention_days,
+        backup_commit: None,
         refs: plan
             .affected
             .iter()
             .map(|a| DeletedRef {
                 refname: a.refname.clone(),
                 oid: a.oid.clone(),
-                backup: format!("{ns}/{id}/{}", a.refname),
+                backup: format!("{ns}/{id}"),
             })
             .collect(),
         config: plan
@@ -80,7 +81,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             .collect(),
     };
     let receipt = ex
-        .apply(&id, &image, &key)
+        .apply(&id, image, &key)
         .inspect_err(|e| record_refusal(&ex, e, &loaded.plan_id))?;
     drop(_lock);
     print_result(&store, &id, ui)?;

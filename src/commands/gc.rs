@@ -27,18 +27,20 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         // Compare-and-swap: a backup ref that someone moved is left alone.
         let ops: Vec<RefOp> = image
             .refs
-            .iter()
-            .filter(|r| repo.ref_target(&r.backup).map(|o| o.to_string()) == Some(r.oid.clone()))
-            .map(|r| RefOp::Delete {
+            .first()
+            .zip(image.backup_commit.as_ref())
+            .filter(|(r, commit)| repo.ref_target(&r.backup).map(|o| o.to_string()).as_ref() == Some(*commit))
+            .map(|(r, commit)| RefOp::Delete {
                 refname: r.backup.clone(),
-                old: r.oid.clone(),
+                old: commit.clone(),
             })
+            .into_iter()
             .collect();
         repo.ref_transaction(&ops)?;
         store.write_file(&id, "collected", b"collected\n")?;
         let detail = format!(
-            "removed {} backup refs past {} days",
-            ops.len(),
+            "removed the backup of {} branches past {} days",
+            image.refs.len(),
             image.retention_days
         );
         crate::store::audit::append(
@@ -49,7 +51,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             None,
             &detail,
         )?;
-        removed.push((image.plan_id, ops.len()));
+        removed.push((image.plan_id, image.refs.len()));
     }
     if ui.json {
         let items: Vec<_> = removed
@@ -66,7 +68,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         for (p, n) in &removed {
             writeln!(
                 ui.out(),
-                "Removed {n} backup refs of plan {}.",
+                "Removed the backup of {n} branches of plan {}.",
                 crate::render::view::short_id(p)
             )?;
         }

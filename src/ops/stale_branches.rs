@@ -314,7 +314,7 @@ fn observe_one(
         repo.unmerged(oid, reachable)?
     };
     let fork = if want_squash && !merged {
-        repo.fork_point(&unmerged.boundary)
+        repo.fork_point(reachable.base(), oid, &unmerged.boundary)
     } else {
         None
     };
@@ -453,7 +453,7 @@ fn detect_squash_merges(
         .collect::<HashSet<_>>()
         .into_iter()
         .collect();
-    let oldest = repo.fork_point(&distinct);
+    let oldest = repo.common_ancestor(&distinct);
     let base_ids = repo.base_patch_ids(base_oid, oldest)?;
     for (o, fork) in observed.iter_mut() {
         if o.merged {

@@ -9,10 +9,16 @@ use std::collections::HashSet;
 
 /// Every commit reachable from the base.
 pub struct Reachable {
+    base: Oid,
     set: HashSet<Oid>,
 }
 
 impl Reachable {
+    /// The commit the set was walked from.
+    pub fn base(&self) -> Oid {
+        self.base
+    }
+
     pub fn contains(&self, oid: Oid) -> bool {
         self.set.contains(&oid)
     }
@@ -35,7 +41,7 @@ impl Repo {
         for oid in walk {
             set.insert(oid?);
         }
-        Ok(Reachable { set })
+        Ok(Reachable { base, set })
     }
 
     /// Walk back from `tip`, stopping at commits of the base.
@@ -57,12 +63,22 @@ impl Repo {
         Ok(out)
     }
 
-    /// The fork point of a branch whose walk met the base at `boundary`.
-    pub fn fork_point(&self, boundary: &[Oid]) -> Option<Oid> {
+    /// The fork point of a branch (`tip`) whose walk met the base at `boundary`: the boundary
+    /// commit itself in the usual case, else git's merge-base of base and tip.
+    pub fn fork_point(&self, base: Oid, tip: Oid, boundary: &[Oid]) -> Option<Oid> {
         match boundary {
             [] => None,
             [one] => Some(*one),
-            many => self.git.merge_base_many(many).ok(),
+            _ => self.git.merge_base(base, tip).ok(),
+        }
+    }
+
+    /// The newest commit every one of `commits` descends from (octopus merge base).
+    pub fn common_ancestor(&self, commits: &[Oid]) -> Option<Oid> {
+        match commits {
+            [] => None,
+            [one] => Some(*one),
+            many => self.git.merge_base_octopus(many).ok(),
         }
     }
 

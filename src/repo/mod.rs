@@ -228,6 +228,14 @@ impl Repo {
         self.git.find_reference(refname).ok().and_then(|r| r.target())
     }
 
+    /// The commits a plan's backup ref keeps: the parents of the commit it points at.
+    pub fn backed_up(&self, backup_ref: &str) -> std::collections::HashSet<String> {
+        self.ref_target(backup_ref)
+            .and_then(|oid| self.git.find_commit(oid).ok())
+            .map(|c| c.parent_ids().map(|p| p.to_string()).collect())
+            .unwrap_or_default()
+    }
+
     /// Every ref under `prefix`, with its target.
     pub fn refs_under(&self, prefix: &str) -> Result<Vec<(String, Oid)>> {
         let mut out = Vec::new();

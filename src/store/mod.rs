@@ -138,6 +138,9 @@ pub struct BeforeImage {
     pub created_at: time::OffsetDateTime,
     pub retention_days: u32,
     pub refs: Vec<crate::plan::approval::DeletedRef>,
+    /// One commit whose parents are every deleted tip: the backup ref (`refs[].backup`) points
+    /// at it, keeping them all reachable with one ref instead of one ref per branch.
+    pub backup_commit: Option<String>,
     /// The `branch.<name>.*` entries removed with each branch, by branch name.
     pub config: Vec<(String, Vec<(String, String)>)>,
 }

@@ -346,3 +346,27 @@ pub fn standard_repo() -> TestEnv {
     env.git(&["worktree", "add", "-q", wt.to_str().unwrap(), "hotfix/wt"]);
     env
 }
+
+/// Every commit the backup refs keep: each plan's backup ref points at one commit whose
+/// parents are the deleted tips.
+pub fn backed_up(repo: &Path) -> std::collections::HashSet<String> {
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .current_dir(repo)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let tips = git(&["for-each-ref", "--format=%(objectname)", "refs/guardctl/backup"]);
+    let mut out = std::collections::HashSet::new();
+    for t in tips.lines() {
+        out.extend(
+            git(&["log", "--no-walk", "--format=%P", t])
+                .split_whitespace()
+                .map(String::from),
+        );
+    }
+    out
+}

@@ -53,6 +53,7 @@ fn end_state(env: &TestEnv, oids: &BTreeMap<String, String>) -> End {
         "--format=%(refname) %(objectname)",
         "refs/guardctl/backup",
     ]);
+    let kept = crate::fixtures::backed_up(&env.repo);
     let config = env.git(&["config", "--get-regexp", "^branch\\."]);
     let mut present = 0;
     for (r, oid) in oids {
@@ -63,7 +64,7 @@ fn end_state(env: &TestEnv, oids: &BTreeMap<String, String>) -> End {
             .output()
             .unwrap();
         let now = String::from_utf8_lossy(&now.stdout).trim().to_string();
-        let backed = backups.lines().any(|l| l.ends_with(&format!("/{r} {oid}")));
+        let backed = kept.contains(oid);
         if now.is_empty() {
             assert!(backed, "{r} is deleted without its backup ref:\n{backups}");
         } else {
@@ -353,21 +354,14 @@ impl TestEnvView {
     /// Asserts a clean end state; returns whether the plan was applied.
     fn assert_clean(&self, oids: &BTreeMap<String, String>, i: u64) -> bool {
         let heads = self.git(&["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"]);
-        let backups = self.git(&[
-            "for-each-ref",
-            "--format=%(refname) %(objectname)",
-            "refs/guardctl/backup",
-        ]);
+        let kept = crate::fixtures::backed_up(&self.repo);
         let present = oids
             .iter()
             .filter(|(r, o)| heads.lines().any(|l| l == format!("{r} {o}")))
             .count();
         for (r, o) in oids {
             if !heads.lines().any(|l| l == format!("{r} {o}")) {
-                assert!(
-                    backups.lines().any(|l| l.ends_with(&format!("/{r} {o}"))),
-                    "iteration {i}: {r} lost"
-                );
+                assert!(kept.contains(o), "iteration {i}: {r} lost");
             }
         }
         assert!(
