@@ -9,6 +9,13 @@ use std::path::Path;
 
 /// Write `bytes` to `path` so that a reader sees either the old or the new content.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let (dir, tmp) = staged(path, bytes)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    File::open(dir)?.sync_all()
+}
+
+/// `bytes` written and fsynced to a temporary file beside `path` (in its directory).
+fn staged<'a>(path: &'a Path, bytes: &[u8]) -> io::Result<(&'a Path, tempfile::NamedTempFile)> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -17,21 +24,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut tmp = tempfile::Builder::new().prefix(".guardctl-").tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    File::open(dir)?.sync_all()
+    Ok((dir, tmp))
 }
 
 /// Like `write_atomic`, but never replaces: returns `false` when `path` already exists (then
 /// whoever created it first wins, and nobody ever sees a half-written file).
 pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<bool> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new().prefix(".guardctl-").tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    let (dir, tmp) = staged(path, bytes)?;
     match fs::hard_link(tmp.path(), path) {
         Ok(()) => {
             File::open(dir)?.sync_all()?;

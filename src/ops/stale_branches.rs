@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::plan::model::{
     Affected, ConfigEntry, Criterion, Person, SkipReason, Skipped, StaleBranchesInputs, Upstream,
 };
-use crate::repo::{BranchRef, CheckedOut, CommitFacts, Repo};
+use crate::repo::{BranchRef, CheckedOut, CommitFacts, Repo, Upstreams};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -241,6 +241,7 @@ pub fn run(
     let branches = repo.local_branches()?;
     let checked_out = repo.checked_out()?;
     let mut config = repo.branch_config()?;
+    let upstreams = repo.upstreams();
     let reachable = repo.reachable_from(base_oid)?;
     let want_squash = inputs.criteria.contains(&Criterion::SquashMerged);
 
@@ -272,7 +273,16 @@ pub fn run(
                 continue;
             }
         };
-        let (o, fork) = observe_one(repo, &b.refname, oid, facts, &reachable, &mut config, want_squash)?;
+        let (o, fork) = observe_one(
+            repo,
+            &b.refname,
+            oid,
+            facts,
+            &reachable,
+            &mut config,
+            &upstreams,
+            want_squash,
+        )?;
         fork_points.extend(fork);
         observed.push((o, fork));
     }
@@ -305,6 +315,7 @@ fn observe_one(
     facts: CommitFacts,
     reachable: &crate::repo::Reachable,
     config: &mut HashMap<String, Vec<(String, String)>>,
+    upstreams: &Upstreams,
     want_squash: bool,
 ) -> Result<(Observed, Option<git2::Oid>)> {
     let merged = reachable.contains(oid);
@@ -320,7 +331,7 @@ fn observe_one(
     };
     let name = refname.trim_start_matches("refs/heads/");
     let entries = config.remove(name).unwrap_or_default();
-    let upstream = upstream_of(repo, &entries);
+    let upstream = upstream_of(upstreams, &entries);
     let config = entries
         .into_iter()
         .map(|(key, value)| ConfigEntry { key, value })
@@ -360,6 +371,7 @@ pub fn recheck(
 ) -> Result<(Vec<Affected>, Vec<Drift>)> {
     let reachable = repo.reachable_from(base_oid)?;
     let mut config = repo.branch_config()?;
+    let upstreams = repo.upstreams();
     let want_squash = planned
         .iter()
         .any(|a| a.reasons.contains(&Criterion::SquashMerged));
@@ -383,7 +395,16 @@ pub fn recheck(
             continue;
         }
         let facts = repo.commit_facts(oid)?;
-        let (o, fork) = observe_one(repo, &a.refname, oid, facts, &reachable, &mut config, want_squash)?;
+        let (o, fork) = observe_one(
+            repo,
+            &a.refname,
+            oid,
+            facts,
+            &reachable,
+            &mut config,
+            &upstreams,
+            want_squash,
+        )?;
         fork_points.extend(fork);
         observed.push((o, fork));
     }
@@ -470,7 +491,7 @@ fn detect_squash_merges(
     Ok(())
 }
 
-fn upstream_of(repo: &Repo, entries: &[(String, String)]) -> Option<Upstream> {
+fn upstream_of(upstreams: &Upstreams, entries: &[(String, String)]) -> Option<Upstream> {
     let last = |suffix: &str| {
         entries
             .iter()
@@ -480,7 +501,7 @@ fn upstream_of(repo: &Repo, entries: &[(String, String)]) -> Option<Upstream> {
     };
     let remote = last(".remote")?;
     let merge = last(".merge")?;
-    let (tracking_ref, exists) = repo.upstream_tracking(&remote, &merge);
+    let (tracking_ref, exists) = upstreams.tracking(&remote, &merge);
     Some(Upstream {
         remote,
         merge,

@@ -201,26 +201,13 @@ impl Repo {
         Ok(out)
     }
 
-    /// The remote-tracking ref that `branch.<x>.remote`/`.merge` map to, and whether it exists.
-    /// `None` as the ref means the remote is missing or no fetch refspec maps the branch.
-    pub fn upstream_tracking(&self, remote: &str, merge: &str) -> (Option<String>, bool) {
-        let tracking = if remote == "." {
-            Some(merge.to_string())
-        } else {
-            self.git.find_remote(remote).ok().and_then(|r| {
-                r.refspecs()
-                    .filter(|s| s.direction() == git2::Direction::Fetch && s.src_matches(merge))
-                    .find_map(|s| {
-                        s.transform(merge)
-                            .ok()
-                            .and_then(|b| b.as_str().ok().map(String::from))
-                    })
-            })
-        };
-        let exists = tracking
-            .as_deref()
-            .is_some_and(|t| self.git.find_reference(t).is_ok());
-        (tracking, exists)
+    /// A resolver of upstreams that looks each remote up once: libgit2's remote lookup copies
+    /// the whole config each time, which is quadratic when every branch has an upstream.
+    pub fn upstreams(&self) -> Upstreams<'_> {
+        Upstreams {
+            repo: self,
+            remotes: Default::default(),
+        }
     }
 
     /// The object a ref points at now, if the ref exists.
@@ -266,4 +253,38 @@ impl Repo {
 fn is_identity(s: &str) -> bool {
     s.strip_prefix("guardctl-repo:")
         .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// See [`Repo::upstreams`].
+pub struct Upstreams<'r> {
+    repo: &'r Repo,
+    remotes: std::cell::RefCell<HashMap<String, Option<git2::Remote<'r>>>>,
+}
+
+impl Upstreams<'_> {
+    /// The remote-tracking ref that `branch.<x>.remote`/`.merge` map to, and whether it exists.
+    /// `None` as the ref means the remote is missing or no fetch refspec maps the branch.
+    pub fn tracking(&self, remote: &str, merge: &str) -> (Option<String>, bool) {
+        let tracking = if remote == "." {
+            Some(merge.to_string())
+        } else {
+            let mut remotes = self.remotes.borrow_mut();
+            let r = remotes
+                .entry(remote.to_string())
+                .or_insert_with(|| self.repo.git.find_remote(remote).ok());
+            r.as_ref().and_then(|r| {
+                r.refspecs()
+                    .filter(|s| s.direction() == git2::Direction::Fetch && s.src_matches(merge))
+                    .find_map(|s| {
+                        s.transform(merge)
+                            .ok()
+                            .and_then(|b| b.as_str().ok().map(String::from))
+                    })
+            })
+        };
+        let exists = tracking
+            .as_deref()
+            .is_some_and(|t| self.repo.git.find_reference(t).is_ok());
+        (tracking, exists)
+    }
 }

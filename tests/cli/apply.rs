@@ -60,17 +60,7 @@ fn forged_in(env: &TestEnv, key: &str, body: Value, namespace: &str) -> Value {
 }
 
 fn fingerprint(env: &TestEnv, key: &str) -> String {
-    let out = std::process::Command::new("ssh-keygen")
-        .arg("-lf")
-        .arg(env.key(key))
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .split_whitespace()
-        .nth(1)
-        .unwrap()
-        .to_string()
+    crate::plan_file::fingerprint(&env.key(key))
 }
 
 fn approval_body(env: &TestEnv, principal: &str, key: &str, decision: &str) -> Value {

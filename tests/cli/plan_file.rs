@@ -195,7 +195,7 @@ pub fn ssh_sign(key: &Path, namespace: &str, data: &[u8]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-fn fingerprint(key: &Path) -> String {
+pub fn fingerprint(key: &Path) -> String {
     let out = Command::new("ssh-keygen").arg("-lf").arg(key).output().unwrap();
     String::from_utf8(out.stdout)
         .unwrap()
