@@ -411,8 +411,9 @@ pub fn recheck(
     if want_squash {
         detect_squash_merges(repo, base_oid, &fork_points, &mut observed)?;
     }
+    let by_name: HashMap<&str, &Affected> = planned.iter().map(|a| (a.refname.as_str(), a)).collect();
     for (o, _) in &observed {
-        let Some(a) = planned.iter().find(|a| a.refname == o.refname) else {
+        let Some(a) = by_name.get(o.refname.as_str()) else {
             continue;
         };
         let met = criteria_met(inputs, o, now);
@@ -450,7 +451,7 @@ pub fn recheck(
         current.push(Affected {
             reasons,
             config: o.config.clone(),
-            ..a.clone()
+            ..(*a).clone()
         });
     }
     Ok((current, drifts))
