@@ -240,10 +240,8 @@ pub fn run(
     let patterns = Patterns::compile(inputs)?;
     let branches = repo.local_branches()?;
     let checked_out = repo.checked_out()?;
-    let mut config = repo.branch_config()?;
-    let upstreams = repo.upstreams();
-    let reachable = repo.reachable_from(base_oid)?;
     let want_squash = inputs.criteria.contains(&Criterion::SquashMerged);
+    let mut lookups = Lookups::new(repo, base_oid, want_squash)?;
 
     let mut skipped = Vec::new();
     let mut observed = Vec::new();
@@ -273,16 +271,7 @@ pub fn run(
                 continue;
             }
         };
-        let (o, fork) = observe_one(
-            repo,
-            &b.refname,
-            oid,
-            facts,
-            &reachable,
-            &mut config,
-            &upstreams,
-            want_squash,
-        )?;
+        let (o, fork) = observe_one(&mut lookups, &b.refname, oid, facts)?;
         fork_points.extend(fork);
         observed.push((o, fork));
     }
@@ -307,17 +296,36 @@ pub fn run(
     Ok(Outcome { affected, skipped })
 }
 
+/// What observing branches needs, read once per run: the base's reachable set, the
+/// `branch.*` config, the remotes, and whether squash merges are looked for.
+struct Lookups<'r> {
+    repo: &'r Repo,
+    reachable: crate::repo::Reachable,
+    config: HashMap<String, Vec<(String, String)>>,
+    upstreams: Upstreams<'r>,
+    want_squash: bool,
+}
+
+impl<'r> Lookups<'r> {
+    fn new(repo: &'r Repo, base_oid: git2::Oid, want_squash: bool) -> Result<Self> {
+        Ok(Lookups {
+            repo,
+            reachable: repo.reachable_from(base_oid)?,
+            config: repo.branch_config()?,
+            upstreams: repo.upstreams(),
+            want_squash,
+        })
+    }
+}
+
 /// Observe one branch that passed `screen`: merged or not, its own commits, its config.
 fn observe_one(
-    repo: &Repo,
+    l: &mut Lookups,
     refname: &str,
     oid: git2::Oid,
     facts: CommitFacts,
-    reachable: &crate::repo::Reachable,
-    config: &mut HashMap<String, Vec<(String, String)>>,
-    upstreams: &Upstreams,
-    want_squash: bool,
 ) -> Result<(Observed, Option<git2::Oid>)> {
+    let (repo, reachable, want_squash) = (l.repo, &l.reachable, l.want_squash);
     let merged = reachable.contains(oid);
     let unmerged = if merged {
         Default::default()
@@ -330,8 +338,8 @@ fn observe_one(
         None
     };
     let name = refname.trim_start_matches("refs/heads/");
-    let entries = config.remove(name).unwrap_or_default();
-    let upstream = upstream_of(upstreams, &entries);
+    let entries = l.config.remove(name).unwrap_or_default();
+    let upstream = upstream_of(&l.upstreams, &entries);
     let config = entries
         .into_iter()
         .map(|(key, value)| ConfigEntry { key, value })
@@ -369,12 +377,10 @@ pub fn recheck(
     base_oid: git2::Oid,
     now: OffsetDateTime,
 ) -> Result<(Vec<Affected>, Vec<Drift>)> {
-    let reachable = repo.reachable_from(base_oid)?;
-    let mut config = repo.branch_config()?;
-    let upstreams = repo.upstreams();
     let want_squash = planned
         .iter()
         .any(|a| a.reasons.contains(&Criterion::SquashMerged));
+    let mut lookups = Lookups::new(repo, base_oid, want_squash)?;
     let mut drifts = Vec::new();
     let mut current = Vec::new();
     let mut observed = Vec::new();
@@ -395,16 +401,7 @@ pub fn recheck(
             continue;
         }
         let facts = repo.commit_facts(oid)?;
-        let (o, fork) = observe_one(
-            repo,
-            &a.refname,
-            oid,
-            facts,
-            &reachable,
-            &mut config,
-            &upstreams,
-            want_squash,
-        )?;
+        let (o, fork) = observe_one(&mut lookups, &a.refname, oid, facts)?;
         fork_points.extend(fork);
         observed.push((o, fork));
     }
