@@ -247,7 +247,8 @@ pub enum SideEffectKind {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BeforeImage {
-    /// Backups live at `<namespace>/<plan id hex>/<full refname>`.
+    /// The backup ref is `<namespace>/<plan id hex>`: one commit whose parents are every
+    /// deleted tip (the before-image file maps each name to its old id).
     pub namespace: String,
     pub retention_days: u32,
 }

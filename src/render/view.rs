@@ -324,7 +324,7 @@ pub fn build(input: ViewInput) -> ShowView {
         },
         side_effects: side_effects(plan, plan_id),
         before_image: format!(
-            "{}/{}/<ref>, kept {} days",
+            "{}/{} (one commit keeping every deleted tip), kept {} days",
             plan.before_image.namespace,
             plan_id.trim_start_matches("sha256:"),
             plan.before_image.retention_days
@@ -379,7 +379,7 @@ fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
         .collect();
     if !plan.affected.is_empty() {
         out.push(format!(
-            "Backups are written first, under {}/{}/, kept {days} days.",
+            "Backups are written first: {}/{} keeps every deleted tip, for {days} days.",
             plan.before_image.namespace,
             plan_id.trim_start_matches("sha256:")
         ));
