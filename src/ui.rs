@@ -98,6 +98,17 @@ impl Ui {
         !self.quiet && io::stderr().is_terminal()
     }
 
+    /// A spinner on stderr for work that may take a while; only on a terminal, never with
+    /// `-q`. Cleared when dropped or finished.
+    pub fn spinner(&self, message: &str) -> Option<indicatif::ProgressBar> {
+        if !self.stderr_is_terminal() {
+            return None;
+        }
+        let pb = indicatif::ProgressBar::new_spinner().with_message(message.to_string());
+        pb.enable_steady_tick(std::time::Duration::from_millis(120));
+        Some(pb)
+    }
+
     /// The data stream. Render functions write here.
     pub fn out(&mut self) -> &mut dyn Write {
         &mut self.stdout

@@ -153,7 +153,11 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         "Observing branches in {} ...",
         repo.display_path().display()
     ));
+    let spinner = ui.spinner("observing branches");
     let outcome = stale_branches::run(repo, &inputs, base_oid, now)?;
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
     let operation = Operation::StaleBranches(inputs);
     let policy_hash = policy.hash();
     let plan = Plan {
