@@ -36,6 +36,9 @@ pub struct CommitFacts {
 impl Repo {
     /// Open the repository at `path`, or discover it from the working directory like git.
     pub fn open(path: Option<&Path>) -> Result<Repo> {
+        // Every commit is read about once per run, so libgit2's object cache (up to 256 MB)
+        // buys nothing and dominated peak memory at 50k branches.
+        git2::opts::enable_caching(false);
         let start = path.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
         let git = Repository::discover(&start).map_err(|e| {
             let what = match path {
