@@ -296,7 +296,7 @@ fn outside_a_repository_is_a_clear_error() {
 }
 
 #[test]
-fn plan_and_show_leave_refs_config_reflogs_and_objects_identical() {
+fn plan_show_verify_log_and_whoami_leave_refs_config_reflogs_and_objects_identical() {
     let env = standard_repo();
     env.git(&["config", "branch.feature/done.description", "kept"]);
     let before = env.repository_state();
@@ -314,10 +314,15 @@ fn plan_and_show_leave_refs_config_reflogs_and_objects_identical() {
         &["show", "--all", "plan.json", "--since", "other.json"],
         &["--json", "show", "plan.json"],
         &["whoami"],
+        &["log"],
     ] {
         let run = env.run("alice", args);
         assert!(run.code == 0, "{args:?}: {}", run.transcript());
     }
+    // verify runs every check of apply, drift included, and changes nothing either.
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let run = env.run("alice", &["verify", "plan.json"]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
     assert_eq!(before, env.repository_state());
 }
 
