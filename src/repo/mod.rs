@@ -226,21 +226,6 @@ impl Repo {
             .unwrap_or_default()
     }
 
-    /// Every ref under `prefix`, with its target.
-    pub fn refs_under(&self, prefix: &str) -> Result<Vec<(String, Oid)>> {
-        let mut out = Vec::new();
-        for r in self.git.references()? {
-            let r = r?;
-            if let (Ok(name), Some(oid)) = (std::str::from_utf8(r.name_bytes()), r.target())
-                && name.starts_with(prefix)
-            {
-                out.push((name.to_string(), oid));
-            }
-        }
-        out.sort();
-        Ok(out)
-    }
-
     pub fn commit_facts(&self, oid: Oid) -> Result<CommitFacts> {
         let c = self.git.find_commit(oid)?;
         let author = c.author();

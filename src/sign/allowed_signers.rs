@@ -71,13 +71,6 @@ impl AllowedSigners {
         }
         out
     }
-
-    /// Every entry for `key`, whatever its restrictions (for `whoami`).
-    pub fn entries_for<'a>(&'a self, key: &'a PublicKey) -> impl Iterator<Item = &'a Entry> + 'a {
-        self.entries
-            .iter()
-            .filter(move |e| !e.cert_authority && e.key.key_data() == key.key_data())
-    }
 }
 
 /// Split off one whitespace-delimited token, honouring double quotes.
