@@ -1,10 +1,15 @@
-//! The policy in force. Until policy files exist (issue 5) it is the built-in default below;
-//! its hash goes into every plan so a later change of policy is detectable.
+//! The policy in force, and the gate's pure checks against it. Until policy files exist it is
+//! the built-in default below; its hash goes into every plan so a later change of policy is
+//! detectable.
 //!
-//! Pure data and pure checks: no I/O here.
+//! Pure data and pure checks, in the contract's order (integrity, expiry, principal,
+//! approvals, policy): no I/O here. Drift needs the repository and lives in `gate.rs`.
 
+use crate::plan::approval::{Approval, Decision};
+use crate::plan::model::Plan;
 use serde::Serialize;
 use std::time::Duration;
+use time::OffsetDateTime;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Policy {
@@ -83,10 +88,6 @@ mod tests {
 // The gate's checks, pure, in the contract's order: integrity, expiry, principal, approvals,
 // policy. (Drift needs the repository and is checked by the caller afterwards.)
 // ---------------------------------------------------------------------------------------
-
-use crate::plan::approval::{Approval, Decision};
-use crate::plan::model::Plan;
-use time::OffsetDateTime;
 
 /// How far in the future a plan or approval timestamp may lie (clock skew between machines).
 pub const CLOCK_SKEW_SECS: i64 = 300;
