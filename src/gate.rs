@@ -14,7 +14,17 @@ use crate::policy::{ApprovalReport, CheckedApproval, GateInput, Ignored, Policy,
 use crate::render::escape::safe;
 use crate::sign::{SigningKey, dsse};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+/// What `verify` and `apply` act on: a plan file and any detached approvals.
+#[derive(Debug, clap::Args)]
+pub struct Target {
+    /// The plan file
+    pub plan: PathBuf,
+    /// A detached approval file (repeatable)
+    #[arg(long = "approval", value_name = "FILE")]
+    pub approvals: Vec<PathBuf>,
+}
 
 /// A plan that passed every check but drift.
 pub struct Cleared {
@@ -108,12 +118,8 @@ pub fn approval_status(ctx: &Ctx, loaded: &Loaded) -> Result<crate::render::view
 
 /// Integrity, expiry, principal, approvals, policy. `applying` is the key of whoever applies
 /// (None for `verify` without a key of its own: the executor check is then skipped).
-pub fn preflight(
-    ctx: &Ctx,
-    plan_path: &Path,
-    extra: &[PathBuf],
-    applying: Option<&SigningKey>,
-) -> Result<Cleared> {
+pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> Result<Cleared> {
+    let (plan_path, extra) = (target.plan.as_path(), target.approvals.as_slice());
     let loaded = crate::planfile::load(plan_path)?;
     let repo = ctx.repo()?;
     let identity = repo.identity()?;

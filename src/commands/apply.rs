@@ -9,23 +9,19 @@ use crate::execute::Executor;
 use crate::plan::approval::DeletedRef;
 use crate::store::{BeforeImage, Store};
 use crate::ui::Ui;
-use std::path::PathBuf;
 
 /// Apply exactly the plan: refuses on drift, expiry, missing approvals, wrong principal or
 /// changed policy; backs up before it deletes; idempotent on replay.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The plan file
-    pub plan: PathBuf,
-    /// A detached approval file (repeatable)
-    #[arg(long = "approval", value_name = "FILE")]
-    pub approvals: Vec<PathBuf>,
+    #[command(flatten)]
+    pub target: crate::gate::Target,
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let key = ctx.signing_key(ui)?;
-    let cleared = crate::gate::preflight(ctx, &args.plan, &args.approvals, Some(&key))
-        .inspect_err(|e| refusal(ctx, e, &args.plan))?;
+    let cleared = crate::gate::preflight(ctx, &args.target, Some(&key))
+        .inspect_err(|e| refusal(ctx, e, &args.target.plan))?;
     let loaded = &cleared.loaded;
     let plan = &loaded.plan;
     let id = loaded.id_hex().to_string();

@@ -5,22 +5,18 @@ use crate::context::Ctx;
 use crate::error::Result;
 use crate::render::view::short_id;
 use crate::ui::Ui;
-use std::path::PathBuf;
 
 /// Run every check apply runs (integrity, expiry, principal, approvals, policy, drift)
 /// without changing anything; exits with the code apply would give.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The plan file
-    pub plan: PathBuf,
-    /// A detached approval file (repeatable)
-    #[arg(long = "approval", value_name = "FILE")]
-    pub approvals: Vec<PathBuf>,
+    #[command(flatten)]
+    pub target: crate::gate::Target,
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let key = ctx.signing_key(ui)?;
-    let cleared = crate::gate::preflight(ctx, &args.plan, &args.approvals, Some(&key))?;
+    let cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
     let store = crate::store::Store::new(ctx.repo()?.state_dir());
     let consumed = store.is_consumed(cleared.loaded.id_hex());
     if !consumed {
