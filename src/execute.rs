@@ -206,8 +206,7 @@ impl Executor<'_> {
         principal: Option<&str>,
         detail: &str,
     ) -> Result<()> {
-        let log = self.store.dir().join("audit.log");
-        crate::store::audit::append(&log, self.now, event, plan_id, principal, detail).map(|_| ())
+        self.store.audit(self.now, event, plan_id, principal, detail)
     }
 
     /// Restore every branch of `image` that is missing (compare-and-swap create) and its config.

@@ -12,7 +12,7 @@ use crate::plan::model::{Affected, Operation};
 use crate::planfile::Loaded;
 use crate::policy::{ApprovalReport, CheckedApproval, GateInput, Ignored, Policy, Refusal};
 use crate::render::escape::safe;
-use crate::sign::{SigningKey, dsse};
+use crate::sign::{AllowedSigners, SigningKey, dsse};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -51,8 +51,7 @@ fn approval_envelopes(loaded: &Loaded, extra: &[PathBuf]) -> Result<Vec<(String,
 
 /// Verify approval envelopes (a bad signature or payload is `invalid_plan`) and look up who
 /// their keys speak for.
-fn check_approvals(ctx: &Ctx, envs: &[(String, Envelope)]) -> Result<Vec<CheckedApproval>> {
-    let (signers, _) = ctx.allowed_signers()?;
+fn check_approvals(signers: &AllowedSigners, envs: &[(String, Envelope)]) -> Result<Vec<CheckedApproval>> {
     let mut out = Vec::new();
     for (name, env) in envs {
         let bad = |what: String| {
@@ -110,7 +109,7 @@ pub fn approval_status(ctx: &Ctx, loaded: &Loaded) -> Result<crate::render::view
         not_counted: report
             .ignored
             .iter()
-            .map(|(p, why)| format!("{} ({})", safe(p), describe(*why)))
+            .map(|(p, why)| not_counted(p, *why))
             .collect(),
         invalid,
     })
@@ -132,8 +131,8 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
         ))
         .with_hint("apply a plan in the repository (clone) it was made in, or re-run `guardctl plan` here"));
     }
-    let approvals = check_approvals(ctx, &approval_envelopes(&loaded, extra)?)?;
     let (signers, _) = ctx.allowed_signers()?;
+    let approvals = check_approvals(&signers, &approval_envelopes(&loaded, extra)?)?;
     let planner_principals = signers.principals_for(&loaded.signer, PLAN_NAMESPACE, loaded.plan.created_at);
     let applying_principals = applying.map(|k| signers.principals_for(&k.public, APPLY_NAMESPACE, ctx.now));
     let policy = Policy::default();
@@ -205,7 +204,7 @@ fn refusal(r: Refusal, loaded: &Loaded) -> Error {
             let ignored: Vec<String> = report
                 .ignored
                 .iter()
-                .map(|(p, why)| format!("{} ({})", safe(p), describe(*why)))
+                .map(|(p, why)| not_counted(p, *why))
                 .collect();
             if !ignored.is_empty() {
                 msg += &format!("; not counted: {}", ignored.join(", "));
@@ -223,6 +222,11 @@ fn refusal(r: Refusal, loaded: &Loaded) -> Error {
                 .with_hint(replan)
         }
     }
+}
+
+/// "bob@example.com (approves another plan)": an approval that does not count, and why.
+fn not_counted(principal: &str, why: Ignored) -> String {
+    format!("{} ({})", safe(principal), describe(why))
 }
 
 fn describe(why: Ignored) -> &'static str {

@@ -208,13 +208,11 @@ pub fn audit(ctx: &Ctx, loaded: &Loaded, event: &str, principal: &str) -> Result
     }
     let store = crate::store::Store::new(repo.state_dir());
     let _lock = store.lock()?;
-    crate::store::audit::append(
-        &store.dir().join("audit.log"),
+    store.audit(
         ctx.now,
         event,
         Some(&loaded.plan_id),
         Some(principal),
         &loaded.plan.summary,
-    )?;
-    Ok(())
+    )
 }

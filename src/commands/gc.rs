@@ -43,14 +43,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             image.refs.len(),
             image.retention_days
         );
-        crate::store::audit::append(
-            &store.dir().join("audit.log"),
-            ctx.now,
-            "gc",
-            Some(&image.plan_id),
-            None,
-            &detail,
-        )?;
+        store.audit(ctx.now, "gc", Some(&image.plan_id), None, &detail)?;
         removed.push((image.plan_id, image.refs.len()));
     }
     if ui.json {

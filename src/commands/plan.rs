@@ -189,9 +189,13 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let store = crate::store::Store::new(repo.state_dir());
     {
         let _lock = store.lock()?;
-        let principal = plan.planner.principal.as_deref();
-        let log = store.dir().join("audit.log");
-        crate::store::audit::append(&log, now, "plan", Some(&plan_id), principal, &plan.summary)?;
+        store.audit(
+            now,
+            "plan",
+            Some(&plan_id),
+            plan.planner.principal.as_deref(),
+            &plan.summary,
+        )?;
     }
 
     let view = view::build(ViewInput {

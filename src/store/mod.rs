@@ -106,6 +106,26 @@ impl Store {
             .collect())
     }
 
+    /// Append an entry to the audit log (`audit.log`); the caller holds the store lock.
+    pub fn audit(
+        &self,
+        now: time::OffsetDateTime,
+        event: &str,
+        plan_id: Option<&str>,
+        principal: Option<&str>,
+        detail: &str,
+    ) -> Result<()> {
+        audit::append(
+            &self.dir.join("audit.log"),
+            now,
+            event,
+            plan_id,
+            principal,
+            detail,
+        )
+        .map(|_| ())
+    }
+
     /// Plan ids (hex) with state in the store.
     pub fn plan_ids(&self) -> Result<Vec<String>> {
         let mut out = Vec::new();
