@@ -82,6 +82,14 @@ fn hex_sha256(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// Attach an approval of the plan by `principal`, signed by hand with `key`.
+fn attach_forged(env: &TestEnv, key: &str, principal: &str) {
+    attach(
+        env,
+        forged_approval(env, key, approval_body(env, principal, key, "approve")),
+    );
+}
+
 fn attach(env: &TestEnv, approval: Value) {
     let mut plan = plan_value(env);
     plan["approvals"].as_array_mut().unwrap().push(approval);
@@ -116,14 +124,7 @@ fn self_approval_is_refused_at_approve_and_at_apply_even_with_a_second_key() {
     text += &format!("alice@example.com {}\n", env.public_key("mallory"));
     fs::write(&signers, text).unwrap();
     assert_eq!(approve(&env, "mallory").code, 12);
-    attach(
-        &env,
-        forged_approval(
-            &env,
-            "mallory",
-            approval_body(&env, "alice@example.com", "mallory", "approve"),
-        ),
-    );
+    attach_forged(&env, "mallory", "alice@example.com");
     let r = refused_apply(&env, "alice", &[], 12);
     assert!(r.stderr.contains("cannot approve their own plan"), "{}", r.stderr);
 }
@@ -156,14 +157,7 @@ fn approval_by_a_key_not_in_allowed_signers_does_not_count() {
     let r = approve(&env, "mallory");
     assert_eq!(r.code, 12, "{}", r.transcript());
     // Mallory signs an approval claiming to be Bob.
-    attach(
-        &env,
-        forged_approval(
-            &env,
-            "mallory",
-            approval_body(&env, "bob@example.com", "mallory", "approve"),
-        ),
-    );
+    attach_forged(&env, "mallory", "bob@example.com");
     let r = refused_apply(&env, "alice", &[], 12);
     assert!(r.stderr.contains("not allowed to approve"), "{}", r.stderr);
 }
@@ -519,14 +513,7 @@ fn a_key_limited_to_planning_cannot_approve() {
     fs::write(&signers, text).unwrap();
     let r = approve(&env, "mallory");
     assert_eq!(r.code, 12, "{}", r.transcript());
-    attach(
-        &env,
-        forged_approval(
-            &env,
-            "mallory",
-            approval_body(&env, "agent@ci", "mallory", "approve"),
-        ),
-    );
+    attach_forged(&env, "mallory", "agent@ci");
     let r = refused_apply(&env, "alice", &[], 12);
     assert!(
         r.stderr.contains("agent@ci (key not allowed to approve"),
@@ -552,14 +539,7 @@ fn a_key_outside_its_validity_window_cannot_approve() {
     fs::write(&signers, text).unwrap();
     assert_eq!(approve(&env, "bob").code, 12);
     assert_eq!(approve(&env, "carol").code, 12);
-    attach(
-        &env,
-        forged_approval(
-            &env,
-            "bob",
-            approval_body(&env, "bob@example.com", "bob", "approve"),
-        ),
-    );
+    attach_forged(&env, "bob", "bob@example.com");
     refused_apply(&env, "alice", &[], 12);
 }
 

@@ -286,46 +286,13 @@ fn sigkill_soak_never_loses_a_branch() {
             .status()
             .unwrap();
         assert!(status.success());
-        let mut env_copy = alice(
-            &template,
-            None,
-            &["-C", copy.to_str().unwrap(), "apply", "plan.json"],
-        );
-        env_copy
-            .current_dir(&copy)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let mut child = env_copy.spawn().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(rng.below(120)));
-        let _ = Command::new("kill")
-            .args(["-9", &child.id().to_string()])
-            .status();
-        let _ = child.wait();
-        let mut rec = alice(&template, None, &["-C", copy.to_str().unwrap(), "recover"]);
-        rec.current_dir(&copy);
-        let r = run(rec);
-        assert_eq!(r.code, 0, "iteration {i}: {}", r.transcript());
+        kill_then_recover(&template, &copy, "apply", rng.below(120), i);
         let view = TestEnvView { repo: copy.clone() };
         let was_applied = view.assert_clean(&oids, i);
         applied += u64::from(was_applied);
         if was_applied {
             // Now kill a rollback at a random moment too.
-            let mut rb = alice(
-                &template,
-                None,
-                &["-C", copy.to_str().unwrap(), "rollback", "plan.json"],
-            );
-            rb.current_dir(&copy).stdout(Stdio::null()).stderr(Stdio::null());
-            let mut child = rb.spawn().unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(rng.below(80)));
-            let _ = Command::new("kill")
-                .args(["-9", &child.id().to_string()])
-                .status();
-            let _ = child.wait();
-            let mut rec = alice(&template, None, &["-C", copy.to_str().unwrap(), "recover"]);
-            rec.current_dir(&copy);
-            let r = run(rec);
-            assert_eq!(r.code, 0, "iteration {i} (rollback): {}", r.transcript());
+            kill_then_recover(&template, &copy, "rollback", rng.below(80), i);
             view.assert_clean(&oids, i);
         }
     }
@@ -333,6 +300,24 @@ fn sigkill_soak_never_loses_a_branch() {
         "soak: {iterations} kills, {applied} ended applied, {} untouched",
         iterations - applied
     );
+}
+
+/// Run `guardctl <command> plan.json` as Alice in `copy`, SIGKILL it after `delay_ms`, then
+/// `guardctl recover` there, which must succeed.
+fn kill_then_recover(template: &TestEnv, copy: &std::path::Path, command: &str, delay_ms: u64, i: u64) {
+    let dir = copy.to_str().unwrap();
+    let mut c = alice(template, None, &["-C", dir, command, "plan.json"]);
+    c.current_dir(copy).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut child = c.spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+    let _ = Command::new("kill")
+        .args(["-9", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    let mut rec = alice(template, None, &["-C", dir, "recover"]);
+    rec.current_dir(copy);
+    let r = run(rec);
+    assert_eq!(r.code, 0, "iteration {i} ({command}): {}", r.transcript());
 }
 
 /// The end-state check for a repository copy outside a `TestEnv`.
