@@ -49,27 +49,29 @@ fn approval_envelopes(loaded: &Loaded, extra: &[PathBuf]) -> Result<Vec<(String,
     Ok(out)
 }
 
-/// Verify approval envelopes (a bad signature or payload is `invalid_plan`) and look up who
-/// their keys speak for.
+/// Verify one approval envelope and look up who its key speaks for (at the approval's time).
+fn check_approval(signers: &AllowedSigners, env: &Envelope) -> std::result::Result<CheckedApproval, String> {
+    let v = dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE).map_err(|e| e.to_string())?;
+    let approval: Approval =
+        serde_json::from_slice(&v.payload).map_err(|e| format!("malformed approval ({e})"))?;
+    let signer_principals = signers.principals_for(&v.signer, APPROVAL_NAMESPACE, approval.created_at);
+    Ok(CheckedApproval {
+        approval,
+        signer_fingerprint: v.fingerprint,
+        signer_principals,
+    })
+}
+
+/// Verify approval envelopes: a bad signature or payload is `invalid_plan`.
 fn check_approvals(signers: &AllowedSigners, envs: &[(String, Envelope)]) -> Result<Vec<CheckedApproval>> {
-    let mut out = Vec::new();
-    for (name, env) in envs {
-        let bad = |what: String| {
-            Error::invalid_plan(format!("{name}: {what}"))
-                .with_hint("remove the damaged approval and ask for it again")
-        };
-        let v =
-            dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE).map_err(|e| bad(e.to_string()))?;
-        let approval: Approval =
-            serde_json::from_slice(&v.payload).map_err(|e| bad(format!("malformed approval ({e})")))?;
-        let signer_principals = signers.principals_for(&v.signer, APPROVAL_NAMESPACE, approval.created_at);
-        out.push(CheckedApproval {
-            approval,
-            signer_fingerprint: v.fingerprint,
-            signer_principals,
-        });
-    }
-    Ok(out)
+    envs.iter()
+        .map(|(name, env)| {
+            check_approval(signers, env).map_err(|what| {
+                Error::invalid_plan(format!("{name}: {what}"))
+                    .with_hint("remove the damaged approval and ask for it again")
+            })
+        })
+        .collect()
 }
 
 /// How the approvals attached to a plan count now, for `show` and `approve` (never fails on
@@ -79,24 +81,9 @@ pub fn approval_status(ctx: &Ctx, loaded: &Loaded) -> Result<crate::render::view
     let mut checked = Vec::new();
     let mut invalid = 0;
     for env in &loaded.file.approvals {
-        let parsed = dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE)
-            .ok()
-            .and_then(|v| {
-                serde_json::from_slice::<Approval>(&v.payload)
-                    .ok()
-                    .map(|a| (v, a))
-            });
-        match parsed {
-            Some((v, approval)) => {
-                let signer_principals =
-                    signers.principals_for(&v.signer, APPROVAL_NAMESPACE, approval.created_at);
-                checked.push(CheckedApproval {
-                    approval,
-                    signer_fingerprint: v.fingerprint,
-                    signer_principals,
-                });
-            }
-            None => invalid += 1,
+        match check_approval(&signers, env) {
+            Ok(c) => checked.push(c),
+            Err(_) => invalid += 1,
         }
     }
     let required = Policy::default().required_approvals;
