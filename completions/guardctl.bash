@@ -194,7 +194,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__approve)
-            opts="-C -q -h -V --yes --comment --out --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-C -q -h -V --yes --comment --out --group --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -205,6 +205,10 @@ _guardctl() {
                     return 0
                     ;;
                 --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -104,6 +104,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s h -l help -d 
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l comment -d 'A comment recorded in the approval' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l out -d 'Write a detached approval file instead of appending to the plan' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l group -d 'Approve only this review group\'s part of the plan (repeatable; see `guardctl show`)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''

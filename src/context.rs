@@ -7,7 +7,10 @@
 //! Test hooks (a clock override) exist only with the `test-hooks` cargo feature, which release
 //! builds never enable: a shipped binary honouring a clock override would revive expired plans.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Kind, Result};
+use crate::plan::model::{PolicySource, PolicySourceKind};
+use crate::policy::file::PolicyError;
+use crate::policy::{InForce, Policy};
 use crate::repo::Repo;
 use crate::sign::key::{KeyLookup, KeySource};
 use crate::sign::{AllowedSigners, SigningKey};
@@ -23,6 +26,7 @@ pub struct Ctx {
     key_flag: Option<PathBuf>,
     allowed_signers_flag: Option<PathBuf>,
     data_dir: Option<PathBuf>,
+    policy: OnceCell<InForce>,
 }
 
 /// Where the allowed-signers file came from.
@@ -44,6 +48,7 @@ impl Ctx {
             key_flag: key,
             allowed_signers_flag: allowed_signers,
             data_dir: directories::ProjectDirs::from("", "", "guardctl").map(|d| d.data_dir().to_path_buf()),
+            policy: OnceCell::new(),
         }
     }
 
@@ -110,12 +115,8 @@ impl Ctx {
             return Ok(None);
         };
         if let Some(p) = repo.config_string("gpg.ssh.allowedSignersFile")? {
-            let path = match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
-                (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
-                _ => PathBuf::from(p),
-            };
             return Ok(Some(SignersSource {
-                path,
+                path: expand_home(&p),
                 how: "git config gpg.ssh.allowedSignersFile",
             }));
         }
@@ -134,6 +135,92 @@ impl Ctx {
         let signers =
             load_signers(&src.path).map_err(|e| e.with_hint(format!("fix the file named by {}", src.how)))?;
         Ok((signers, Some(src)))
+    }
+}
+
+impl Ctx {
+    /// The policy in force (see [`load_policy`]), read once per run.
+    pub fn policy(&self) -> Result<&InForce> {
+        if let Some(p) = self.policy.get() {
+            return Ok(p);
+        }
+        let p = load_policy(self.repo()?)?;
+        Ok(self.policy.get_or_init(|| p))
+    }
+}
+
+/// Where the policy comes from, never the planner's uncommitted work tree: the file named by
+/// `guardctl.policy` in system or global git config (set by an administrator), else
+/// `.guardctl/policy.toml` as committed on the default branch (what `plan` uses as base when
+/// `--base` is not given, so a planner cannot pick a branch with a weaker policy), else the
+/// built-in default.
+fn load_policy(repo: &Repo) -> Result<InForce> {
+    if let Some(p) = repo.admin_config("guardctl.policy")? {
+        let path = expand_home(&p);
+        let bytes = crate::fsutil::read_bounded(&path, POLICY_MAX_BYTES as u64).map_err(|e| {
+            Error::new(
+                Kind::Policy,
+                format!(
+                    "cannot read the policy file {} named by git config guardctl.policy",
+                    path.display()
+                ),
+            )
+            .caused_by(e)
+        })?;
+        return parse_policy(bytes, PolicySourceKind::GitConfig, path.display().to_string());
+    }
+    if let Ok((base, oid)) = repo.resolve_base(None)
+        && let Some(bytes) = repo.committed_file(oid, POLICY_PATH, POLICY_MAX_BYTES)?
+    {
+        return parse_policy(
+            bytes,
+            PolicySourceKind::Committed,
+            format!("{base}:{POLICY_PATH}"),
+        );
+    }
+    let policy = Policy::default();
+    Ok(InForce {
+        hash: policy.hash(),
+        policy,
+        source: PolicySource {
+            kind: PolicySourceKind::BuiltIn,
+            location: None,
+        },
+    })
+}
+
+fn parse_policy(bytes: Vec<u8>, kind: PolicySourceKind, location: String) -> Result<InForce> {
+    let parsed = String::from_utf8(bytes)
+        .map_err(|_| PolicyError {
+            line: None,
+            message: "the file is not UTF-8".into(),
+        })
+        .and_then(|text| crate::policy::file::parse(&text));
+    match parsed {
+        Ok(policy) => Ok(InForce {
+            hash: policy.hash(),
+            policy,
+            source: PolicySource {
+                kind,
+                location: Some(location),
+            },
+        }),
+        Err(e) => Err(Error::new(Kind::Policy, format!("invalid policy {location}"))
+            .caused_by(e)
+            .with_hint(
+                "fix the policy file (see the README's Policy section); nothing can be planned or applied until then",
+            )),
+    }
+}
+
+/// Where a repository keeps its policy (committed, read from the default branch).
+pub const POLICY_PATH: &str = ".guardctl/policy.toml";
+const POLICY_MAX_BYTES: usize = 1024 * 1024;
+
+fn expand_home(p: &str) -> PathBuf {
+    match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(p),
     }
 }
 

@@ -8,10 +8,11 @@ use crate::ops::stale_branches::{self, Drift};
 use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE, Approval};
 use crate::plan::envelope::{APPROVAL_PAYLOAD_TYPE, Envelope, PLAN_NAMESPACE};
 use crate::plan::hash::plan_hash;
-use crate::plan::model::{Affected, Operation};
+use crate::plan::model::{Affected, Operation, Plan};
 use crate::planfile::Loaded;
-use crate::policy::{ApprovalReport, CheckedApproval, GateInput, Ignored, Policy, Refusal};
+use crate::policy::{ApprovalReport, CheckedApproval, GateInput, GroupStatus, Ignored, Policy, Refusal};
 use crate::render::escape::safe;
+use crate::render::view::{ApprovalsView, PolicyView};
 use crate::sign::{AllowedSigners, SigningKey, dsse};
 use serde_json::json;
 use std::path::PathBuf;
@@ -76,7 +77,7 @@ fn check_approvals(signers: &AllowedSigners, envs: &[(String, Envelope)]) -> Res
 
 /// How the approvals attached to a plan count now, for `show` and `approve` (never fails on
 /// a bad approval: it is reported as invalid instead).
-pub fn approval_status(ctx: &Ctx, loaded: &Loaded) -> Result<crate::render::view::ApprovalsView> {
+pub fn approval_status(ctx: &Ctx, loaded: &Loaded) -> Result<ApprovalsView> {
     let (signers, _) = ctx.allowed_signers()?;
     let mut checked = Vec::new();
     let mut invalid = 0;
@@ -86,20 +87,36 @@ pub fn approval_status(ctx: &Ctx, loaded: &Loaded) -> Result<crate::render::view
             Err(_) => invalid += 1,
         }
     }
-    let required = Policy::default().required_approvals;
     let report =
-        crate::policy::evaluate_approvals(&loaded.plan, &loaded.plan_id, &checked, required, ctx.now);
-    Ok(crate::render::view::ApprovalsView {
-        required,
-        approved_by: report.approved_by.iter().map(|p| safe(p)).collect(),
-        rejected_by: report.rejected_by.iter().map(|p| safe(p)).collect(),
-        not_counted: report
-            .ignored
-            .iter()
-            .map(|(p, why)| not_counted(p, *why))
-            .collect(),
-        invalid,
-    })
+        crate::policy::evaluate_approvals(&loaded.plan, &loaded.plan_id, &checked, clock_skew(ctx), ctx.now);
+    Ok(ApprovalsView::new(&loaded.plan, &report, invalid))
+}
+
+/// The policy's clock skew when it can be read here; the default otherwise (`show` works
+/// outside the plan's repository).
+fn clock_skew(ctx: &Ctx) -> u64 {
+    match ctx.policy() {
+        Ok(p) => p.policy.clock_skew_secs,
+        Err(_) => Policy::default().clock_skew_secs,
+    }
+}
+
+/// The policy the plan was made under, checked against the one in force when run in the
+/// plan's repository.
+pub fn policy_status(ctx: &Ctx, plan: &Plan) -> PolicyView {
+    let here = ctx
+        .repo()
+        .ok()
+        .and_then(|r| r.existing_identity())
+        .is_some_and(|id| id == plan.repository);
+    let now = here.then(|| match ctx.policy() {
+        Ok(p) => Ok(p.hash.as_str()),
+        Err(e) => Err(std::iter::once(e.message.clone())
+            .chain(e.causes.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(": ")),
+    });
+    PolicyView::new(plan, now)
 }
 
 /// Integrity, expiry, principal, approvals, policy. `applying` is the key of whoever applies
@@ -122,14 +139,14 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
     let approvals = check_approvals(&signers, &approval_envelopes(&loaded, extra)?)?;
     let planner_principals = signers.principals_for(&loaded.signer, PLAN_NAMESPACE, loaded.plan.created_at);
     let applying_principals = applying.map(|k| signers.principals_for(&k.public, APPLY_NAMESPACE, ctx.now));
-    let policy = Policy::default();
+    let policy = &ctx.policy()?.policy;
     let report = crate::policy::gate(GateInput {
         plan: &loaded.plan,
         plan_id: &loaded.plan_id,
         planner_principals: &planner_principals,
         applying_principals: applying_principals.as_deref(),
         approvals: &approvals,
-        policy: &policy,
+        policy,
         now: ctx.now,
     })
     .map_err(|r| refusal(r, &loaded))?;
@@ -182,11 +199,20 @@ fn refusal(r: Refusal, loaded: &Loaded) -> Error {
             let mut msg = if !report.rejected_by.is_empty() {
                 format!("the plan was rejected by {}", report.rejected_by.join(", "))
             } else {
-                format!(
-                    "the plan has {} of the {} approvals it needs",
-                    report.approved_by.len(),
-                    report.required
-                )
+                let unmet: Vec<String> = report.unmet().map(describe_unmet).collect();
+                match report.groups.as_slice() {
+                    [g] if g.name == "default" => format!(
+                        "the plan has {} of the {} approvals it needs",
+                        g.approved_by.len(),
+                        g.required
+                    ),
+                    groups => format!(
+                        "{} of {} review groups lack approvals: {}",
+                        unmet.len(),
+                        groups.len(),
+                        unmet.join("; ")
+                    ),
+                }
             };
             let ignored: Vec<String> = report
                 .ignored
@@ -196,10 +222,13 @@ fn refusal(r: Refusal, loaded: &Loaded) -> Error {
             if !ignored.is_empty() {
                 msg += &format!("; not counted: {}", ignored.join(", "));
             }
+            let unmet: Vec<&str> = report.unmet().map(|g| g.name.as_str()).collect();
+            let mut details = serde_json::to_value(&report).unwrap_or_default();
+            details["unmet_groups"] = json!(unmet);
             Error::new(Kind::Unapproved, msg)
-                .with_details(serde_json::to_value(&report).unwrap_or_default())
+                .with_details(details)
                 .with_hint(format!(
-                    "ask another principal to run `guardctl approve` on plan {}",
+                    "ask an approver of each group to run `guardctl approve` on plan {}",
                     crate::render::view::short_id(&loaded.plan_id)
                 ))
         }
@@ -208,23 +237,27 @@ fn refusal(r: Refusal, loaded: &Loaded) -> Error {
                 .with_details(json!({"planned": planned, "now": now}))
                 .with_hint(replan)
         }
+        Refusal::Forbidden(why) => Error::new(
+            Kind::Policy,
+            format!("the policy forbids this plan: {}", safe(&why)),
+        )
+        .with_hint(replan),
     }
+}
+
+/// "release needs 2 more (from release: alice@example.com, bob@example.com)"
+fn describe_unmet(g: &GroupStatus) -> String {
+    let who = if g.approvers.is_empty() {
+        "any principal but the planner".to_string()
+    } else {
+        g.approvers.iter().map(|p| safe(p)).collect::<Vec<_>>().join(", ")
+    };
+    format!("{} needs {} more (from {who})", safe(&g.name), g.missing)
 }
 
 /// "bob@example.com (approves another plan)": an approval that does not count, and why.
 fn not_counted(principal: &str, why: Ignored) -> String {
-    format!("{} ({})", safe(principal), describe(why))
-}
-
-fn describe(why: Ignored) -> &'static str {
-    match why {
-        Ignored::OtherPlan => "approves another plan",
-        Ignored::UnknownApprover => "key not allowed to approve as that principal",
-        Ignored::KeyMismatch => "names another key than the one that signed it",
-        Ignored::SelfApproval => "the planner cannot approve their own plan",
-        Ignored::Duplicate => "already counted",
-        Ignored::OutOfTime => "dated outside the plan's lifetime",
-    }
+    format!("{} ({})", safe(principal), why.describe())
 }
 
 /// Recompute the plan hash from the current state of every affected resource; any difference

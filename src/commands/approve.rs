@@ -5,6 +5,7 @@ use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
 use crate::plan::approval::{APPROVAL_NAMESPACE, Approval, Decision};
 use crate::plan::envelope::APPROVAL_PAYLOAD_TYPE;
+use crate::plan::model::{Plan, ReviewGroup};
 use crate::planfile::Loaded;
 use crate::render::escape::safe;
 use crate::render::view::{self, Paging, ViewInput};
@@ -14,7 +15,8 @@ use std::path::{Path, PathBuf};
 
 /// Record a signed approval of exactly this plan, by a principal other than the planner.
 ///
-/// Shows the plan first. On a terminal it asks you to type the first 8 hex digits of the plan
+/// The approval counts in every review group whose approvers include you, or only in the
+/// groups named with --group (it is still bound to the whole plan). Shows the plan first. On a terminal it asks you to type the first 8 hex digits of the plan
 /// id, so the approval binds to what was on screen; without a terminal (or with CI set) it
 /// needs --yes, which skips only that prompt. The approval is appended to the plan file, or
 /// written to --out as a detached approval file.
@@ -31,30 +33,46 @@ pub struct Args {
     /// Write a detached approval file instead of appending to the plan
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Approve only this review group's part of the plan (repeatable; see `guardctl show`)
+    #[arg(long = "group", value_name = "NAME")]
+    pub groups: Vec<String>,
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     record(
         ctx,
         ui,
-        &args.plan,
-        Decision::Approve,
-        args.comment,
-        args.out.as_deref(),
-        args.yes,
+        Record {
+            plan_path: &args.plan,
+            decision: Decision::Approve,
+            comment: args.comment,
+            out: args.out.as_deref(),
+            yes: args.yes,
+            groups: args.groups,
+        },
     )
 }
 
+/// What to record: an approval (optionally scoped to review groups) or a rejection.
+pub struct Record<'a> {
+    pub plan_path: &'a Path,
+    pub decision: Decision,
+    pub comment: Option<String>,
+    pub out: Option<&'a Path>,
+    pub yes: bool,
+    pub groups: Vec<String>,
+}
+
 /// Sign an approval or rejection of the plan at `plan_path` and store it.
-pub fn record(
-    ctx: &Ctx,
-    ui: &mut Ui,
-    plan_path: &Path,
-    decision: Decision,
-    comment: Option<String>,
-    out: Option<&Path>,
-    yes: bool,
-) -> Result<u8> {
+pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
+    let Record {
+        plan_path,
+        decision,
+        comment,
+        out,
+        yes,
+        groups,
+    } = r;
     let loaded = crate::planfile::load(plan_path)?;
     let plan = &loaded.plan;
     let key = ctx.signing_key(ui)?;
@@ -86,6 +104,9 @@ pub fn record(
         )
         .with_hint("a different principal must approve; that is the point of the gate"));
     }
+    if decision == Decision::Approve {
+        check_eligible(plan, &principal, &groups)?;
+    }
     if ctx.now >= plan.expires_at {
         return Err(Error::new(
             Kind::Expired,
@@ -108,7 +129,9 @@ pub fn record(
         key: fingerprint,
         created_at: ctx.now,
         comment,
+        groups,
     };
+    let groups_recorded = approval.groups.clone();
     let payload =
         serde_json::to_vec(&approval).map_err(|e| Error::internal("cannot encode approval").caused_by(e))?;
     let env = dsse::sign(APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE, &payload, &key)
@@ -127,17 +150,31 @@ pub fn record(
         Decision::Approve => "approve",
         Decision::Reject => "reject",
     };
+    let scope = if groups_recorded.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (review group{} {})",
+            if groups_recorded.len() == 1 { "" } else { "s" },
+            groups_recorded
+                .iter()
+                .map(|g| safe(g))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
     audit(ctx, &loaded, event, &principal)?;
     if ui.json {
         ui.json_doc(&serde_json::json!({
             "decision": event,
             "plan_id": loaded.plan_id,
             "principal": principal,
+            "groups": groups_recorded,
             "written_to": written.display().to_string(),
         }))?;
     }
     ui.status(&format!(
-        "{} {} plan {} as {}; recorded in {}.",
+        "{} {} plan {}{scope} as {}; recorded in {}.",
         if decision == Decision::Approve {
             "Approved"
         } else {
@@ -157,6 +194,7 @@ fn show_plan(ui: &mut Ui, loaded: &Loaded, ctx: &Ctx) -> Result<()> {
         plan: &loaded.plan,
         plan_id: &loaded.plan_id,
         approvals: crate::gate::approval_status(ctx, loaded)?,
+        policy: crate::gate::policy_status(ctx, &loaded.plan),
         now: ctx.now,
         paging: Paging::Auto,
         show_all_skipped: false,
@@ -169,6 +207,41 @@ fn show_plan(ui: &mut Ui, loaded: &Loaded, ctx: &Ctx) -> Result<()> {
         let color = ui.color;
         crate::render::human::render(&v, color, ui.out())?;
         ui.out().flush()?;
+    }
+    Ok(())
+}
+
+/// The named groups must exist, and the approver must be among the approvers of each named
+/// group (or of at least one group when none is named): an approval that could not count is
+/// refused here rather than silently ignored by `apply`.
+fn check_eligible(plan: &Plan, principal: &str, groups: &[String]) -> Result<()> {
+    let all: Vec<&str> = plan.review.iter().map(|g| g.name.as_str()).collect();
+    if let Some(unknown) = groups.iter().find(|g| !all.contains(&g.as_str())) {
+        return Err(Error::usage(format!(
+            "the plan has no review group `{}`; its groups: {}",
+            safe(unknown),
+            all.iter().map(|g| safe(g)).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let may = |g: &ReviewGroup| g.approvers.is_empty() || g.approvers.iter().any(|a| a == principal);
+    let chosen: Vec<&ReviewGroup> = plan
+        .review
+        .iter()
+        .filter(|g| groups.is_empty() || groups.contains(&g.name))
+        .collect();
+    let barred: Vec<String> = chosen.iter().filter(|g| !may(g)).map(|g| safe(&g.name)).collect();
+    if (groups.is_empty() && chosen.iter().all(|g| !may(g))) || (!groups.is_empty() && !barred.is_empty()) {
+        return Err(Error::new(
+            Kind::Policy,
+            format!(
+                "the policy does not let {} approve review group{} {}",
+                safe(principal),
+                if barred.len() == 1 { "" } else { "s" },
+                barred.join(", ")
+            ),
+        )
+        .with_details(serde_json::json!({"principal": principal, "groups": barred}))
+        .with_hint("`guardctl show` lists each group's approvers"));
     }
     Ok(())
 }

@@ -2,13 +2,15 @@
 //! Read-only towards the repository: it writes the plan file and guardctl's own state only.
 
 use crate::context::Ctx;
-use crate::error::{Error, Result};
+use crate::context::POLICY_PATH;
+use crate::error::{Error, Kind, Result};
 use crate::ops::stale_branches::{self, Request};
 use crate::plan::derive;
 use crate::plan::envelope::PLAN_NAMESPACE;
 use crate::plan::hash::plan_hash;
 use crate::plan::model::{BeforeImage, FORMAT_VERSION, Operation, Party, Plan};
-use crate::policy::Policy;
+use crate::policy::InForce;
+use crate::render::escape::safe;
 use crate::render::view::{self, Paging, ViewInput};
 use crate::sign::sshsig::fingerprint;
 use crate::ui::Ui;
@@ -93,7 +95,9 @@ fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let OperationArgs::StaleBranches(op) = args.operation;
     let repo = ctx.repo()?;
-    let policy = Policy::default();
+    let in_force = ctx.policy()?;
+    let policy = &in_force.policy;
+    warn_uncommitted_policy(repo, in_force, ui);
     let now = ctx.now;
     let expiry = policy.expiry(args.expires_in).map_err(Error::usage)?;
 
@@ -147,6 +151,19 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             key: Some(key_id.clone()),
         },
     };
+    if let Some(e) = &executor.principal
+        && !policy.may_execute(e)
+    {
+        return Err(Error::new(
+            Kind::Policy,
+            format!(
+                "the policy does not allow {} as an executor (allowed: members of {})",
+                safe(e),
+                policy.executors.join(", ")
+            ),
+        )
+        .with_hint("name an allowed principal with --executor"));
+    }
     let repository = repo.identity()?;
 
     ui.status(&format!(
@@ -158,8 +175,23 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     if let Some(s) = spinner {
         s.finish_and_clear();
     }
+    if let Some(max) = policy.max_affected
+        && outcome.affected.len() as u64 > max
+    {
+        return Err(Error::new(
+            Kind::Policy,
+            format!(
+                "the plan would affect {} resources; the policy allows at most {max} per plan",
+                outcome.affected.len()
+            ),
+        )
+        .with_details(serde_json::json!({"affected": outcome.affected.len(), "max_affected": max}))
+        .with_hint("narrow the selection (--match, --exclude, --older-than) and plan in parts"));
+    }
+    let review =
+        crate::policy::route::review(policy, &outcome.affected).map_err(|e| Error::new(Kind::Policy, e))?;
     let operation = Operation::StaleBranches(inputs);
-    let policy_hash = policy.hash();
+    let policy_hash = in_force.hash.clone();
     let plan = Plan {
         format_version: FORMAT_VERSION,
         plan_hash: plan_hash(&repository, &operation, &policy_hash, &outcome.affected),
@@ -175,7 +207,9 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         summary: derive::summary(&outcome.affected),
         diff: derive::diff(&outcome.affected),
         side_effects: derive::side_effects(&outcome.affected),
-        risk: derive::risk(&outcome.affected),
+        risk: derive::risk(&outcome.affected, policy.bulk.threshold),
+        review,
+        policy_source: in_force.source.clone(),
         before_image: BeforeImage {
             namespace: "refs/guardctl/backup".into(),
             retention_days: policy.retention_days,
@@ -201,10 +235,8 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let view = view::build(ViewInput {
         plan: &plan,
         plan_id: &plan_id,
-        approvals: view::ApprovalsView {
-            required: policy.required_approvals,
-            ..Default::default()
-        },
+        approvals: view::ApprovalsView::unapproved(&plan),
+        policy: view::PolicyView::new(&plan, Some(Ok(&in_force.hash))),
         now,
         paging: Paging::Auto,
         show_all_skipped: false,
@@ -226,4 +258,22 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     } else {
         0
     })
+}
+
+/// Say so when the work tree holds a policy file that is not the one in force: editing it
+/// changes nothing until it is committed on the default branch.
+fn warn_uncommitted_policy(repo: &crate::repo::Repo, in_force: &InForce, ui: &mut Ui) {
+    let Ok(text) = std::fs::read_to_string(repo.display_path().join(POLICY_PATH)) else {
+        return;
+    };
+    let differs = match crate::policy::file::parse(&text) {
+        Ok(p) => p.hash() != in_force.hash,
+        Err(_) => true,
+    };
+    if differs {
+        ui.warn(&format!(
+            "{POLICY_PATH} in the work tree differs from the policy in force ({}); uncommitted policy changes do not count",
+            in_force.source.describe()
+        ));
+    }
 }

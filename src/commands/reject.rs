@@ -18,5 +18,13 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     // A veto is always safe to record: no confirmation prompt.
-    super::approve::record(ctx, ui, &args.plan, Decision::Reject, args.comment, None, true)
+    let record = super::approve::Record {
+        plan_path: &args.plan,
+        decision: Decision::Reject,
+        comment: args.comment,
+        out: None,
+        yes: true,
+        groups: Vec::new(),
+    };
+    super::approve::record(ctx, ui, record)
 }

@@ -54,6 +54,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         plan,
         plan_id: &loaded.plan_id,
         approvals: crate::gate::approval_status(ctx, &loaded)?,
+        policy: crate::gate::policy_status(ctx, plan),
         now: ctx.now,
         paging,
         show_all_skipped: args.all,

@@ -3,6 +3,7 @@
 
 use crate::context::Ctx;
 use crate::error::Result;
+use crate::render::escape::safe;
 use crate::render::view::short_id;
 use crate::ui::Ui;
 
@@ -29,7 +30,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             "ok": true,
             "already_applied": consumed,
             "approved_by": cleared.report.approved_by,
-            "required": cleared.report.required,
+            "groups": cleared.report.groups,
         }))?;
     } else {
         let what = if consumed {
@@ -41,8 +42,30 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             ui.out(),
             "Plan {} passes every check (approved by {}): {what}.",
             short_id(id),
-            cleared.report.approved_by.join(", ")
+            cleared
+                .report
+                .approved_by
+                .iter()
+                .map(|p| safe(p))
+                .collect::<Vec<_>>()
+                .join(", ")
         )?;
+        if cleared.report.groups.len() > 1 || cleared.loaded.plan.review.iter().any(|g| !g.from.is_empty()) {
+            for g in &cleared.report.groups {
+                writeln!(
+                    ui.out(),
+                    "  {:<16} {} of {} approved: {}",
+                    safe(&g.name),
+                    g.approved_by.len(),
+                    g.required,
+                    g.approved_by
+                        .iter()
+                        .map(|p| safe(p))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )?;
+            }
+        }
     }
     Ok(0)
 }

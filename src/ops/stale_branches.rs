@@ -445,6 +445,30 @@ pub fn recheck(
                 now: show(&o.config),
             });
         }
+        // Facts fixed by the object id must be what the plan says: review routing (by author,
+        // by risk) and the reviewer relied on them, and a planner signs whatever they like.
+        let time = a.last_commit_time.unix_timestamp().to_string();
+        let lost = !o.merged && o.squash_merged != Some(true) && o.commits_not_in_base > 0;
+        for (field, planned, now) in [
+            ("author", &a.author.email, &o.facts.author_email),
+            ("author_name", &a.author.name, &o.facts.author_name),
+            ("subject", &a.subject, &o.facts.subject),
+            ("last_commit_time", &time, &o.facts.time.to_string()),
+            (
+                "loses_work",
+                &a.loses_work.to_string(),
+                &(a.loses_work || lost).to_string(),
+            ),
+        ] {
+            if planned != now {
+                drifts.push(Drift {
+                    refname: a.refname.clone(),
+                    field: field.into(),
+                    planned: planned.clone(),
+                    now: now.clone(),
+                });
+            }
+        }
         current.push(Affected {
             reasons,
             config: o.config.clone(),

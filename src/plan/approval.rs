@@ -31,6 +31,10 @@ pub struct Approval {
     pub created_at: OffsetDateTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comment: Option<String>,
+    /// The review groups this approval covers (`approve --group`); empty = every group the
+    /// principal may approve. Still bound to the whole plan's id and hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
 }
 
 /// What an apply did, signed by the executor. Printed byte-identically on every replay.
@@ -76,6 +80,7 @@ mod tests {
             key: "SHA256:k".into(),
             created_at: time::macros::datetime!(2026-01-01 0:00 UTC),
             comment: None,
+            groups: vec![],
         };
         let bytes = serde_json::to_vec(&a).unwrap();
         assert_eq!(serde_json::from_slice::<Approval>(&bytes).unwrap(), a);

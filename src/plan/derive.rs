@@ -4,9 +4,6 @@
 
 use super::model::{Affected, Criterion, DiffEntry, Risk, RiskLevel, SideEffect, SideEffectKind};
 
-/// Above this many affected resources a plan is "bulk": no reviewer reads every row.
-pub const BULK_THRESHOLD: usize = 50;
-
 /// One `oid` entry per branch, and one entry per configuration key it removes.
 pub fn diff(affected: &[Affected]) -> Vec<DiffEntry> {
     let mut out = Vec::with_capacity(affected.len());
@@ -76,21 +73,34 @@ pub fn side_effects(affected: &[Affected]) -> Vec<SideEffect> {
     out
 }
 
-/// Low: every deletion is reversible and loses no work. Medium: bulk, or work kept only in
-/// backups. High: both.
-pub fn risk(affected: &[Affected]) -> Risk {
+/// The risk tier of deleting one resource. Every deletion is backed up, so the tier says what
+/// a mistake would cost: low when the branch's work is in the base (only a name goes); medium
+/// when its commits survive only in the backup, or when it is one of a bulk plan no reviewer
+/// reads row by row; high when both.
+pub fn resource_risk(a: &Affected, bulk: bool) -> RiskLevel {
+    match (a.loses_work, bulk) {
+        (false, false) => RiskLevel::Low,
+        (true, true) => RiskLevel::High,
+        _ => RiskLevel::Medium,
+    }
+}
+
+/// The plan's tier: the highest of its resources', with the reasons that raised it.
+/// `bulk_threshold` is the policy's: more affected resources than this make a plan bulk.
+pub fn risk(affected: &[Affected], bulk_threshold: u64) -> Risk {
+    let bulk = affected.len() as u64 > bulk_threshold;
     let mut reasons = Vec::new();
     if affected.iter().any(|a| a.loses_work) {
         reasons.push("unmerged_work".to_string());
     }
-    if affected.len() > BULK_THRESHOLD {
+    if bulk {
         reasons.push("bulk".to_string());
     }
-    let level = match reasons.len() {
-        0 => RiskLevel::Low,
-        1 => RiskLevel::Medium,
-        _ => RiskLevel::High,
-    };
+    let level = affected
+        .iter()
+        .map(|a| resource_risk(a, bulk))
+        .max()
+        .unwrap_or(RiskLevel::Low);
     Risk { level, reasons }
 }
 
@@ -133,26 +143,15 @@ pub fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
 mod tests {
     use super::*;
     use crate::plan::model::*;
-    use time::macros::datetime;
 
     fn branch(name: &str, reason: Criterion, lost: u64) -> Affected {
         Affected {
-            refname: format!("refs/heads/{name}"),
-            oid: "1".repeat(40),
             reasons: vec![reason],
-            last_commit_time: datetime!(2026-01-01 0:00 UTC),
-            author: Person {
-                name: "A".into(),
-                email: "a@x".into(),
-            },
-            subject: "s".into(),
-            commits_not_in_base: lost,
-            loses_work: lost > 0,
-            upstream: None,
             config: vec![ConfigEntry {
                 key: format!("branch.{name}.remote"),
                 value: "origin".into(),
             }],
+            ..test_data::branch(name, lost)
         }
     }
 
@@ -182,12 +181,23 @@ mod tests {
 
     #[test]
     fn risk_rises_with_lost_work_and_bulk() {
-        assert_eq!(risk(&[branch("a", Criterion::Merged, 0)]).level, RiskLevel::Low);
-        assert_eq!(risk(&[branch("a", Criterion::Gone, 1)]).level, RiskLevel::Medium);
+        assert_eq!(
+            risk(&[branch("a", Criterion::Merged, 0)], 50).level,
+            RiskLevel::Low
+        );
+        assert_eq!(
+            risk(&[branch("a", Criterion::Gone, 1)], 50).level,
+            RiskLevel::Medium
+        );
         let many: Vec<_> = (0..51)
             .map(|i| branch(&i.to_string(), Criterion::Gone, 1))
             .collect();
-        assert_eq!(risk(&many).level, RiskLevel::High);
+        assert_eq!(risk(&many, 50).level, RiskLevel::High);
+        assert_eq!(risk(&many, 51).level, RiskLevel::Medium);
+        let merged: Vec<_> = (0..51)
+            .map(|i| branch(&i.to_string(), Criterion::Merged, 0))
+            .collect();
+        assert_eq!(risk(&merged, 50).level, RiskLevel::Medium);
     }
 
     #[test]

@@ -61,36 +61,19 @@ pub fn plan_hash(
 mod tests {
     use super::*;
     use crate::plan::model::*;
-    use time::macros::datetime;
 
     fn branch(name: &str, oid: &str, commits: u64) -> Affected {
         Affected {
-            refname: format!("refs/heads/{name}"),
             oid: oid.into(),
-            reasons: vec![Criterion::Merged],
-            last_commit_time: datetime!(2026-01-01 0:00 UTC),
-            author: Person {
-                name: "A".into(),
-                email: "a@x".into(),
-            },
-            subject: "s".into(),
-            commits_not_in_base: commits,
-            loses_work: commits > 0,
-            upstream: None,
-            config: vec![],
+            ..test_data::branch(name, commits)
         }
     }
 
     fn op() -> Operation {
-        Operation::StaleBranches(StaleBranchesInputs {
-            base: "refs/heads/main".into(),
-            criteria: vec![Criterion::Merged],
-            older_than_secs: None,
-            include_unmerged: false,
-            match_globs: vec![],
-            exclude: vec![],
-            protect: vec!["main".into()],
-        })
+        let mut op = test_data::merged_inputs();
+        let Operation::StaleBranches(i) = &mut op;
+        i.protect = vec!["main".into()];
+        op
     }
 
     #[test]

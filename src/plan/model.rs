@@ -30,6 +30,10 @@ pub struct Plan {
     pub side_effects: Vec<SideEffect>,
     pub before_image: BeforeImage,
     pub risk: Risk,
+    /// Who must approve what: the policy's routing of the affected resources.
+    pub review: Vec<ReviewGroup>,
+    /// Where the policy in force at planning time came from.
+    pub policy_source: PolicySource,
     pub policy_hash: String,
 }
 
@@ -275,5 +279,113 @@ impl RiskLevel {
             RiskLevel::Medium => "medium",
             RiskLevel::High => "high",
         }
+    }
+}
+
+/// One review group: a part of the plan and the approvals it needs (CONTRACT.md §6, issue 5).
+/// Computed from the policy and the affected resources; `apply` recomputes it from the policy
+/// in force and refuses when it differs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewGroup {
+    pub name: String,
+    pub kind: ReviewKind,
+    /// Approvals needed from distinct principals other than the planner.
+    pub required: u32,
+    /// The policy's principal groups whose members may approve; empty = any known principal.
+    pub from: Vec<String>,
+    /// Their members when the plan was made (sorted); empty = any known principal.
+    pub approvers: Vec<String>,
+    /// How many affected resources the group covers.
+    pub resources: u64,
+    /// For a route: the resources it covers. `default` covers every resource no route
+    /// matched and `bulk` covers all of them, so neither repeats the names.
+    pub refs: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewKind {
+    /// A `[[route]]` of the policy matched these resources.
+    Route,
+    /// Resources no route matched (`[approvals]` of the policy).
+    Default,
+    /// The whole plan, when it has more affected resources than the bulk threshold.
+    Bulk,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySource {
+    pub kind: PolicySourceKind,
+    /// `refs/heads/main:.guardctl/policy.toml`, or the file `guardctl.policy` names.
+    pub location: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicySourceKind {
+    /// No policy file: guardctl's built-in default.
+    BuiltIn,
+    /// `.guardctl/policy.toml` as committed on the default branch.
+    Committed,
+    /// The file named by `guardctl.policy` in system or global git config.
+    GitConfig,
+}
+
+impl PolicySource {
+    /// "built-in default", ".guardctl/policy.toml on refs/heads/main", ...
+    pub fn describe(&self) -> String {
+        match (self.kind, &self.location) {
+            (PolicySourceKind::BuiltIn, _) => "built-in default (no policy file)".into(),
+            (PolicySourceKind::Committed, Some(l)) => format!("{l} (committed)"),
+            (PolicySourceKind::GitConfig, Some(l)) => format!("{l} (git config guardctl.policy)"),
+            (_, None) => "unknown".into(),
+        }
+    }
+}
+
+/// Builders for unit tests elsewhere in the crate: one merged branch, one set of inputs.
+#[cfg(test)]
+pub mod test_data {
+    use super::*;
+
+    /// `refs/heads/<name>`, merged, by a@x, losing `lost` commits when `lost > 0`.
+    pub fn branch(name: &str, lost: u64) -> Affected {
+        Affected {
+            refname: format!("refs/heads/{name}"),
+            oid: "1".repeat(40),
+            reasons: vec![Criterion::Merged],
+            last_commit_time: time::macros::datetime!(2026-01-01 0:00 UTC),
+            author: Person {
+                name: "A".into(),
+                email: "a@x".into(),
+            },
+            subject: "s".into(),
+            commits_not_in_base: lost,
+            loses_work: lost > 0,
+            upstream: None,
+            config: vec![],
+        }
+    }
+
+    /// `branch` by another author.
+    pub fn by(name: &str, email: &str, lost: u64) -> Affected {
+        let mut a = branch(name, lost);
+        a.author.email = email.into();
+        a
+    }
+
+    /// `--merged` against main, nothing else.
+    pub fn merged_inputs() -> Operation {
+        Operation::StaleBranches(StaleBranchesInputs {
+            base: "refs/heads/main".into(),
+            criteria: vec![Criterion::Merged],
+            older_than_secs: None,
+            include_unmerged: false,
+            match_globs: vec![],
+            exclude: vec![],
+            protect: vec![],
+        })
     }
 }

@@ -37,6 +37,7 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
         ("created", view.created_at.clone()),
         ("expires", view.expires_at.clone()),
         ("risk", risk),
+        ("policy", policy_line(&view.policy)),
         ("approvals", approvals_line(&view.approvals)),
         ("plan hash", view.plan_hash.clone()),
     ] {
@@ -77,6 +78,10 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
             };
             writeln!(w, "  {sign} {:<32} {detail}", c.name)?;
         }
+    }
+
+    if !view.approvals.is_simple() {
+        write_groups(&view.approvals, color, w)?;
     }
 
     if view.total_affected == 0 {
@@ -260,8 +265,24 @@ fn write_table(rows: &[Row], w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+fn policy_line(p: &super::view::PolicyView) -> String {
+    let status = match (p.status, &p.detail) {
+        ("in_force", _) => "in force".to_string(),
+        (_, Some(d)) => format!("{} ({d})", p.status.replace('_', " ").to_uppercase()),
+        (s, None) => s.to_string(),
+    };
+    format!("{}, {status}", p.source)
+}
+
 fn approvals_line(a: &super::view::ApprovalsView) -> String {
-    let mut parts = vec![format!("{} of {} needed", a.approved_by.len(), a.required)];
+    let mut parts = vec![match a.groups.as_slice() {
+        [g] if a.is_simple() => format!("{} of {} needed", g.approved_by.len(), g.required),
+        groups => format!(
+            "{} of {} review groups approved (below)",
+            groups.iter().filter(|g| g.missing == 0).count(),
+            groups.len()
+        ),
+    }];
     if !a.approved_by.is_empty() {
         parts.push(format!("approved by {}", a.approved_by.join(", ")));
     }
@@ -275,4 +296,63 @@ fn approvals_line(a: &super::view::ApprovalsView) -> String {
         parts.push(format!("{} invalid", a.invalid));
     }
     parts.join("; ")
+}
+
+/// The review groups of a routed plan: what each covers, needs, has, and still lacks.
+fn write_groups(a: &super::view::ApprovalsView, color: bool, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w)?;
+    writeln!(
+        w,
+        "{}",
+        paint(color, "1", "Review groups (every one must be approved):")
+    )?;
+    let mut t = Table::new();
+    t.load_style(presets::UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    t.set_header(["GROUP", "COVERS", "NEEDS", "APPROVED BY", "STILL NEEDED"]);
+    for g in &a.groups {
+        let covers = match g.kind {
+            "bulk" => format!("all {} (bulk)", g.resources),
+            "default" => format!("{} not routed", g.resources),
+            _ => format!(
+                "{} {}",
+                g.resources,
+                crate::plan::derive::plural(g.resources, "branch", "branches")
+            ),
+        };
+        let from = if g.from.is_empty() {
+            "anyone".to_string()
+        } else {
+            g.from.join(", ")
+        };
+        let still = if g.missing == 0 {
+            "-".to_string()
+        } else if g.approvers.is_empty() {
+            format!("{} from any principal but the planner", g.missing)
+        } else {
+            let open: Vec<&str> = g
+                .approvers
+                .iter()
+                .filter(|p| !g.approved_by.contains(p))
+                .map(String::as_str)
+                .collect();
+            format!("{} of: {}", g.missing, open.join(", "))
+        };
+        let approved = if g.approved_by.is_empty() {
+            "-".to_string()
+        } else {
+            g.approved_by.join(", ")
+        };
+        t.add_row([
+            g.name.clone(),
+            covers,
+            format!("{} from {from}", g.required),
+            approved,
+            still,
+        ]);
+    }
+    for line in t.lines() {
+        writeln!(w, "  {line}")?;
+    }
+    Ok(())
 }

@@ -7,7 +7,8 @@
 use super::escape::{Flag, flags, safe};
 use crate::duration::humanize;
 use crate::plan::derive::plural;
-use crate::plan::model::{Affected, Criterion, Operation, Plan, SideEffectKind, SkipReason};
+use crate::plan::model::{Affected, Criterion, Operation, Plan, ReviewKind, SideEffectKind, SkipReason};
+use crate::policy::ApprovalReport;
 use serde::Serialize;
 use time::OffsetDateTime;
 
@@ -47,6 +48,7 @@ pub struct ShowView {
     pub expires_in_secs: i64,
     pub expired: bool,
     pub approvals: ApprovalsView,
+    pub policy: PolicyView,
     pub risk: RiskView,
     pub total_affected: usize,
     pub counts_by_reason: Vec<Count>,
@@ -68,8 +70,9 @@ pub struct PartyView {
 /// Where the plan stands on approvals, as `apply` would count them now.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ApprovalsView {
-    pub required: u32,
-    /// Distinct principals whose approval counts.
+    /// Every review group the policy routed the plan into, with its standing.
+    pub groups: Vec<GroupView>,
+    /// Distinct principals whose approval counts in at least one group.
     pub approved_by: Vec<String>,
     /// Distinct principals whose rejection counts (any one vetoes).
     pub rejected_by: Vec<String>,
@@ -77,6 +80,111 @@ pub struct ApprovalsView {
     pub not_counted: Vec<String>,
     /// Attached envelopes whose signature or payload is invalid.
     pub invalid: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupView {
+    pub name: String,
+    /// `route`, `default` or `bulk`.
+    pub kind: &'static str,
+    /// Affected resources the group covers.
+    pub resources: u64,
+    pub required: u32,
+    /// The policy's principal groups that may approve; empty = any principal but the planner.
+    pub from: Vec<String>,
+    pub approvers: Vec<String>,
+    pub approved_by: Vec<String>,
+    pub missing: u32,
+}
+
+impl ApprovalsView {
+    /// The standing of a plan nobody has approved yet.
+    pub fn unapproved(plan: &Plan) -> ApprovalsView {
+        let report = crate::policy::evaluate_approvals(plan, "", &[], 0, plan.created_at);
+        ApprovalsView::new(plan, &report, 0)
+    }
+
+    pub fn new(plan: &Plan, report: &ApprovalReport, invalid: usize) -> ApprovalsView {
+        let esc = |v: &[String]| v.iter().map(|p| safe(p)).collect::<Vec<_>>();
+        ApprovalsView {
+            groups: plan
+                .review
+                .iter()
+                .zip(&report.groups)
+                .map(|(g, s)| GroupView {
+                    name: safe(&g.name),
+                    kind: match g.kind {
+                        ReviewKind::Route => "route",
+                        ReviewKind::Default => "default",
+                        ReviewKind::Bulk => "bulk",
+                    },
+                    resources: g.resources,
+                    required: g.required,
+                    from: esc(&g.from),
+                    approvers: esc(&g.approvers),
+                    approved_by: esc(&s.approved_by),
+                    missing: s.missing,
+                })
+                .collect(),
+            approved_by: esc(&report.approved_by),
+            rejected_by: esc(&report.rejected_by),
+            not_counted: report
+                .ignored
+                .iter()
+                .map(|(p, why)| format!("{} ({})", safe(p), why.describe()))
+                .collect(),
+            invalid,
+        }
+    }
+
+    /// Only the default group, open to anyone: a one-line standing says it all.
+    pub fn is_simple(&self) -> bool {
+        matches!(self.groups.as_slice(), [g] if g.kind == "default" && g.from.is_empty())
+    }
+
+    /// "1/1", or "2/3 review groups" when the plan is routed.
+    pub fn tally(&self) -> String {
+        match self.groups.as_slice() {
+            [g] if self.is_simple() => format!("{}/{}", g.approved_by.len(), g.required),
+            groups => format!(
+                "{}/{} review groups",
+                groups.iter().filter(|g| g.missing == 0).count(),
+                groups.len()
+            ),
+        }
+    }
+}
+
+/// The policy a plan was made under, and whether it is still the one in force.
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicyView {
+    pub source: String,
+    pub hash: String,
+    /// `in_force`, `changed`, `unreadable` or `unchecked` (not in the plan's repository).
+    pub status: &'static str,
+    pub detail: Option<String>,
+}
+
+impl PolicyView {
+    /// `now`: the hash of the policy in force, or why it could not be read; `None` when the
+    /// plan's repository is not at hand.
+    pub fn new(plan: &Plan, now: Option<Result<&str, String>>) -> PolicyView {
+        let (status, detail) = match now {
+            None => ("unchecked", Some("not run in the plan's repository".to_string())),
+            Some(Ok(h)) if h == plan.policy_hash => ("in_force", None),
+            Some(Ok(_)) => (
+                "changed",
+                Some("the policy in force differs: apply will refuse (exit 14); re-plan".to_string()),
+            ),
+            Some(Err(e)) => ("unreadable", Some(safe(&e))),
+        };
+        PolicyView {
+            source: safe(&plan.policy_source.describe()),
+            hash: plan.policy_hash.clone(),
+            status,
+            detail,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -176,6 +284,7 @@ pub struct ViewInput<'a> {
     pub plan: &'a Plan,
     pub plan_id: &'a str,
     pub approvals: ApprovalsView,
+    pub policy: PolicyView,
     pub now: OffsetDateTime,
     pub paging: Paging,
     pub show_all_skipped: bool,
@@ -271,7 +380,7 @@ pub fn build(input: ViewInput) -> ShowView {
     }
 
     let summary = format!(
-        "Plan {}: {}. {}. Approvals {}/{}{}.",
+        "Plan {}: {}. {}. Approvals {}{}.",
         short_id(plan_id),
         plan.summary,
         if expired {
@@ -279,8 +388,7 @@ pub fn build(input: ViewInput) -> ShowView {
         } else {
             format!("Expires in {}", humanize(expires_in))
         },
-        input.approvals.approved_by.len(),
-        input.approvals.required,
+        input.approvals.tally(),
         if input.approvals.rejected_by.is_empty() {
             ""
         } else {
@@ -303,6 +411,7 @@ pub fn build(input: ViewInput) -> ShowView {
         expires_in_secs: expires_in,
         expired,
         approvals: input.approvals.clone(),
+        policy: input.policy.clone(),
         risk: RiskView {
             level: plan.risk.level.as_str(),
             reasons: plan.risk.reasons.clone(),

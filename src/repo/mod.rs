@@ -226,6 +226,54 @@ impl Repo {
             .unwrap_or_default()
     }
 
+    /// The content of `path` in the tree of commit `oid`, if it is a file there (at most
+    /// `limit` bytes; larger is an error). Reads history only, never the work tree.
+    pub fn committed_file(&self, oid: Oid, path: &str, limit: usize) -> Result<Option<Vec<u8>>> {
+        let tree = self.git.find_commit(oid)?.tree()?;
+        let entry = match tree.get_path(Path::new(path)) {
+            Ok(e) => e,
+            Err(e) if e.code() == ErrorCode::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let Ok(blob) = self.git.find_blob(entry.id()) else {
+            return Err(Error::usage(format!("{path} is not a file in commit {oid}")));
+        };
+        if blob.size() > limit {
+            return Err(Error::usage(format!(
+                "{path} in commit {oid} is larger than {limit} bytes"
+            )));
+        }
+        Ok(Some(blob.content().to_vec()))
+    }
+
+    /// The last value of `key` set in system or global git config (what an administrator
+    /// controls), ignoring the repository's own config, which anyone who can write the
+    /// repository can change. Read with git itself, so GIT_CONFIG_GLOBAL/SYSTEM and includes
+    /// behave exactly as for git.
+    pub fn admin_config(&self, key: &str) -> Result<Option<String>> {
+        let out = std::process::Command::new("git")
+            .arg("--git-dir")
+            .arg(self.git.path())
+            .args(["config", "--includes", "--show-scope", "--get-all", key])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| Error::internal("cannot run git config").caused_by(e))?;
+        match out.status.code() {
+            Some(0) => {}
+            Some(1) => return Ok(None),
+            _ => {
+                return Err(Error::internal(format!("git config --get-all {key} failed"))
+                    .caused_by(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+            }
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .filter(|(scope, _)| matches!(*scope, "system" | "global"))
+            .map(|(_, v)| v.to_string())
+            .next_back())
+    }
+
     pub fn commit_facts(&self, oid: Oid) -> Result<CommitFacts> {
         let c = self.git.find_commit(oid)?;
         let author = c.author();

@@ -9,6 +9,7 @@ mod docs;
 mod fixtures;
 mod plan;
 mod plan_file;
+mod policy;
 mod recover;
 mod show;
 mod whoami;

@@ -40,6 +40,18 @@ fn with_payload(text: &str, edit: impl Fn(&mut Value)) -> String {
     serde_json::to_string(&v).unwrap()
 }
 
+/// The plan file `text` with its payload edited and signed again with `key`: what a planner
+/// (who holds the plan key) could produce by hand.
+pub fn re_signed(env: &TestEnv, text: &str, key: &str, edit: impl Fn(&mut Value)) -> String {
+    let mut v: Value = serde_json::from_str(&with_payload(text, edit)).unwrap();
+    let body = B64.decode(v["payload"].as_str().unwrap()).unwrap();
+    let ty = "application/vnd.guardctl.plan.v1+json";
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, body.len()).into_bytes();
+    pae.extend_from_slice(&body);
+    v["signatures"][0]["sig"] = Value::String(ssh_sign(&env.key(key), "guardctl-plan", &pae));
+    v.to_string()
+}
+
 #[test]
 fn garbage_and_malformed_files_exit_65() {
     let (env, text) = planned();
@@ -138,14 +150,8 @@ fn plan_signed_in_another_namespace_or_re_signed_by_another_key_exits_65() {
 fn unknown_format_version_exits_65_naming_the_version() {
     let (env, text) = planned();
     // Re-sign a payload claiming version 2 with Alice's key, so only the version is wrong.
-    let edited = with_payload(&text, |p| p["format_version"] = Value::from(2));
-    let mut v: Value = serde_json::from_str(&edited).unwrap();
-    let body = B64.decode(v["payload"].as_str().unwrap()).unwrap();
-    let ty = "application/vnd.guardctl.plan.v1+json";
-    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, body.len()).into_bytes();
-    pae.extend_from_slice(&body);
-    v["signatures"][0]["sig"] = Value::String(ssh_sign(&env.key("alice"), "guardctl-plan", &pae));
-    let r = show_exit(&env, v.to_string().as_bytes());
+    let edited = re_signed(&env, &text, "alice", |p| p["format_version"] = Value::from(2));
+    let r = show_exit(&env, edited.as_bytes());
     assert_eq!(r.code, 65, "{}", r.transcript());
     assert!(r.stderr.contains("unknown plan format version 2"), "{}", r.stderr);
 }

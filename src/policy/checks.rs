@@ -1,96 +1,15 @@
-//! The policy in force, and the gate's pure checks against it. Until policy files exist it is
-//! the built-in default below; its hash goes into every plan so a later change of policy is
-//! detectable.
+//! The gate's checks, pure, in the contract's order: integrity, expiry, principal, approvals,
+//! policy. Drift needs the repository and is checked by the caller afterwards (`gate.rs`).
 //!
-//! Pure data and pure checks, in the contract's order (integrity, expiry, principal,
-//! approvals, policy): no I/O here. Drift needs the repository and lives in `gate.rs`.
+//! Approvals are counted against the review groups recorded in the plan (what the approvers
+//! saw); the policy step then recomputes those groups from the policy in force and refuses
+//! when anything differs, so a planner cannot weaken the routing of their own plan.
 
+use super::Policy;
 use crate::plan::approval::{Approval, Decision};
-use crate::plan::model::Plan;
+use crate::plan::model::{Plan, ReviewGroup};
 use serde::Serialize;
-use std::time::Duration;
 use time::OffsetDateTime;
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Policy {
-    /// Branch patterns never planned, on top of `--protect`.
-    pub protected: Vec<String>,
-    pub default_expiry_secs: u64,
-    pub max_expiry_secs: u64,
-    /// Approvals from distinct principals other than the planner.
-    pub required_approvals: u32,
-    /// How long backups of deleted branches are kept.
-    pub retention_days: u32,
-}
-
-impl Default for Policy {
-    fn default() -> Self {
-        Policy {
-            protected: ["main", "master", "develop", "release/*"]
-                .map(String::from)
-                .to_vec(),
-            default_expiry_secs: 15 * 60,
-            max_expiry_secs: 7 * 86_400,
-            required_approvals: 1,
-            retention_days: 30,
-        }
-    }
-}
-
-impl Policy {
-    pub fn hash(&self) -> String {
-        let bytes = serde_json::to_vec(self).unwrap_or_default();
-        crate::plan::envelope::sha256_id(&bytes)
-    }
-
-    /// The expiry a plan gets: the requested one, or the default; never above the maximum.
-    pub fn expiry(&self, requested: Option<Duration>) -> Result<Duration, String> {
-        let want = requested.unwrap_or(Duration::from_secs(self.default_expiry_secs));
-        if want.as_secs() > self.max_expiry_secs {
-            return Err(format!(
-                "--expires-in {} exceeds the policy maximum of {}",
-                crate::duration::humanize(want.as_secs() as i64),
-                crate::duration::humanize(self.max_expiry_secs as i64)
-            ));
-        }
-        Ok(want)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn expiry_defaults_and_is_bounded() {
-        let p = Policy::default();
-        assert_eq!(p.expiry(None), Ok(Duration::from_secs(900)));
-        assert_eq!(
-            p.expiry(Some(Duration::from_secs(3600))),
-            Ok(Duration::from_secs(3600))
-        );
-        assert!(p.expiry(Some(Duration::from_secs(8 * 86_400))).is_err());
-    }
-
-    #[test]
-    fn hash_is_stable_and_changes_with_content() {
-        let p = Policy::default();
-        assert_eq!(p.hash(), Policy::default().hash());
-        let q = Policy {
-            required_approvals: 2,
-            ..Policy::default()
-        };
-        assert_ne!(p.hash(), q.hash());
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// The gate's checks, pure, in the contract's order: integrity, expiry, principal, approvals,
-// policy. (Drift needs the repository and is checked by the caller afterwards.)
-// ---------------------------------------------------------------------------------------
-
-/// How far in the future a plan or approval timestamp may lie (clock skew between machines).
-pub const CLOCK_SKEW_SECS: i64 = 300;
 
 /// An approval or rejection whose envelope signature verified, with what the allowed-signers
 /// file says about its key.
@@ -103,7 +22,7 @@ pub struct CheckedApproval {
 }
 
 /// Why an approval or rejection does not count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Ignored {
     /// Bound to another plan id, plan hash or repository.
@@ -114,15 +33,44 @@ pub enum Ignored {
     KeyMismatch,
     /// The planner approving their own plan, with whatever key.
     SelfApproval,
-    /// A second approval by a principal already counted.
+    /// Adds nothing: the principal is already counted in every group it could count for.
     Duplicate,
     /// Dated before the plan, after its expiry, or in the future.
     OutOfTime,
+    /// The principal may approve none of the review groups the approval covers.
+    NotEligible,
 }
 
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct ApprovalReport {
+impl Ignored {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Ignored::OtherPlan => "approves another plan",
+            Ignored::UnknownApprover => "key not allowed to approve as that principal",
+            Ignored::KeyMismatch => "names another key than the one that signed it",
+            Ignored::SelfApproval => "the planner cannot approve their own plan",
+            Ignored::Duplicate => "already counted",
+            Ignored::OutOfTime => "dated outside the plan's lifetime",
+            Ignored::NotEligible => "not among the approvers of the groups it covers",
+        }
+    }
+}
+
+/// One review group's standing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GroupStatus {
+    pub name: String,
     pub required: u32,
+    pub approved_by: Vec<String>,
+    /// Approvals still needed.
+    pub missing: u32,
+    /// Who may approve; empty = any known principal other than the planner.
+    pub approvers: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ApprovalReport {
+    pub groups: Vec<GroupStatus>,
+    /// Distinct principals counted in at least one group.
     pub approved_by: Vec<String>,
     pub rejected_by: Vec<String>,
     pub ignored: Vec<(String, Ignored)>,
@@ -130,19 +78,26 @@ pub struct ApprovalReport {
 
 impl ApprovalReport {
     pub fn satisfied(&self) -> bool {
-        self.rejected_by.is_empty() && self.approved_by.len() as u32 >= self.required
+        self.rejected_by.is_empty() && self.unmet().next().is_none()
+    }
+
+    pub fn unmet(&self) -> impl Iterator<Item = &GroupStatus> {
+        self.groups.iter().filter(|g| g.missing > 0)
     }
 }
 
+/// Count approvals per review group. A valid approval counts in every group it covers (all,
+/// or those named by `approve --group`) whose approvers include its principal; any valid
+/// rejection vetoes the plan.
 pub fn evaluate_approvals(
     plan: &Plan,
     plan_id: &str,
     approvals: &[CheckedApproval],
-    required: u32,
+    clock_skew_secs: u64,
     now: OffsetDateTime,
 ) -> ApprovalReport {
     let mut report = ApprovalReport {
-        required,
+        groups: plan.review.iter().map(status).collect(),
         ..Default::default()
     };
     for c in approvals {
@@ -156,7 +111,7 @@ pub fn evaluate_approvals(
             Some(Ignored::UnknownApprover)
         } else if a.created_at < plan.created_at
             || a.created_at >= plan.expires_at
-            || (a.created_at - now).whole_seconds() > CLOCK_SKEW_SECS
+            || (a.created_at - now).whole_seconds() > clock_skew_secs as i64
         {
             Some(Ignored::OutOfTime)
         } else if a.decision == Decision::Approve && Some(&a.principal) == plan.planner.principal.as_ref() {
@@ -168,17 +123,47 @@ pub fn evaluate_approvals(
             report.ignored.push((a.principal.clone(), why));
             continue;
         }
-        let list = match a.decision {
-            Decision::Approve => &mut report.approved_by,
-            Decision::Reject => &mut report.rejected_by,
-        };
-        if list.contains(&a.principal) {
+        if a.decision == Decision::Reject {
+            if report.rejected_by.contains(&a.principal) {
+                report.ignored.push((a.principal.clone(), Ignored::Duplicate));
+            } else {
+                report.rejected_by.push(a.principal.clone());
+            }
+            continue;
+        }
+        let (mut eligible, mut added) = (false, false);
+        for (g, s) in plan.review.iter().zip(report.groups.iter_mut()) {
+            let covered = a.groups.is_empty() || a.groups.contains(&g.name);
+            let may = g.approvers.is_empty() || g.approvers.contains(&a.principal);
+            if !(covered && may) {
+                continue;
+            }
+            eligible = true;
+            if !s.approved_by.contains(&a.principal) {
+                s.approved_by.push(a.principal.clone());
+                s.missing = s.missing.saturating_sub(1);
+                added = true;
+            }
+        }
+        if !eligible {
+            report.ignored.push((a.principal.clone(), Ignored::NotEligible));
+        } else if !added {
             report.ignored.push((a.principal.clone(), Ignored::Duplicate));
-        } else {
-            list.push(a.principal.clone());
+        } else if !report.approved_by.contains(&a.principal) {
+            report.approved_by.push(a.principal.clone());
         }
     }
     report
+}
+
+fn status(g: &ReviewGroup) -> GroupStatus {
+    GroupStatus {
+        name: g.name.clone(),
+        required: g.required,
+        approved_by: Vec::new(),
+        missing: g.required,
+        approvers: g.approvers.clone(),
+    }
 }
 
 /// A refusal by one of the gate's checks.
@@ -202,6 +187,8 @@ pub enum Refusal {
         planned: String,
         now: String,
     },
+    /// The policy in force forbids the plan (it does not follow its own policy's rules).
+    Forbidden(String),
 }
 
 pub struct GateInput<'a> {
@@ -213,6 +200,7 @@ pub struct GateInput<'a> {
     /// verifying on behalf of nobody in particular (then the executor check is skipped).
     pub applying_principals: Option<&'a [String]>,
     pub approvals: &'a [CheckedApproval],
+    /// The policy in force now.
     pub policy: &'a Policy,
     pub now: OffsetDateTime,
 }
@@ -220,6 +208,7 @@ pub struct GateInput<'a> {
 /// Every check but drift, in the contract's order. Returns the approval report on success.
 pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
     let plan = input.plan;
+    let skew = input.policy.clock_skew_secs;
     match &plan.planner.principal {
         Some(p) if input.planner_principals.contains(p) => {}
         claimed => {
@@ -228,7 +217,7 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
             });
         }
     }
-    if (plan.created_at - input.now).whole_seconds() > CLOCK_SKEW_SECS {
+    if (plan.created_at - input.now).whole_seconds() > skew as i64 {
         return Err(Refusal::FromTheFuture);
     }
     if input.now >= plan.expires_at {
@@ -247,13 +236,7 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
             }
         }
     }
-    let report = evaluate_approvals(
-        plan,
-        input.plan_id,
-        input.approvals,
-        input.policy.required_approvals,
-        input.now,
-    );
+    let report = evaluate_approvals(plan, input.plan_id, input.approvals, skew, input.now);
     if !report.satisfied() {
         return Err(Refusal::Unapproved(report));
     }
@@ -264,18 +247,58 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
             now: now_hash,
         });
     }
+    conforms(plan, input.policy).map_err(Refusal::Forbidden)?;
     Ok(report)
 }
 
+/// Whether a plan follows the policy's rules: what `plan` enforces when writing it, checked
+/// again because the planner signs the plan and could have written anything.
+pub fn conforms(plan: &Plan, policy: &Policy) -> Result<(), String> {
+    if let Some(max) = policy.max_affected
+        && plan.affected.len() as u64 > max
+    {
+        return Err(format!(
+            "the plan affects {} resources; the policy allows at most {max} per plan",
+            plan.affected.len()
+        ));
+    }
+    if let Some(e) = &plan.executor.principal
+        && !policy.may_execute(e)
+    {
+        return Err(format!(
+            "{e} may not be an executor: the policy allows members of {}",
+            policy.executors.join(", ")
+        ));
+    }
+    if (plan.expires_at - plan.created_at).whole_seconds() > policy.max_expiry_secs as i64 {
+        return Err("the plan's lifetime exceeds the policy's maximum expiry".into());
+    }
+    if plan.before_image.retention_days < policy.retention_days {
+        return Err(format!(
+            "the plan keeps backups {} days; the policy requires {}",
+            plan.before_image.retention_days, policy.retention_days
+        ));
+    }
+    let protected = super::route::name_globs(&policy.protected)?;
+    if let Some(a) = plan.affected.iter().find(|a| protected.is_match(a.name())) {
+        return Err(format!("{} is protected by the policy", a.refname));
+    }
+    let expected = super::route::review(policy, &plan.affected)?;
+    if plan.review != expected {
+        return Err("the plan's review groups do not follow the policy in force".into());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
-mod gate_tests {
+mod tests {
     use super::*;
     use crate::plan::model::*;
     use time::macros::datetime;
 
     const T0: OffsetDateTime = datetime!(2026-06-01 12:00 UTC);
 
-    fn plan() -> Plan {
+    fn plan_under(policy: &Policy, affected: Vec<Affected>) -> Plan {
         Plan {
             format_version: 1,
             plan_hash: "sha256:h".into(),
@@ -290,17 +313,10 @@ mod gate_tests {
                 key: Some("SHA256:a".into()),
             },
             repository: "r".into(),
-            operation: Operation::StaleBranches(StaleBranchesInputs {
-                base: "refs/heads/main".into(),
-                criteria: vec![Criterion::Merged],
-                older_than_secs: None,
-                include_unmerged: false,
-                match_globs: vec![],
-                exclude: vec![],
-                protect: vec![],
-            }),
+            operation: test_data::merged_inputs(),
             summary: String::new(),
-            affected: vec![],
+            review: super::super::route::review(policy, &affected).unwrap(),
+            affected,
             skipped: vec![],
             diff: vec![],
             side_effects: vec![],
@@ -312,8 +328,20 @@ mod gate_tests {
                 level: RiskLevel::Low,
                 reasons: vec![],
             },
-            policy_hash: Policy::default().hash(),
+            policy_source: PolicySource {
+                kind: PolicySourceKind::BuiltIn,
+                location: None,
+            },
+            policy_hash: policy.hash(),
         }
+    }
+
+    fn plan() -> Plan {
+        plan_under(&Policy::default(), vec![])
+    }
+
+    fn branch(name: &str, email: &str) -> Affected {
+        test_data::by(name, email, 0)
     }
 
     fn approval(who: &str, key: &str, decision: Decision) -> CheckedApproval {
@@ -327,14 +355,22 @@ mod gate_tests {
                 key: key.into(),
                 created_at: T0 + time::Duration::minutes(1),
                 comment: None,
+                groups: vec![],
             },
             signer_fingerprint: key.into(),
             signer_principals: vec![who.into()],
         }
     }
 
-    fn run(
+    fn scoped(who: &str, groups: &[&str]) -> CheckedApproval {
+        let mut a = approval(who, &format!("SHA256:{who}"), Decision::Approve);
+        a.approval.groups = groups.iter().map(|g| g.to_string()).collect();
+        a
+    }
+
+    fn run_with(
         p: &Plan,
+        policy: &Policy,
         approvals: &[CheckedApproval],
         applying: &[String],
         now: OffsetDateTime,
@@ -345,9 +381,18 @@ mod gate_tests {
             planner_principals: &["alice".to_string()],
             applying_principals: Some(applying),
             approvals,
-            policy: &Policy::default(),
+            policy,
             now,
         })
+    }
+
+    fn run(
+        p: &Plan,
+        approvals: &[CheckedApproval],
+        applying: &[String],
+        now: OffsetDateTime,
+    ) -> Result<ApprovalReport, Refusal> {
+        run_with(p, &Policy::default(), approvals, applying, now)
     }
 
     fn alice() -> Vec<String> {
@@ -393,29 +438,19 @@ mod gate_tests {
 
     #[test]
     fn one_principal_with_two_keys_counts_once() {
-        let mut p = plan();
-        let policy = Policy {
-            required_approvals: 2,
-            ..Policy::default()
-        };
-        p.policy_hash = policy.hash();
+        let mut policy = Policy::default();
+        policy.approvals.required = 2;
+        let p = plan_under(&policy, vec![]);
         let a = [
             approval("bob", "SHA256:b1", Decision::Approve),
             approval("bob", "SHA256:b2", Decision::Approve),
         ];
-        let r = gate(GateInput {
-            plan: &p,
-            plan_id: "sha256:id",
-            planner_principals: &["alice".to_string()],
-            applying_principals: Some(&alice()),
-            approvals: &a,
-            policy: &policy,
-            now: T0,
-        });
+        let r = run_with(&p, &policy, &a, &alice(), T0);
         let Err(Refusal::Unapproved(rep)) = r else {
             panic!("{r:?}")
         };
         assert_eq!(rep.approved_by, vec!["bob"]);
+        assert_eq!(rep.groups[0].missing, 1);
         assert_eq!(rep.ignored, vec![("bob".to_string(), Ignored::Duplicate)]);
     }
 
@@ -444,6 +479,109 @@ mod gate_tests {
             why,
             vec![Ignored::OtherPlan, Ignored::UnknownApprover, Ignored::KeyMismatch]
         );
+    }
+
+    fn routed() -> (Policy, Plan) {
+        let policy = crate::policy::file::parse(
+            r#"
+version = 1
+[groups]
+a = ["ann"]
+b = ["ben"]
+c = ["ben", "cat"]
+[[route]]
+name = "A"
+authors = ["*@a"]
+required = 1
+from = ["a"]
+[[route]]
+name = "B"
+authors = ["*@b"]
+required = 1
+from = ["b"]
+[[route]]
+name = "C"
+authors = ["*@c"]
+required = 1
+from = ["c"]
+"#,
+        )
+        .unwrap();
+        let affected = vec![branch("x", "dev@a"), branch("y", "dev@b"), branch("z", "dev@c")];
+        let p = plan_under(&policy, affected);
+        (policy, p)
+    }
+
+    #[test]
+    fn routed_plan_needs_every_group_and_one_approval_may_cover_several() {
+        let (policy, p) = routed();
+        let ok = run_with(
+            &p,
+            &policy,
+            &[scoped("ann", &[]), scoped("ben", &[])],
+            &alice(),
+            T0,
+        )
+        .unwrap();
+        assert_eq!(ok.approved_by, vec!["ann", "ben"]);
+        assert!(ok.groups.iter().all(|g| g.missing == 0));
+
+        let r = run_with(&p, &policy, &[scoped("ben", &["B"])], &alice(), T0);
+        let Err(Refusal::Unapproved(rep)) = r else {
+            panic!("{r:?}")
+        };
+        let unmet: Vec<&str> = rep.unmet().map(|g| g.name.as_str()).collect();
+        assert_eq!(unmet, vec!["A", "C"]);
+    }
+
+    #[test]
+    fn approvals_outside_their_groups_do_not_count() {
+        let (policy, p) = routed();
+        // cat may approve C only; asking to cover A does not make her eligible for it.
+        let r = run_with(
+            &p,
+            &policy,
+            &[scoped("cat", &["A"]), scoped("dan", &[])],
+            &alice(),
+            T0,
+        );
+        let Err(Refusal::Unapproved(rep)) = r else {
+            panic!("{r:?}")
+        };
+        assert_eq!(
+            rep.ignored,
+            vec![
+                ("cat".to_string(), Ignored::NotEligible),
+                ("dan".to_string(), Ignored::NotEligible)
+            ]
+        );
+    }
+
+    #[test]
+    fn forged_routing_or_rules_are_forbidden_by_the_policy_step() {
+        let (policy, mut p) = routed();
+        let all = [scoped("ann", &[]), scoped("ben", &[])];
+        p.review.retain(|g| g.name == "A");
+        assert!(matches!(
+            run_with(&p, &policy, &all, &alice(), T0),
+            Err(Refusal::Forbidden(_))
+        ));
+        let mut p = plan_under(&Policy::default(), vec![branch("main", "x@y")]);
+        assert!(matches!(
+            run(&p, &[approval("bob", "SHA256:b", Decision::Approve)], &alice(), T0),
+            Err(Refusal::Forbidden(m)) if m.contains("protected")
+        ));
+        p = plan();
+        p.expires_at = T0 + time::Duration::days(30);
+        assert!(matches!(
+            run(
+                &p,
+                &[approval("bob", "SHA256:b", Decision::Approve)],
+                &alice(),
+                T0
+            ),
+            Err(Refusal::Forbidden(_))
+        ));
     }
 
     #[test]

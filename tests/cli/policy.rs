@@ -1,0 +1,437 @@
+//! Policy files and review routing end to end: where the policy is read from (committed on the
+//! default branch or named by admin git config, never the work tree), routed approvals, the
+//! bulk class, executors, limits, and the refusals when the policy changes or is malformed.
+
+use crate::fixtures::{Run, TestEnv, run};
+use std::fs;
+use std::path::Path;
+
+const TEAMS_POLICY: &str = r#"version = 1
+
+[groups]
+team-a = ["bob@example.com"]
+team-b = ["carol@example.com"]
+team-c = ["carol@example.com"]
+
+[[route]]
+name = "team-a"
+authors = ["*.teama@example.com"]
+required = 1
+from = ["team-a"]
+
+[[route]]
+name = "team-b"
+authors = ["*.teamb@example.com"]
+required = 1
+from = ["team-b"]
+
+[[route]]
+name = "team-c"
+authors = ["*.teamc@example.com"]
+required = 1
+from = ["team-c"]
+"#;
+
+/// Commit `policy` as `.guardctl/policy.toml` on main.
+fn commit_policy(env: &TestEnv, policy: &str) {
+    env.commit(".guardctl/policy.toml", policy.trim_end(), "Alice", 1);
+}
+
+/// Merged branches by authors of three teams, and the teams policy committed on main.
+fn teams_repo() -> TestEnv {
+    let env = TestEnv::new();
+    for (name, author) in [
+        ("a/one", "Dev TeamA"),
+        ("a/two", "Lead TeamA"),
+        ("b/one", "Dev TeamB"),
+        ("c/one", "Dev TeamC"),
+    ] {
+        env.branch(name, "main", 1, author, 20);
+        env.merge(name, 19);
+    }
+    commit_policy(&env, TEAMS_POLICY);
+    env
+}
+
+fn plan(env: &TestEnv, user: &str) -> Run {
+    let r = env.run(user, &["plan", "stale-branches"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    r
+}
+
+fn approve(env: &TestEnv, user: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["approve", "plan.json", "--yes"];
+    args.extend_from_slice(extra);
+    env.run(user, &args)
+}
+
+fn heads(env: &TestEnv) -> String {
+    env.git(&["for-each-ref", "--format=%(refname)", "refs/heads"])
+}
+
+/// Apply as alice and expect `code`; a refusal must leave the repository as it was.
+fn apply_expect(env: &TestEnv, code: i32) -> Run {
+    let before = env.repository_state();
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, code, "{}", r.transcript());
+    if code != 0 {
+        assert_eq!(
+            before,
+            env.repository_state(),
+            "a refused apply changed the repository"
+        );
+    }
+    r
+}
+
+#[test]
+fn a_plan_routed_across_three_author_groups_applies_once_every_group_is_approved() {
+    let env = teams_repo();
+    plan(&env, "alice");
+    // bob covers team-a; carol, a member of team-b and team-c, covers both with one approval.
+    assert_eq!(approve(&env, "bob", &[]).code, 0);
+    let r = approve(&env, "carol", &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("alice", &["verify", "plan.json", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let groups = r.json()["groups"].clone();
+    assert_eq!(groups.as_array().unwrap().len(), 3);
+    assert_eq!(groups[1]["approved_by"], serde_json::json!(["carol@example.com"]));
+    apply_expect(&env, 0);
+    assert_eq!(heads(&env), "refs/heads/main");
+}
+
+#[test]
+fn a_missing_group_is_refused_with_12_naming_the_unmet_groups() {
+    let env = teams_repo();
+    plan(&env, "alice");
+    assert_eq!(approve(&env, "bob", &[]).code, 0);
+    // carol approves team-b only: team-c is still open.
+    let r = approve(&env, "carol", &["--group", "team-b"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stderr.contains("(review group team-b)"), "{}", r.stderr);
+    let r = apply_expect(&env, 12);
+    assert!(
+        r.stderr.contains("1 of 3 review groups lack approvals"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("team-c needs 1 more (from carol@example.com)"),
+        "{}",
+        r.stderr
+    );
+    let r = env.run("alice", &["--json", "apply", "plan.json"]);
+    assert_eq!(r.code, 12);
+    assert_eq!(
+        r.json()["error"]["details"]["unmet_groups"],
+        serde_json::json!(["team-c"])
+    );
+    assert_eq!(heads(&env).lines().count(), 5);
+}
+
+#[test]
+fn approve_refuses_groups_the_approver_may_not_approve_and_unknown_groups() {
+    let env = teams_repo();
+    plan(&env, "alice");
+    let r = approve(&env, "bob", &["--group", "team-b"]);
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("does not let bob@example.com approve review group team-b"),
+        "{}",
+        r.stderr
+    );
+    let r = approve(&env, "bob", &["--group", "nope"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("its groups: team-a, team-b, team-c"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn show_lists_review_groups_and_their_status() {
+    let env = teams_repo();
+    plan(&env, "alice");
+    approve(&env, "bob", &[]);
+    let r = env.run("bob", &["show", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    insta::assert_snapshot!("show_routed", r.transcript());
+    let j = env.run("bob", &["--json", "show", "plan.json"]).json();
+    assert_eq!(
+        j["policy"]["source"],
+        "refs/heads/main:.guardctl/policy.toml (committed)"
+    );
+    assert_eq!(j["approvals"]["groups"][0]["missing"], 0);
+    assert_eq!(j["approvals"]["groups"][1]["missing"], 1);
+}
+
+fn bulk_repo(branches: usize) -> TestEnv {
+    let env = TestEnv::new();
+    for i in 0..branches {
+        let name = format!("topic/{i}");
+        env.branch(&name, "main", 1, "Dev", 20);
+        env.merge(&name, 19);
+    }
+    commit_policy(
+        &env,
+        "version = 1\n[approvals]\nrequired = 1\n[bulk]\nthreshold = 3\nrequired = 2\n",
+    );
+    env
+}
+
+#[test]
+fn a_bulk_plan_needs_the_bulk_count_of_approvals() {
+    let env = bulk_repo(4);
+    let r = plan(&env, "alice");
+    assert!(r.stdout.contains("risk       medium (bulk)"), "{}", r.stdout);
+    assert_eq!(approve(&env, "bob", &[]).code, 0);
+    let r = apply_expect(&env, 12);
+    assert!(r.stderr.contains("bulk needs 1 more"), "{}", r.stderr);
+    assert_eq!(approve(&env, "carol", &[]).code, 0);
+    apply_expect(&env, 0);
+}
+
+#[test]
+fn a_plan_at_the_bulk_threshold_is_not_bulk() {
+    let env = bulk_repo(3);
+    plan(&env, "alice");
+    assert_eq!(approve(&env, "bob", &[]).code, 0);
+    apply_expect(&env, 0);
+}
+
+#[test]
+fn an_agent_key_limited_to_planning_plans_but_cannot_approve() {
+    let env = teams_repo();
+    let signers = env.allowed_signers();
+    let mut text = fs::read_to_string(&signers).unwrap();
+    text += &format!(
+        "agent@ci namespaces=\"guardctl-plan\" {}\n",
+        env.public_key("mallory")
+    );
+    fs::write(&signers, text).unwrap();
+    let r = env.run("mallory", &["plan", "stale-branches", "-o", "agent-plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let show = env.run("bob", &["--json", "show", "agent-plan.json"]).json();
+    assert_eq!(show["planner"]["principal"], "agent@ci");
+    plan(&env, "alice");
+    let r = approve(&env, "mallory", &[]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(r.stderr.contains("may not sign approvals"), "{}", r.stderr);
+}
+
+#[test]
+fn an_uncommitted_policy_edit_changes_nothing_apply_requires() {
+    let env = teams_repo();
+    // The work tree now says one approval from anyone is enough; main still routes by team.
+    fs::write(env.repo.join(".guardctl/policy.toml"), "version = 1\n").unwrap();
+    let r = plan(&env, "alice");
+    assert!(
+        r.stderr.contains("differs from the policy in force"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(approve(&env, "bob", &[]).code, 0);
+    let r = apply_expect(&env, 12);
+    assert!(
+        r.stderr.contains("2 of 3 review groups lack approvals"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_policy_changed_on_the_base_branch_after_planning_is_refused_with_14() {
+    let env = teams_repo();
+    plan(&env, "alice");
+    approve(&env, "bob", &[]);
+    approve(&env, "carol", &[]);
+    commit_policy(&env, &format!("{TEAMS_POLICY}\n[expiry]\nmax = \"1d\"\n"));
+    let r = apply_expect(&env, 14);
+    assert!(
+        r.stderr.contains("the policy changed since the plan was made"),
+        "{}",
+        r.stderr
+    );
+    let r = env.run("bob", &["show", "plan.json"]);
+    assert!(
+        r.stdout.contains("CHANGED (the policy in force differs"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn a_comment_only_policy_edit_is_not_a_policy_change() {
+    let env = teams_repo();
+    plan(&env, "alice");
+    approve(&env, "bob", &[]);
+    approve(&env, "carol", &[]);
+    commit_policy(&env, &format!("# reviewed by the platform team\n{TEAMS_POLICY}"));
+    apply_expect(&env, 0);
+}
+
+#[test]
+fn a_malformed_policy_is_refused_naming_the_line() {
+    let env = teams_repo();
+    commit_policy(
+        &env,
+        "version = 1\n\n[approvals]\nrequired = 1\nfrom = [\"nobody\"]\n",
+    );
+    let r = env.run("alice", &["plan", "stale-branches"]);
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("invalid policy refs/heads/main:.guardctl/policy.toml"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("line 5: unknown group `nobody`"),
+        "{}",
+        r.stderr
+    );
+    commit_policy(&env, "version = 1\nrequierd_approvals = 2\n");
+    let r = env.run("alice", &["--json", "plan", "stale-branches"]);
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    let err = r.json()["error"].clone();
+    assert_eq!(err["kind"], "policy");
+    assert!(
+        err.to_string()
+            .contains("line 2: unknown field `requierd_approvals`"),
+        "{err}"
+    );
+    assert!(!env.repo.join("plan.json").exists());
+}
+
+/// guardctl with a global git config naming a policy file (what an administrator sets).
+fn run_with_global_config(env: &TestEnv, user: &str, config: &Path, args: &[&str]) -> Run {
+    let mut c = env.command();
+    c.env("GIT_CONFIG_GLOBAL", config)
+        .arg("--key")
+        .arg(env.key(user))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(args);
+    run(c)
+}
+
+#[test]
+fn an_admin_policy_in_global_git_config_wins_and_repository_config_is_ignored() {
+    let env = teams_repo();
+    let admin = env.path().join("admin-policy.toml");
+    fs::write(&admin, "version = 1\nmax_affected = 2\n").unwrap();
+    let global = env.path().join("gitconfig");
+    fs::write(&global, format!("[guardctl]\n\tpolicy = {}\n", admin.display())).unwrap();
+    let r = run_with_global_config(&env, "alice", &global, &["plan", "stale-branches"]);
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("the policy allows at most 2 per plan"),
+        "{}",
+        r.stderr
+    );
+    let r = run_with_global_config(
+        &env,
+        "alice",
+        &global,
+        &["plan", "stale-branches", "--match", "a/*"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stdout
+            .contains("admin-policy.toml (git config guardctl.policy)"),
+        "{}",
+        r.stdout
+    );
+
+    // The repository's own config cannot point the planner at a policy of their choosing.
+    env.git(&["config", "guardctl.policy", admin.to_str().unwrap()]);
+    let r = plan(&env, "alice");
+    assert!(
+        r.stdout
+            .contains("refs/heads/main:.guardctl/policy.toml (committed)"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn the_policy_decides_who_may_execute() {
+    let env = teams_repo();
+    let policy = TEAMS_POLICY.replacen("version = 1\n", "version = 1\nexecutors = [\"team-a\"]\n", 1);
+    commit_policy(&env, &policy);
+    let r = env.run("alice", &["plan", "stale-branches"]);
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("does not allow alice@example.com as an executor"),
+        "{}",
+        r.stderr
+    );
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--executor", "bob@example.com"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+/// Re-sign plan.json as alice after `edit`: a planner forging their own plan.
+fn forge(env: &TestEnv, edit: impl Fn(&mut serde_json::Value)) {
+    let path = env.repo.join("plan.json");
+    let text = fs::read_to_string(&path).unwrap();
+    fs::write(&path, crate::plan_file::re_signed(env, &text, "alice", edit)).unwrap();
+}
+
+#[test]
+fn a_planner_cannot_drop_a_review_group_from_their_own_plan() {
+    let env = teams_repo();
+    plan(&env, "alice");
+    forge(&env, |p| {
+        p["review"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|g| g["name"] != "team-c");
+    });
+    approve(&env, "bob", &[]);
+    approve(&env, "carol", &["--group", "team-b"]);
+    let r = apply_expect(&env, 14);
+    assert!(
+        r.stderr
+            .contains("review groups do not follow the policy in force"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_planner_cannot_reroute_a_branch_by_misstating_its_author() {
+    let env = teams_repo();
+    plan(&env, "alice");
+    // c/one is claimed to be team A's, and the groups are made to match the claim.
+    forge(&env, |p| {
+        let affected = p["affected"].as_array_mut().unwrap();
+        let c = affected
+            .iter_mut()
+            .find(|a| a["ref"] == "refs/heads/c/one")
+            .unwrap();
+        c["author"]["email"] = "dev.teama@example.com".into();
+        let review = p["review"].as_array_mut().unwrap();
+        review.retain(|g| g["name"] != "team-c");
+        review[0]["refs"]
+            .as_array_mut()
+            .unwrap()
+            .push("refs/heads/c/one".into());
+        review[0]["resources"] = 3.into();
+    });
+    approve(&env, "bob", &[]);
+    approve(&env, "carol", &[]);
+    let r = apply_expect(&env, 10);
+    assert!(
+        r.stderr
+            .contains("refs/heads/c/one author: planned dev.teama@example.com, now dev.teamc@example.com"),
+        "{}",
+        r.stderr
+    );
+}
