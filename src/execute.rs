@@ -53,20 +53,24 @@ impl Executor<'_> {
     }
 
     /// Back up, mark consumed, delete in one compare-and-swap transaction, then finish.
-    pub fn apply(&self, id: &str, mut image: BeforeImage, key: &SigningKey) -> Result<Receipt> {
-        let backup_ref = image.refs.first().map(|r| r.backup.clone());
+    pub fn apply(
+        &self,
+        id: &str,
+        mut image: BeforeImage,
+        key: &SigningKey,
+        drift_check: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Receipt> {
+        let backup_ref = image.backup_ref.clone();
+        let mut backup = None;
         if backup_ref.is_some() {
             let tips: Vec<String> = image.refs.iter().map(|r| r.oid.clone()).collect();
             let message = format!("guardctl backup of plan {}", image.plan_id);
             let commit = self
                 .repo
                 .write_backup_commit(&tips, &message, image.created_at.unix_timestamp())?;
-            image.backup_commit = Some(commit);
+            image.backup_commit = Some(commit.oid.clone());
+            backup = Some(commit);
         }
-        self.store.write_before_image(id, &image)?;
-        self.step(id, "before-image-written")?;
-        self.store.mark_consumed(id)?;
-        self.step(id, "consumed")?;
         // The backup ref is created in the same all-or-nothing transaction as the deletions.
         let mut ops = Vec::new();
         if let (Some(refname), Some(oid)) = (backup_ref, image.backup_commit.clone()) {
@@ -76,7 +80,30 @@ impl Executor<'_> {
             refname: d.refname.clone(),
             old: d.oid.clone(),
         }));
-        if let Err(e) = self.transaction(id, &ops) {
+        // git locks every ref and checks its planned id while we check drift: the slow halves
+        // overlap, and the refs stay locked from the drift check until the commit. Until
+        // `commit` is sent, dropping the transaction (or dying) aborts it: nothing changes.
+        let pending = self
+            .repo
+            .begin_ref_transaction(&ops, &mut |pid| self.record_git(id, pid))?;
+        let prepared = match drift_check().and_then(|()| pending.prepared()) {
+            Ok(p) => p,
+            Err(e) => {
+                // Refused before anything durable: the transaction was aborted (and waited
+                // for), so its process id is of no use to a recovery, and nothing refers to
+                // the backup commit.
+                self.store.remove_file(id, "git.pid")?;
+                if let Some(b) = &backup {
+                    self.repo.discard_backup_commit(b)?;
+                }
+                return Err(e);
+            }
+        };
+        self.store.write_before_image(id, &image)?;
+        self.step(id, "before-image-written")?;
+        self.store.mark_consumed(id)?;
+        self.step(id, "consumed")?;
+        if let Err(e) = prepared.commit() {
             self.abort(id, &e)?;
             return Err(e);
         }
@@ -84,21 +111,29 @@ impl Executor<'_> {
         self.finish(id, &image, key)
     }
 
+    /// Where each of `refs` points now (absent: deleted).
+    fn targets(&self, refs: &[DeletedRef]) -> Result<std::collections::HashMap<String, git2::Oid>> {
+        self.repo.ref_targets(refs.iter().map(|r| r.refname.as_str()))
+    }
+
     /// The deleted tips the plan's backup ref keeps reachable.
     fn kept(&self, image: &BeforeImage) -> std::collections::HashSet<String> {
         image
-            .refs
-            .first()
-            .map(|r| self.repo.backed_up(&r.backup))
+            .backup_ref
+            .as_deref()
+            .map(|r| self.repo.backed_up(r))
             .unwrap_or_default()
     }
 
     /// Run a ref transaction, recording git's process id durably first: if we are killed,
     /// git may still be committing, and recovery must wait for it rather than guess.
     fn transaction(&self, id: &str, ops: &[RefOp]) -> Result<()> {
-        self.repo.ref_transaction_watched(ops, &mut |pid| {
-            self.store.write_file(id, "git.pid", pid.to_string().as_bytes())
-        })
+        self.repo
+            .ref_transaction_watched(ops, &mut |pid| self.record_git(id, pid))
+    }
+
+    fn record_git(&self, id: &str, pid: u32) -> Result<()> {
+        self.store.write_file(id, "git.pid", pid.to_string().as_bytes())
     }
 
     /// Wait (bounded) for a git transaction started by a process that died: until it exits,
@@ -146,6 +181,7 @@ impl Executor<'_> {
             key: crate::sign::sshsig::fingerprint(&key.public),
             approved_by: image.approved_by.clone(),
             applied_at: image.created_at,
+            backup: image.backup_ref.clone(),
             deleted: image.refs.clone(),
             config_removed: names.len(),
             verified: mismatches.is_empty(),
@@ -181,12 +217,17 @@ impl Executor<'_> {
     fn observe(&self, image: &BeforeImage, config_names: &[String]) -> Result<Vec<String>> {
         let mut out = Vec::new();
         let kept = self.kept(image);
+        let now = self.targets(&image.refs)?;
         for d in &image.refs {
-            if self.repo.ref_target(&d.refname).is_some() {
+            if now.contains_key(&d.refname) {
                 out.push(format!("{} still exists", d.refname));
             }
             if !kept.contains(&d.oid) {
-                out.push(format!("backup {} does not keep {}", d.backup, d.oid));
+                out.push(format!(
+                    "backup {} does not keep {}",
+                    image.backup_ref.as_deref().unwrap_or("(none)"),
+                    d.oid
+                ));
             }
         }
         let config = self.repo.branch_config()?;
@@ -214,14 +255,16 @@ impl Executor<'_> {
     pub fn rollback(&self, id: &str, image: &BeforeImage) -> Result<(usize, usize)> {
         let mut missing = Vec::new();
         let kept = self.kept(image);
+        let targets = self.targets(&image.refs)?;
         for r in &image.refs {
             if !kept.contains(&r.oid) {
-                return Err(
-                    Error::internal(format!("the backup {} is missing or moved", r.backup))
-                        .with_hint("it may have been removed by `guardctl gc` after its retention"),
-                );
+                return Err(Error::internal(format!(
+                    "the backup {} is missing or moved",
+                    image.backup_ref.as_deref().unwrap_or("(none)")
+                ))
+                .with_hint("it may have been removed by `guardctl gc` after its retention"));
             }
-            match self.repo.ref_target(&r.refname) {
+            match targets.get(&r.refname) {
                 None => missing.push(r.clone()),
                 Some(now) if now.to_string() == r.oid => {}
                 Some(now) => {
@@ -286,6 +329,9 @@ impl Executor<'_> {
         for id in self.store.plan_ids()? {
             let steps = self.store.journal_steps(&id)?;
             let Some(last) = steps.last().map(String::as_str) else {
+                // Killed while git held the refs for a transaction never committed: let that
+                // git finish aborting before anyone touches those refs again.
+                self.wait_for_orphaned_git(&id)?;
                 continue;
             };
             let outcome = match last {
@@ -318,17 +364,20 @@ impl Executor<'_> {
     /// An apply interrupted before or during its ref transaction: decide from the refs.
     fn recover_apply(&self, id: &str, key: Option<&SigningKey>) -> Result<String> {
         let image = self.image(id)?;
+        // A git started by the dead apply may still hold the refs' locks (it aborts once it
+        // sees the end of its input, or completes a commit it was sent): wait for it first.
+        self.wait_for_orphaned_git(id)?;
         if !self.store.is_consumed(id) {
             self.store.remove_file(id, "before-image.json")?;
             self.store.journal(id, "recovered-unstarted", self.now)?;
             return Ok("abandoned an apply interrupted before it began; nothing had changed".into());
         }
-        self.wait_for_orphaned_git(id)?;
-        self.check_locks(&image.refs)?;
+        self.check_locks(&image)?;
+        let targets = self.targets(&image.refs)?;
         let deleted = image
             .refs
             .iter()
-            .filter(|r| self.repo.ref_target(&r.refname).is_none())
+            .filter(|r| !targets.contains_key(&r.refname))
             .count();
         let kept = self.kept(&image);
         let backed = image.refs.iter().filter(|r| kept.contains(&r.oid)).count();
@@ -362,9 +411,10 @@ impl Executor<'_> {
             .read_file(id, "rollback.json")?
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
+        let targets = self.targets(&missing)?;
         let restored = missing
             .iter()
-            .filter(|r| self.repo.ref_target(&r.refname).is_some())
+            .filter(|r| targets.contains_key(&r.refname))
             .count();
         if restored == missing.len() {
             self.store.journal(id, "rollback-refs-restored", self.now)?;
@@ -376,13 +426,13 @@ impl Executor<'_> {
     }
 
     /// A `.lock` left by a killed git blocks every ref change: report it, never remove it.
-    fn check_locks(&self, refs: &[DeletedRef]) -> Result<()> {
+    fn check_locks(&self, image: &BeforeImage) -> Result<()> {
         let common = self.repo.common_dir();
         let mut candidates = vec![common.join("packed-refs.lock")];
-        for r in refs {
+        for r in &image.refs {
             candidates.push(common.join(format!("{}.lock", r.refname)));
         }
-        candidates.extend(refs.first().map(|r| common.join(format!("{}.lock", r.backup))));
+        candidates.extend(image.backup_ref.iter().map(|r| common.join(format!("{r}.lock"))));
         if let Some(lock) = candidates.into_iter().find(|p| p.exists()) {
             return Err(Error::new(
                 Kind::NeedsRecovery,

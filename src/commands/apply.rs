@@ -1,7 +1,8 @@
 //! `guardctl apply PLAN`: apply exactly the approved plan (CONTRACT.md §4). Checks in the
 //! contract's order, then under the repository lock: recover any interrupted apply, replay if
-//! consumed, drift, then the journaled sequence in `execute` (before-image, consumed marker,
-//! one compare-and-swap ref transaction, config removal, observation, signed receipt, audit).
+//! consumed, then the journaled sequence in `execute`: drift (checked while git locks the refs
+//! of the one compare-and-swap transaction), before-image, consumed marker, commit, config
+//! removal, observation, signed receipt, audit.
 
 use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
@@ -40,9 +41,6 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     if store.is_consumed(&id) {
         return replay(&store, &id, ui);
     }
-    crate::gate::drift(ctx, loaded).inspect_err(|e| record_refusal(&ex, e, &loaded.plan_id))?;
-
-    let ns = &plan.before_image.namespace;
     let image = BeforeImage {
         plan_id: loaded.plan_id.clone(),
         plan_hash: plan.plan_hash.clone(),
@@ -51,6 +49,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         approved_by: cleared.report.approved_by.clone(),
         created_at: ctx.now,
         retention_days: plan.before_image.retention_days,
+        backup_ref: (!plan.affected.is_empty()).then(|| format!("{}/{id}", plan.before_image.namespace)),
         backup_commit: None,
         refs: plan
             .affected
@@ -58,7 +57,6 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             .map(|a| DeletedRef {
                 refname: a.refname.clone(),
                 oid: a.oid.clone(),
-                backup: format!("{ns}/{id}"),
             })
             .collect(),
         config: plan
@@ -76,8 +74,9 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             })
             .collect(),
     };
+    let mut drift = || crate::gate::drift(ctx, loaded).map(|_| ());
     let receipt = ex
-        .apply(&id, image, &key)
+        .apply(&id, image, &key, &mut drift)
         .inspect_err(|e| record_refusal(&ex, e, &loaded.plan_id))?;
     drop(_lock);
     print_result(&store, &id, ui)?;

@@ -26,12 +26,12 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         }
         // Compare-and-swap: a backup ref that someone moved is left alone.
         let ops: Vec<RefOp> = image
-            .refs
-            .first()
+            .backup_ref
+            .as_ref()
             .zip(image.backup_commit.as_ref())
-            .filter(|(r, commit)| repo.ref_target(&r.backup).map(|o| o.to_string()).as_ref() == Some(*commit))
+            .filter(|(r, commit)| repo.ref_target(r).map(|o| o.to_string()).as_ref() == Some(*commit))
             .map(|(r, commit)| RefOp::Delete {
-                refname: r.backup.clone(),
+                refname: r.clone(),
                 old: commit.clone(),
             })
             .into_iter()

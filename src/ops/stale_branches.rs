@@ -385,6 +385,7 @@ pub fn recheck(
     let mut current = Vec::new();
     let mut observed = Vec::new();
     let mut fork_points = Vec::new();
+    let targets = repo.ref_targets(planned.iter().map(|a| a.refname.as_str()))?;
     for a in planned {
         let drift = |field: &str, planned: String, now: String| Drift {
             refname: a.refname.clone(),
@@ -392,7 +393,7 @@ pub fn recheck(
             planned,
             now,
         };
-        let Some(oid) = repo.ref_target(&a.refname) else {
+        let Some(&oid) = targets.get(&a.refname) else {
             drifts.push(drift("oid", a.oid.clone(), "(deleted)".into()));
             continue;
         };

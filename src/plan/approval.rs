@@ -49,6 +49,8 @@ pub struct Receipt {
     pub approved_by: Vec<String>,
     #[serde(with = "time::serde::rfc3339")]
     pub applied_at: OffsetDateTime,
+    /// The one backup ref keeping every deleted tip reachable (none when nothing was deleted).
+    pub backup: Option<String>,
     pub deleted: Vec<DeletedRef>,
     pub config_removed: usize,
     /// True when the observed effect equals the planned diff.
@@ -62,7 +64,6 @@ pub struct DeletedRef {
     #[serde(rename = "ref")]
     pub refname: String,
     pub oid: String,
-    pub backup: String,
 }
 
 #[cfg(test)]

@@ -19,20 +19,35 @@ pub fn human(r: &Receipt) -> String {
     let approvers: Vec<String> = r.approved_by.iter().map(|p| super::escape::safe(p)).collect();
     let _ = writeln!(s, "  approved   {}", approvers.join(", "));
     let _ = writeln!(s, "  applied    {}", super::view::rfc3339(r.applied_at));
-    for d in &r.deleted {
-        let short: String = d.oid.chars().take(12).collect();
+    if let Some(b) = &r.backup {
         let _ = writeln!(
             s,
-            "  - {} ({short}) -> backup {}",
-            super::escape::safe(&d.refname),
-            super::escape::safe(&d.backup)
+            "  backup     {} (keeps every deleted tip)",
+            super::escape::safe(b)
+        );
+    }
+    // Bounded, like `show`: the signed receipt lists every branch.
+    for d in r.deleted.iter().take(super::view::PAGE_SIZE) {
+        let short: String = d.oid.chars().take(12).collect();
+        let _ = writeln!(s, "  - {} ({short})", super::escape::safe(&d.refname));
+    }
+    if let Some(more) = r
+        .deleted
+        .len()
+        .checked_sub(super::view::PAGE_SIZE)
+        .filter(|n| *n > 0)
+    {
+        let _ = writeln!(
+            s,
+            "  ... and {more} more (every one is in the signed receipt: `guardctl --json apply` replays it)"
         );
     }
     if r.config_removed > 0 {
         let _ = writeln!(
             s,
-            "  removed the config sections of {} branches (kept in the before-image)",
-            r.config_removed
+            "  removed the config sections of {} {} (kept in the before-image)",
+            r.config_removed,
+            crate::plan::derive::plural(r.config_removed as u64, "branch", "branches")
         );
     }
     for m in &r.mismatches {

@@ -9,8 +9,10 @@
 
 use super::Repo;
 use crate::error::{Error, Kind, Result};
-use std::io::Write;
-use std::process::{Command, Stdio};
+use git2::Oid;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::thread::JoinHandle;
 
 #[derive(Debug, Clone)]
 pub enum RefOp {
@@ -40,6 +42,18 @@ impl Repo {
         ops: &[RefOp],
         spawned: &mut dyn FnMut(u32) -> Result<()>,
     ) -> Result<()> {
+        self.begin_ref_transaction(ops, spawned)?.prepared()?.commit()
+    }
+
+    /// Start a transaction and return at once, while git locks every ref and checks its old
+    /// value (the slow part: about 1.3 s of 1.9 s for 30,000 deletions). The caller can do
+    /// its own checks meanwhile, then `prepared()` and `commit()` or drop to abort: git
+    /// aborts a transaction whose input ends without `commit`, also when we are killed.
+    pub fn begin_ref_transaction(
+        &self,
+        ops: &[RefOp],
+        spawned: &mut dyn FnMut(u32) -> Result<()>,
+    ) -> Result<PendingTransaction> {
         let mut input = String::from("start\n");
         for op in ops {
             match op {
@@ -47,7 +61,7 @@ impl Repo {
                 RefOp::Delete { refname, old } => input += &format!("delete {refname} {old}\n"),
             }
         }
-        input += "prepare\ncommit\n";
+        input += "prepare\n";
         let mut child = self
             .git()
             .args(["-c", "core.fsync=committed,reference", "update-ref", "--stdin"])
@@ -61,40 +75,31 @@ impl Repo {
             let _ = child.wait();
             return Err(e);
         }
-        if let Some(mut stdin) = child.stdin.take() {
-            stdin.write_all(input.as_bytes())?;
-        }
-        let out = child.wait_with_output()?;
-        if out.status.success() {
-            return Ok(());
-        }
-        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        let safe = crate::render::escape::safe(&stderr);
-        if stderr.contains(".lock': File exists") || stderr.contains("Unable to create") {
-            return Err(Error::new(Kind::NeedsRecovery, "a ref is locked by another process; nothing was changed")
-                .caused_by(safe)
-                .with_hint("wait for the other git process; if none runs, a killed git left the .lock file named above: remove it by hand"));
-        }
-        if stderr.contains("but expected")
-            || stderr.contains("reference already exists")
-            || stderr.contains("unable to resolve reference")
-        {
-            return Err(Error::new(
-                Kind::Drift,
-                "a ref changed between the check and the deletion; nothing was changed",
-            )
-            .caused_by(safe)
-            .with_hint("re-run `guardctl plan`"));
-        }
-        Err(Error::internal("git update-ref failed; nothing was changed").caused_by(safe))
+        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::internal("cannot talk to git update-ref"));
+        };
+        // A thread feeds git, so a pipe full of commands never blocks the caller's checks.
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()).map(|()| stdin));
+        Ok(PendingTransaction {
+            child,
+            writer: Some(writer),
+            stdout: BufReader::new(stdout),
+        })
     }
-
     /// Write (but do not reference) one commit whose parents are `tips`: the backup of a plan.
     /// One object and one ref keep every tip reachable; one loose ref per deleted branch costs
     /// a file and an fsync each (measured: the dominant cost of apply at 10k branches).
-    pub fn write_backup_commit(&self, tips: &[String], message: &str, when: i64) -> Result<String> {
-        let empty_tree = self.hash_object("tree", b"")?;
-        let mut body = format!("tree {empty_tree}\n");
+    /// Its tree is the first tip's, so the commit is the only new object; `fresh` says whether
+    /// it is new, so an apply refused before it referenced the commit can take it back.
+    pub fn write_backup_commit(&self, tips: &[String], message: &str, when: i64) -> Result<BackupCommit> {
+        let first = tips
+            .first()
+            .and_then(|t| Oid::from_str(t).ok())
+            .ok_or_else(|| Error::internal("a backup commit needs at least one tip"))?;
+        let tree = self.git.find_commit(first)?.tree_id();
+        let mut body = format!("tree {tree}\n");
         let mut seen = std::collections::HashSet::new();
         for t in tips.iter().filter(|t| seen.insert(t.as_str())) {
             body += &format!("parent {t}\n");
@@ -102,7 +107,29 @@ impl Repo {
         body += &format!(
             "author guardctl <guardctl@localhost> {when} +0000\ncommitter guardctl <guardctl@localhost> {when} +0000\n\n{message}\n"
         );
-        self.hash_object("commit", body.as_bytes())
+        let expected = Oid::hash_object(git2::ObjectType::Commit, body.as_bytes())?;
+        let fresh = !self.git.odb()?.exists(expected);
+        let oid = self.hash_object("commit", body.as_bytes())?;
+        // Only trust `fresh` when git named the object we hashed (not so for SHA-256 repos).
+        let fresh = fresh && oid == expected.to_string();
+        Ok(BackupCommit { oid, fresh })
+    }
+
+    /// Remove the loose object of a backup commit this run wrote and never referenced (its
+    /// message names the plan, so nothing else can point at it): a refused apply leaves the
+    /// object store as it found it.
+    pub fn discard_backup_commit(&self, commit: &BackupCommit) -> Result<()> {
+        if !commit.fresh || commit.oid.len() < 3 {
+            return Ok(());
+        }
+        let (dir, file) = commit.oid.split_at(2);
+        let path = self.common_dir().join("objects").join(dir).join(file);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(Error::internal(format!("cannot remove {}", path.display())).caused_by(e))
+            }
+            _ => Ok(()),
+        }
     }
 
     fn hash_object(&self, kind: &str, content: &[u8]) -> Result<String> {
@@ -202,6 +229,114 @@ impl Repo {
         }
         Ok(())
     }
+}
+
+/// A plan's backup commit, and whether this run created it.
+#[derive(Debug, Clone)]
+pub struct BackupCommit {
+    pub oid: String,
+    pub fresh: bool,
+}
+
+/// A ref transaction handed to git and not yet committed. Dropped without `commit`, it is
+/// aborted: nothing changes.
+pub struct PendingTransaction {
+    child: Child,
+    writer: Option<JoinHandle<std::io::Result<ChildStdin>>>,
+    stdout: BufReader<ChildStdout>,
+}
+
+/// A transaction in which every ref is locked and its old value checked: until `commit` or
+/// drop, no other process can move those refs.
+pub struct PreparedTransaction {
+    // Declared first so it drops first: git must see the end of its input before the
+    // pending transaction's drop waits for git to exit.
+    stdin: ChildStdin,
+    pending: PendingTransaction,
+}
+
+impl PendingTransaction {
+    /// Wait until git has locked every ref and checked every old value; a compare-and-swap
+    /// failure is `drift`, a lock held elsewhere `needs_recovery`.
+    pub fn prepared(mut self) -> Result<PreparedTransaction> {
+        let stdin = match self.writer.take().map(JoinHandle::join) {
+            Some(Ok(Ok(stdin))) => Some(stdin),
+            _ => None,
+        };
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.stdout.read_line(&mut line)? == 0 {
+                return Err(self.failed());
+            }
+            if line.trim_end() == "prepare: ok" {
+                break;
+            }
+        }
+        match stdin {
+            Some(stdin) => Ok(PreparedTransaction { stdin, pending: self }),
+            None => Err(self.failed()),
+        }
+    }
+
+    /// Git ended without the answer we wanted: wait for it and say why.
+    fn failed(&mut self) -> Error {
+        drop(self.writer.take());
+        let mut stderr = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
+        }
+        let _ = self.child.wait();
+        update_ref_error(stderr.trim())
+    }
+}
+
+impl Drop for PendingTransaction {
+    fn drop(&mut self) {
+        // Our end of stdin closes with the writer; git then aborts the open transaction.
+        drop(self.writer.take());
+        let _ = self.child.wait();
+    }
+}
+
+impl PreparedTransaction {
+    pub fn commit(self) -> Result<()> {
+        let PreparedTransaction {
+            mut stdin,
+            mut pending,
+        } = self;
+        let sent = stdin.write_all(b"commit\n");
+        drop(stdin);
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut pending.stdout, &mut rest);
+        if sent.is_ok() && rest.lines().any(|l| l == "commit: ok") {
+            let _ = pending.child.wait();
+            return Ok(());
+        }
+        Err(pending.failed())
+    }
+}
+
+/// What a failed `git update-ref --stdin` means, from its message.
+fn update_ref_error(stderr: &str) -> Error {
+    let safe = crate::render::escape::safe(stderr);
+    if stderr.contains(".lock': File exists") || stderr.contains("Unable to create") {
+        return Error::new(Kind::NeedsRecovery, "a ref is locked by another process; nothing was changed")
+            .caused_by(safe)
+            .with_hint("wait for the other git process; if none runs, a killed git left the .lock file named above: remove it by hand");
+    }
+    if stderr.contains("but expected")
+        || stderr.contains("reference already exists")
+        || stderr.contains("unable to resolve reference")
+    {
+        return Error::new(
+            Kind::Drift,
+            "a ref changed between the check and the deletion; nothing was changed",
+        )
+        .caused_by(safe)
+        .with_hint("re-run `guardctl plan`");
+    }
+    Error::internal("git update-ref failed; nothing was changed").caused_by(safe)
 }
 
 /// `text` without the `[branch "<name>"]` sections whose name is in `drop`. Anything this does

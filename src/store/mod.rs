@@ -158,8 +158,10 @@ pub struct BeforeImage {
     pub created_at: time::OffsetDateTime,
     pub retention_days: u32,
     pub refs: Vec<crate::plan::approval::DeletedRef>,
-    /// One commit whose parents are every deleted tip: the backup ref (`refs[].backup`) points
-    /// at it, keeping them all reachable with one ref instead of one ref per branch.
+    /// `refs/guardctl/backup/<plan id>`: points at `backup_commit`, one commit whose parents
+    /// are every deleted tip, keeping them all reachable with one ref instead of one per
+    /// branch. `None` when nothing is deleted.
+    pub backup_ref: Option<String>,
     pub backup_commit: Option<String>,
     /// The `branch.<name>.*` entries removed with each branch, by branch name.
     pub config: Vec<(String, Vec<(String, String)>)>,
