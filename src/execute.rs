@@ -52,7 +52,8 @@ impl Executor<'_> {
         Ok(())
     }
 
-    /// Back up, mark consumed, delete in one compare-and-swap transaction, then finish.
+    /// Back up, check drift while git locks the refs, write the before-image, mark consumed,
+    /// commit the one compare-and-swap transaction, then finish.
     pub fn apply(
         &self,
         id: &str,
@@ -86,21 +87,29 @@ impl Executor<'_> {
         let pending = self
             .repo
             .begin_ref_transaction(&ops, &mut |pid| self.record_git(id, pid))?;
-        let prepared = match drift_check().and_then(|()| pending.prepared()) {
+        // The before-image is written while git still works on the locks; it is only a
+        // promise until the plan is marked consumed, and is taken back on a refusal.
+        let prepared = drift_check()
+            .and_then(|()| {
+                self.store.write_before_image(id, &image)?;
+                self.step(id, "before-image-written")
+            })
+            .and_then(|()| pending.prepared());
+        let prepared = match prepared {
             Ok(p) => p,
             Err(e) => {
                 // Refused before anything durable: the transaction was aborted (and waited
-                // for), so its process id is of no use to a recovery, and nothing refers to
-                // the backup commit.
+                // for), so nothing refers to the backup commit, and neither git's process id
+                // nor a before-image is of use to a recovery (which ignores a refused step).
                 self.store.remove_file(id, "git.pid")?;
+                self.store.remove_file(id, "before-image.json")?;
+                self.store.journal(id, "refused", self.now)?;
                 if let Some(b) = &backup {
                     self.repo.discard_backup_commit(b)?;
                 }
                 return Err(e);
             }
         };
-        self.store.write_before_image(id, &image)?;
-        self.step(id, "before-image-written")?;
         self.store.mark_consumed(id)?;
         self.step(id, "consumed")?;
         if let Err(e) = prepared.commit() {

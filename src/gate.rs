@@ -15,6 +15,7 @@ use crate::render::escape::safe;
 use crate::render::view::{ApprovalsView, PolicyView};
 use crate::sign::{AllowedSigners, SigningKey, dsse};
 use serde_json::json;
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// What `verify` and `apply` act on: a plan file and any detached approvals.
@@ -263,6 +264,20 @@ fn not_counted(principal: &str, why: Ignored) -> String {
 /// Recompute the plan hash from the current state of every affected resource; any difference
 /// is `drift`, naming each drifted resource with planned vs now.
 pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<Vec<Affected>> {
+    drift_at(ctx, loaded, &planned_targets(ctx, loaded)?)
+}
+
+/// Where every planned ref points now (absent: deleted).
+pub fn planned_targets(ctx: &Ctx, loaded: &Loaded) -> Result<HashMap<String, git2::Oid>> {
+    let affected = &loaded.plan.affected;
+    ctx.repo()?
+        .ref_targets(affected.iter().map(|a| a.refname.as_str()))
+}
+
+/// `drift`, with the planned refs' targets read earlier: `apply` reads them before git starts
+/// locking those refs (reading a directory while git creates lock files in it slows both);
+/// git's compare-and-swap then guarantees they have not moved since.
+pub fn drift_at(ctx: &Ctx, loaded: &Loaded, targets: &HashMap<String, git2::Oid>) -> Result<Vec<Affected>> {
     let repo = ctx.repo()?;
     let plan = &loaded.plan;
     let Operation::StaleBranches(inputs) = &plan.operation;
@@ -276,7 +291,8 @@ pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<Vec<Affected>> {
         )
         .with_hint("re-run `guardctl plan`"));
     };
-    let (current, drifts) = stale_branches::recheck(repo, inputs, &plan.affected, base_oid, ctx.now)?;
+    let (current, drifts) =
+        stale_branches::recheck(repo, inputs, &plan.affected, targets, base_oid, ctx.now)?;
     let recomputed = plan_hash(&plan.repository, &plan.operation, &plan.policy_hash, &current);
     if drifts.is_empty() && recomputed == plan.plan_hash {
         return Ok(current);

@@ -104,8 +104,18 @@ impl Ui {
         if !self.stderr_is_terminal() {
             return None;
         }
-        let pb = indicatif::ProgressBar::new_spinner().with_message(message.to_string());
+        // Hidden for the first second: most runs end before, and a flash of spinner is noise.
+        let pb = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden())
+            .with_style(indicatif::ProgressStyle::default_spinner())
+            .with_message(message.to_string());
         pb.enable_steady_tick(std::time::Duration::from_millis(120));
+        let later = pb.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(1));
+            if !later.is_finished() {
+                later.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            }
+        });
         Some(pb)
     }
 

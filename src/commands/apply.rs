@@ -74,7 +74,8 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             })
             .collect(),
     };
-    let mut drift = || crate::gate::drift(ctx, loaded).map(|_| ());
+    let targets = crate::gate::planned_targets(ctx, loaded)?;
+    let mut drift = || crate::gate::drift_at(ctx, loaded, &targets).map(|_| ());
     let receipt = ex
         .apply(&id, image, &key, &mut drift)
         .inspect_err(|e| record_refusal(&ex, e, &loaded.plan_id))?;

@@ -374,6 +374,7 @@ pub fn recheck(
     repo: &Repo,
     inputs: &StaleBranchesInputs,
     planned: &[Affected],
+    targets: &HashMap<String, git2::Oid>,
     base_oid: git2::Oid,
     now: OffsetDateTime,
 ) -> Result<(Vec<Affected>, Vec<Drift>)> {
@@ -385,7 +386,6 @@ pub fn recheck(
     let mut current = Vec::new();
     let mut observed = Vec::new();
     let mut fork_points = Vec::new();
-    let targets = repo.ref_targets(planned.iter().map(|a| a.refname.as_str()))?;
     for a in planned {
         let drift = |field: &str, planned: String, now: String| Drift {
             refname: a.refname.clone(),

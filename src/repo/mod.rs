@@ -278,33 +278,33 @@ impl Repo {
     /// repository can change. Read with git itself, so GIT_CONFIG_GLOBAL/SYSTEM/NOSYSTEM and
     /// plain includes behave exactly as for git.
     pub fn admin_config(&self, key: &str) -> Result<Option<String>> {
-        // Global overrides system. Run outside the repository: inside, git would parse the
-        // repository's own config first (megabytes with 50,000 `[branch]` sections) for a value
-        // it must not use anyway. (So `includeIf "gitdir:..."` does not apply here.)
-        for scope in ["--global", "--system"] {
-            let out = std::process::Command::new("git")
-                .current_dir("/")
-                .env_remove("GIT_DIR")
-                .env_remove("GIT_WORK_TREE")
-                .args(["config", "--includes", scope, "--get-all", key])
-                .stdin(std::process::Stdio::null())
-                .output()
-                .map_err(|e| Error::internal("cannot run git config").caused_by(e))?;
-            match out.status.code() {
-                Some(0) => {
-                    let text = String::from_utf8_lossy(&out.stdout);
-                    return Ok(text.lines().next_back().map(str::to_string));
-                }
-                Some(1) => continue,
-                _ => {
-                    return Err(
-                        Error::internal(format!("git config {scope} --get-all {key} failed"))
-                            .caused_by(String::from_utf8_lossy(&out.stderr).trim().to_string()),
-                    );
-                }
+        // Run outside the repository: inside, git would parse the repository's own config
+        // first (megabytes with 50,000 `[branch]` sections) for a value it must not use
+        // anyway. (So `includeIf "gitdir:..."` does not apply here.)
+        let out = std::process::Command::new("git")
+            .current_dir("/")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .args(["config", "--includes", "--show-scope", "--get-all", key])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| Error::internal("cannot run git config").caused_by(e))?;
+        match out.status.code() {
+            Some(0) => {}
+            Some(1) => return Ok(None),
+            _ => {
+                return Err(Error::internal(format!("git config --get-all {key} failed"))
+                    .caused_by(String::from_utf8_lossy(&out.stderr).trim().to_string()));
             }
         }
-        Ok(None)
+        // Later lines override earlier ones (global after system); `-c` and
+        // GIT_CONFIG_PARAMETERS ("command" scope) are whoever runs guardctl, not an administrator.
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .filter(|(scope, _)| matches!(*scope, "system" | "global"))
+            .map(|(_, v)| v.to_string())
+            .next_back())
     }
 
     pub fn commit_facts(&self, oid: Oid) -> Result<CommitFacts> {

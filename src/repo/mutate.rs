@@ -135,7 +135,17 @@ impl Repo {
     fn hash_object(&self, kind: &str, content: &[u8]) -> Result<String> {
         let mut child = self
             .git()
-            .args(["hash-object", "-t", kind, "-w", "--stdin"])
+            // Loose objects are not fsynced by default; the backup commit must be durable
+            // before the ref that points at it is committed.
+            .args([
+                "-c",
+                "core.fsync=committed,reference",
+                "hash-object",
+                "-t",
+                kind,
+                "-w",
+                "--stdin",
+            ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
