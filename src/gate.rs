@@ -7,8 +7,8 @@ use crate::error::{Error, Kind, Result};
 use crate::ops::stale_branches::{self, Drift};
 use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE, Approval};
 use crate::plan::envelope::{APPROVAL_PAYLOAD_TYPE, Envelope, PLAN_NAMESPACE};
-use crate::plan::hash::plan_hash;
-use crate::plan::model::{Affected, Operation, Plan};
+use crate::plan::hash::{ResourceState, plan_hash_of};
+use crate::plan::model::{Operation, Plan};
 use crate::planfile::Loaded;
 use crate::policy::{ApprovalReport, CheckedApproval, GateInput, GroupStatus, Ignored, Policy, Refusal};
 use crate::render::escape::safe;
@@ -152,6 +152,10 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
     })
     .map_err(|r| refusal(r, &loaded))?;
     let executor = applying_principals.and_then(|_| loaded.plan.executor.principal.clone());
+    // Verified and parsed: `verify` and `apply` never write the plan file back, so its
+    // encoded payload (tens of megabytes for a 50,000-branch plan) can go.
+    let mut loaded = loaded;
+    loaded.file.payload = String::new();
     Ok(Cleared {
         loaded,
         report,
@@ -263,7 +267,7 @@ fn not_counted(principal: &str, why: Ignored) -> String {
 
 /// Recompute the plan hash from the current state of every affected resource; any difference
 /// is `drift`, naming each drifted resource with planned vs now.
-pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<Vec<Affected>> {
+pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
     drift_at(ctx, loaded, &planned_targets(ctx, loaded)?)
 }
 
@@ -277,7 +281,7 @@ pub fn planned_targets(ctx: &Ctx, loaded: &Loaded) -> Result<HashMap<String, git
 /// `drift`, with the planned refs' targets read earlier: `apply` reads them before git starts
 /// locking those refs (reading a directory while git creates lock files in it slows both);
 /// git's compare-and-swap then guarantees they have not moved since.
-pub fn drift_at(ctx: &Ctx, loaded: &Loaded, targets: &HashMap<String, git2::Oid>) -> Result<Vec<Affected>> {
+pub fn drift_at(ctx: &Ctx, loaded: &Loaded, targets: &HashMap<String, git2::Oid>) -> Result<()> {
     let repo = ctx.repo()?;
     let plan = &loaded.plan;
     let Operation::StaleBranches(inputs) = &plan.operation;
@@ -293,9 +297,20 @@ pub fn drift_at(ctx: &Ctx, loaded: &Loaded, targets: &HashMap<String, git2::Oid>
     };
     let (current, drifts) =
         stale_branches::recheck(repo, inputs, &plan.affected, targets, base_oid, ctx.now)?;
-    let recomputed = plan_hash(&plan.repository, &plan.operation, &plan.policy_hash, &current);
+    let oids: HashMap<&str, &str> = plan
+        .affected
+        .iter()
+        .map(|a| (a.refname.as_str(), a.oid.as_str()))
+        .collect();
+    let states = current.iter().map(|c| ResourceState {
+        refname: &c.refname,
+        oid: oids.get(c.refname.as_str()).copied().unwrap_or_default(),
+        reasons: &c.reasons,
+        config: &c.config,
+    });
+    let recomputed = plan_hash_of(&plan.repository, &plan.operation, &plan.policy_hash, states);
     if drifts.is_empty() && recomputed == plan.plan_hash {
-        return Ok(current);
+        return Ok(());
     }
     Err(drift_error(&drifts))
 }

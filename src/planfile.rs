@@ -47,31 +47,43 @@ pub fn read_untrusted(path: &Path) -> Result<Vec<u8>> {
 }
 
 pub fn load(path: &Path) -> Result<Loaded> {
-    parse(path, &read_untrusted(path)?)
+    // The raw bytes go as soon as they are parsed: at 50,000 branches every copy of a plan
+    // costs tens of megabytes.
+    let file = plan_file(path, &read_untrusted(path)?)?;
+    from_file(path, file)
 }
 
 /// Verify and parse plan file bytes (`path` only names the file in messages).
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded> {
-    let file = envelope::parse_plan_file(bytes)
-        .map_err(|e| invalid(path, format!("not a guardctl plan file ({e})")))?;
-    let env = file.envelope();
+    from_file(path, plan_file(path, bytes)?)
+}
+
+fn plan_file(path: &Path, bytes: &[u8]) -> Result<PlanFile> {
+    envelope::parse_plan_file(bytes).map_err(|e| invalid(path, format!("not a guardctl plan file ({e})")))
+}
+
+fn from_file(path: &Path, file: PlanFile) -> Result<Loaded> {
+    let bad_envelope = |e: dsse::EnvelopeError| invalid(path, format!("plan envelope: {e}"));
+    if file.payload_type != PLAN_PAYLOAD_TYPE {
+        return Err(bad_envelope(dsse::EnvelopeError::PayloadType(
+            crate::render::escape::safe(&file.payload_type),
+        )));
+    }
+    let payload = envelope::decode_payload(&file.payload)
+        .map_err(|e| bad_envelope(dsse::EnvelopeError::Base64(e.to_string())))?;
     // Parse the payload on a second core while the signature is checked (a 50,000-branch plan
     // is 15 MB); the parse is used only once the signature has verified.
     let (verified, parsed) = std::thread::scope(|s| {
-        let parse = s.spawn(|| {
-            envelope::decode_payload(&env.payload)
-                .ok()
-                .map(|p| (plan::parse_payload(&p), envelope::sha256_id(&p)))
-        });
-        let verified = dsse::verify(&env, PLAN_PAYLOAD_TYPE, PLAN_NAMESPACE);
+        let parse = s.spawn(|| (plan::parse_payload(&payload), envelope::sha256_id(&payload)));
+        let verified = dsse::verify_decoded(&file.payload_type, &file.signatures, &payload, PLAN_NAMESPACE);
         (verified, parse.join())
     });
-    let v = verified.map_err(|e| invalid(path, format!("plan envelope: {e}")))?;
-    let Ok(Some((plan, plan_id))) = parsed else {
+    let (signer, fingerprint) = verified.map_err(bad_envelope)?;
+    let Ok((plan, plan_id)) = parsed else {
         return Err(Error::internal("cannot parse the plan payload"));
     };
     let plan = plan.map_err(|e| invalid(path, e.to_string()))?;
-    if plan.planner.key.as_deref() != Some(v.fingerprint.as_str()) {
+    if plan.planner.key.as_deref() != Some(fingerprint.as_str()) {
         return Err(invalid(
             path,
             "plan names a different planner key than the one that signed it",
@@ -81,7 +93,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded> {
         plan_id,
         file,
         plan,
-        signer: v.signer,
+        signer,
     })
 }
 

@@ -370,6 +370,14 @@ pub struct Drift {
 /// Re-observe the planned branches: the resources as they are now (same shape as planned, so
 /// the plan hash can be recomputed) and every difference that matters. A base that moved
 /// forward is not a difference; a planned reason that no longer holds is.
+/// What the drift check re-observed of a planned resource that still exists at its planned
+/// id: the planned reasons that still hold, and its config now.
+pub struct Current {
+    pub refname: String,
+    pub reasons: Vec<Criterion>,
+    pub config: Vec<ConfigEntry>,
+}
+
 pub fn recheck(
     repo: &Repo,
     inputs: &StaleBranchesInputs,
@@ -377,7 +385,7 @@ pub fn recheck(
     targets: &HashMap<String, git2::Oid>,
     base_oid: git2::Oid,
     now: OffsetDateTime,
-) -> Result<(Vec<Affected>, Vec<Drift>)> {
+) -> Result<(Vec<Current>, Vec<Drift>)> {
     let want_squash = planned
         .iter()
         .any(|a| a.reasons.contains(&Criterion::SquashMerged));
@@ -470,10 +478,10 @@ pub fn recheck(
                 });
             }
         }
-        current.push(Affected {
+        current.push(Current {
+            refname: a.refname.clone(),
             reasons,
             config: o.config.clone(),
-            ..(*a).clone()
         });
     }
     Ok((current, drifts))

@@ -7,7 +7,6 @@
 //! forward is not drift; a base rewinding past a merged branch removes its `merged` reason
 //! and so changes the hash.
 
-use super::envelope::sha256_id;
 use super::model::{Affected, ConfigEntry, Criterion, Operation};
 use serde::Serialize;
 
@@ -20,13 +19,25 @@ struct HashInput<'a> {
     resources: Vec<ResourceState<'a>>,
 }
 
+/// What the hash covers of one affected resource.
 #[derive(Serialize)]
-struct ResourceState<'a> {
+pub struct ResourceState<'a> {
     #[serde(rename = "ref")]
-    refname: &'a str,
-    oid: &'a str,
-    reasons: &'a [Criterion],
-    config: &'a [ConfigEntry],
+    pub refname: &'a str,
+    pub oid: &'a str,
+    pub reasons: &'a [Criterion],
+    pub config: &'a [ConfigEntry],
+}
+
+impl<'a> From<&'a Affected> for ResourceState<'a> {
+    fn from(a: &'a Affected) -> Self {
+        ResourceState {
+            refname: &a.refname,
+            oid: &a.oid,
+            reasons: &a.reasons,
+            config: &a.config,
+        }
+    }
 }
 
 pub fn plan_hash(
@@ -35,15 +46,23 @@ pub fn plan_hash(
     policy_hash: &str,
     affected: &[Affected],
 ) -> String {
-    let mut resources: Vec<ResourceState> = affected
-        .iter()
-        .map(|a| ResourceState {
-            refname: &a.refname,
-            oid: &a.oid,
-            reasons: &a.reasons,
-            config: &a.config,
-        })
-        .collect();
+    plan_hash_of(
+        repository,
+        operation,
+        policy_hash,
+        affected.iter().map(ResourceState::from),
+    )
+}
+
+/// `plan_hash` over resource states built by the caller (the drift check re-observes reasons
+/// and config without copying every other fact of every resource).
+pub fn plan_hash_of<'a>(
+    repository: &str,
+    operation: &Operation,
+    policy_hash: &str,
+    resources: impl Iterator<Item = ResourceState<'a>>,
+) -> String {
+    let mut resources: Vec<ResourceState> = resources.collect();
     resources.sort_by(|a, b| a.refname.cmp(b.refname));
     let input = HashInput {
         format_version: super::model::FORMAT_VERSION,
@@ -52,9 +71,11 @@ pub fn plan_hash(
         policy_hash,
         resources,
     };
-    // Serialising plain structs of strings cannot fail.
-    let bytes = serde_json::to_vec(&input).unwrap_or_default();
-    sha256_id(&bytes)
+    // Streamed into the hasher: at 50,000 branches the serialisation is megabytes.
+    // Serialising plain structs of strings into a hasher cannot fail.
+    let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+    let _ = serde_json::to_writer(&mut hasher, &input);
+    format!("sha256:{}", super::envelope::hex(&sha2::Digest::finalize(hasher)))
 }
 
 #[cfg(test)]

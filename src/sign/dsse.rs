@@ -52,17 +52,29 @@ pub fn verify(env: &Envelope, payload_type: &str, namespace: &str) -> Result<Ver
         )));
     }
     let payload = envelope::decode_payload(&env.payload).map_err(|e| EnvelopeError::Base64(e.to_string()))?;
-    let [Signature { keyid, sig }] = env.signatures.as_slice() else {
-        return Err(EnvelopeError::SignatureCount(env.signatures.len()));
-    };
-    let signer = sshsig::verify(sig, namespace, &envelope::pae(&env.payload_type, &payload))?;
-    let fingerprint = sshsig::fingerprint(&signer);
-    if *keyid != fingerprint {
-        return Err(EnvelopeError::KeyId);
-    }
+    let (signer, fingerprint) = verify_decoded(&env.payload_type, &env.signatures, &payload, namespace)?;
     Ok(Verified {
         payload,
         signer,
         fingerprint,
     })
+}
+
+/// The signature check of `verify`, over an already decoded payload (the caller checked the
+/// payload type), so a large plan's payload is decoded once and never copied.
+pub fn verify_decoded(
+    payload_type: &str,
+    signatures: &[Signature],
+    payload: &[u8],
+    namespace: &str,
+) -> Result<(PublicKey, String), EnvelopeError> {
+    let [Signature { keyid, sig }] = signatures else {
+        return Err(EnvelopeError::SignatureCount(signatures.len()));
+    };
+    let signer = sshsig::verify(sig, namespace, &envelope::pae(payload_type, payload))?;
+    let fingerprint = sshsig::fingerprint(&signer);
+    if *keyid != fingerprint {
+        return Err(EnvelopeError::KeyId);
+    }
+    Ok((signer, fingerprint))
 }
