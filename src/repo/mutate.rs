@@ -4,7 +4,9 @@
 //! (`delete <ref> <old>`, `create <ref> <new>` which requires absence), all or nothing, one
 //! packed-refs rewrite, run with `core.fsync` for refs. libgit2 is not used for this: its
 //! transaction has no compare-and-swap and a failed delete still drops the reflog.
-//! Config sections go through `git config`, which takes git's own config lock.
+//! `apply` hands git the transaction first and commits it only after its own checks, so the
+//! refs stay locked in between. Config sections are removed in one rewrite of the config
+//! file under git's own `config.lock`. The backup commit is written with `git hash-object`.
 //! A `.lock` file left by a killed git is reported, never removed.
 
 use super::Repo;
@@ -88,6 +90,7 @@ impl Repo {
             stdout: BufReader::new(stdout),
         })
     }
+
     /// Write (but do not reference) one commit whose parents are `tips`: the backup of a plan.
     /// One object and one ref keep every tip reachable; one loose ref per deleted branch costs
     /// a file and an fsync each (measured: the dominant cost of apply at 10k branches).
