@@ -84,7 +84,8 @@ impl Ui {
                 inner: Box::new(io::stdout().lock()),
                 broken: false,
             },
-            stderr: Box::new(io::stderr().lock()),
+            // Not locked for the whole run: the spinner draws from its own thread.
+            stderr: Box::new(io::stderr()),
         }
     }
 
@@ -108,12 +109,12 @@ impl Ui {
         let pb = indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::hidden())
             .with_style(indicatif::ProgressStyle::default_spinner())
             .with_message(message.to_string());
-        pb.enable_steady_tick(std::time::Duration::from_millis(120));
         let later = pb.clone();
         std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_secs(1));
             if !later.is_finished() {
                 later.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                later.enable_steady_tick(std::time::Duration::from_millis(120));
             }
         });
         Some(pb)
