@@ -1,6 +1,7 @@
-//! Completions in `completions/` and man pages in `man/` are generated from the clap
-//! definition; this test fails when they are stale. Regenerate with
-//! `GUARDCTL_BLESS=1 cargo test --features test-hooks docs`.
+//! Documentation that must match the code. Completions in `completions/` and man pages in
+//! `man/` are generated from the clap definition; a test fails when they are stale
+//! (regenerate with `GUARDCTL_BLESS=1 cargo test --features test-hooks docs`). The README's
+//! policy example must be a valid policy.
 
 use clap_complete::Shell;
 use std::path::{Path, PathBuf};
@@ -74,4 +75,19 @@ fn completions_command_prints_the_shipped_completions() {
     let shipped =
         std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("completions/guardctl.bash")).unwrap();
     assert_eq!(out.stdout, shipped);
+}
+
+/// The policy example in the README's Policy section is a valid policy, so the schema the
+/// README documents and the one guardctl reads cannot drift apart unnoticed.
+#[test]
+fn readme_policy_example_parses() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = &readme[readme.find("\n## Policy\n").expect("a Policy section")..];
+    let start = section.find("```toml\n").expect("a toml example") + "```toml\n".len();
+    let example = &section[start..start + section[start..].find("```").unwrap()];
+    let policy = guardctl::policy::file::parse(example).unwrap_or_else(|e| panic!("README policy: {e}"));
+    let routes: Vec<&str> = policy.routes.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(routes, vec!["team-a", "release"]);
+    assert_eq!(policy.bulk.approvals.map(|b| b.required), Some(2));
+    assert_eq!(policy.executors, vec!["ci"]);
 }
