@@ -61,32 +61,43 @@ impl Executor<'_> {
         key: &SigningKey,
         drift_check: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Receipt> {
-        let backup_ref = image.backup_ref.clone();
-        let mut backup = None;
-        if backup_ref.is_some() {
-            let tips: Vec<String> = image.refs.iter().map(|r| r.oid.clone()).collect();
-            let message = format!("guardctl backup of plan {}", image.plan_id);
-            let commit = self
-                .repo
-                .write_backup_commit(&tips, &message, image.created_at.unix_timestamp())?;
-            image.backup_commit = Some(commit.oid.clone());
-            backup = Some(commit);
-        }
-        // The backup ref is created in the same all-or-nothing transaction as the deletions.
-        let mut ops = Vec::new();
-        if let (Some(refname), Some(oid)) = (backup_ref, image.backup_commit.clone()) {
-            ops.push(RefOp::Create { refname, oid });
-        }
-        ops.extend(image.refs.iter().map(|d| RefOp::Delete {
-            refname: d.refname.clone(),
-            old: d.oid.clone(),
-        }));
+        let ops: Vec<RefOp> = image
+            .refs
+            .iter()
+            .map(|d| RefOp::Delete {
+                refname: d.refname.clone(),
+                old: d.oid.clone(),
+            })
+            .collect();
         // git locks every ref and checks its planned id while we check drift: the slow halves
         // overlap, and the refs stay locked from the drift check until the commit. Until
         // `commit` is sent, dropping the transaction (or dying) aborts it: nothing changes.
-        let pending = self
-            .repo
-            .begin_ref_transaction(&ops, &mut |pid| self.record_git(id, pid))?;
+        // The backup ref is created in the same all-or-nothing transaction; its commit object
+        // is written while git reads the deletions, and its `create` goes in last.
+        let (last, backup_op) = std::sync::mpsc::channel();
+        let pending = self.repo.begin_ref_transaction(
+            &ops,
+            image.backup_ref.is_some().then_some(backup_op),
+            &mut |pid| self.record_git(id, pid),
+        )?;
+        let mut backup = None;
+        if let Some(refname) = image.backup_ref.clone() {
+            let tips: Vec<String> = image.refs.iter().map(|r| r.oid.clone()).collect();
+            let message = format!("guardctl backup of plan {}", image.plan_id);
+            let written = self
+                .repo
+                .write_backup_commit(&tips, &message, image.created_at.unix_timestamp());
+            let op = written.as_ref().ok().map(|c| RefOp::Create {
+                refname,
+                oid: c.oid.clone(),
+            });
+            // Sent before anything else can fail: git's feeder waits for exactly this message
+            // (`None` makes it end git's input, which aborts the transaction).
+            let _ = last.send(op);
+            let commit = written?;
+            image.backup_commit = Some(commit.oid.clone());
+            backup = Some(commit);
+        }
         // The before-image is written while git still works on the locks; it is only a
         // promise until the plan is marked consumed, and is taken back on a refusal.
         let prepared = drift_check()
@@ -198,19 +209,24 @@ impl Executor<'_> {
         };
         let payload = serde_json::to_vec(&receipt)
             .map_err(|e| Error::internal("cannot encode the receipt").caused_by(e))?;
-        let envelope = dsse::sign(RECEIPT_PAYLOAD_TYPE, APPLY_NAMESPACE, &payload, key)
-            .map_err(|e| Error::internal("applied, but cannot sign the receipt").caused_by(e))?;
+        // ssh-keygen signs while the human result, which needs no signature, is written.
+        let (signed, human) = std::thread::scope(|s| {
+            let human = s.spawn(|| {
+                let text = crate::render::receipt::human(&receipt);
+                self.store.write_file(id, "result.txt", text.as_bytes())
+            });
+            let signed = dsse::sign(RECEIPT_PAYLOAD_TYPE, APPLY_NAMESPACE, &payload, key);
+            (signed, human.join())
+        });
+        let envelope =
+            signed.map_err(|e| Error::internal("applied, but cannot sign the receipt").caused_by(e))?;
+        human.map_err(|_| Error::internal("cannot write the result"))??;
         let pretty = serde_json::to_vec_pretty(&envelope).unwrap_or_default();
         self.store.write_file(id, "receipt.json", &pretty)?;
         self.store.write_file(
             id,
             "result.json",
             crate::render::receipt::json(&receipt, &envelope).as_bytes(),
-        )?;
-        self.store.write_file(
-            id,
-            "result.txt",
-            crate::render::receipt::human(&receipt).as_bytes(),
         )?;
         self.step(id, "done")?;
         let detail = format!(

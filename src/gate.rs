@@ -268,22 +268,9 @@ fn not_counted(principal: &str, why: Ignored) -> String {
 /// Recompute the plan hash from the current state of every affected resource; any difference
 /// is `drift`, naming each drifted resource with planned vs now.
 pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
-    drift_at(ctx, loaded, &planned_targets(ctx, loaded)?)
-}
-
-/// Where every planned ref points now (absent: deleted).
-pub fn planned_targets(ctx: &Ctx, loaded: &Loaded) -> Result<HashMap<String, git2::Oid>> {
-    let affected = &loaded.plan.affected;
-    ctx.repo()?
-        .ref_targets(affected.iter().map(|a| a.refname.as_str()))
-}
-
-/// `drift`, with the planned refs' targets read earlier: `apply` reads them before git starts
-/// locking those refs (reading a directory while git creates lock files in it slows both);
-/// git's compare-and-swap then guarantees they have not moved since.
-pub fn drift_at(ctx: &Ctx, loaded: &Loaded, targets: &HashMap<String, git2::Oid>) -> Result<()> {
     let repo = ctx.repo()?;
     let plan = &loaded.plan;
+    let targets = repo.ref_targets(plan.affected.iter().map(|a| a.refname.as_str()))?;
     let Operation::StaleBranches(inputs) = &plan.operation;
     let Some(base_oid) = repo
         .ref_target(&inputs.base)
@@ -296,7 +283,7 @@ pub fn drift_at(ctx: &Ctx, loaded: &Loaded, targets: &HashMap<String, git2::Oid>
         .with_hint("re-run `guardctl plan`"));
     };
     let (current, drifts) =
-        stale_branches::recheck(repo, inputs, &plan.affected, targets, base_oid, ctx.now)?;
+        stale_branches::recheck(repo, inputs, &plan.affected, &targets, base_oid, ctx.now)?;
     let oids: HashMap<&str, &str> = plan
         .affected
         .iter()

@@ -74,8 +74,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             })
             .collect(),
     };
-    let targets = crate::gate::planned_targets(ctx, loaded)?;
-    let mut drift = || crate::gate::drift_at(ctx, loaded, &targets);
+    let mut drift = || crate::gate::drift(ctx, loaded);
     let receipt = ex
         .apply(&id, image, &key, &mut drift)
         .inspect_err(|e| record_refusal(&ex, e, &loaded.plan_id))?;

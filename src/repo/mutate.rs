@@ -14,6 +14,7 @@ use crate::error::{Error, Kind, Result};
 use git2::Oid;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
 #[derive(Debug, Clone)]
@@ -44,26 +45,27 @@ impl Repo {
         ops: &[RefOp],
         spawned: &mut dyn FnMut(u32) -> Result<()>,
     ) -> Result<()> {
-        self.begin_ref_transaction(ops, spawned)?.prepared()?.commit()
+        self.begin_ref_transaction(ops, None, spawned)?
+            .prepared()?
+            .commit()
     }
 
     /// Start a transaction and return at once, while git locks every ref and checks its old
     /// value (the slow part: about 1.3 s of 1.9 s for 30,000 deletions). The caller can do
     /// its own checks meanwhile, then `prepared()` and `commit()` or drop to abort: git
     /// aborts a transaction whose input ends without `commit`, also when we are killed.
+    /// `last`, when given, delivers one more op that is still being made (the backup ref's
+    /// commit object is written while git reads the deletions); `None` on it aborts.
     pub fn begin_ref_transaction(
         &self,
         ops: &[RefOp],
+        last: Option<Receiver<Option<RefOp>>>,
         spawned: &mut dyn FnMut(u32) -> Result<()>,
     ) -> Result<PendingTransaction> {
         let mut input = String::from("start\n");
         for op in ops {
-            match op {
-                RefOp::Create { refname, oid } => input += &format!("create {refname} {oid}\n"),
-                RefOp::Delete { refname, old } => input += &format!("delete {refname} {old}\n"),
-            }
+            input += &op_line(op);
         }
-        input += "prepare\n";
         let mut child = self
             .git()
             .args(["-c", "core.fsync=committed,reference", "update-ref", "--stdin"])
@@ -83,7 +85,18 @@ impl Repo {
             return Err(Error::internal("cannot talk to git update-ref"));
         };
         // A thread feeds git, so a pipe full of commands never blocks the caller's checks.
-        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()).map(|()| stdin));
+        let writer = std::thread::spawn(move || {
+            stdin.write_all(input.as_bytes())?;
+            if let Some(last) = last {
+                match last.recv() {
+                    Ok(Some(op)) => stdin.write_all(op_line(&op).as_bytes())?,
+                    // Dropping stdin here ends git's input without `prepare`: it aborts.
+                    _ => return Err(std::io::Error::other("the transaction's last op never came")),
+                }
+            }
+            stdin.write_all(b"prepare\n")?;
+            Ok(stdin)
+        });
         Ok(PendingTransaction {
             child,
             writer: Some(writer),
@@ -327,6 +340,13 @@ impl PreparedTransaction {
             return Ok(());
         }
         Err(pending.failed())
+    }
+}
+
+fn op_line(op: &RefOp) -> String {
+    match op {
+        RefOp::Create { refname, oid } => format!("create {refname} {oid}\n"),
+        RefOp::Delete { refname, old } => format!("delete {refname} {old}\n"),
     }
 }
 
