@@ -17,8 +17,18 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let _lock = store.lock()?;
     let mut removed = Vec::new();
     for id in store.plan_ids()? {
-        let Some(image) = store.before_image(&id)? else {
-            continue;
+        // One unreadable before-image (damaged, or from an older guardctl) must not stop the
+        // collection of the others; it is never collected, since its backup cannot be named.
+        let image = match store.before_image(&id) {
+            Ok(Some(image)) => image,
+            Ok(None) => continue,
+            Err(e) => {
+                ui.warn(&format!(
+                    "skipping plan sha256:{id}: its before-image cannot be read ({}); nothing of it is removed",
+                    e.message
+                ));
+                continue;
+            }
         };
         let expires = image.created_at + time::Duration::days(i64::from(image.retention_days));
         if ctx.now < expires || store.read_file(&id, "collected")?.is_some() {
