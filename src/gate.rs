@@ -79,10 +79,15 @@ fn check_approvals(signers: &AllowedSigners, envs: &[(String, Envelope)]) -> Res
 /// How the approvals attached to a plan count now, for `show` and `approve` (never fails on
 /// a bad approval: it is reported as invalid instead).
 pub fn approval_status(ctx: &Ctx, loaded: &Loaded) -> Result<ApprovalsView> {
+    approval_status_with(ctx, loaded, &[])
+}
+
+/// `approval_status` counting `extra` approvals too (one just written to a detached file).
+pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> Result<ApprovalsView> {
     let (signers, _) = ctx.allowed_signers()?;
     let mut checked = Vec::new();
     let mut invalid = 0;
-    for env in &loaded.file.approvals {
+    for env in loaded.file.approvals.iter().chain(extra) {
         match check_approval(&signers, env) {
             Ok(c) => checked.push(c),
             Err(_) => invalid += 1,

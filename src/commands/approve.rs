@@ -136,6 +136,7 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         serde_json::to_vec(&approval).map_err(|e| Error::internal("cannot encode approval").caused_by(e))?;
     let env = dsse::sign(APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE, &payload, &key)
         .map_err(|e| Error::internal("cannot sign the approval").caused_by(e))?;
+    let standing = crate::gate::approval_status_with(ctx, &loaded, std::slice::from_ref(&env))?;
     let written = match out {
         Some(path) => {
             crate::planfile::write_json(path, &env)?;
@@ -171,6 +172,7 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
             "principal": principal,
             "groups": groups_recorded,
             "written_to": written.display().to_string(),
+            "approvals": standing,
         }))?;
     }
     ui.status(&format!(
@@ -185,6 +187,7 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         safe(&principal),
         written.display()
     ));
+    ui.status(&standing_line(&standing));
     Ok(0)
 }
 
@@ -209,6 +212,40 @@ fn show_plan(ui: &mut Ui, loaded: &Loaded, ctx: &Ctx) -> Result<()> {
         ui.out().flush()?;
     }
     Ok(())
+}
+
+/// Where the plan stands once this approval or rejection counts: what is still missing.
+fn standing_line(a: &view::ApprovalsView) -> String {
+    if !a.rejected_by.is_empty() {
+        return format!(
+            "The plan is rejected (by {}): apply will refuse it.",
+            a.rejected_by.join(", ")
+        );
+    }
+    let open: Vec<String> = a
+        .groups
+        .iter()
+        .filter(|g| g.missing > 0)
+        .map(|g| {
+            let who = if g.approvers.is_empty() {
+                "any principal but the planner".to_string()
+            } else {
+                let left: Vec<&str> = g
+                    .approvers
+                    .iter()
+                    .filter(|p| !g.approved_by.contains(p))
+                    .map(String::as_str)
+                    .collect();
+                left.join(", ")
+            };
+            format!("{} needs {} more (from {who})", g.name, g.missing)
+        })
+        .collect();
+    if open.is_empty() {
+        "Every approval the plan needs is in place.".to_string()
+    } else {
+        format!("Still needed: {}.", open.join("; "))
+    }
 }
 
 /// The named groups must exist, and the approver must be among the approvers of each named

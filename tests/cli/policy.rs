@@ -89,9 +89,22 @@ fn a_plan_routed_across_three_author_groups_applies_once_every_group_is_approved
     let env = teams_repo();
     plan(&env, "alice");
     // bob covers team-a; carol, a member of team-b and team-c, covers both with one approval.
-    assert_eq!(approve(&env, "bob", &[]).code, 0);
+    let r = approve(&env, "bob", &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr.contains(
+            "Still needed: team-b needs 1 more (from carol@example.com); team-c needs 1 more (from carol@example.com)."
+        ),
+        "{}",
+        r.stderr
+    );
     let r = approve(&env, "carol", &[]);
     assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("Every approval the plan needs is in place."),
+        "{}",
+        r.stderr
+    );
     let r = env.run("alice", &["verify", "plan.json", "--json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     let groups = r.json()["groups"].clone();
