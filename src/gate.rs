@@ -15,7 +15,6 @@ use crate::render::escape::safe;
 use crate::render::view::{ApprovalsView, PolicyView};
 use crate::sign::{AllowedSigners, SigningKey, dsse};
 use serde_json::json;
-use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// What `verify` and `apply` act on: a plan file and any detached approvals.
@@ -275,7 +274,6 @@ fn not_counted(principal: &str, why: Ignored) -> String {
 pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
     let repo = ctx.repo()?;
     let plan = &loaded.plan;
-    let targets = repo.ref_targets(plan.affected.iter().map(|a| a.refname.as_str()))?;
     let Operation::StaleBranches(inputs) = &plan.operation;
     let Some(base_oid) = repo
         .ref_target(&inputs.base)
@@ -287,16 +285,10 @@ pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
         )
         .with_hint("re-run `guardctl plan`"));
     };
-    let (current, drifts) =
-        stale_branches::recheck(repo, inputs, &plan.affected, &targets, base_oid, ctx.now)?;
-    let oids: HashMap<&str, &str> = plan
-        .affected
-        .iter()
-        .map(|a| (a.refname.as_str(), a.oid.as_str()))
-        .collect();
+    let (current, drifts) = stale_branches::recheck(repo, inputs, &plan.affected, base_oid, ctx.now)?;
     let states = current.iter().map(|c| ResourceState {
         refname: &c.refname,
-        oid: oids.get(c.refname.as_str()).copied().unwrap_or_default(),
+        oid: &c.oid,
         reasons: &c.reasons,
         config: &c.config,
     });

@@ -53,11 +53,6 @@ pub fn load(path: &Path) -> Result<Loaded> {
     from_file(path, file)
 }
 
-/// Verify and parse plan file bytes (`path` only names the file in messages).
-pub fn parse(path: &Path, bytes: &[u8]) -> Result<Loaded> {
-    from_file(path, plan_file(path, bytes)?)
-}
-
 fn plan_file(path: &Path, bytes: &[u8]) -> Result<PlanFile> {
     envelope::parse_plan_file(bytes).map_err(|e| invalid(path, format!("not a guardctl plan file ({e})")))
 }

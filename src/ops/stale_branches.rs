@@ -374,6 +374,7 @@ pub struct Drift {
 /// id: the planned reasons that still hold, and its config now.
 pub struct Current {
     pub refname: String,
+    pub oid: String,
     pub reasons: Vec<Criterion>,
     pub config: Vec<ConfigEntry>,
 }
@@ -382,7 +383,6 @@ pub fn recheck(
     repo: &Repo,
     inputs: &StaleBranchesInputs,
     planned: &[Affected],
-    targets: &HashMap<String, git2::Oid>,
     base_oid: git2::Oid,
     now: OffsetDateTime,
 ) -> Result<(Vec<Current>, Vec<Drift>)> {
@@ -394,6 +394,7 @@ pub fn recheck(
     let mut current = Vec::new();
     let mut observed = Vec::new();
     let mut fork_points = Vec::new();
+    let targets = repo.ref_targets(planned.iter().map(|a| a.refname.as_str()))?;
     for a in planned {
         let drift = |field: &str, planned: String, now: String| Drift {
             refname: a.refname.clone(),
@@ -480,6 +481,7 @@ pub fn recheck(
         }
         current.push(Current {
             refname: a.refname.clone(),
+            oid: a.oid.clone(),
             reasons,
             config: o.config.clone(),
         });
