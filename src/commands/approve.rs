@@ -227,16 +227,9 @@ fn standing_line(a: &view::ApprovalsView) -> String {
         .iter()
         .filter(|g| g.missing > 0)
         .map(|g| {
-            let who = if g.approvers.is_empty() {
-                "any principal but the planner".to_string()
-            } else {
-                let left: Vec<&str> = g
-                    .approvers
-                    .iter()
-                    .filter(|p| !g.approved_by.contains(p))
-                    .map(String::as_str)
-                    .collect();
-                left.join(", ")
+            let who = match g.open_approvers() {
+                None => "any principal but the planner".to_string(),
+                Some(open) => open.join(", "),
             };
             format!("{} needs {} more (from {who})", g.name, g.missing)
         })

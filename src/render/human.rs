@@ -325,18 +325,10 @@ fn write_groups(a: &super::view::ApprovalsView, color: bool, w: &mut dyn Write) 
         } else {
             g.from.join(", ")
         };
-        let still = if g.missing == 0 {
-            "-".to_string()
-        } else if g.approvers.is_empty() {
-            format!("{} from any principal but the planner", g.missing)
-        } else {
-            let open: Vec<&str> = g
-                .approvers
-                .iter()
-                .filter(|p| !g.approved_by.contains(p))
-                .map(String::as_str)
-                .collect();
-            format!("{} of: {}", g.missing, open.join(", "))
+        let still = match (g.missing, g.open_approvers()) {
+            (0, _) => "-".to_string(),
+            (n, None) => format!("{n} from any principal but the planner"),
+            (n, Some(open)) => format!("{n} of: {}", open.join(", ")),
         };
         let approved = if g.approved_by.is_empty() {
             "-".to_string()

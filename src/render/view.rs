@@ -97,6 +97,20 @@ pub struct GroupView {
     pub missing: u32,
 }
 
+impl GroupView {
+    /// Who can still add an approval: the approvers who have not approved yet; `None` when
+    /// any principal but the planner may.
+    pub fn open_approvers(&self) -> Option<Vec<&str>> {
+        (!self.approvers.is_empty()).then(|| {
+            self.approvers
+                .iter()
+                .filter(|p| !self.approved_by.contains(p))
+                .map(String::as_str)
+                .collect()
+        })
+    }
+}
+
 impl ApprovalsView {
     /// The standing of a plan nobody has approved yet.
     pub fn unapproved(plan: &Plan) -> ApprovalsView {
