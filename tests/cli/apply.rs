@@ -119,10 +119,7 @@ fn self_approval_is_refused_at_approve_and_at_apply_even_with_a_second_key() {
     assert_eq!(r.code, 12, "{}", r.transcript());
     assert!(r.stderr.contains("cannot approve"), "{}", r.stderr);
     // Mallory's key is made a second key of Alice's; its approval must not count.
-    let signers = env.allowed_signers();
-    let mut text = fs::read_to_string(&signers).unwrap();
-    text += &format!("alice@example.com {}\n", env.public_key("mallory"));
-    fs::write(&signers, text).unwrap();
+    env.allow_signer("alice@example.com", "mallory");
     assert_eq!(approve(&env, "mallory").code, 12);
     attach_forged(&env, "mallory", "alice@example.com");
     let r = refused_apply(&env, "alice", &[], 12);
@@ -510,13 +507,7 @@ fn approvals_signed_in_another_namespace_are_refused_with_65() {
 #[test]
 fn a_key_limited_to_planning_cannot_approve() {
     let env = planned();
-    let signers = env.allowed_signers();
-    let mut text = fs::read_to_string(&signers).unwrap();
-    text += &format!(
-        "agent@ci namespaces=\"guardctl-plan\" {}\n",
-        env.public_key("mallory")
-    );
-    fs::write(&signers, text).unwrap();
+    env.allow_signer("agent@ci namespaces=\"guardctl-plan\"", "mallory");
     let r = approve(&env, "mallory");
     assert_eq!(r.code, 12, "{}", r.transcript());
     attach_forged(&env, "mallory", "agent@ci");

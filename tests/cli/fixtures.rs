@@ -209,6 +209,14 @@ impl TestEnv {
         path
     }
 
+    /// Append `<principal and options> <public key of key_name>` to the allowed-signers file.
+    pub fn allow_signer(&self, principal_and_options: &str, key_name: &str) {
+        let path = self.allowed_signers();
+        let mut text = fs::read_to_string(&path).unwrap();
+        text += &format!("{principal_and_options} {}\n", self.public_key(key_name));
+        fs::write(&path, text).unwrap();
+    }
+
     /// The binary with a cleared environment, the test clock, in the repository.
     pub fn command(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_guardctl"));

@@ -218,13 +218,7 @@ fn a_plan_at_the_bulk_threshold_is_not_bulk() {
 #[test]
 fn an_agent_key_limited_to_planning_plans_but_cannot_approve() {
     let env = teams_repo();
-    let signers = env.allowed_signers();
-    let mut text = fs::read_to_string(&signers).unwrap();
-    text += &format!(
-        "agent@ci namespaces=\"guardctl-plan\" {}\n",
-        env.public_key("mallory")
-    );
-    fs::write(&signers, text).unwrap();
+    env.allow_signer("agent@ci namespaces=\"guardctl-plan\"", "mallory");
     let r = env.run("mallory", &["plan", "stale-branches", "-o", "agent-plan.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     let show = env.run("bob", &["--json", "show", "agent-plan.json"]).json();
