@@ -5,12 +5,14 @@
 //! Invariants: the before-image is durable before the plan is marked consumed, and the plan is
 //! consumed before any ref changes; the backup ref (one commit whose parents are every deleted
 //! tip) is created in the same all-or-nothing ref transaction as the deletions, so no deleted
-//! branch is ever without its backup. The
-//! caller holds the store lock throughout.
+//! branch is ever without its backup. git locks the refs of that transaction while the drift
+//! check runs, and commits only after the plan is consumed. The caller holds the store lock
+//! throughout.
 //!
 //! Apply journal: `before-image-written`, `consumed`, then `refs-committed` or `aborted`,
-//! `config-removed`, `done`. Rollback journal: `rollback-started`, `rollback-refs-restored`,
-//! `rolled-back`. Recovery adds `recovered-*` steps.
+//! `config-removed`, `done`; or `refused` when a check failed before anything was committed.
+//! Rollback journal: `rollback-started`, `rollback-refs-restored`, `rolled-back`. Recovery
+//! adds `recovered-*` steps.
 
 use crate::error::{Error, Kind, Result};
 use crate::plan::approval::{APPLY_NAMESPACE, DeletedRef, RECEIPT_PAYLOAD_TYPE, Receipt};
