@@ -68,15 +68,21 @@ impl Ctx {
 
     /// The signing key per CONTRACT.md §5, announcing a freshly generated default key.
     pub fn signing_key(&self, ui: &mut Ui) -> Result<SigningKey> {
+        let env = std::env::var_os("GUARDCTL_KEY").map(PathBuf::from);
+        // git's config is consulted only when it can matter: reading it means a process.
         let git_signing_key = match self.try_repo() {
-            Some(repo) if repo.config_string("gpg.format")?.as_deref() == Some("ssh") => {
+            Some(repo)
+                if self.key_flag.is_none()
+                    && env.as_deref().is_none_or(|p| p.as_os_str().is_empty())
+                    && repo.config_string("gpg.format")?.as_deref() == Some("ssh") =>
+            {
                 repo.config_string("user.signingKey")?
             }
             _ => None,
         };
         let key = crate::sign::key::resolve(KeyLookup {
             flag: self.key_flag.as_deref(),
-            env: std::env::var_os("GUARDCTL_KEY").map(PathBuf::from),
+            env,
             git_signing_key,
             data_dir: self.data_dir.clone(),
         })
