@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::plan::model::{
     Affected, ConfigEntry, Criterion, Person, SkipReason, Skipped, StaleBranchesInputs, Upstream,
 };
-use crate::repo::{BranchRef, CheckedOut, CommitFacts, Repo, Upstreams};
+use crate::repo::{BranchRef, CheckedOut, CommitFacts, Repo};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -302,7 +302,9 @@ struct Lookups<'r> {
     repo: &'r Repo,
     reachable: crate::repo::Reachable,
     config: HashMap<String, Vec<(String, String)>>,
-    upstreams: Upstreams<'r>,
+    /// Each branch's remote-tracking ref and whether it exists, read from git when a
+    /// branch first needs it.
+    upstreams: Option<HashMap<String, (String, bool)>>,
     want_squash: bool,
 }
 
@@ -312,7 +314,7 @@ impl<'r> Lookups<'r> {
             repo,
             reachable: repo.reachable_from(base_oid)?,
             config: repo.branch_config()?,
-            upstreams: repo.upstreams(),
+            upstreams: None,
             want_squash,
         })
     }
@@ -339,7 +341,7 @@ fn observe_one(
     };
     let name = refname.trim_start_matches("refs/heads/");
     let entries = l.config.remove(name).unwrap_or_default();
-    let upstream = upstream_of(&l.upstreams, &entries);
+    let upstream = upstream_of(l, refname, &entries)?;
     let config = entries
         .into_iter()
         .map(|(key, value)| ConfigEntry { key, value })
@@ -524,7 +526,7 @@ fn detect_squash_merges(
     Ok(())
 }
 
-fn upstream_of(upstreams: &Upstreams, entries: &[(String, String)]) -> Option<Upstream> {
+fn upstream_of(l: &mut Lookups, refname: &str, entries: &[(String, String)]) -> Result<Option<Upstream>> {
     let last = |suffix: &str| {
         entries
             .iter()
@@ -532,15 +534,19 @@ fn upstream_of(upstreams: &Upstreams, entries: &[(String, String)]) -> Option<Up
             .find(|(k, _)| k.ends_with(suffix))
             .map(|(_, v)| v.clone())
     };
-    let remote = last(".remote")?;
-    let merge = last(".merge")?;
-    let (tracking_ref, exists) = upstreams.tracking(&remote, &merge);
-    Some(Upstream {
+    let (Some(remote), Some(merge)) = (last(".remote"), last(".merge")) else {
+        return Ok(None);
+    };
+    if l.upstreams.is_none() {
+        l.upstreams = Some(l.repo.upstream_refs()?);
+    }
+    let tracking = l.upstreams.as_ref().and_then(|u| u.get(refname));
+    Ok(Some(Upstream {
         remote,
         merge,
-        tracking_ref,
-        gone: !exists,
-    })
+        tracking_ref: tracking.map(|(t, _)| t.clone()),
+        gone: !tracking.is_some_and(|(_, exists)| *exists),
+    }))
 }
 
 #[cfg(test)]

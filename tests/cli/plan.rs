@@ -152,6 +152,37 @@ fn gone_plans_merged_branches_but_never_unmerged_work_without_include_unmerged()
 }
 
 #[test]
+fn an_upstream_that_still_exists_is_not_gone_and_follows_the_remotes_fetch_refspec() {
+    let env = standard_repo();
+    // A non-default refspec: git maps refs/heads/* to refs/remotes/mirror/*, not origin/*.
+    env.git(&[
+        "config",
+        "remote.origin.fetch",
+        "+refs/heads/*:refs/remotes/mirror/*",
+    ]);
+    env.git(&["push", "-q", "-u", "origin", "feature/done"]);
+    env.git(&["fetch", "-q", "origin"]);
+    let (affected, _) = classify(&env, &["--merged"]);
+    assert_eq!(affected["feature/done"], ["merged"]);
+    let plan = read_payload(&env, "plan.json");
+    let done = plan["affected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["ref"] == "refs/heads/feature/done")
+        .unwrap();
+    assert_eq!(done["upstream"]["remote"], "origin");
+    assert_eq!(
+        done["upstream"]["tracking_ref"],
+        "refs/remotes/mirror/feature/done"
+    );
+    assert_eq!(done["upstream"]["gone"], false);
+    // And --gone does not take it.
+    let (affected, _) = classify(&env, &["--gone"]);
+    assert!(!affected.contains_key("feature/done"));
+}
+
+#[test]
 fn older_than_uses_the_last_commit_date() {
     let env = standard_repo();
     let (affected, skipped) = classify(&env, &["--older-than", "250d"]);
