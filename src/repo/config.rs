@@ -10,14 +10,28 @@ use crate::render::escape::safe;
 use std::collections::HashMap;
 
 impl Repo {
-    /// A config value from the repository's full configuration (local, global, system; the
-    /// last one wins, as for git), read live.
+    /// A config value from the repository's full configuration (system, global, local; the
+    /// last one wins, as for git); not for `branch.*` keys (see `branch_config`). Settings are read once per run, in one `git config` for
+    /// every key: guardctl never changes them (it changes only `[branch]` sections, which
+    /// `branch_config` reads live).
     pub fn config_string(&self, key: &str) -> Result<Option<String>> {
-        let out = self.read_config(&["--get", key])?;
-        Ok(out.map(|bytes| {
-            let value = bytes.split(|b| *b == 0).next().unwrap_or_default();
-            String::from_utf8_lossy(value).into_owned()
-        }))
+        let key = canonical_key(key);
+        Ok(self
+            .settings()?
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone()))
+    }
+
+    fn settings(&self) -> Result<&[(String, String)]> {
+        if let Some(s) = self.settings.get() {
+            return Ok(s);
+        }
+        let out = self.read_config(&["--list"])?.unwrap_or_default();
+        // `[branch]` sections are read live, and there may be 50,000 of them: not kept here.
+        let kept = entries(&out).filter(|(k, _)| !k.starts_with("branch."));
+        Ok(self.settings.get_or_init(|| kept.collect()))
     }
 
     /// Every `branch.<name>.*` entry of the repository's local config, grouped by branch name,
@@ -32,11 +46,8 @@ impl Repo {
 
     /// The names of the configured remotes (those with a `url` or `pushurl`, as for libgit2).
     pub fn remote_names(&self) -> Result<Vec<String>> {
-        let out = self
-            .read_config(&["--get-regexp", r"^remote\..*\.(push)?url$"])?
-            .unwrap_or_default();
         let mut names: Vec<String> = Vec::new();
-        for (key, _) in entries(&out) {
+        for (key, _) in self.settings()? {
             let name = key
                 .strip_prefix("remote.")
                 .and_then(|k| k.strip_suffix(".url").or_else(|| k.strip_suffix(".pushurl")));
@@ -106,6 +117,20 @@ impl Repo {
     }
 }
 
+/// git's spelling of a key: section and variable names are case-insensitive and listed in
+/// lower case; a subsection (`remote.<Name>.url`) keeps its case.
+fn canonical_key(key: &str) -> String {
+    match (key.find('.'), key.rfind('.')) {
+        (Some(first), Some(last)) => format!(
+            "{}{}{}",
+            key[..first].to_ascii_lowercase(),
+            &key[first..last],
+            key[last..].to_ascii_lowercase()
+        ),
+        _ => key.to_ascii_lowercase(),
+    }
+}
+
 /// The `key\nvalue\0` (or `key\0` for a key without a value) records of `--null` output.
 fn entries(out: &[u8]) -> impl Iterator<Item = (String, String)> + '_ {
     out.split(|b| *b == 0).filter(|r| !r.is_empty()).map(|record| {
@@ -138,6 +163,17 @@ fn group_branch_entries(out: &[u8]) -> HashMap<String, Vec<(String, String)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_compare_as_git_spells_them() {
+        assert_eq!(canonical_key("user.signingKey"), "user.signingkey");
+        assert_eq!(
+            canonical_key("gpg.ssh.allowedSignersFile"),
+            "gpg.ssh.allowedsignersfile"
+        );
+        assert_eq!(canonical_key("Remote.MyFork.URL"), "remote.MyFork.url");
+        assert_eq!(canonical_key("init.defaultBranch"), "init.defaultbranch");
+    }
 
     #[test]
     fn null_records_group_by_branch_with_dots_newlines_and_valueless_keys() {

@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 
 pub struct Repo {
     git: Repository,
+    /// Every config entry, read once on first use (see `config.rs`).
+    settings: std::sync::OnceLock<Vec<(String, String)>>,
 }
 
 /// Facts about one commit, as a plan records them.
@@ -67,7 +69,10 @@ impl Repo {
         // an empty config and freed.
         let _ = git.find_reference("HEAD");
         git.set_config(&git2::Config::new()?)?;
-        Ok(Repo { git })
+        Ok(Repo {
+            git,
+            settings: Default::default(),
+        })
     }
 
     /// `<common git dir>/guardctl`: guardctl's own state, shared by every worktree.
