@@ -76,12 +76,15 @@ impl Executor<'_> {
         // `commit` is sent, dropping the transaction (or dying) aborts it: nothing changes.
         // The backup ref is created in the same all-or-nothing transaction; its commit object
         // is written while git reads the deletions, and its `create` goes in last.
-        let (last, backup_op) = std::sync::mpsc::channel();
+        let (sender, backup_op) = std::sync::mpsc::channel();
         let pending = self.repo.begin_ref_transaction(
             &ops,
             image.backup_ref.is_some().then_some(backup_op),
             &mut |pid| self.record_git(id, pid),
         )?;
+        // Bound after `pending`, so it drops first should anything below unwind: git's feeder
+        // then ends its input (an abort) before `pending`'s drop waits for git to exit.
+        let last = sender;
         let mut backup = None;
         if let Some(refname) = image.backup_ref.clone() {
             let tips: Vec<String> = image.refs.iter().map(|r| r.oid.clone()).collect();
