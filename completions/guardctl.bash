@@ -100,17 +100,26 @@ _guardctl() {
             guardctl__subcmd__help,whoami)
                 cmd="guardctl__subcmd__help__subcmd__whoami"
                 ;;
+            guardctl__subcmd__help__subcmd__plan,remote-branches)
+                cmd="guardctl__subcmd__help__subcmd__plan__subcmd__remote__subcmd__branches"
+                ;;
             guardctl__subcmd__help__subcmd__plan,stale-branches)
                 cmd="guardctl__subcmd__help__subcmd__plan__subcmd__stale__subcmd__branches"
                 ;;
             guardctl__subcmd__plan,help)
                 cmd="guardctl__subcmd__plan__subcmd__help"
                 ;;
+            guardctl__subcmd__plan,remote-branches)
+                cmd="guardctl__subcmd__plan__subcmd__remote__subcmd__branches"
+                ;;
             guardctl__subcmd__plan,stale-branches)
                 cmd="guardctl__subcmd__plan__subcmd__stale__subcmd__branches"
                 ;;
             guardctl__subcmd__plan__subcmd__help,help)
                 cmd="guardctl__subcmd__plan__subcmd__help__subcmd__help"
+                ;;
+            guardctl__subcmd__plan__subcmd__help,remote-branches)
+                cmd="guardctl__subcmd__plan__subcmd__help__subcmd__remote__subcmd__branches"
                 ;;
             guardctl__subcmd__plan__subcmd__help,stale-branches)
                 cmd="guardctl__subcmd__plan__subcmd__help__subcmd__stale__subcmd__branches"
@@ -454,8 +463,22 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__help__subcmd__plan)
-            opts="stale-branches"
+            opts="stale-branches remote-branches"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__help__subcmd__plan__subcmd__remote__subcmd__branches)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -600,7 +623,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan)
-            opts="-o -C -q -h -V --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version stale-branches help"
+            opts="-o -C -q -h -V --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version stale-branches remote-branches help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -650,7 +673,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__help)
-            opts="stale-branches help"
+            opts="stale-branches remote-branches help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -664,6 +687,20 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__plan__subcmd__help__subcmd__remote__subcmd__branches)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -691,8 +728,82 @@ _guardctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        guardctl__subcmd__plan__subcmd__remote__subcmd__branches)
+            opts="-o -C -q -h -V --remote --base --merged --older-than --squash-merged --include-unmerged --match --exclude --protect --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --remote)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --base)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --older-than)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --match)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --exclude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --protect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expires-in)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --executor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         guardctl__subcmd__plan__subcmd__stale__subcmd__branches)
-            opts="-o -C -q -h -V --base --merged --gone --older-than --squash-merged --include-unmerged --match --exclude --protect --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-o -C -q -h -V --base --gone --merged --older-than --squash-merged --include-unmerged --match --exclude --protect --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

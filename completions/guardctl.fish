@@ -48,22 +48,23 @@ complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "gc" -d 'Remove be
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "completions" -d 'Print shell completions for SHELL on stdout'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "demo" -d 'Run the whole loop on a throwaway repository, explaining each step'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -s o -l out -d 'Where to write the plan' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l executor -d 'The principal that may apply the plan [default: the planner]' -r
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -s o -l out -d 'Where to write the plan' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -l executor -d 'The principal that may apply the plan [default: the planner]' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -s q -l quiet -d 'Only print data and errors, no status lines'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -s V -l version -d 'Print version'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -f -a "stale-branches" -d 'Local branches that are safe to delete'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -f -a "stale-branches" -d 'Local branches that are safe to delete'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -f -a "remote-branches" -d 'A remote\'s branches that are safe to delete, as the remote holds them now'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l base -d 'The branch others are compared with [default: the remote HEAD\'s target, else init.defaultBranch, else main or master]' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l older-than -d 'Branches whose last commit is older than DUR (e.g. 90d)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l match -d 'Only consider branches matching GLOB (repeatable)' -r
@@ -78,8 +79,8 @@ always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l merged -d 'Branches whose tip is reachable from the base'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l gone -d 'Branches whose upstream is configured but no longer exists'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l merged -d 'Branches whose tip is reachable from the base'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l squash-merged -d 'Branches whose combined change is already in the base (squash or rebase merged)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l include-unmerged -d 'Allow branches with commits not in the base (each is flagged as losing work)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
@@ -87,7 +88,31 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l remote -d 'The remote, by name (its URL identifies the plan)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l base -d 'The remote branch others are compared with, e.g. main [default: the remote\'s HEAD]' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l older-than -d 'Branches whose last commit is older than DUR (e.g. 90d)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l match -d 'Only consider branches matching GLOB (repeatable)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l exclude -d 'Never consider branches matching GLOB (repeatable)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l protect -d 'Protect branches matching GLOB, in addition to the policy\'s (repeatable)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -s o -l out -d 'Where to write the plan' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l executor -d 'The principal that may apply the plan [default: the planner]' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l merged -d 'Branches whose tip is reachable from the base'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l squash-merged -d 'Branches whose combined change is already in the base (squash or rebase merged)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l include-unmerged -d 'Allow branches with commits not in the base (each is flagged as losing work)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from help" -f -a "stale-branches" -d 'Local branches that are safe to delete'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from help" -f -a "remote-branches" -d 'A remote\'s branches that are safe to delete, as the remote holds them now'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l page -d 'Show page N (50 branches per page)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l since -d 'Show what changed against an earlier plan of the same operation' -r -F
@@ -235,3 +260,4 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_s
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo help" -f -a "demo" -d 'Run the whole loop on a throwaway repository, explaining each step'
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and __fish_seen_subcommand_from plan" -f -a "stale-branches" -d 'Local branches that are safe to delete'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and __fish_seen_subcommand_from plan" -f -a "remote-branches" -d 'A remote\'s branches that are safe to delete, as the remote holds them now'

@@ -9,15 +9,21 @@
 //! check runs, and commits only after the plan is consumed. The caller holds the store lock
 //! throughout.
 //!
-//! Apply journal: `before-image-written`, `consumed`, then `refs-committed` or `aborted`,
-//! `config-removed`, `done`; or `refused` when a check failed before anything was committed.
+//! A remote's branches (remote-branches): nothing can lock a remote's refs, so the drift check
+//! comes first, then the before-image, `consumed`, the local backup ref (`backup-created`),
+//! and one atomic `git push` whose every deletion is leased on the planned id: a branch that
+//! moved after the check fails the whole push. Recovery asks the remote (`git ls-remote`).
+//!
+//! Apply journal: `before-image-written`, `consumed`, (`backup-created`,) then `refs-committed`
+//! or `aborted`, `config-removed`, `done`; or `refused` when a check failed before anything was
+//! committed.
 //! Rollback journal: `rollback-started`, `rollback-refs-restored`, `rolled-back`. Recovery
 //! adds `recovered-*` steps.
 
 use crate::error::{Error, Kind, Result};
 use crate::plan::approval::{APPLY_NAMESPACE, DeletedRef, RECEIPT_PAYLOAD_TYPE, Receipt};
 use crate::repo::Repo;
-use crate::repo::mutate::RefOp;
+use crate::repo::mutate::{RefOp, RemoteOp, push_args};
 use crate::sign::{SigningKey, dsse};
 use crate::store::{BeforeImage, Store};
 use time::OffsetDateTime;
@@ -63,6 +69,9 @@ impl Executor<'_> {
         key: &SigningKey,
         drift_check: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Receipt> {
+        if let Some(remote) = image.remote.clone() {
+            return self.apply_remote(id, &remote, image, key, drift_check);
+        }
         let ops: Vec<RefOp> = image
             .refs
             .iter()
@@ -136,9 +145,82 @@ impl Executor<'_> {
         self.finish(id, &image, key)
     }
 
-    /// Where each of `refs` points now (absent: deleted).
-    fn targets(&self, refs: &[DeletedRef]) -> Result<std::collections::HashMap<String, git2::Oid>> {
-        self.repo.ref_targets(refs.iter().map(|r| r.refname.as_str()))
+    /// A remote's branches: check drift, write the backup commit and the before-image, mark
+    /// consumed, create the local backup ref, then one atomic push whose every deletion is
+    /// leased on the planned id (the remote's own compare-and-swap: nothing locks a remote
+    /// between our check and the push, the leases make a moved branch fail the whole push).
+    fn apply_remote(
+        &self,
+        id: &str,
+        remote: &str,
+        mut image: BeforeImage,
+        key: &SigningKey,
+        drift_check: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Receipt> {
+        let ops: Vec<RemoteOp> = image
+            .refs
+            .iter()
+            .map(|d| RemoteOp::Delete {
+                refname: d.refname.clone(),
+                old: d.oid.clone(),
+            })
+            .collect();
+        push_args(&ops)?;
+        drift_check()?;
+        if let Some(backup_ref) = image.backup_ref.clone() {
+            let tips: Vec<String> = image.refs.iter().map(|r| r.oid.clone()).collect();
+            let message = format!("guardctl backup of plan {}", image.plan_id);
+            let commit = self
+                .repo
+                .write_backup_commit(&tips, &message, image.created_at.unix_timestamp())?;
+            image.backup_commit = Some(commit.oid.clone());
+            self.store.write_before_image(id, &image)?;
+            self.step(id, "before-image-written")?;
+            self.store.mark_consumed(id)?;
+            self.step(id, "consumed")?;
+            let create = RefOp::Create {
+                refname: backup_ref,
+                oid: commit.oid,
+            };
+            if let Err(e) = self.transaction(id, &[create]) {
+                self.abort(id, &e)?;
+                return Err(e);
+            }
+            self.step(id, "backup-created")?;
+            if let Err(e) = self
+                .repo
+                .push_atomic(remote, &ops, &mut |pid| self.record_git(id, pid))
+            {
+                self.abort(id, &e)?;
+                return Err(e);
+            }
+        } else {
+            self.store.write_before_image(id, &image)?;
+            self.step(id, "before-image-written")?;
+            self.store.mark_consumed(id)?;
+            self.step(id, "consumed")?;
+        }
+        self.step(id, "refs-committed")?;
+        self.finish(id, &image, key)
+    }
+
+    /// Where each of `refs` points now (absent: deleted): in this repository, or on the
+    /// image's remote as `git ls-remote` lists it.
+    fn targets(
+        &self,
+        image: &BeforeImage,
+        refs: &[DeletedRef],
+    ) -> Result<std::collections::HashMap<String, git2::Oid>> {
+        match &image.remote {
+            None => self.repo.ref_targets(refs.iter().map(|r| r.refname.as_str())),
+            Some(remote) => {
+                let now = self.repo.ls_remote(remote)?;
+                Ok(refs
+                    .iter()
+                    .filter_map(|r| Some((r.refname.clone(), now.target(&r.refname)?)))
+                    .collect())
+            }
+        }
     }
 
     /// The deleted tips the plan's backup ref keeps reachable.
@@ -170,7 +252,7 @@ impl Executor<'_> {
         let cmdline = format!("/proc/{}/cmdline", String::from_utf8_lossy(&pid).trim());
         for _ in 0..300 {
             match std::fs::read(&cmdline) {
-                Ok(c) if c.windows(10).any(|w| w == b"update-ref") => {
+                Ok(c) if c.split(|b| *b == 0).any(|a| a == b"update-ref" || a == b"push") => {
                     std::thread::sleep(std::time::Duration::from_millis(100))
                 }
                 _ => return Ok(()),
@@ -178,7 +260,7 @@ impl Executor<'_> {
         }
         Err(Error::new(
             Kind::NeedsRecovery,
-            "a git update-ref started by an interrupted apply is still running",
+            "a git update-ref or push started by an interrupted apply is still running",
         )
         .with_hint("wait for it to finish, then run `guardctl recover` again"))
     }
@@ -247,7 +329,7 @@ impl Executor<'_> {
     fn observe(&self, image: &BeforeImage, config_names: &[String]) -> Result<Vec<String>> {
         let mut out = Vec::new();
         let kept = self.kept(image);
-        let now = self.targets(&image.refs)?;
+        let now = self.targets(image, &image.refs)?;
         for d in &image.refs {
             if now.contains_key(&d.refname) {
                 out.push(format!("{} still exists", d.refname));
@@ -259,6 +341,9 @@ impl Executor<'_> {
                     d.oid
                 ));
             }
+        }
+        if config_names.is_empty() {
+            return Ok(out);
         }
         let config = self.repo.branch_config()?;
         out.extend(
@@ -285,7 +370,7 @@ impl Executor<'_> {
     pub fn rollback(&self, id: &str, image: &BeforeImage) -> Result<(usize, usize)> {
         let mut missing = Vec::new();
         let kept = self.kept(image);
-        let targets = self.targets(&image.refs)?;
+        let targets = self.targets(image, &image.refs)?;
         for r in &image.refs {
             if !kept.contains(&r.oid) {
                 return Err(Error::internal(format!(
@@ -305,21 +390,46 @@ impl Executor<'_> {
                             r.refname
                         ),
                     )
-                    .with_hint("rename or delete that branch first, then run rollback again"));
+                    .with_hint(if image.remote.is_some() {
+                        "rename or delete that branch on the remote first, then run rollback again"
+                    } else {
+                        "rename or delete that branch first, then run rollback again"
+                    }));
                 }
             }
         }
         let bytes = serde_json::to_vec(&missing).unwrap_or_default();
         self.store.write_file(id, "rollback.json", &bytes)?;
         self.step(id, "rollback-started")?;
-        let ops: Vec<RefOp> = missing
-            .iter()
-            .map(|r| RefOp::Create {
-                refname: r.refname.clone(),
-                oid: r.oid.clone(),
-            })
-            .collect();
-        if let Err(e) = self.transaction(id, &ops) {
+        let restored = match &image.remote {
+            None => {
+                let ops: Vec<RefOp> = missing
+                    .iter()
+                    .map(|r| RefOp::Create {
+                        refname: r.refname.clone(),
+                        oid: r.oid.clone(),
+                    })
+                    .collect();
+                self.transaction(id, &ops)
+            }
+            // Pushed back from the backup's objects, each create leased on absence.
+            Some(remote) => {
+                let ops: Vec<RemoteOp> = missing
+                    .iter()
+                    .map(|r| RemoteOp::Create {
+                        refname: r.refname.clone(),
+                        oid: r.oid.clone(),
+                    })
+                    .collect();
+                if ops.is_empty() {
+                    Ok(())
+                } else {
+                    self.repo
+                        .push_atomic(remote, &ops, &mut |pid| self.record_git(id, pid))
+                }
+            }
+        };
+        if let Err(e) = restored {
             self.store.journal(id, "rollback-abandoned", self.now)?;
             return Err(e);
         }
@@ -365,7 +475,7 @@ impl Executor<'_> {
                 continue;
             };
             let outcome = match last {
-                "before-image-written" | "consumed" => self.recover_apply(&id, key)?,
+                "before-image-written" | "consumed" | "backup-created" => self.recover_apply(&id, key)?,
                 "refs-committed" | "config-removed" => {
                     let image = self.image(&id)?;
                     self.finish(&id, &image, need_key(key)?)?;
@@ -403,7 +513,7 @@ impl Executor<'_> {
             return Ok("abandoned an apply interrupted before it began; nothing had changed".into());
         }
         self.check_locks(&image)?;
-        let targets = self.targets(&image.refs)?;
+        let targets = self.targets(&image, &image.refs)?;
         let deleted = image
             .refs
             .iter()
@@ -416,7 +526,9 @@ impl Executor<'_> {
             self.finish(id, &image, need_key(key)?)?;
             return Ok("the deletions had been committed: completed the apply".into());
         }
-        if deleted == 0 && backed == 0 {
+        // Locally the backup ref is created in the deletions' transaction; for a remote it is
+        // created first, so a push that never happened leaves it behind (gc removes it).
+        if deleted == 0 && (backed == 0 || image.remote.is_some()) {
             let e = Error::new(
                 Kind::Drift,
                 "the apply was interrupted before any branch was deleted",
@@ -441,7 +553,7 @@ impl Executor<'_> {
             .read_file(id, "rollback.json")?
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
-        let targets = self.targets(&missing)?;
+        let targets = self.targets(&image, &missing)?;
         let restored = missing
             .iter()
             .filter(|r| targets.contains_key(&r.refname))
@@ -459,8 +571,10 @@ impl Executor<'_> {
     fn check_locks(&self, image: &BeforeImage) -> Result<()> {
         let common = self.repo.common_dir();
         let mut candidates = vec![common.join("packed-refs.lock")];
-        for r in &image.refs {
-            candidates.push(common.join(format!("{}.lock", r.refname)));
+        if image.remote.is_none() {
+            for r in &image.refs {
+                candidates.push(common.join(format!("{}.lock", r.refname)));
+            }
         }
         candidates.extend(image.backup_ref.iter().map(|r| common.join(format!("{r}.lock"))));
         if let Some(lock) = candidates.into_iter().find(|p| p.exists()) {

@@ -4,11 +4,11 @@
 
 use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
-use crate::ops::stale_branches::{self, Drift};
+use crate::ops::stale_branches::{self, Branches, Drift};
 use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE, Approval};
 use crate::plan::envelope::{APPROVAL_PAYLOAD_TYPE, Envelope, PLAN_NAMESPACE};
 use crate::plan::hash::{ResourceState, plan_hash_of};
-use crate::plan::model::{Operation, Plan};
+use crate::plan::model::Plan;
 use crate::planfile::Loaded;
 use crate::policy::{ApprovalReport, CheckedApproval, GateInput, GroupStatus, Ignored, Policy, Refusal};
 use crate::render::escape::safe;
@@ -130,13 +130,25 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
     let (plan_path, extra) = (target.plan.as_path(), target.approvals.as_slice());
     let loaded = crate::planfile::load(plan_path)?;
     let repo = ctx.repo()?;
-    let identity = repo.identity()?;
+    // A local plan belongs to the clone it was made in; a remote's to that remote's URL,
+    // whichever clone applies it.
+    let identity = match loaded.plan.operation.remote() {
+        None => repo.identity()?,
+        Some(remote) => repo.remote_url(remote).map_err(|e| {
+            Error::invalid_plan(format!(
+                "{} is a plan for remote `{}`, which this repository does not have",
+                plan_path.display(),
+                safe(remote)
+            ))
+            .caused_by(e.message)
+        })?,
+    };
     if loaded.plan.repository != identity {
         return Err(Error::invalid_plan(format!(
             "{} is a plan for another repository ({}, this is {})",
             plan_path.display(),
             safe(&loaded.plan.repository),
-            identity
+            safe(&identity)
         ))
         .with_hint("apply a plan in the repository (clone) it was made in, or re-run `guardctl plan` here"));
     }
@@ -274,18 +286,39 @@ fn not_counted(principal: &str, why: Ignored) -> String {
 pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
     let repo = ctx.repo()?;
     let plan = &loaded.plan;
-    let Operation::StaleBranches(inputs) = &plan.operation;
-    let Some(base_oid) = repo
-        .ref_target(&inputs.base)
-        .or_else(|| repo.resolve_base(Some(&inputs.base)).ok().map(|b| b.1))
-    else {
+    let inputs = plan.operation.selection();
+    let remote_refs = match plan.operation.remote() {
+        Some(remote) => Some(repo.ls_remote(remote)?),
+        None => None,
+    };
+    let base_oid = match &remote_refs {
+        None => repo
+            .ref_target(&inputs.base)
+            .or_else(|| repo.resolve_base(Some(&inputs.base)).ok().map(|b| b.1)),
+        Some(r) => r.target(&inputs.base),
+    };
+    let Some(base_oid) = base_oid else {
         return Err(Error::new(
             Kind::Drift,
             format!("the base {} no longer exists", safe(&inputs.base)),
         )
         .with_hint("re-run `guardctl plan`"));
     };
-    let (current, drifts) = stale_branches::recheck(repo, inputs, &plan.affected, base_oid, ctx.now)?;
+    if !repo.has_object(base_oid) {
+        return Err(Error::new(
+            Kind::Drift,
+            format!(
+                "the remote's base {} moved to {base_oid}, which this clone has not fetched",
+                safe(&inputs.base)
+            ),
+        )
+        .with_hint("run `git fetch`, then apply again (or re-plan)"));
+    }
+    let source = match &remote_refs {
+        Some(r) => Branches::Remote(r),
+        None => Branches::Local,
+    };
+    let (current, drifts) = stale_branches::recheck(repo, inputs, &plan.affected, source, base_oid, ctx.now)?;
     let states = current.iter().map(|c| ResourceState {
         refname: &c.refname,
         oid: &c.oid,

@@ -49,6 +49,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         approved_by: cleared.report.approved_by.clone(),
         created_at: ctx.now,
         retention_days: plan.before_image.retention_days,
+        remote: plan.operation.remote().map(String::from),
         backup_ref: (!plan.affected.is_empty()).then(|| format!("{}/{id}", plan.before_image.namespace)),
         backup_commit: None,
         refs: plan

@@ -4,14 +4,15 @@
 use crate::context::Ctx;
 use crate::context::POLICY_PATH;
 use crate::error::{Error, Kind, Result};
-use crate::ops::stale_branches::{self, Request};
+use crate::ops::stale_branches::{self, Branches, Request};
 use crate::plan::derive;
 use crate::plan::envelope::PLAN_NAMESPACE;
 use crate::plan::hash::plan_hash;
-use crate::plan::model::{BeforeImage, FORMAT_VERSION, Operation, Party, Plan};
-use crate::policy::InForce;
+use crate::plan::model::{BeforeImage, FORMAT_VERSION, Operation, Party, Plan, RemoteBranchesInputs};
+use crate::policy::{InForce, Policy};
 use crate::render::escape::safe;
 use crate::render::view::{self, Paging, ViewInput};
+use crate::repo::{RemoteRefs, Repo};
 use crate::sign::sshsig::fingerprint;
 use crate::ui::Ui;
 use std::path::PathBuf;
@@ -47,6 +48,7 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 pub enum OperationArgs {
     StaleBranches(StaleBranchesArgs),
+    RemoteBranches(RemoteBranchesArgs),
 }
 
 /// Local branches that are safe to delete.
@@ -62,12 +64,38 @@ pub struct StaleBranchesArgs {
     /// init.defaultBranch, else main or master]
     #[arg(long, value_name = "REF")]
     pub base: Option<String>,
-    /// Branches whose tip is reachable from the base
-    #[arg(long)]
-    pub merged: bool,
     /// Branches whose upstream is configured but no longer exists
     #[arg(long)]
     pub gone: bool,
+    #[command(flatten)]
+    pub selection: SelectionArgs,
+}
+
+/// A remote's branches that are safe to delete, as the remote holds them now.
+///
+/// The remote's branches are listed with `git ls-remote` and judged with this clone's
+/// objects (run `git fetch` first). Same criteria and patterns as stale-branches, but --gone
+/// (a remote branch has no upstream). Apply deletes them with one atomic `git push` in which
+/// every deletion is leased on the planned object id, after writing a local backup ref. The
+/// plan is bound to the remote's URL, not to this clone.
+#[derive(Debug, clap::Args)]
+pub struct RemoteBranchesArgs {
+    /// The remote, by name (its URL identifies the plan)
+    #[arg(long, value_name = "NAME")]
+    pub remote: String,
+    /// The remote branch others are compared with, e.g. main [default: the remote's HEAD]
+    #[arg(long, value_name = "BRANCH")]
+    pub base: Option<String>,
+    #[command(flatten)]
+    pub selection: SelectionArgs,
+}
+
+/// Criteria and patterns shared by the branch operations.
+#[derive(Debug, clap::Args)]
+pub struct SelectionArgs {
+    /// Branches whose tip is reachable from the base
+    #[arg(long)]
+    pub merged: bool,
     /// Branches whose last commit is older than DUR (e.g. 90d)
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub older_than: Option<Duration>,
@@ -88,32 +116,101 @@ pub struct StaleBranchesArgs {
     pub protect: Vec<String>,
 }
 
+impl SelectionArgs {
+    fn request(self, base: Option<String>, gone: bool) -> Request {
+        Request {
+            base,
+            merged: self.merged,
+            squash_merged: self.squash_merged,
+            gone,
+            older_than: self.older_than,
+            include_unmerged: self.include_unmerged,
+            match_globs: self.match_globs,
+            exclude: self.exclude,
+            protect: self.protect,
+        }
+    }
+}
+
+/// What the operation resolved to before anything is judged: its inputs, whose branches,
+/// the base commit, and the identity the plan is bound to.
+struct Resolved {
+    operation: Operation,
+    remote_refs: Option<RemoteRefs>,
+    base_oid: git2::Oid,
+    repository: String,
+}
+
+fn resolve(operation: OperationArgs, repo: &Repo, policy: &Policy) -> Result<Resolved> {
+    match operation {
+        OperationArgs::StaleBranches(op) => {
+            let (base_ref, base_oid) = repo.resolve_base(op.base.as_deref())?;
+            let request = op.selection.request(op.base, op.gone);
+            Ok(Resolved {
+                operation: Operation::StaleBranches(stale_branches::normalize(
+                    &request,
+                    base_ref,
+                    &policy.protected,
+                )),
+                remote_refs: None,
+                base_oid,
+                repository: repo.identity()?,
+            })
+        }
+        OperationArgs::RemoteBranches(op) => {
+            let url = repo.remote_url(&op.remote)?;
+            let refs = repo.ls_remote(&op.remote)?;
+            let base_ref = match &op.base {
+                Some(b) if b.starts_with("refs/") => b.clone(),
+                Some(b) => format!("refs/heads/{b}"),
+                None => refs.head.clone().ok_or_else(|| {
+                    Error::usage(format!(
+                        "remote `{}` does not say which branch its HEAD names",
+                        safe(&op.remote)
+                    ))
+                    .with_hint("pass --base <branch>")
+                })?,
+            };
+            let base_oid = refs.target(&base_ref).ok_or_else(|| {
+                Error::usage(format!(
+                    "remote `{}` has no branch {}",
+                    safe(&op.remote),
+                    safe(&base_ref)
+                ))
+            })?;
+            stale_branches::require_fetched(repo, &op.remote, &refs)?;
+            let request = op.selection.request(op.base, false);
+            let selection = stale_branches::normalize(&request, base_ref, &policy.protected);
+            Ok(Resolved {
+                operation: Operation::RemoteBranches(RemoteBranchesInputs {
+                    remote: op.remote,
+                    selection,
+                }),
+                remote_refs: Some(refs),
+                base_oid,
+                repository: url,
+            })
+        }
+    }
+}
+
 fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
     crate::duration::parse(s)
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
-    let OperationArgs::StaleBranches(op) = args.operation;
     let repo = ctx.repo()?;
     let in_force = ctx.policy()?;
     let policy = &in_force.policy;
     warn_uncommitted_policy(repo, in_force, ui);
     let now = ctx.now;
     let expiry = policy.expiry(args.expires_in).map_err(Error::usage)?;
-
-    let (base_ref, base_oid) = repo.resolve_base(op.base.as_deref())?;
-    let request = Request {
-        base: op.base,
-        merged: op.merged,
-        squash_merged: op.squash_merged,
-        gone: op.gone,
-        older_than: op.older_than,
-        include_unmerged: op.include_unmerged,
-        match_globs: op.match_globs,
-        exclude: op.exclude,
-        protect: op.protect,
-    };
-    let inputs = stale_branches::normalize(&request, base_ref, &policy.protected);
+    let Resolved {
+        operation,
+        remote_refs,
+        base_oid,
+        repository,
+    } = resolve(args.operation, repo, policy)?;
 
     let key = ctx.signing_key(ui)?;
     let key_id = fingerprint(&key.public);
@@ -164,14 +261,16 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         )
         .with_hint("name an allowed principal with --executor"));
     }
-    let repository = repo.identity()?;
-
     ui.status(&format!(
         "Observing branches in {} ...",
         repo.display_path().display()
     ));
     let spinner = ui.spinner("observing branches");
-    let outcome = stale_branches::run(repo, &inputs, base_oid, now)?;
+    let source = match &remote_refs {
+        Some(r) => Branches::Remote(r),
+        None => Branches::Local,
+    };
+    let outcome = stale_branches::run(repo, operation.selection(), source, base_oid, now)?;
     if let Some(s) = spinner {
         s.finish_and_clear();
     }
@@ -190,7 +289,6 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     }
     let review =
         crate::policy::route::review(policy, &outcome.affected).map_err(|e| Error::new(Kind::Policy, e))?;
-    let operation = Operation::StaleBranches(inputs);
     let policy_hash = in_force.hash.clone();
     let plan = Plan {
         format_version: FORMAT_VERSION,
@@ -206,7 +304,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         operation,
         summary: derive::summary(&outcome.affected),
         diff: derive::diff(&outcome.affected),
-        side_effects: derive::side_effects(&outcome.affected),
+        side_effects: derive::side_effects(remote_refs.is_some(), &outcome.affected),
         risk: derive::risk(&outcome.affected, policy.bulk.threshold),
         review,
         policy_source: in_force.source.clone(),

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::plan::model::{
     Affected, ConfigEntry, Criterion, Person, SkipReason, Skipped, StaleBranchesInputs, Upstream,
 };
-use crate::repo::{BranchRef, CheckedOut, CommitFacts, Repo};
+use crate::repo::{BranchRef, CheckedOut, CommitFacts, RemoteRefs, Repo};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -231,17 +231,28 @@ pub struct Outcome {
 }
 
 /// Observe the repository and classify every local branch. Read-only.
+/// Whose branches: this repository's, or a remote's as `git ls-remote` listed them (judged
+/// with this clone's objects; a remote branch has no config and nothing checks it out).
+#[derive(Clone, Copy)]
+pub enum Branches<'a> {
+    Local,
+    Remote(&'a RemoteRefs),
+}
+
 pub fn run(
     repo: &Repo,
     inputs: &StaleBranchesInputs,
+    source: Branches,
     base_oid: git2::Oid,
     now: OffsetDateTime,
 ) -> Result<Outcome> {
     let patterns = Patterns::compile(inputs)?;
-    let branches = repo.local_branches()?;
-    let checked_out = repo.checked_out()?;
+    let (branches, checked_out) = match source {
+        Branches::Local => (repo.local_branches()?, repo.checked_out()?),
+        Branches::Remote(r) => (r.branches.clone(), CheckedOut::default()),
+    };
     let want_squash = inputs.criteria.contains(&Criterion::SquashMerged);
-    let mut lookups = Lookups::new(repo, base_oid, want_squash)?;
+    let mut lookups = Lookups::new(repo, source, base_oid, want_squash)?;
 
     let mut skipped = Vec::new();
     let mut observed = Vec::new();
@@ -296,6 +307,31 @@ pub fn run(
     Ok(Outcome { affected, skipped })
 }
 
+/// A remote's branches are judged with this clone's objects: every tip must have been
+/// fetched. Names git would reject are left to `screen` (they are skipped, not judged).
+pub fn require_fetched(repo: &Repo, remote: &str, refs: &RemoteRefs) -> Result<()> {
+    let missing: Vec<&BranchRef> = refs
+        .branches
+        .iter()
+        .filter(|b| b.valid && b.oid.is_some_and(|o| !repo.has_object(o)))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let mut e = Error::usage(format!(
+        "{} branches of remote `{}` point at commits this clone does not have",
+        missing.len(),
+        crate::render::escape::safe(remote)
+    ));
+    for b in missing.iter().take(5) {
+        e = e.caused_by(crate::render::escape::safe(&b.refname));
+    }
+    Err(e.with_hint(format!(
+        "run `git fetch {}` first, then plan again",
+        crate::render::escape::safe(remote)
+    )))
+}
+
 /// What observing branches needs, read once per run: the base's reachable set, the
 /// `branch.*` config, the remotes, and whether squash merges are looked for.
 struct Lookups<'r> {
@@ -309,11 +345,14 @@ struct Lookups<'r> {
 }
 
 impl<'r> Lookups<'r> {
-    fn new(repo: &'r Repo, base_oid: git2::Oid, want_squash: bool) -> Result<Self> {
+    fn new(repo: &'r Repo, source: Branches, base_oid: git2::Oid, want_squash: bool) -> Result<Self> {
         Ok(Lookups {
             repo,
             reachable: repo.reachable_from(base_oid)?,
-            config: repo.branch_config()?,
+            config: match source {
+                Branches::Local => repo.branch_config()?,
+                Branches::Remote(_) => HashMap::new(),
+            },
             upstreams: None,
             want_squash,
         })
@@ -385,18 +424,25 @@ pub fn recheck(
     repo: &Repo,
     inputs: &StaleBranchesInputs,
     planned: &[Affected],
+    source: Branches,
     base_oid: git2::Oid,
     now: OffsetDateTime,
 ) -> Result<(Vec<Current>, Vec<Drift>)> {
     let want_squash = planned
         .iter()
         .any(|a| a.reasons.contains(&Criterion::SquashMerged));
-    let mut lookups = Lookups::new(repo, base_oid, want_squash)?;
+    let mut lookups = Lookups::new(repo, source, base_oid, want_squash)?;
     let mut drifts = Vec::new();
     let mut current = Vec::new();
     let mut observed = Vec::new();
     let mut fork_points = Vec::new();
-    let targets = repo.ref_targets(planned.iter().map(|a| a.refname.as_str()))?;
+    let targets = match source {
+        Branches::Local => repo.ref_targets(planned.iter().map(|a| a.refname.as_str()))?,
+        Branches::Remote(r) => planned
+            .iter()
+            .filter_map(|a| Some((a.refname.clone(), r.target(&a.refname)?)))
+            .collect(),
+    };
     for a in planned {
         let drift = |field: &str, planned: String, now: String| Drift {
             refname: a.refname.clone(),

@@ -30,9 +30,25 @@ fn is_upstream_key(key: &str) -> bool {
     key.ends_with(".remote") || key.ends_with(".merge")
 }
 
-pub fn side_effects(affected: &[Affected]) -> Vec<SideEffect> {
+/// What deleting `affected` does beyond removing the refs. Local branches take their reflog
+/// and config with them; a remote's branches vanish from every clone and close pull requests.
+pub fn side_effects(remote: bool, affected: &[Affected]) -> Vec<SideEffect> {
     let mut out = Vec::new();
     if affected.is_empty() {
+        return out;
+    }
+    if remote {
+        for kind in [
+            SideEffectKind::ClonesLoseBranch,
+            SideEffectKind::PullRequestsClosed,
+        ] {
+            out.push(SideEffect {
+                kind,
+                branches: affected.len() as u64,
+                commits: None,
+            });
+        }
+        out.extend(backup_only(affected));
         return out;
     }
     out.push(SideEffect {
@@ -62,15 +78,18 @@ pub fn side_effects(affected: &[Affected]) -> Vec<SideEffect> {
             commits: None,
         });
     }
-    let losing: Vec<&Affected> = affected.iter().filter(|a| a.loses_work).collect();
-    if !losing.is_empty() {
-        out.push(SideEffect {
-            kind: SideEffectKind::UnmergedCommitsBackupOnly,
-            branches: losing.len() as u64,
-            commits: Some(losing.iter().map(|a| a.commits_not_in_base).sum()),
-        });
-    }
+    out.extend(backup_only(affected));
     out
+}
+
+/// Commits that only the backup will keep.
+fn backup_only(affected: &[Affected]) -> Option<SideEffect> {
+    let losing: Vec<&Affected> = affected.iter().filter(|a| a.loses_work).collect();
+    (!losing.is_empty()).then(|| SideEffect {
+        kind: SideEffectKind::UnmergedCommitsBackupOnly,
+        branches: losing.len() as u64,
+        commits: Some(losing.iter().map(|a| a.commits_not_in_base).sum()),
+    })
 }
 
 /// The risk tier of deleting one resource. Every deletion is backed up, so the tier says what
@@ -202,7 +221,10 @@ mod tests {
 
     #[test]
     fn side_effects_count_upstreams_and_backup_only_commits() {
-        let s = side_effects(&[branch("a", Criterion::Merged, 0), branch("b", Criterion::Gone, 2)]);
+        let s = side_effects(
+            false,
+            &[branch("a", Criterion::Merged, 0), branch("b", Criterion::Gone, 2)],
+        );
         assert!(
             s.iter()
                 .any(|e| e.kind == SideEffectKind::UpstreamConfigRemoved && e.branches == 2)

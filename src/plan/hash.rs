@@ -91,10 +91,20 @@ mod tests {
     }
 
     fn op() -> Operation {
-        let mut op = test_data::merged_inputs();
-        let Operation::StaleBranches(i) = &mut op;
-        i.protect = vec!["main".into()];
-        op
+        Operation::StaleBranches(StaleBranchesInputs {
+            protect: vec!["main".into()],
+            ..test_data::merged_inputs().selection().clone()
+        })
+    }
+
+    #[test]
+    fn the_same_selection_on_a_remote_is_another_plan() {
+        let remote = Operation::RemoteBranches(RemoteBranchesInputs {
+            remote: "origin".into(),
+            selection: op().selection().clone(),
+        });
+        let a = [branch("a", "1", 0)];
+        assert_ne!(plan_hash("r", &op(), "p", &a), plan_hash("r", &remote, "p", &a));
     }
 
     #[test]

@@ -49,16 +49,47 @@ pub struct Party {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, tag = "kind", content = "inputs")]
 pub enum Operation {
+    /// Local branches, deleted with one `git update-ref --stdin` transaction.
     #[serde(rename = "stale-branches")]
     StaleBranches(StaleBranchesInputs),
+    /// A remote's branches, deleted with one `git push --atomic` whose every deletion leases
+    /// the planned object id. The plan's `repository` is the remote's URL.
+    #[serde(rename = "remote-branches")]
+    RemoteBranches(RemoteBranchesInputs),
 }
 
 impl Operation {
     pub fn kind(&self) -> &'static str {
         match self {
             Operation::StaleBranches(_) => "stale-branches",
+            Operation::RemoteBranches(_) => "remote-branches",
         }
     }
+
+    /// How branches were selected (for remote branches: names and base as on the remote).
+    pub fn selection(&self) -> &StaleBranchesInputs {
+        match self {
+            Operation::StaleBranches(i) => i,
+            Operation::RemoteBranches(r) => &r.selection,
+        }
+    }
+
+    /// The remote whose branches the plan deletes; `None` for local branches.
+    pub fn remote(&self) -> Option<&str> {
+        match self {
+            Operation::StaleBranches(_) => None,
+            Operation::RemoteBranches(r) => Some(&r.remote),
+        }
+    }
+}
+
+/// `remote-branches`: the remote's name in the planning clone, and the selection, evaluated
+/// on the remote's refs as `git ls-remote` lists them (base and names as on the remote).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteBranchesInputs {
+    pub remote: String,
+    pub selection: StaleBranchesInputs,
 }
 
 /// Normalised inputs: resolved base ref, sorted criteria and patterns, durations in seconds.
@@ -246,6 +277,10 @@ pub enum SideEffectKind {
     BranchConfigRemoved,
     /// Commits only reachable through the backup ref until retention ends.
     UnmergedCommitsBackupOnly,
+    /// Other clones lose their remote-tracking copy of the branch on their next prune.
+    ClonesLoseBranch,
+    /// Hosting services close open pull requests whose head branch is deleted.
+    PullRequestsClosed,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

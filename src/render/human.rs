@@ -25,12 +25,21 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
     for (k, v) in [
         (
             "operation",
-            format!(
-                "{} (base {}; criteria: {})",
-                view.operation,
-                view.base,
-                view.criteria.join(", ")
-            ),
+            match &view.remote {
+                Some(remote) => format!(
+                    "{} on {remote} ({}) (base {}; criteria: {})",
+                    view.operation,
+                    view.repository,
+                    view.base,
+                    view.criteria.join(", ")
+                ),
+                None => format!(
+                    "{} (base {}; criteria: {})",
+                    view.operation,
+                    view.base,
+                    view.criteria.join(", ")
+                ),
+            },
         ),
         ("planner", who(&view.planner)),
         ("executor", who(&view.executor)),

@@ -15,6 +15,7 @@ pub fn human(r: &Receipt) -> String {
         r.deleted.len(),
         crate::plan::derive::plural(r.deleted.len() as u64, "branch", "branches")
     );
+    let _ = writeln!(s, "  repository {}", super::escape::safe(&r.repository));
     let _ = writeln!(s, "  executor   {} ({})", super::escape::safe(&r.executor), r.key);
     let approvers: Vec<String> = r.approved_by.iter().map(|p| super::escape::safe(p)).collect();
     let _ = writeln!(s, "  approved   {}", approvers.join(", "));

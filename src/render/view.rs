@@ -7,7 +7,7 @@
 use super::escape::{Flag, flags, safe};
 use crate::duration::humanize;
 use crate::plan::derive::plural;
-use crate::plan::model::{Affected, Criterion, Operation, Plan, ReviewKind, SideEffectKind, SkipReason};
+use crate::plan::model::{Affected, Criterion, Plan, ReviewKind, SideEffectKind, SkipReason};
 use crate::policy::ApprovalReport;
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -39,6 +39,9 @@ pub struct ShowView {
     pub summary: String,
     pub operation: String,
     pub repository: String,
+    /// The remote whose branches are deleted (remote-branches only), and its URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
     pub base: String,
     pub criteria: Vec<&'static str>,
     pub planner: PartyView,
@@ -266,8 +269,9 @@ pub fn rfc3339(t: OffsetDateTime) -> String {
 }
 
 fn protected_literals(plan: &Plan) -> Vec<&str> {
-    let Operation::StaleBranches(i) = &plan.operation;
-    i.protect
+    plan.operation
+        .selection()
+        .protect
         .iter()
         .map(String::as_str)
         .filter(|p| !p.contains(['*', '?', '[']))
@@ -309,7 +313,7 @@ pub fn build(input: ViewInput) -> ShowView {
         plan, plan_id, now, ..
     } = input;
     let protected = protected_literals(plan);
-    let Operation::StaleBranches(inputs) = &plan.operation;
+    let inputs = plan.operation.selection();
     let n = plan.affected.len();
     let expires_in = (plan.expires_at - now).whole_seconds();
     let expired = expires_in <= 0;
@@ -415,7 +419,8 @@ pub fn build(input: ViewInput) -> ShowView {
         plan_hash: plan.plan_hash.clone(),
         summary,
         operation: plan.operation.kind().to_string(),
-        repository: plan.repository.clone(),
+        repository: safe(&plan.repository),
+        remote: plan.operation.remote().map(safe),
         base: safe(&inputs.base),
         criteria: inputs.criteria.iter().map(|c| c.as_str()).collect(),
         planner: party(&plan.planner),
@@ -487,6 +492,12 @@ fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
                 }
                 SideEffectKind::BranchConfigRemoved => {
                     format!("Other branch config (description, ...) of {b} {branches} is removed (kept in the before-image).")
+                }
+                SideEffectKind::ClonesLoseBranch => {
+                    format!("Other clones lose their copy of {b} {branches} on their next `git fetch --prune`.")
+                }
+                SideEffectKind::PullRequestsClosed => {
+                    format!("Hosting services (GitHub, GitLab, ...) close open pull requests whose head is one of these {b} {branches}.")
                 }
                 SideEffectKind::UnmergedCommitsBackupOnly => {
                     let c = e.commits.unwrap_or(0);

@@ -12,9 +12,11 @@ mod config;
 mod graph;
 pub mod mutate;
 mod refs;
+mod remote;
 
 pub use graph::{Reachable, UnmergedCount};
 pub use refs::{BranchRef, CheckedOut};
+pub use remote::RemoteRefs;
 
 use crate::error::{Error, Result};
 use git2::{ErrorCode, Oid, Repository};

@@ -7,7 +7,12 @@
 //! `apply` hands git the transaction first and commits it only after its own checks, so the
 //! refs stay locked in between. Config sections are removed in one rewrite of the config
 //! file under git's own `config.lock`. The backup commit is written with `git hash-object`.
-//! A `.lock` file left by a killed git is reported, never removed.
+//! A `.lock` file left by a killed git is reported, never removed. A remote's branches change
+//! through one atomic, leased `git push` (`push.rs`).
+
+mod push;
+
+pub use push::{RemoteOp, push_args};
 
 use super::Repo;
 use crate::error::{Error, Kind, Result};

@@ -157,6 +157,9 @@ pub struct BeforeImage {
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: time::OffsetDateTime,
     pub retention_days: u32,
+    /// The remote whose branches `refs` are (remote-branches); `None` for local branches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
     pub refs: Vec<crate::plan::approval::DeletedRef>,
     /// `refs/guardctl/backup/<plan id>`: points at `backup_commit`, one commit whose parents
     /// are every deleted tip, keeping them all reachable with one ref instead of one per

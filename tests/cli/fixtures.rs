@@ -355,6 +355,41 @@ pub fn standard_repo() -> TestEnv {
     env
 }
 
+/// `standard_repo` whose remote `origin` (a bare repository, reached by a `file://` URL)
+/// holds `main`, `feature/done` and `fix/old` (merged), `feature/live` (2 commits not in
+/// main) and `release/1.0` (protected); this clone has fetched all of it.
+pub fn remote_repo() -> TestEnv {
+    let env = standard_repo();
+    let url = format!("file://{}", env.origin().display());
+    env.git(&["remote", "set-url", "origin", &url]);
+    env.git(&[
+        "push",
+        "-q",
+        "origin",
+        "feature/done",
+        "fix/old",
+        "feature/live",
+        "release/1.0",
+    ]);
+    env.git(&["fetch", "-q", "origin"]);
+    env
+}
+
+impl TestEnv {
+    /// The bare repository `standard_repo` uses as `origin`.
+    pub fn origin(&self) -> PathBuf {
+        self.path().join("origin.git")
+    }
+
+    /// `<ref> <oid>` for every branch the remote holds now, sorted.
+    pub fn remote_branches(&self) -> String {
+        self.git_in(
+            &self.origin(),
+            &["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"],
+        )
+    }
+}
+
 /// Every commit the backup refs keep: each plan's backup ref points at one commit whose
 /// parents are the deleted tips.
 pub fn backed_up(repo: &Path) -> std::collections::HashSet<String> {

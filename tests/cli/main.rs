@@ -11,5 +11,6 @@ mod plan;
 mod plan_file;
 mod policy;
 mod recover;
+mod remote;
 mod show;
 mod whoami;

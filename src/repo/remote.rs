@@ -1,0 +1,124 @@
+//! A remote's branches, read with `git ls-remote`: read-only, nothing is fetched or stored.
+//! Names come from another machine and are untrusted: each is validated like a local one.
+
+use super::Repo;
+use super::refs::{BranchRef, is_valid_refname};
+use crate::error::{Error, Result};
+use crate::render::escape::safe;
+use git2::Oid;
+
+/// What `git ls-remote --symref` says a remote holds now.
+#[derive(Debug, Default)]
+pub struct RemoteRefs {
+    /// The branch the remote's HEAD names, if it says.
+    pub head: Option<String>,
+    /// Every `refs/heads/*` ref, sorted by name.
+    pub branches: Vec<BranchRef>,
+}
+
+impl RemoteRefs {
+    /// The object `refname` points at on the remote, if it exists there.
+    pub fn target(&self, refname: &str) -> Option<Oid> {
+        self.branches
+            .binary_search_by(|b| b.refname.as_str().cmp(refname))
+            .ok()
+            .and_then(|i| self.branches[i].oid)
+    }
+}
+
+impl Repo {
+    /// The URL of `remote` (what a remote-branches plan names as its repository).
+    pub fn remote_url(&self, remote: &str) -> Result<String> {
+        self.config_string(&format!("remote.{remote}.url"))?
+            .ok_or_else(|| {
+                Error::usage(format!("no remote named `{}` in this repository", safe(remote)))
+                    .with_hint("see `git remote -v`")
+            })
+    }
+
+    /// The remote's branches and HEAD, as the remote reports them now. Never prompts for
+    /// credentials: a CI job must fail, not hang.
+    pub fn ls_remote(&self, remote: &str) -> Result<RemoteRefs> {
+        let out = self
+            .git()
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .args(["ls-remote", "--symref", "--", remote, "HEAD", "refs/heads/*"])
+            .output()
+            .map_err(|e| Error::internal("cannot run git ls-remote").caused_by(e))?;
+        if !out.status.success() {
+            return Err(
+                Error::internal(format!("cannot list the branches of remote `{}`", safe(remote)))
+                    .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))
+                    .with_hint("check the remote's URL and your access to it (`git ls-remote <remote>`)"),
+            );
+        }
+        Ok(parse_ls_remote(&out.stdout))
+    }
+
+    /// Whether the object is in this clone (a remote's tips must be fetched to be judged).
+    pub fn has_object(&self, oid: Oid) -> bool {
+        self.git.odb().is_ok_and(|odb| odb.exists(oid))
+    }
+}
+
+fn parse_ls_remote(out: &[u8]) -> RemoteRefs {
+    let mut refs = RemoteRefs::default();
+    for line in out.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let Some(tab) = line.iter().position(|b| *b == b'\t') else {
+            continue;
+        };
+        let (left, name) = (&line[..tab], &line[tab + 1..]);
+        if let Some(target) = left.strip_prefix(b"ref: ") {
+            if name == b"HEAD" {
+                refs.head = Some(String::from_utf8_lossy(target).into_owned());
+            }
+            continue;
+        }
+        if !name.starts_with(b"refs/heads/") {
+            continue;
+        }
+        let (refname, utf8) = match std::str::from_utf8(name) {
+            Ok(s) => (s.to_string(), true),
+            Err(_) => (String::from_utf8_lossy(name).into_owned(), false),
+        };
+        let oid = std::str::from_utf8(left).ok().and_then(|h| Oid::from_str(h).ok());
+        refs.branches.push(BranchRef {
+            valid: utf8 && is_valid_refname(&refname),
+            refname,
+            oid,
+        });
+    }
+    refs.branches.sort_by(|a, b| a.refname.cmp(&b.refname));
+    refs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ls_remote_output_gives_head_and_validated_branches() {
+        let a = "1111111111111111111111111111111111111111";
+        let b = "2222222222222222222222222222222222222222";
+        let out = format!(
+            "ref: refs/heads/main\tHEAD\n{a}\tHEAD\n{a}\trefs/heads/main\n{b}\trefs/heads/bad..name\n{b}\trefs/heads/feature/x\n{a}\trefs/tags/v1\n"
+        );
+        let refs = parse_ls_remote(out.as_bytes());
+        assert_eq!(refs.head.as_deref(), Some("refs/heads/main"));
+        let names: Vec<(&str, bool)> = refs
+            .branches
+            .iter()
+            .map(|b| (b.refname.as_str(), b.valid))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("refs/heads/bad..name", false),
+                ("refs/heads/feature/x", true),
+                ("refs/heads/main", true)
+            ]
+        );
+        assert_eq!(refs.target("refs/heads/feature/x"), Oid::from_str(b).ok());
+        assert_eq!(refs.target("refs/heads/gone"), None);
+    }
+}

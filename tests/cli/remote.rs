@@ -1,0 +1,253 @@
+//! `remote-branches` end to end, with a local bare repository as the remote (`file://`): one
+//! atomic, leased push; drift when a remote branch moves (before the check, or between the
+//! check and the push); rollback; recovery; the plan bound to the remote's URL.
+
+use crate::fixtures::{TestEnv, backed_up, remote_repo};
+
+fn plan(env: &TestEnv) -> serde_json::Value {
+    let r = env.run(
+        "alice",
+        &["plan", "remote-branches", "--remote", "origin", "--json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    r.json()
+}
+
+fn planned_and_approved() -> TestEnv {
+    let env = remote_repo();
+    plan(&env);
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env
+}
+
+/// `apply plan.json` as Alice with test hooks set: `GUARDCTL_TEST_<name>=<value>`.
+fn apply_with_hooks(env: &TestEnv, hooks: &[(&str, String)]) -> crate::fixtures::Run {
+    let mut c = env.command();
+    for (name, value) in hooks {
+        c.env(format!("GUARDCTL_TEST_{name}"), value);
+    }
+    c.arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["apply", "plan.json"]);
+    crate::fixtures::run(c)
+}
+
+/// A shell command that runs `git <args>` in the remote, for `GUARDCTL_TEST_EXEC`.
+fn in_origin(env: &TestEnv, args: &str) -> String {
+    format!("git --git-dir '{}' {args}", env.origin().display())
+}
+
+fn names(remote: &str) -> Vec<&str> {
+    remote
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().trim_start_matches("refs/heads/"))
+        .collect()
+}
+
+#[test]
+fn merged_remote_branches_are_planned_by_the_remotes_state_and_bound_to_its_url() {
+    let env = remote_repo();
+    let (local, remote) = (env.repository_state(), env.remote_branches());
+    let view = plan(&env);
+    // Planning only lists the remote: neither repository changes.
+    assert_eq!(env.repository_state(), local);
+    assert_eq!(env.remote_branches(), remote);
+    assert_eq!(view["operation"], "remote-branches");
+    assert_eq!(view["remote"], "origin");
+    assert_eq!(view["repository"], format!("file://{}", env.origin().display()));
+    assert_eq!(view["base"], "refs/heads/main");
+    let planned: Vec<&str> = view["rows"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(planned, ["feature/done", "fix/old"]);
+    let text = env.run("alice", &["show", "plan.json"]).stdout;
+    assert!(text.contains("remote-branches on origin (file://"), "{text}");
+    assert!(text.contains("close open pull requests"), "{text}");
+    assert!(text.contains("next `git fetch --prune`"), "{text}");
+    // Local branches are another operation's business: none of them is touched or planned.
+    assert!(!text.contains("reflog"), "{text}");
+}
+
+#[test]
+fn apply_deletes_the_remote_branches_in_one_push_after_a_local_backup() {
+    let env = planned_and_approved();
+    let local_before = env.git(&["for-each-ref", "refs/heads"]);
+    let done = env.git(&["rev-parse", "feature/done"]);
+    let old = env.git(&["rev-parse", "fix/old"]);
+    let v = env.run("alice", &["verify", "plan.json"]);
+    assert_eq!(v.code, 0, "{}", v.transcript());
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("deleted 2 branches; verified"), "{}", r.stdout);
+    assert!(r.stdout.contains("repository file://"), "{}", r.stdout);
+    assert_eq!(
+        names(&env.remote_branches()),
+        ["feature/live", "main", "release/1.0"]
+    );
+    assert_eq!(env.git(&["for-each-ref", "refs/heads"]), local_before);
+    let kept = backed_up(&env.repo);
+    assert!(kept.contains(&done) && kept.contains(&old), "{kept:?}");
+    // Replay: the recorded result, nothing pushed.
+    let again = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(again.code, 0, "{}", again.transcript());
+    assert_eq!(again.stdout, r.stdout);
+}
+
+#[test]
+fn a_remote_branch_moved_after_planning_is_drift_and_nothing_is_deleted() {
+    let env = planned_and_approved();
+    let main = env.git(&["rev-parse", "main"]);
+    env.git_in(&env.origin(), &["update-ref", "refs/heads/fix/old", &main]);
+    let remote_before = env.remote_branches();
+    let local_before = env.repository_state();
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(r.stderr.contains("refs/heads/fix/old oid"), "{}", r.stderr);
+    assert_eq!(env.remote_branches(), remote_before);
+    assert_eq!(env.repository_state(), local_before);
+}
+
+#[test]
+fn a_branch_moved_between_the_check_and_the_push_fails_the_whole_push_by_its_lease() {
+    let env = planned_and_approved();
+    let main = env.git(&["rev-parse", "main"]);
+    let r = apply_with_hooks(
+        &env,
+        &[
+            ("EXEC_AT", "backup-created".into()),
+            (
+                "EXEC",
+                in_origin(&env, &format!("update-ref refs/heads/fix/old {main}")),
+            ),
+        ],
+    );
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(r.stderr.contains("stale info"), "{}", r.stderr);
+    // Atomic: feature/done, whose lease held, is still there too.
+    assert_eq!(
+        names(&env.remote_branches()),
+        ["feature/done", "feature/live", "fix/old", "main", "release/1.0"]
+    );
+    let replay = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(replay.code, 10, "{}", replay.transcript());
+    assert!(replay.stderr.contains("aborted"), "{}", replay.stderr);
+}
+
+#[test]
+fn rollback_pushes_the_branches_back_and_is_harmless_twice() {
+    let env = planned_and_approved();
+    let before = env.remote_branches();
+    assert_eq!(env.run("alice", &["apply", "plan.json"]).code, 0);
+    assert_ne!(env.remote_branches(), before);
+    let r = env.run("alice", &["rollback", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("restored 2 branches"), "{}", r.stdout);
+    assert_eq!(env.remote_branches(), before);
+    let again = env.run("alice", &["rollback", "plan.json"]);
+    assert_eq!(again.code, 0, "{}", again.transcript());
+    assert!(
+        again.stdout.contains("restored 0 branches (2 already present)"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(env.remote_branches(), before);
+}
+
+#[test]
+fn rollback_refuses_where_the_name_was_taken_on_the_remote() {
+    let env = planned_and_approved();
+    assert_eq!(env.run("alice", &["apply", "plan.json"]).code, 0);
+    let main = env.git(&["rev-parse", "main"]);
+    env.git_in(&env.origin(), &["update-ref", "refs/heads/fix/old", &main]);
+    let before = env.remote_branches();
+    let r = env.run("alice", &["rollback", "plan.json"]);
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert_eq!(env.remote_branches(), before);
+}
+
+#[test]
+fn a_crash_before_the_push_is_recovered_as_nothing_deleted_and_after_it_as_applied() {
+    // (crash after step, a push that landed though the journal never said so, deleted)
+    let cases = [
+        ("consumed", false, false),
+        ("backup-created", false, false),
+        ("backup-created", true, true),
+        ("refs-committed", false, true),
+    ];
+    for (step, landed, deleted) in cases {
+        let env = planned_and_approved();
+        let before = env.remote_branches();
+        let mut hooks = vec![("CRASH_AFTER", step.to_string())];
+        if landed {
+            let delete = |b: &str| in_origin(&env, &format!("update-ref -d refs/heads/{b}"));
+            hooks.push(("EXEC_AT", step.to_string()));
+            hooks.push((
+                "EXEC",
+                format!("{} && {}", delete("fix/old"), delete("feature/done")),
+            ));
+        }
+        let killed = apply_with_hooks(&env, &hooks);
+        assert_ne!(killed.code, 0, "{step}: {}", killed.transcript());
+        let r = env.run("alice", &["recover"]);
+        assert_eq!(r.code, 0, "{step}: {}", r.transcript());
+        if deleted {
+            assert!(r.stdout.contains("completed"), "{step}: {}", r.stdout);
+            assert_eq!(
+                names(&env.remote_branches()),
+                ["feature/live", "main", "release/1.0"]
+            );
+            let receipt = env.run("alice", &["apply", "plan.json"]);
+            assert_eq!(receipt.code, 0, "{step}: {}", receipt.transcript());
+        } else {
+            assert!(r.stdout.contains("nothing was deleted"), "{step}: {}", r.stdout);
+            assert_eq!(env.remote_branches(), before, "{step}");
+        }
+    }
+}
+
+#[test]
+fn a_plan_needs_the_remotes_tips_fetched_and_applies_only_to_that_url() {
+    let env = remote_repo();
+    // Someone else pushes a branch this clone has never fetched.
+    let other = env.path().join("other");
+    env.git_in(
+        env.path(),
+        &[
+            "clone",
+            "-q",
+            env.origin().to_str().unwrap(),
+            other.to_str().unwrap(),
+        ],
+    );
+    env.git_in(&other, &["commit", "-q", "--allow-empty", "-m", "theirs"]);
+    env.git_in(&other, &["push", "-q", "origin", "HEAD:refs/heads/theirs"]);
+    let r = env.run("alice", &["plan", "remote-branches", "--remote", "origin"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("git fetch origin"), "{}", r.stderr);
+
+    env.git(&["fetch", "-q", "origin"]);
+    plan(&env);
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let elsewhere = env.path().join("elsewhere.git");
+    env.git_in(env.path(), &["init", "-q", "--bare", elsewhere.to_str().unwrap()]);
+    env.git(&["remote", "set-url", "origin", elsewhere.to_str().unwrap()]);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert!(r.stderr.contains("another repository"), "{}", r.stderr);
+}
+
+#[test]
+fn gone_is_refused_for_remote_branches() {
+    let env = remote_repo();
+    let r = env.run(
+        "alice",
+        &["plan", "remote-branches", "--remote", "origin", "--gone"],
+    );
+    assert_eq!(r.code, 64, "{}", r.transcript());
+}
