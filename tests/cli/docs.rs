@@ -91,3 +91,39 @@ fn readme_policy_example_parses() {
     assert_eq!(policy.bulk.approvals.map(|b| b.required), Some(2));
     assert_eq!(policy.executors, vec!["ci"]);
 }
+
+/// Every `guardctl` command the CI example runs (or tells the approver to run) parses with the
+/// current CLI: the example cannot drift from the flags it uses.
+#[test]
+fn the_ci_example_uses_only_commands_and_flags_that_exist() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ci/remote-branch-cleanup.yml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut checked = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_start_matches(|c: char| c == '#' || c.is_whitespace());
+        let Some(start) = line
+            .find("guardctl ")
+            .filter(|i| *i == 0 || line[..*i].ends_with("; "))
+        else {
+            continue;
+        };
+        let command = line[start..].split(';').next().unwrap();
+        let words: Vec<String> = command.split_whitespace().map(|w| w.replace('"', "")).collect();
+        if let Err(e) = guardctl::cli::command().try_get_matches_from(&words) {
+            panic!("{command}\n{e}");
+        }
+        checked.push(
+            words[1..]
+                .iter()
+                .find(|w| !w.starts_with('-') && !w.contains('/'))
+                .cloned()
+                .unwrap(),
+        );
+    }
+    for expected in ["plan", "show", "approve", "verify", "apply"] {
+        assert!(
+            checked.iter().any(|c| c == expected),
+            "no `guardctl {expected}` in the example: {checked:?}"
+        );
+    }
+}

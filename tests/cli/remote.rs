@@ -251,3 +251,59 @@ fn gone_is_refused_for_remote_branches() {
     );
     assert_eq!(r.code, 64, "{}", r.transcript());
 }
+
+/// The CI flow of docs/ci: a plan job plans in its own clone, a human approves the
+/// downloaded plan on their laptop into a detached approval file, and an apply job in a third
+/// clone verifies and applies with the plan and that approval. The plan is bound to the
+/// remote's URL, so no clone's local state has to travel.
+#[test]
+fn a_plan_made_in_one_clone_is_approved_detached_and_applied_from_another() {
+    let env = remote_repo();
+    let url = format!("file://{}", env.origin().display());
+    let clone = |name: &str| {
+        let path = env.path().join(name);
+        env.git_in(env.path(), &["clone", "-q", &url, path.to_str().unwrap()]);
+        path.to_str().unwrap().to_string()
+    };
+    let (plan_job, laptop, apply_job) = (clone("plan-job"), clone("laptop"), clone("apply-job"));
+    let plan = env.path().join("artifact-plan.json");
+    let approval = env.path().join("approval.json");
+    let (plan, approval) = (plan.to_str().unwrap(), approval.to_str().unwrap());
+
+    let r = env.run(
+        "alice",
+        &[
+            "-C",
+            &plan_job,
+            "plan",
+            "remote-branches",
+            "--remote",
+            "origin",
+            "-o",
+            plan,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run(
+        "bob",
+        &["-C", &laptop, "approve", plan, "--yes", "--out", approval],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // Without the approval the apply job is refused; with it, it verifies and applies.
+    let r = env.run("alice", &["-C", &apply_job, "apply", plan]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    let r = env.run(
+        "alice",
+        &["-C", &apply_job, "verify", plan, "--approval", approval],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run(
+        "alice",
+        &["-C", &apply_job, "apply", plan, "--approval", approval],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        names(&env.remote_branches()),
+        ["feature/live", "main", "release/1.0"]
+    );
+}
