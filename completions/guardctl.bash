@@ -106,6 +106,9 @@ _guardctl() {
             guardctl__subcmd__help__subcmd__plan,stale-branches)
                 cmd="guardctl__subcmd__help__subcmd__plan__subcmd__stale__subcmd__branches"
                 ;;
+            guardctl__subcmd__help__subcmd__plan,tags)
+                cmd="guardctl__subcmd__help__subcmd__plan__subcmd__tags"
+                ;;
             guardctl__subcmd__plan,help)
                 cmd="guardctl__subcmd__plan__subcmd__help"
                 ;;
@@ -115,6 +118,9 @@ _guardctl() {
             guardctl__subcmd__plan,stale-branches)
                 cmd="guardctl__subcmd__plan__subcmd__stale__subcmd__branches"
                 ;;
+            guardctl__subcmd__plan,tags)
+                cmd="guardctl__subcmd__plan__subcmd__tags"
+                ;;
             guardctl__subcmd__plan__subcmd__help,help)
                 cmd="guardctl__subcmd__plan__subcmd__help__subcmd__help"
                 ;;
@@ -123,6 +129,9 @@ _guardctl() {
                 ;;
             guardctl__subcmd__plan__subcmd__help,stale-branches)
                 cmd="guardctl__subcmd__plan__subcmd__help__subcmd__stale__subcmd__branches"
+                ;;
+            guardctl__subcmd__plan__subcmd__help,tags)
+                cmd="guardctl__subcmd__plan__subcmd__help__subcmd__tags"
                 ;;
             *)
                 ;;
@@ -463,7 +472,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__help__subcmd__plan)
-            opts="stale-branches remote-branches"
+            opts="stale-branches remote-branches tags"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -491,6 +500,20 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__help__subcmd__plan__subcmd__stale__subcmd__branches)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__help__subcmd__plan__subcmd__tags)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -623,7 +646,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan)
-            opts="-o -C -q -h -V --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version stale-branches remote-branches help"
+            opts="-o -C -q -h -V --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version stale-branches remote-branches tags help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -673,7 +696,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__help)
-            opts="stale-branches remote-branches help"
+            opts="stale-branches remote-branches tags help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -715,6 +738,20 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__help__subcmd__stale__subcmd__branches)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__plan__subcmd__help__subcmd__tags)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -818,6 +855,76 @@ _guardctl() {
                     return 0
                     ;;
                 --match)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --exclude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --protect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expires-in)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --executor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__plan__subcmd__tags)
+            opts="-o -C -q -h -V --remote --match --older-than --exclude --protect --annotated --lightweight --include-signed --include-unmerged --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --remote)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --match)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --older-than)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

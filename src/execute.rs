@@ -96,7 +96,11 @@ impl Executor<'_> {
         let last = sender;
         let mut backup = None;
         if let Some(refname) = image.backup_ref.clone() {
-            let tips: Vec<String> = image.refs.iter().map(|r| r.oid.clone()).collect();
+            let tips: Vec<String> = image
+                .refs
+                .iter()
+                .map(|r| image.backup_tip(r).to_string())
+                .collect();
             let message = format!("guardctl backup of plan {}", image.plan_id);
             let written = self
                 .repo
@@ -168,7 +172,11 @@ impl Executor<'_> {
         push_args(&ops)?;
         drift_check()?;
         if let Some(backup_ref) = image.backup_ref.clone() {
-            let tips: Vec<String> = image.refs.iter().map(|r| r.oid.clone()).collect();
+            let tips: Vec<String> = image
+                .refs
+                .iter()
+                .map(|r| image.backup_tip(r).to_string())
+                .collect();
             let message = format!("guardctl backup of plan {}", image.plan_id);
             let commit = self
                 .repo
@@ -334,7 +342,7 @@ impl Executor<'_> {
             if now.contains_key(&d.refname) {
                 out.push(format!("{} still exists", d.refname));
             }
-            if !kept.contains(&d.oid) {
+            if !kept.contains(image.backup_tip(d)) {
                 out.push(format!(
                     "backup {} does not keep {}",
                     image.backup_ref.as_deref().unwrap_or("(none)"),
@@ -372,7 +380,7 @@ impl Executor<'_> {
         let kept = self.kept(image);
         let targets = self.targets(image, &image.refs)?;
         for r in &image.refs {
-            if !kept.contains(&r.oid) {
+            if !kept.contains(image.backup_tip(r)) {
                 return Err(Error::internal(format!(
                     "the backup {} is missing or moved",
                     image.backup_ref.as_deref().unwrap_or("(none)")
@@ -398,6 +406,7 @@ impl Executor<'_> {
                 }
             }
         }
+        self.restore_tag_objects(image, &missing)?;
         let bytes = serde_json::to_vec(&missing).unwrap_or_default();
         self.store.write_file(id, "rollback.json", &bytes)?;
         self.step(id, "rollback-started")?;
@@ -442,6 +451,29 @@ impl Executor<'_> {
         );
         self.audit("rollback", Some(&image.plan_id), None, &detail)?;
         Ok((missing.len(), image.refs.len() - missing.len()))
+    }
+
+    /// Write back the annotated tag objects of `refs` (idempotent: an object's id is its
+    /// content), checking each comes back under its old id.
+    fn restore_tag_objects(&self, image: &BeforeImage, refs: &[DeletedRef]) -> Result<()> {
+        use base64::Engine;
+        for t in image
+            .tag_objects
+            .iter()
+            .filter(|t| refs.iter().any(|r| r.oid == t.oid))
+        {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(&t.data)
+                .map_err(|e| Error::internal("the before-image holds a garbled tag object").caused_by(e))?;
+            let oid = self.repo.write_object("tag", &bytes)?;
+            if oid != t.oid {
+                return Err(Error::internal(format!(
+                    "the saved tag object {} came back as {oid}; nothing was restored",
+                    t.oid
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Add back each saved config entry that is not there now (idempotent).
@@ -520,7 +552,11 @@ impl Executor<'_> {
             .filter(|r| !targets.contains_key(&r.refname))
             .count();
         let kept = self.kept(&image);
-        let backed = image.refs.iter().filter(|r| kept.contains(&r.oid)).count();
+        let backed = image
+            .refs
+            .iter()
+            .filter(|r| kept.contains(image.backup_tip(r)))
+            .count();
         if deleted == image.refs.len() && backed == image.refs.len() {
             self.store.journal(id, "refs-committed", self.now)?;
             self.finish(id, &image, need_key(key)?)?;

@@ -5,10 +5,11 @@
 use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
 use crate::ops::stale_branches::{self, Branches, Drift};
+use crate::ops::tags;
 use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE, Approval};
 use crate::plan::envelope::{APPROVAL_PAYLOAD_TYPE, Envelope, PLAN_NAMESPACE};
 use crate::plan::hash::{ResourceState, plan_hash_of};
-use crate::plan::model::Plan;
+use crate::plan::model::{Operation, Plan};
 use crate::planfile::Loaded;
 use crate::policy::{ApprovalReport, CheckedApproval, GateInput, GroupStatus, Ignored, Policy, Refusal};
 use crate::render::escape::safe;
@@ -286,12 +287,42 @@ fn not_counted(principal: &str, why: Ignored) -> String {
 pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
     let repo = ctx.repo()?;
     let plan = &loaded.plan;
-    let inputs = plan.operation.selection();
     let remote_refs = match plan.operation.remote() {
         Some(remote) => Some(repo.ls_remote(remote)?),
         None => None,
     };
-    let base_oid = match &remote_refs {
+    let (current, drifts) = match &plan.operation {
+        Operation::Tags(inputs) => {
+            let source = match &remote_refs {
+                Some(r) => tags::Tags::Remote(r),
+                None => tags::Tags::Local,
+            };
+            tags::recheck(repo, inputs, &plan.affected, source, ctx.now)?
+        }
+        _ => recheck_branches(repo, plan, remote_refs.as_ref(), ctx.now)?,
+    };
+    let states = current.iter().map(|c| ResourceState {
+        refname: &c.refname,
+        oid: &c.oid,
+        reasons: &c.reasons,
+        config: &c.config,
+    });
+    let recomputed = plan_hash_of(&plan.repository, &plan.operation, &plan.policy_hash, states);
+    if drifts.is_empty() && recomputed == plan.plan_hash {
+        return Ok(());
+    }
+    Err(drift_error(&drifts))
+}
+
+/// Re-observe a branch plan's branches against the base as it is now.
+fn recheck_branches(
+    repo: &crate::repo::Repo,
+    plan: &Plan,
+    remote_refs: Option<&crate::repo::RemoteRefs>,
+    now: time::OffsetDateTime,
+) -> Result<(Vec<stale_branches::Current>, Vec<Drift>)> {
+    let inputs = plan.operation.selection();
+    let base_oid = match remote_refs {
         None => repo
             .ref_target(&inputs.base)
             .or_else(|| repo.resolve_base(Some(&inputs.base)).ok().map(|b| b.1)),
@@ -314,22 +345,11 @@ pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
         )
         .with_hint("run `git fetch`, then apply again (or re-plan)"));
     }
-    let source = match &remote_refs {
+    let source = match remote_refs {
         Some(r) => Branches::Remote(r),
         None => Branches::Local,
     };
-    let (current, drifts) = stale_branches::recheck(repo, inputs, &plan.affected, source, base_oid, ctx.now)?;
-    let states = current.iter().map(|c| ResourceState {
-        refname: &c.refname,
-        oid: &c.oid,
-        reasons: &c.reasons,
-        config: &c.config,
-    });
-    let recomputed = plan_hash_of(&plan.repository, &plan.operation, &plan.policy_hash, states);
-    if drifts.is_empty() && recomputed == plan.plan_hash {
-        return Ok(());
-    }
-    Err(drift_error(&drifts))
+    stale_branches::recheck(repo, inputs, &plan.affected, source, base_oid, now)
 }
 
 pub fn drift_error(drifts: &[Drift]) -> Error {

@@ -8,7 +8,8 @@ use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
 use crate::execute::Executor;
 use crate::plan::approval::DeletedRef;
-use crate::store::{BeforeImage, Store};
+use crate::render::escape::safe;
+use crate::store::{BeforeImage, SavedTag, Store};
 use crate::ui::Ui;
 
 /// Apply exactly the plan: refuses on drift, expiry, missing approvals, wrong principal or
@@ -74,6 +75,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
                 )
             })
             .collect(),
+        tag_objects: saved_tags(repo, plan)?,
     };
     let mut drift = || crate::gate::drift(ctx, loaded);
     let receipt = ex
@@ -93,6 +95,31 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             receipt.plan_id
         )))
     }
+}
+
+/// The annotated tag objects the plan deletes, read now: the before-image keeps them.
+fn saved_tags(repo: &crate::repo::Repo, plan: &crate::plan::model::Plan) -> Result<Vec<SavedTag>> {
+    use base64::Engine;
+    let mut out = Vec::new();
+    for a in &plan.affected {
+        let Some(t) = a.tag.as_ref().filter(|t| t.annotated) else {
+            continue;
+        };
+        let oid = git2::Oid::from_str(&a.oid).map_err(Error::from)?;
+        out.push(SavedTag {
+            oid: a.oid.clone(),
+            commit: t.commit.clone(),
+            data: base64::engine::general_purpose::STANDARD.encode(repo.raw_object(oid).map_err(|e| {
+                Error::usage(format!(
+                    "the tag object of {} is not in this clone",
+                    safe(&a.refname)
+                ))
+                .caused_by(e.message)
+                .with_hint("fetch the tags (`git fetch --tags`), then apply again")
+            })?),
+        });
+    }
+    Ok(out)
 }
 
 /// A consumed plan: print the recorded result byte for byte, or say why there is none.

@@ -5,6 +5,7 @@ use crate::context::Ctx;
 use crate::context::POLICY_PATH;
 use crate::error::{Error, Kind, Result};
 use crate::ops::stale_branches::{self, Branches, Request};
+use crate::ops::tags;
 use crate::plan::derive;
 use crate::plan::envelope::PLAN_NAMESPACE;
 use crate::plan::hash::plan_hash;
@@ -49,6 +50,45 @@ pub struct Args {
 pub enum OperationArgs {
     StaleBranches(StaleBranchesArgs),
     RemoteBranches(RemoteBranchesArgs),
+    Tags(TagsArgs),
+}
+
+/// Tags that are safe to delete, here or (with --remote) on a remote.
+///
+/// Say which: --match GLOB and/or --older-than DUR (the tagger's date, else the commit's).
+/// Signed tags are kept unless --include-signed; --annotated or --lightweight keeps to one
+/// kind. A tag whose commit no branch reaches is planned only with --include-unmerged. The
+/// backup keeps every tag's commit and the annotated tag objects themselves, so a rollback
+/// recreates identical tags.
+#[derive(Debug, clap::Args)]
+pub struct TagsArgs {
+    /// A remote's tags, by remote name (judged with this clone's objects: fetch first)
+    #[arg(long, value_name = "NAME")]
+    pub remote: Option<String>,
+    /// Tags whose name matches GLOB (repeatable)
+    #[arg(long = "match", value_name = "GLOB")]
+    pub match_globs: Vec<String>,
+    /// Tags older than DUR (e.g. 2y)
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub older_than: Option<Duration>,
+    /// Never consider tags matching GLOB (repeatable)
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Protect tags matching GLOB, in addition to the policy's (repeatable)
+    #[arg(long, value_name = "GLOB")]
+    pub protect: Vec<String>,
+    /// Only annotated tags
+    #[arg(long, conflicts_with = "lightweight")]
+    pub annotated: bool,
+    /// Only lightweight tags
+    #[arg(long)]
+    pub lightweight: bool,
+    /// Allow signed tags
+    #[arg(long)]
+    pub include_signed: bool,
+    /// Allow tags whose commits no branch reaches (each is flagged as losing work)
+    #[arg(long)]
+    pub include_unmerged: bool,
 }
 
 /// Local branches that are safe to delete.
@@ -132,13 +172,22 @@ impl SelectionArgs {
     }
 }
 
-/// What the operation resolved to before anything is judged: its inputs, whose branches,
-/// the base commit, and the identity the plan is bound to.
+/// What the operation resolved to before anything is judged: its inputs, the remote's refs
+/// (for a remote operation), the base commit (branches only), and the identity the plan is
+/// bound to.
 struct Resolved {
     operation: Operation,
     remote_refs: Option<RemoteRefs>,
-    base_oid: git2::Oid,
+    base_oid: Option<git2::Oid>,
     repository: String,
+}
+
+/// A remote's URL and refs, every tip fetched.
+fn remote_state(repo: &Repo, remote: &str) -> Result<(String, RemoteRefs)> {
+    let url = repo.remote_url(remote)?;
+    let refs = repo.ls_remote(remote)?;
+    stale_branches::require_fetched(repo, remote, &refs)?;
+    Ok((url, refs))
 }
 
 fn resolve(operation: OperationArgs, repo: &Repo, policy: &Policy) -> Result<Resolved> {
@@ -153,13 +202,12 @@ fn resolve(operation: OperationArgs, repo: &Repo, policy: &Policy) -> Result<Res
                     &policy.protected,
                 )),
                 remote_refs: None,
-                base_oid,
+                base_oid: Some(base_oid),
                 repository: repo.identity()?,
             })
         }
         OperationArgs::RemoteBranches(op) => {
-            let url = repo.remote_url(&op.remote)?;
-            let refs = repo.ls_remote(&op.remote)?;
+            let (url, refs) = remote_state(repo, &op.remote)?;
             let base_ref = match &op.base {
                 Some(b) if b.starts_with("refs/") => b.clone(),
                 Some(b) => format!("refs/heads/{b}"),
@@ -178,7 +226,6 @@ fn resolve(operation: OperationArgs, repo: &Repo, policy: &Policy) -> Result<Res
                     safe(&base_ref)
                 ))
             })?;
-            stale_branches::require_fetched(repo, &op.remote, &refs)?;
             let request = op.selection.request(op.base, false);
             let selection = stale_branches::normalize(&request, base_ref, &policy.protected);
             Ok(Resolved {
@@ -187,8 +234,35 @@ fn resolve(operation: OperationArgs, repo: &Repo, policy: &Policy) -> Result<Res
                     selection,
                 }),
                 remote_refs: Some(refs),
-                base_oid,
+                base_oid: Some(base_oid),
                 repository: url,
+            })
+        }
+        OperationArgs::Tags(op) => {
+            let request = tags::Request {
+                remote: op.remote,
+                annotated: op.annotated,
+                lightweight: op.lightweight,
+                include_signed: op.include_signed,
+                include_unmerged: op.include_unmerged,
+                older_than: op.older_than,
+                match_globs: op.match_globs,
+                exclude: op.exclude,
+                protect: op.protect,
+            };
+            let inputs = tags::normalize(&request, &policy.protected)?;
+            let (repository, remote_refs) = match &inputs.remote {
+                Some(remote) => {
+                    let (url, refs) = remote_state(repo, remote)?;
+                    (url, Some(refs))
+                }
+                None => (repo.identity()?, None),
+            };
+            Ok(Resolved {
+                operation: Operation::Tags(inputs),
+                remote_refs,
+                base_oid: None,
+                repository,
             })
         }
     }
@@ -261,16 +335,29 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         )
         .with_hint("name an allowed principal with --executor"));
     }
+    let (_, resources) = operation.nouns();
     ui.status(&format!(
-        "Observing branches in {} ...",
+        "Observing {resources} in {} ...",
         repo.display_path().display()
     ));
-    let spinner = ui.spinner("observing branches");
-    let source = match &remote_refs {
-        Some(r) => Branches::Remote(r),
-        None => Branches::Local,
+    let spinner = ui.spinner(&format!("observing {resources}"));
+    let outcome = match (&operation, base_oid) {
+        (Operation::Tags(inputs), _) => {
+            let source = match &remote_refs {
+                Some(r) => tags::Tags::Remote(r),
+                None => tags::Tags::Local,
+            };
+            tags::run(repo, inputs, source, now)?
+        }
+        (_, Some(base_oid)) => {
+            let source = match &remote_refs {
+                Some(r) => Branches::Remote(r),
+                None => Branches::Local,
+            };
+            stale_branches::run(repo, operation.selection(), source, base_oid, now)?
+        }
+        (_, None) => return Err(Error::internal("a branch operation without a base")),
     };
-    let outcome = stale_branches::run(repo, operation.selection(), source, base_oid, now)?;
     if let Some(s) = spinner {
         s.finish_and_clear();
     }
@@ -290,6 +377,8 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let review =
         crate::policy::route::review(policy, &outcome.affected).map_err(|e| Error::new(Kind::Policy, e))?;
     let policy_hash = in_force.hash.clone();
+    let summary = derive::summary(&operation, &outcome.affected);
+    let side_effects = derive::side_effects(&operation, &outcome.affected);
     let plan = Plan {
         format_version: FORMAT_VERSION,
         plan_hash: plan_hash(&repository, &operation, &policy_hash, &outcome.affected),
@@ -302,9 +391,9 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         executor,
         repository,
         operation,
-        summary: derive::summary(&outcome.affected),
+        summary,
         diff: derive::diff(&outcome.affected),
-        side_effects: derive::side_effects(remote_refs.is_some(), &outcome.affected),
+        side_effects,
         risk: derive::risk(&outcome.affected, policy.bulk.threshold),
         review,
         policy_source: in_force.source.clone(),

@@ -2,3 +2,4 @@
 //! `repo/`, the decisions are pure functions of observations and `now`.
 
 pub mod stale_branches;
+pub mod tags;

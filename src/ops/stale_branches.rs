@@ -10,7 +10,7 @@
 
 use crate::error::{Error, Result};
 use crate::plan::model::{
-    Affected, ConfigEntry, Criterion, Person, SkipReason, Skipped, StaleBranchesInputs, Upstream,
+    Affected, ConfigEntry, Criterion, Person, SkipReason, Skipped, StaleBranchesInputs, TagFacts, Upstream,
 };
 use crate::repo::{BranchRef, CheckedOut, CommitFacts, RemoteRefs, Repo};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
@@ -115,10 +115,7 @@ pub fn screen(
     checked_out: &CheckedOut,
     patterns: &Patterns,
 ) -> Option<(SkipReason, Option<String>)> {
-    let name = branch
-        .refname
-        .strip_prefix("refs/heads/")
-        .unwrap_or(&branch.refname);
+    let name = crate::plan::model::short_name(&branch.refname);
     if !branch.valid {
         return Some((SkipReason::InvalidName, None));
     }
@@ -158,6 +155,8 @@ pub struct Observed {
     pub squash_merged: Option<bool>,
     pub upstream: Option<Upstream>,
     pub config: Vec<ConfigEntry>,
+    /// For a tag (see `ops::tags`): its kind and the commit it names.
+    pub tag: Option<TagFacts>,
 }
 
 pub enum Verdict {
@@ -176,6 +175,8 @@ pub fn criteria_met(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateT
             Criterion::OlderThan => inputs
                 .older_than_secs
                 .is_some_and(|limit| now.unix_timestamp() - o.facts.time > limit as i64),
+            // Only tags are selected by name alone; `screen` has already applied --match.
+            Criterion::Matched => true,
         };
         if met {
             reasons.push(*c);
@@ -214,6 +215,7 @@ pub fn classify(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateTime)
         loses_work,
         upstream: o.upstream.clone(),
         config: o.config.clone(),
+        tag: o.tag.clone(),
     }))
 }
 
@@ -394,6 +396,7 @@ fn observe_one(
         squash_merged: None,
         upstream,
         config,
+        tag: None,
     };
     Ok((observed, fork))
 }
@@ -634,6 +637,7 @@ mod tests {
                 gone: g,
             }),
             config: vec![],
+            tag: None,
         }
     }
 

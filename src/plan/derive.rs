@@ -2,7 +2,7 @@
 //! the side effects, the risk tier and the summary line. Pure functions, so the plan writer
 //! and the tests get the same answer, and text is always generated from the data.
 
-use super::model::{Affected, Criterion, DiffEntry, Risk, RiskLevel, SideEffect, SideEffectKind};
+use super::model::{Affected, Criterion, DiffEntry, Operation, Risk, RiskLevel, SideEffect, SideEffectKind};
 
 /// One `oid` entry per branch, and one entry per configuration key it removes.
 pub fn diff(affected: &[Affected]) -> Vec<DiffEntry> {
@@ -32,12 +32,23 @@ fn is_upstream_key(key: &str) -> bool {
 
 /// What deleting `affected` does beyond removing the refs. Local branches take their reflog
 /// and config with them; a remote's branches vanish from every clone and close pull requests.
-pub fn side_effects(remote: bool, affected: &[Affected]) -> Vec<SideEffect> {
+pub fn side_effects(op: &Operation, affected: &[Affected]) -> Vec<SideEffect> {
     let mut out = Vec::new();
     if affected.is_empty() {
         return out;
     }
-    if remote {
+    if let Operation::Tags(t) = op {
+        if t.remote.is_some() {
+            out.push(SideEffect {
+                kind: SideEffectKind::ClonesKeepTags,
+                branches: affected.len() as u64,
+                commits: None,
+            });
+        }
+        out.extend(backup_only(affected));
+        return out;
+    }
+    if op.remote().is_some() {
         for kind in [
             SideEffectKind::ClonesLoseBranch,
             SideEffectKind::PullRequestsClosed,
@@ -124,9 +135,10 @@ pub fn risk(affected: &[Affected], bulk_threshold: u64) -> Risk {
 }
 
 /// "delete 4 branches (2 merged, 1 squash-merged, 1 gone upstream); 0 unmerged commits lost"
-pub fn summary(affected: &[Affected]) -> String {
+pub fn summary(op: &Operation, affected: &[Affected]) -> String {
+    let (one, many) = op.nouns();
     if affected.is_empty() {
-        return "no changes: no branch is stale".to_string();
+        return format!("no changes: no {one} is stale");
     }
     let n = affected.len();
     let mut parts = Vec::new();
@@ -135,6 +147,7 @@ pub fn summary(affected: &[Affected]) -> String {
         Criterion::SquashMerged,
         Criterion::Gone,
         Criterion::OlderThan,
+        Criterion::Matched,
     ] {
         let count = affected.iter().filter(|a| a.main_reason() == Some(c)).count();
         if count > 0 {
@@ -148,7 +161,7 @@ pub fn summary(affected: &[Affected]) -> String {
         .sum();
     format!(
         "delete {n} {} ({}); {lost} unmerged {} lost",
-        plural(n as u64, "branch", "branches"),
+        plural(n as u64, one, many),
         parts.join(", "),
         plural(lost, "commit", "commits"),
     )
@@ -183,10 +196,13 @@ mod tests {
             branch("d", Criterion::Gone, 3),
         ];
         assert_eq!(
-            summary(&a),
+            summary(&test_data::merged_inputs(), &a),
             "delete 4 branches (2 merged, 1 squash-merged, 1 gone upstream); 3 unmerged commits lost"
         );
-        assert_eq!(summary(&[]), "no changes: no branch is stale");
+        assert_eq!(
+            summary(&test_data::merged_inputs(), &[]),
+            "no changes: no branch is stale"
+        );
     }
 
     #[test]
@@ -222,7 +238,7 @@ mod tests {
     #[test]
     fn side_effects_count_upstreams_and_backup_only_commits() {
         let s = side_effects(
-            false,
+            &test_data::merged_inputs(),
             &[branch("a", Criterion::Merged, 0), branch("b", Criterion::Gone, 2)],
         );
         assert!(

@@ -56,6 +56,10 @@ pub enum Operation {
     /// the planned object id. The plan's `repository` is the remote's URL.
     #[serde(rename = "remote-branches")]
     RemoteBranches(RemoteBranchesInputs),
+    /// Tags, local or (with `remote`) a remote's; deleted like branches, with the annotated
+    /// tag objects saved byte for byte so a rollback recreates the very same objects.
+    #[serde(rename = "tags")]
+    Tags(TagsInputs),
 }
 
 impl Operation {
@@ -63,24 +67,68 @@ impl Operation {
         match self {
             Operation::StaleBranches(_) => "stale-branches",
             Operation::RemoteBranches(_) => "remote-branches",
+            Operation::Tags(_) => "tags",
         }
     }
 
-    /// How branches were selected (for remote branches: names and base as on the remote).
+    /// How resources were selected (for remote branches: names and base as on the remote).
     pub fn selection(&self) -> &StaleBranchesInputs {
         match self {
             Operation::StaleBranches(i) => i,
             Operation::RemoteBranches(r) => &r.selection,
+            Operation::Tags(t) => &t.selection,
         }
     }
 
-    /// The remote whose branches the plan deletes; `None` for local branches.
+    /// The remote whose refs the plan deletes; `None` for this repository's.
     pub fn remote(&self) -> Option<&str> {
         match self {
             Operation::StaleBranches(_) => None,
             Operation::RemoteBranches(r) => Some(&r.remote),
+            Operation::Tags(t) => t.remote.as_deref(),
         }
     }
+
+    /// What the plan deletes, singular and plural.
+    pub fn nouns(&self) -> (&'static str, &'static str) {
+        match self {
+            Operation::Tags(_) => ("tag", "tags"),
+            _ => ("branch", "branches"),
+        }
+    }
+}
+
+/// `tags`: which tags, by name, age and kind. `selection` holds the base (commits not in
+/// it are counted, as for branches), `--older-than` and the patterns; its criteria are
+/// `matched` and/or `older-than`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TagsInputs {
+    pub remote: Option<String>,
+    /// `all`, `annotated` or `lightweight`.
+    pub kind: TagKind,
+    /// Signed tags are never planned unless this is set.
+    pub include_signed: bool,
+    pub selection: StaleBranchesInputs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TagKind {
+    All,
+    Annotated,
+    Lightweight,
+}
+
+/// What a plan records of a tag beyond its ref: the kind, whether it is signed, and the
+/// commit it names (the backup commit keeps that commit; the before-image keeps the tag
+/// object itself).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TagFacts {
+    pub annotated: bool,
+    pub signed: bool,
+    pub commit: String,
 }
 
 /// `remote-branches`: the remote's name in the planning clone, and the selection, evaluated
@@ -114,6 +162,8 @@ pub enum Criterion {
     SquashMerged,
     Gone,
     OlderThan,
+    /// Tags only: named by `--match`, whatever their age.
+    Matched,
 }
 
 impl Criterion {
@@ -123,6 +173,7 @@ impl Criterion {
             Criterion::SquashMerged => "squash-merged",
             Criterion::Gone => "gone",
             Criterion::OlderThan => "older-than",
+            Criterion::Matched => "matched",
         }
     }
 
@@ -133,6 +184,7 @@ impl Criterion {
             Criterion::SquashMerged => "squash-merged",
             Criterion::Gone => "gone upstream",
             Criterion::OlderThan => "inactive",
+            Criterion::Matched => "matched",
         }
     }
 }
@@ -157,12 +209,28 @@ pub struct Affected {
     pub upstream: Option<Upstream>,
     /// The `branch.<name>.*` configuration the deletion removes (tracking, description, ...).
     pub config: Vec<ConfigEntry>,
+    /// For a tag: its kind and the commit it names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<TagFacts>,
+}
+
+/// A branch or tag name without `refs/heads/` or `refs/tags/`.
+pub fn short_name(refname: &str) -> &str {
+    refname
+        .strip_prefix("refs/heads/")
+        .or_else(|| refname.strip_prefix("refs/tags/"))
+        .unwrap_or(refname)
 }
 
 impl Affected {
-    /// The branch name without `refs/heads/`.
+    /// The name without `refs/heads/` or `refs/tags/`.
     pub fn name(&self) -> &str {
-        self.refname.strip_prefix("refs/heads/").unwrap_or(&self.refname)
+        short_name(&self.refname)
+    }
+
+    /// The commit the backup must keep: the tip, or the commit a tag names.
+    pub fn commit(&self) -> &str {
+        self.tag.as_ref().map_or(&self.oid, |t| &t.commit)
     }
 
     pub fn main_reason(&self) -> Option<Criterion> {
@@ -228,6 +296,10 @@ pub enum SkipReason {
     Unmerged,
     /// The tip is not a commit (or cannot be read).
     Unreadable,
+    /// A signed tag, kept unless `--include-signed`.
+    Signed,
+    /// Not of the `--annotated`/`--lightweight` kind asked for.
+    OtherKind,
 }
 
 impl SkipReason {
@@ -243,6 +315,8 @@ impl SkipReason {
             SkipReason::NotStale => "not stale",
             SkipReason::Unmerged => "holds unmerged work (see --include-unmerged)",
             SkipReason::Unreadable => "tip is not a readable commit",
+            SkipReason::Signed => "signed (see --include-signed)",
+            SkipReason::OtherKind => "not of the kind asked for (--annotated/--lightweight)",
         }
     }
 }
@@ -281,6 +355,8 @@ pub enum SideEffectKind {
     ClonesLoseBranch,
     /// Hosting services close open pull requests whose head branch is deleted.
     PullRequestsClosed,
+    /// Other clones keep a remote's deleted tags until they prune tags, and can push them back.
+    ClonesKeepTags,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -401,6 +477,7 @@ pub mod test_data {
             loses_work: lost > 0,
             upstream: None,
             config: vec![],
+            tag: None,
         }
     }
 

@@ -23,24 +23,23 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
         format!("{} ({})", view.risk.level, view.risk.reasons.join(", "))
     };
     for (k, v) in [
-        (
-            "operation",
-            match &view.remote {
-                Some(remote) => format!(
-                    "{} on {remote} ({}) (base {}; criteria: {})",
-                    view.operation,
-                    view.repository,
-                    view.base,
-                    view.criteria.join(", ")
-                ),
-                None => format!(
-                    "{} (base {}; criteria: {})",
-                    view.operation,
-                    view.base,
-                    view.criteria.join(", ")
-                ),
-            },
-        ),
+        ("operation", {
+            let on = match &view.remote {
+                Some(remote) => format!(" on {remote} ({})", view.repository),
+                None => String::new(),
+            };
+            // Tags are judged against every branch, not one base.
+            let base = if view.resource == "tag" {
+                "commits judged against every branch".to_string()
+            } else {
+                format!("base {}", view.base)
+            };
+            format!(
+                "{}{on} ({base}; criteria: {})",
+                view.operation,
+                view.criteria.join(", ")
+            )
+        }),
         ("planner", who(&view.planner)),
         ("executor", who(&view.executor)),
         ("created", view.created_at.clone()),
@@ -64,8 +63,9 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
             w,
             "{}",
             bold(&format!(
-                "{} branches changed since plan {}{inputs}: {} added, {} removed, {} moved.",
+                "{} {} changed since plan {}{inputs}: {} added, {} removed, {} moved.",
                 since.changed,
+                view.resources,
                 super::view::short_id(&since.old_plan_id),
                 since.added,
                 since.removed,
@@ -100,8 +100,10 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
         writeln!(w)?;
         let heading = match (view.rows.mode, view.rows.page) {
             ("page", Some(p)) => format!(
-                "Branches to delete ({}), page {p} of {}:",
-                view.total_affected, view.rows.pages
+                "{} to delete ({}), page {p} of {}:",
+                capitalized(view.resources),
+                view.total_affected,
+                view.rows.pages
             ),
             ("sample", _) => {
                 let counts: Vec<String> = view
@@ -110,16 +112,21 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
                     .map(|c| format!("{} {}", c.count, c.reason))
                     .collect();
                 format!(
-                    "Branches to delete ({}: {}); a sample of {}:",
+                    "{} to delete ({}: {}); a sample of {}:",
+                    capitalized(view.resources),
                     view.total_affected,
                     counts.join(", "),
                     view.rows.shown
                 )
             }
-            _ => format!("Branches to delete ({}):", view.total_affected),
+            _ => format!(
+                "{} to delete ({}):",
+                capitalized(view.resources),
+                view.total_affected
+            ),
         };
         writeln!(w, "{}", paint(color, "1;31", &heading))?;
-        write_table(&view.rows.items, w)?;
+        write_table(&view.resource.to_uppercase(), &view.rows.items, w)?;
         if view.rows.mode != "all" {
             writeln!(
                 w,
@@ -228,13 +235,20 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
     Ok(())
 }
 
-fn write_table(rows: &[Row], w: &mut dyn Write) -> io::Result<()> {
+fn capitalized(word: &str) -> String {
+    let mut c = word.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+fn write_table(name_header: &str, rows: &[Row], w: &mut dyn Write) -> io::Result<()> {
     let mut t = Table::new();
     // No wrapping and no truncation: a cut name could hide what a reviewer must see.
     t.load_style(presets::UTF8_BORDERS_ONLY)
         .set_content_arrangement(ContentArrangement::Disabled);
     t.set_header([
-        "BRANCH",
+        name_header,
         "TIP",
         "AGE",
         "AUTHOR",

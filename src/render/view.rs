@@ -38,6 +38,9 @@ pub struct ShowView {
     pub plan_hash: String,
     pub summary: String,
     pub operation: String,
+    /// What the plan deletes: `branch`/`branches` or `tag`/`tags`.
+    pub resource: &'static str,
+    pub resources: &'static str,
     pub repository: String,
     /// The remote whose branches are deleted (remote-branches only), and its URL.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -419,6 +422,8 @@ pub fn build(input: ViewInput) -> ShowView {
         plan_hash: plan.plan_hash.clone(),
         summary,
         operation: plan.operation.kind().to_string(),
+        resource: plan.operation.nouns().0,
+        resources: plan.operation.nouns().1,
         repository: safe(&plan.repository),
         remote: plan.operation.remote().map(safe),
         base: safe(&inputs.base),
@@ -499,6 +504,9 @@ fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
                 SideEffectKind::PullRequestsClosed => {
                     format!("Hosting services (GitHub, GitLab, ...) close open pull requests whose head is one of these {b} {branches}.")
                 }
+                SideEffectKind::ClonesKeepTags => {
+                    format!("Other clones keep {b} {} until they run `git fetch --prune --prune-tags`; `git push --tags` from such a clone brings {} back.", plural(b, "tag", "tags"), plural(b, "it", "them"))
+                }
                 SideEffectKind::UnmergedCommitsBackupOnly => {
                     let c = e.commits.unwrap_or(0);
                     format!(
@@ -512,11 +520,17 @@ fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
         })
         .collect();
     if !plan.affected.is_empty() {
-        out.push(format!(
-            "Backups are written first: {}/{} keeps every deleted tip, for {days} days.",
+        let backup = format!(
+            "{}/{}",
             plan.before_image.namespace,
             plan_id.trim_start_matches("sha256:")
-        ));
+        );
+        out.push(match plan.operation {
+            crate::plan::model::Operation::Tags(_) => format!(
+                "Backups are written first: {backup} keeps the commit of every deleted tag, and the before-image the annotated tag objects themselves, for {days} days."
+            ),
+            _ => format!("Backups are written first: {backup} keeps every deleted tip, for {days} days."),
+        });
     }
     out
 }
@@ -533,6 +547,8 @@ fn skip_label(r: SkipReason) -> &'static str {
         SkipReason::NotStale => "not_stale",
         SkipReason::Unmerged => "unmerged",
         SkipReason::Unreadable => "unreadable",
+        SkipReason::Signed => "signed",
+        SkipReason::OtherKind => "other_kind",
     }
 }
 
@@ -553,7 +569,7 @@ fn skipped(plan: &Plan, protected: &[&str], all: bool) -> SkippedView {
         .iter()
         .take(limit)
         .map(|s| {
-            let name = s.refname.strip_prefix("refs/heads/").unwrap_or(&s.refname);
+            let name = crate::plan::model::short_name(&s.refname);
             let mut detail = s.detail.as_deref().map(safe);
             if detail.is_none() {
                 detail = Some(s.reason.describe().to_string());

@@ -44,6 +44,23 @@ impl Repo {
         Ok(Reachable { base, set })
     }
 
+    /// Every commit reachable from any of `tips` (e.g. every branch, for tags: a tag whose
+    /// commit is outside this set is the only name of some history). One walk.
+    pub fn reachable_from_all(&self, tips: &[Oid]) -> Result<Reachable> {
+        let mut walk = self.git.revwalk()?;
+        for tip in tips {
+            walk.push(*tip)?;
+        }
+        let mut set = HashSet::new();
+        for oid in walk {
+            set.insert(oid?);
+        }
+        Ok(Reachable {
+            base: tips.first().copied().unwrap_or(Oid::ZERO_SHA1),
+            set,
+        })
+    }
+
     /// Walk back from `tip`, stopping at commits of the base.
     pub fn unmerged(&self, tip: Oid, base: &Reachable) -> Result<UnmergedCount> {
         let mut out = UnmergedCount::default();

@@ -13,10 +13,12 @@ mod graph;
 pub mod mutate;
 mod refs;
 mod remote;
+mod tags;
 
 pub use graph::{Reachable, UnmergedCount};
 pub use refs::{BranchRef, CheckedOut};
 pub use remote::RemoteRefs;
+pub use tags::TagObservation;
 
 use crate::error::{Error, Result};
 use git2::{ErrorCode, Oid, Repository};

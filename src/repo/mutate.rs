@@ -147,6 +147,11 @@ impl Repo {
         }
     }
 
+    /// Write an object (a saved tag, on rollback) durably; returns its id.
+    pub fn write_object(&self, kind: &str, content: &[u8]) -> Result<String> {
+        self.hash_object(kind, content)
+    }
+
     fn hash_object(&self, kind: &str, content: &[u8]) -> Result<String> {
         let mut child = self
             .git()

@@ -1,4 +1,5 @@
-//! Reading refs: local branches (validated), and which branches are checked out anywhere.
+//! Reading refs: local branches and tags (validated), and which branches are checked out
+//! anywhere.
 
 use super::Repo;
 use crate::error::Result;
@@ -6,7 +7,7 @@ use git2::Oid;
 use std::collections::HashMap;
 use std::path::Path;
 
-/// A local branch as listed by the repository.
+/// A local branch (or tag) as listed by the repository.
 #[derive(Debug, Clone)]
 pub struct BranchRef {
     /// The full ref name; lossily decoded when it is not UTF-8 (then `valid` is false).
@@ -29,11 +30,20 @@ pub struct CheckedOut {
 impl Repo {
     /// Every ref under `refs/heads/`, sorted by name, valid or not.
     pub fn local_branches(&self) -> Result<Vec<BranchRef>> {
+        self.local_refs(b"refs/heads/")
+    }
+
+    /// Every ref under `refs/tags/`, sorted by name, valid or not.
+    pub fn local_tags(&self) -> Result<Vec<BranchRef>> {
+        self.local_refs(b"refs/tags/")
+    }
+
+    fn local_refs(&self, prefix: &[u8]) -> Result<Vec<BranchRef>> {
         let mut out = Vec::new();
         for r in self.git.references()? {
             let r = r?;
             let bytes = r.name_bytes();
-            if !bytes.starts_with(b"refs/heads/") {
+            if !bytes.starts_with(prefix) {
                 continue;
             }
             let (refname, utf8) = match std::str::from_utf8(bytes) {

@@ -1,4 +1,4 @@
-//! A remote's branches, read with `git ls-remote`: read-only, nothing is fetched or stored.
+//! A remote's branches and tags, read with `git ls-remote`: read-only, nothing is fetched or stored.
 //! Names come from another machine and are untrusted: each is validated like a local one.
 
 use super::Repo;
@@ -14,15 +14,21 @@ pub struct RemoteRefs {
     pub head: Option<String>,
     /// Every `refs/heads/*` ref, sorted by name.
     pub branches: Vec<BranchRef>,
+    /// Every `refs/tags/*` ref (not git's peeled `^{}` lines), sorted by name.
+    pub tags: Vec<BranchRef>,
 }
 
 impl RemoteRefs {
-    /// The object `refname` points at on the remote, if it exists there.
+    /// The object `refname` (a branch or a tag) points at on the remote, if it exists there.
     pub fn target(&self, refname: &str) -> Option<Oid> {
-        self.branches
-            .binary_search_by(|b| b.refname.as_str().cmp(refname))
+        let list = if refname.starts_with("refs/tags/") {
+            &self.tags
+        } else {
+            &self.branches
+        };
+        list.binary_search_by(|b| b.refname.as_str().cmp(refname))
             .ok()
-            .and_then(|i| self.branches[i].oid)
+            .and_then(|i| list[i].oid)
     }
 }
 
@@ -42,7 +48,15 @@ impl Repo {
         let out = self
             .git()
             .env("GIT_TERMINAL_PROMPT", "0")
-            .args(["ls-remote", "--symref", "--", remote, "HEAD", "refs/heads/*"])
+            .args([
+                "ls-remote",
+                "--symref",
+                "--",
+                remote,
+                "HEAD",
+                "refs/heads/*",
+                "refs/tags/*",
+            ])
             .output()
             .map_err(|e| Error::internal("cannot run git ls-remote").caused_by(e))?;
         if !out.status.success() {
@@ -74,7 +88,8 @@ fn parse_ls_remote(out: &[u8]) -> RemoteRefs {
             }
             continue;
         }
-        if !name.starts_with(b"refs/heads/") {
+        let tag = name.starts_with(b"refs/tags/");
+        if !(tag || name.starts_with(b"refs/heads/")) || name.ends_with(b"^{}") {
             continue;
         }
         let (refname, utf8) = match std::str::from_utf8(name) {
@@ -82,13 +97,19 @@ fn parse_ls_remote(out: &[u8]) -> RemoteRefs {
             Err(_) => (String::from_utf8_lossy(name).into_owned(), false),
         };
         let oid = std::str::from_utf8(left).ok().and_then(|h| Oid::from_str(h).ok());
-        refs.branches.push(BranchRef {
+        let r = BranchRef {
             valid: utf8 && is_valid_refname(&refname),
             refname,
             oid,
-        });
+        };
+        if tag {
+            refs.tags.push(r)
+        } else {
+            refs.branches.push(r)
+        }
     }
     refs.branches.sort_by(|a, b| a.refname.cmp(&b.refname));
+    refs.tags.sort_by(|a, b| a.refname.cmp(&b.refname));
     refs
 }
 
@@ -101,7 +122,7 @@ mod tests {
         let a = "1111111111111111111111111111111111111111";
         let b = "2222222222222222222222222222222222222222";
         let out = format!(
-            "ref: refs/heads/main\tHEAD\n{a}\tHEAD\n{a}\trefs/heads/main\n{b}\trefs/heads/bad..name\n{b}\trefs/heads/feature/x\n{a}\trefs/tags/v1\n"
+            "ref: refs/heads/main\tHEAD\n{a}\tHEAD\n{a}\trefs/heads/main\n{b}\trefs/heads/bad..name\n{b}\trefs/heads/feature/x\n{b}\trefs/tags/v1\n{a}\trefs/tags/v1^{{}}\n"
         );
         let refs = parse_ls_remote(out.as_bytes());
         assert_eq!(refs.head.as_deref(), Some("refs/heads/main"));
@@ -120,5 +141,7 @@ mod tests {
         );
         assert_eq!(refs.target("refs/heads/feature/x"), Oid::from_str(b).ok());
         assert_eq!(refs.target("refs/heads/gone"), None);
+        assert_eq!(refs.tags.len(), 1);
+        assert_eq!(refs.target("refs/tags/v1"), Oid::from_str(b).ok());
     }
 }

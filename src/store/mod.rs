@@ -168,6 +168,33 @@ pub struct BeforeImage {
     pub backup_commit: Option<String>,
     /// The `branch.<name>.*` entries removed with each branch, by branch name.
     pub config: Vec<(String, Vec<(String, String)>)>,
+    /// Annotated tag objects deleted with their refs, byte for byte: a tag object cannot be
+    /// a commit's parent, so the backup commit keeps the commit each names, and a rollback
+    /// writes these back and gets the very same ids.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tag_objects: Vec<SavedTag>,
+}
+
+/// One annotated tag object of a before-image.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedTag {
+    pub oid: String,
+    /// The commit the tag names (what the backup commit keeps).
+    pub commit: String,
+    /// The object's bytes, base64.
+    pub data: String,
+}
+
+impl BeforeImage {
+    /// The commit the backup keeps for a deleted ref: the ref's target, or for an annotated
+    /// tag the commit the tag names.
+    pub fn backup_tip<'a>(&'a self, r: &'a crate::plan::approval::DeletedRef) -> &'a str {
+        self.tag_objects
+            .iter()
+            .find(|t| t.oid == r.oid)
+            .map_or(r.oid.as_str(), |t| t.commit.as_str())
+    }
 }
 
 impl Store {

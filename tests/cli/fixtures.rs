@@ -390,6 +390,48 @@ impl TestEnv {
     }
 }
 
+/// `standard_repo` with tags (dates are days before `NOW`):
+/// - `v0.1` lightweight on main's first commit (400d)
+/// - `v0.2` annotated (350d), `v0.3` annotated and SSH-signed by Alice (340d)
+/// - `lost/1` annotated (320d) on a commit no branch reaches
+/// - `rc/1` lightweight on main (its tip is 2d old)
+pub fn tagged_repo() -> TestEnv {
+    let env = standard_repo();
+    let first = env.git(&["rev-list", "--max-parents=0", "main"]);
+    env.git_at(400, &["tag", "v0.1", &first]);
+    env.git_at(350, &["tag", "-a", "v0.2", "-m", "Release 0.2", &first]);
+    let key = env.key("alice");
+    env.git_at(
+        340,
+        &[
+            "-c",
+            "gpg.format=ssh",
+            "-c",
+            &format!("user.signingKey={}", key.display()),
+            "tag",
+            "-s",
+            "v0.3",
+            "-m",
+            "Release 0.3",
+            &first,
+        ],
+    );
+    let lost = env.git_at(
+        320,
+        &[
+            "commit-tree",
+            "-p",
+            &first,
+            "-m",
+            "on no branch",
+            &format!("{first}^{{tree}}"),
+        ],
+    );
+    env.git_at(320, &["tag", "-a", "lost/1", "-m", "Lost", &lost]);
+    env.git(&["tag", "rc/1", "main"]);
+    env
+}
+
 /// Every commit the backup refs keep: each plan's backup ref points at one commit whose
 /// parents are the deleted tips.
 pub fn backed_up(repo: &Path) -> std::collections::HashSet<String> {

@@ -13,4 +13,5 @@ mod policy;
 mod recover;
 mod remote;
 mod show;
+mod tags;
 mod whoami;

@@ -7,7 +7,16 @@ use std::collections::BTreeMap;
 
 /// Planned branch name -> reasons, and skipped branch name -> reason, from `plan --json`.
 fn classify(env: &TestEnv, args: &[&str]) -> (BTreeMap<String, Vec<String>>, BTreeMap<String, String>) {
-    let mut full = vec!["--json", "plan", "stale-branches"];
+    classify_op(env, "stale-branches", args)
+}
+
+/// `classify` for any operation: planned name (branch or tag) -> reasons, skipped -> reason.
+pub fn classify_op(
+    env: &TestEnv,
+    operation: &str,
+    args: &[&str],
+) -> (BTreeMap<String, Vec<String>>, BTreeMap<String, String>) {
+    let mut full = vec!["--json", "plan", operation];
     full.extend_from_slice(args);
     let run = env.run("alice", &full);
     assert_eq!(run.code, 0, "{}", run.transcript());
@@ -17,11 +26,7 @@ fn classify(env: &TestEnv, args: &[&str]) -> (BTreeMap<String, Vec<String>>, BTr
         .unwrap()
         .iter()
         .map(|a| {
-            let name = a["ref"]
-                .as_str()
-                .unwrap()
-                .trim_start_matches("refs/heads/")
-                .to_string();
+            let name = short(a["ref"].as_str().unwrap());
             let reasons = a["reasons"]
                 .as_array()
                 .unwrap()
@@ -36,15 +41,18 @@ fn classify(env: &TestEnv, args: &[&str]) -> (BTreeMap<String, Vec<String>>, BTr
         .unwrap()
         .iter()
         .map(|s| {
-            let name = s["ref"]
-                .as_str()
-                .unwrap()
-                .trim_start_matches("refs/heads/")
-                .to_string();
+            let name = short(s["ref"].as_str().unwrap());
             (name, s["reason"].as_str().unwrap().to_string())
         })
         .collect();
     (affected, skipped)
+}
+
+fn short(refname: &str) -> String {
+    let name = refname.strip_prefix("refs/heads/");
+    name.or_else(|| refname.strip_prefix("refs/tags/"))
+        .unwrap_or(refname)
+        .to_string()
 }
 
 /// The decoded payload of a plan file (trusting it: tests only read files they just wrote).
