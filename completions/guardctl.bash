@@ -100,6 +100,9 @@ _guardctl() {
             guardctl__subcmd__help,whoami)
                 cmd="guardctl__subcmd__help__subcmd__whoami"
                 ;;
+            guardctl__subcmd__help__subcmd__plan,exec)
+                cmd="guardctl__subcmd__help__subcmd__plan__subcmd__exec"
+                ;;
             guardctl__subcmd__help__subcmd__plan,remote-branches)
                 cmd="guardctl__subcmd__help__subcmd__plan__subcmd__remote__subcmd__branches"
                 ;;
@@ -108,6 +111,9 @@ _guardctl() {
                 ;;
             guardctl__subcmd__help__subcmd__plan,tags)
                 cmd="guardctl__subcmd__help__subcmd__plan__subcmd__tags"
+                ;;
+            guardctl__subcmd__plan,exec)
+                cmd="guardctl__subcmd__plan__subcmd__exec"
                 ;;
             guardctl__subcmd__plan,help)
                 cmd="guardctl__subcmd__plan__subcmd__help"
@@ -120,6 +126,9 @@ _guardctl() {
                 ;;
             guardctl__subcmd__plan,tags)
                 cmd="guardctl__subcmd__plan__subcmd__tags"
+                ;;
+            guardctl__subcmd__plan__subcmd__help,exec)
+                cmd="guardctl__subcmd__plan__subcmd__help__subcmd__exec"
                 ;;
             guardctl__subcmd__plan__subcmd__help,help)
                 cmd="guardctl__subcmd__plan__subcmd__help__subcmd__help"
@@ -472,8 +481,22 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__help__subcmd__plan)
-            opts="stale-branches remote-branches tags"
+            opts="stale-branches remote-branches tags exec"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__help__subcmd__plan__subcmd__exec)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -646,7 +669,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan)
-            opts="-o -C -q -h -V --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version stale-branches remote-branches tags help"
+            opts="-o -C -q -h -V --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version stale-branches remote-branches tags exec help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -695,9 +718,85 @@ _guardctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        guardctl__subcmd__plan__subcmd__help)
-            opts="stale-branches remote-branches tags help"
+        guardctl__subcmd__plan__subcmd__exec)
+            opts="-o -C -q -h -V --preview --before-image --env --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --preview)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --before-image)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expires-in)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --executor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__plan__subcmd__help)
+            opts="stale-branches remote-branches tags exec help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__plan__subcmd__help__subcmd__exec)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -48,24 +48,25 @@ complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "gc" -d 'Remove be
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "completions" -d 'Print shell completions for SHELL on stdout'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "demo" -d 'Run the whole loop on a throwaway repository, explaining each step'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -s o -l out -d 'Where to write the plan' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -l executor -d 'The principal that may apply the plan [default: the planner]' -r
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -s o -l out -d 'Where to write the plan' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l executor -d 'The principal that may apply the plan [default: the planner]' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -s q -l quiet -d 'Only print data and errors, no status lines'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -s V -l version -d 'Print version'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -f -a "stale-branches" -d 'Local branches that are safe to delete'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -f -a "remote-branches" -d 'A remote\'s branches that are safe to delete, as the remote holds them now'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -f -a "tags" -d 'Tags that are safe to delete, here or (with --remote) on a remote'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -f -a "stale-branches" -d 'Local branches that are safe to delete'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -f -a "remote-branches" -d 'A remote\'s branches that are safe to delete, as the remote holds them now'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -f -a "tags" -d 'Tags that are safe to delete, here or (with --remote) on a remote'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -f -a "exec" -d 'Any destructive command, gated by its preview'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l base -d 'The branch others are compared with [default: the remote HEAD\'s target, else init.defaultBranch, else main or master]' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l older-than -d 'Branches whose last commit is older than DUR (e.g. 90d)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l match -d 'Only consider branches matching GLOB (repeatable)' -r
@@ -135,9 +136,27 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l preview -d 'A shell command whose output lists what the command will do (the manifest)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l before-image -d 'A shell command run first at apply time (e.g. a dump); it must succeed' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l env -d 'Give the commands this environment variable (repeatable; PATH always)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -s o -l out -d 'Where to write the plan' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l executor -d 'The principal that may apply the plan [default: the planner]' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from help" -f -a "stale-branches" -d 'Local branches that are safe to delete'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from help" -f -a "remote-branches" -d 'A remote\'s branches that are safe to delete, as the remote holds them now'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from help" -f -a "tags" -d 'Tags that are safe to delete, here or (with --remote) on a remote'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from help" -f -a "exec" -d 'Any destructive command, gated by its preview'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l page -d 'Show page N (50 branches per page)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l since -d 'Show what changed against an earlier plan of the same operation' -r -F
@@ -287,3 +306,4 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_s
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and __fish_seen_subcommand_from plan" -f -a "stale-branches" -d 'Local branches that are safe to delete'
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and __fish_seen_subcommand_from plan" -f -a "remote-branches" -d 'A remote\'s branches that are safe to delete, as the remote holds them now'
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and __fish_seen_subcommand_from plan" -f -a "tags" -d 'Tags that are safe to delete, here or (with --remote) on a remote'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and __fish_seen_subcommand_from plan" -f -a "exec" -d 'Any destructive command, gated by its preview'

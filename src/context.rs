@@ -52,6 +52,16 @@ impl Ctx {
         }
     }
 
+    /// Where the user runs guardctl: `-C PATH`, else the current directory.
+    pub fn start_dir(&self) -> Result<PathBuf> {
+        let cwd = std::env::current_dir()
+            .map_err(|e| crate::error::Error::internal("cannot read the current directory").caused_by(e))?;
+        Ok(match &self.repo_path {
+            Some(p) => cwd.join(p),
+            None => cwd,
+        })
+    }
+
     /// The repository (`-C` or discovered from the working directory), opened on first use.
     pub fn repo(&self) -> Result<&Repo> {
         if let Some(r) = self.repo.get() {

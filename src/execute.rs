@@ -14,6 +14,10 @@
 //! and one atomic `git push` whose every deletion is leased on the planned id: a branch that
 //! moved after the check fails the whole push. Recovery asks the remote (`git ls-remote`).
 //!
+//! A command (exec): drift (the preview re-run), the before-image command, the before-image,
+//! `consumed`, `command-started`, the command, `command-finished`; a crash between the last two
+//! is recorded as interrupted and the command is never run again.
+//!
 //! Apply journal: `before-image-written`, `consumed`, (`backup-created`,) then `refs-committed`
 //! or `aborted`, `config-removed`, `done`; or `refused` when a check failed before anything was
 //! committed.
@@ -21,12 +25,18 @@
 //! adds `recovered-*` steps.
 
 use crate::error::{Error, Kind, Result};
-use crate::plan::approval::{APPLY_NAMESPACE, DeletedRef, RECEIPT_PAYLOAD_TYPE, Receipt};
+use crate::ops::exec;
+use crate::plan::approval::{APPLY_NAMESPACE, DeletedRef, ExecResult, RECEIPT_PAYLOAD_TYPE, Receipt};
+use crate::plan::model::ExecInputs;
+use crate::render::escape::safe;
 use crate::repo::Repo;
 use crate::repo::mutate::{RefOp, RemoteOp, push_args};
 use crate::sign::{SigningKey, dsse};
 use crate::store::{BeforeImage, Store};
 use time::OffsetDateTime;
+
+/// Where apply records how a command ended, for the receipt (and a recovery).
+const EXEC_RESULT: &str = "exec-result.json";
 
 pub struct Executor<'a> {
     pub repo: &'a Repo,
@@ -212,6 +222,71 @@ impl Executor<'_> {
         self.finish(id, &image, key)
     }
 
+    /// A command (exec): check drift (the preview re-run), run the before-image command, which
+    /// must succeed, write the before-image, mark consumed, then run the command exactly once
+    /// and record how it ended. A failing command is a receipt that says so (exit 15).
+    pub fn apply_exec(
+        &self,
+        id: &str,
+        image: BeforeImage,
+        key: &SigningKey,
+        inputs: &ExecInputs,
+        top: &std::path::Path,
+        drift_check: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<Receipt> {
+        drift_check()?;
+        let names: Vec<String> = inputs.env.iter().map(|e| e.name.clone()).collect();
+        let env = exec::environment(&names);
+        let dir = exec::workdir(top, inputs)?;
+        if let Some(script) = &inputs.before_image {
+            let out = exec::run_shell(script, &dir, &env)?;
+            self.store.write_file(id, "before-image-output", &out.stdout)?;
+            if !out.status.success() {
+                // Nothing destructive ran and the plan is not used: it can be applied again.
+                self.store.journal(id, "refused", self.now)?;
+                return Err(Error::internal(format!(
+                    "the before-image command failed ({}); the command was not run",
+                    out.status
+                ))
+                .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))
+                .with_hint("fix what it needs and apply again: the plan was not used"));
+            }
+        }
+        self.store.write_before_image(id, &image)?;
+        self.step(id, "before-image-written")?;
+        self.store.mark_consumed(id)?;
+        self.step(id, "consumed")?;
+        self.step(id, "command-started")?;
+        let result = match exec::run_command(&inputs.command, &dir, &env) {
+            Ok(out) => {
+                self.store.write_file(id, "command-stdout", &out.stdout)?;
+                self.store.write_file(id, "command-stderr", &out.stderr)?;
+                ExecResult {
+                    command: inputs.command.clone(),
+                    status: out.status.code(),
+                    error: None,
+                    stdout: exec::digest(&out.stdout),
+                    stdout_bytes: out.stdout.len() as u64,
+                    stderr: exec::digest(&out.stderr),
+                    stderr_bytes: out.stderr.len() as u64,
+                }
+            }
+            Err(e) => ExecResult {
+                command: inputs.command.clone(),
+                status: None,
+                error: Some(e.message),
+                stdout: exec::digest(b""),
+                stdout_bytes: 0,
+                stderr: exec::digest(b""),
+                stderr_bytes: 0,
+            },
+        };
+        let bytes = serde_json::to_vec(&result).unwrap_or_default();
+        self.store.write_file(id, EXEC_RESULT, &bytes)?;
+        self.step(id, "command-finished")?;
+        self.finish(id, &image, key)
+    }
+
     /// Where each of `refs` points now (absent: deleted): in this repository, or on the
     /// image's remote as `git ls-remote` lists it.
     fn targets(
@@ -287,7 +362,21 @@ impl Executor<'_> {
         let names: Vec<String> = image.config.iter().map(|(n, _)| n.clone()).collect();
         self.repo.remove_branch_sections(&names)?;
         self.step(id, "config-removed")?;
-        let mismatches = self.observe(image, &names)?;
+        let mut mismatches = self.observe(image, &names)?;
+        let exec: Option<ExecResult> = self
+            .store
+            .read_file(id, EXEC_RESULT)?
+            .map(|b| serde_json::from_slice(&b))
+            .transpose()
+            .map_err(|e| Error::internal("the recorded command result is unreadable").caused_by(e))?;
+        if let Some(r) = &exec {
+            match (r.status, &r.error) {
+                (Some(0), _) => {}
+                (Some(code), _) => mismatches.push(format!("the command exited with status {code}")),
+                (None, Some(why)) => mismatches.push(format!("the command did not finish: {why}")),
+                (None, None) => mismatches.push("the command was killed by a signal".into()),
+            }
+        }
         let receipt = Receipt {
             plan_id: image.plan_id.clone(),
             plan_hash: image.plan_hash.clone(),
@@ -301,6 +390,7 @@ impl Executor<'_> {
             config_removed: names.len(),
             verified: mismatches.is_empty(),
             mismatches,
+            exec,
         };
         let payload = serde_json::to_vec(&receipt)
             .map_err(|e| Error::internal("cannot encode the receipt").caused_by(e))?;
@@ -376,6 +466,16 @@ impl Executor<'_> {
     /// Restore every branch of `image` that is missing (compare-and-swap create) and its config.
     /// Returns (restored, already present). Refuses, changing nothing, where a name is taken.
     pub fn rollback(&self, id: &str, image: &BeforeImage) -> Result<(usize, usize)> {
+        if image.command.is_some() {
+            return Err(
+                Error::usage("an exec plan has no rollback: guardctl cannot undo a command").with_hint(
+                    format!(
+                        "its --before-image output, if any, is in {}",
+                        self.store.plan_dir(id).join("before-image-output").display()
+                    ),
+                ),
+            );
+        }
         let mut missing = Vec::new();
         let kept = self.kept(image);
         let targets = self.targets(image, &image.refs)?;
@@ -508,6 +608,20 @@ impl Executor<'_> {
             };
             let outcome = match last {
                 "before-image-written" | "consumed" | "backup-created" => self.recover_apply(&id, key)?,
+                "command-started" => {
+                    // It may have run to the end, partly, or not at all: never run it twice.
+                    let e = Error::new(
+                        Kind::NeedsRecovery,
+                        "the command was interrupted while it ran (it may have partly run); it is not run again",
+                    );
+                    self.abort(&id, &e)?;
+                    "the command was interrupted while it ran; it was not run again: check its effects by hand".to_string()
+                }
+                "command-finished" => {
+                    let image = self.image(&id)?;
+                    self.finish(&id, &image, need_key(key)?)?;
+                    "completed the interrupted apply (the command had finished)".to_string()
+                }
                 "refs-committed" | "config-removed" => {
                     let image = self.image(&id)?;
                     self.finish(&id, &image, need_key(key)?)?;
@@ -543,6 +657,11 @@ impl Executor<'_> {
             self.store.remove_file(id, "before-image.json")?;
             self.store.journal(id, "recovered-unstarted", self.now)?;
             return Ok("abandoned an apply interrupted before it began; nothing had changed".into());
+        }
+        if image.command.is_some() {
+            let e = Error::new(Kind::Drift, "the apply was interrupted before the command ran");
+            self.abort(id, &e)?;
+            return Ok("the command had not started: abandoned the apply; it was not run".into());
         }
         self.check_locks(&image)?;
         let targets = self.targets(&image, &image.refs)?;

@@ -5,7 +5,7 @@
 use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
 use crate::ops::stale_branches::{self, Branches, Drift};
-use crate::ops::tags;
+use crate::ops::{exec, tags};
 use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE, Approval};
 use crate::plan::envelope::{APPROVAL_PAYLOAD_TYPE, Envelope, PLAN_NAMESPACE};
 use crate::plan::hash::{ResourceState, plan_hash_of};
@@ -299,6 +299,15 @@ pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
             };
             tags::recheck(repo, inputs, &plan.affected, source, ctx.now)?
         }
+        Operation::Exec(inputs) => {
+            let drifts = exec::recheck(&repo.display_path(), inputs)?;
+            if drifts.is_empty() {
+                return Ok(());
+            }
+            return Err(drift_error(&drifts).with_hint(
+                "the command was not run; re-run `guardctl plan exec` and have the new plan approved",
+            ));
+        }
         _ => recheck_branches(repo, plan, remote_refs.as_ref(), ctx.now)?,
     };
     let states = current.iter().map(|c| ResourceState {
@@ -321,7 +330,9 @@ fn recheck_branches(
     remote_refs: Option<&crate::repo::RemoteRefs>,
     now: time::OffsetDateTime,
 ) -> Result<(Vec<stale_branches::Current>, Vec<Drift>)> {
-    let inputs = plan.operation.selection();
+    let Some(inputs) = plan.operation.selection() else {
+        return Err(Error::internal("not a branch plan"));
+    };
     let base_oid = match remote_refs {
         None => repo
             .ref_target(&inputs.base)

@@ -8,6 +8,7 @@ use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
 use crate::execute::Executor;
 use crate::plan::approval::DeletedRef;
+use crate::plan::model::Operation;
 use crate::render::escape::safe;
 use crate::store::{BeforeImage, SavedTag, Store};
 use crate::ui::Ui;
@@ -76,11 +77,17 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             })
             .collect(),
         tag_objects: saved_tags(repo, plan)?,
+        command: match &plan.operation {
+            Operation::Exec(e) => Some(e.command.clone()),
+            _ => None,
+        },
     };
     let mut drift = || crate::gate::drift(ctx, loaded);
-    let receipt = ex
-        .apply(&id, image, &key, &mut drift)
-        .inspect_err(|e| record_refusal(&ex, e, &loaded.plan_id))?;
+    let receipt = match &plan.operation {
+        Operation::Exec(inputs) => ex.apply_exec(&id, image, &key, inputs, &repo.display_path(), &mut drift),
+        _ => ex.apply(&id, image, &key, &mut drift),
+    }
+    .inspect_err(|e| record_refusal(&ex, e, &loaded.plan_id))?;
     drop(_lock);
     print_result(&store, &id, ui)?;
     if receipt.verified {
@@ -134,7 +141,10 @@ fn replay(store: &Store, id: &str, ui: &mut Ui) -> Result<u8> {
         let why = v["message"].as_str().unwrap_or("");
         return Err(Error::new(
             Kind::Drift,
-            format!("this plan's apply was aborted and nothing was deleted: {why}"),
+            match store.before_image(id).ok().flatten().and_then(|i| i.command) {
+                Some(_) => format!("this plan's apply was aborted: {why}"),
+                None => format!("this plan's apply was aborted and nothing was deleted: {why}"),
+            },
         )
         .with_hint("a plan is applied at most once: re-run `guardctl plan`"));
     }

@@ -5,7 +5,7 @@ use crate::context::Ctx;
 use crate::context::POLICY_PATH;
 use crate::error::{Error, Kind, Result};
 use crate::ops::stale_branches::{self, Branches, Request};
-use crate::ops::tags;
+use crate::ops::{exec, tags};
 use crate::plan::derive;
 use crate::plan::envelope::PLAN_NAMESPACE;
 use crate::plan::hash::plan_hash;
@@ -51,6 +51,32 @@ pub enum OperationArgs {
     StaleBranches(StaleBranchesArgs),
     RemoteBranches(RemoteBranchesArgs),
     Tags(TagsArgs),
+    Exec(ExecArgs),
+}
+
+/// Any destructive command, gated by its preview.
+///
+/// The plan records the command and its arguments (run without a shell), the working
+/// directory, the content of every repository file an argument names, the allowlisted
+/// environment (values as digests; the commands get nothing else, PATH always), and the
+/// preview's output: the manifest the reviewer approves. Apply re-runs the preview; any
+/// difference, a changed file or variable is drift (10) and the command does not run.
+/// Otherwise it runs the command once and records its exit status (15 when it fails).
+/// Example: plan exec --preview 'scripts/prune.sh --dry-run' -- scripts/prune.sh
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// A shell command whose output lists what the command will do (the manifest)
+    #[arg(long, value_name = "CMD")]
+    pub preview: String,
+    /// A shell command run first at apply time (e.g. a dump); it must succeed
+    #[arg(long, value_name = "CMD")]
+    pub before_image: Option<String>,
+    /// Give the commands this environment variable (repeatable; PATH always)
+    #[arg(long = "env", value_name = "NAME")]
+    pub env: Vec<String>,
+    /// The command and its arguments, after `--`
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 /// Tags that are safe to delete, here or (with --remote) on a remote.
@@ -190,8 +216,22 @@ fn remote_state(repo: &Repo, remote: &str) -> Result<(String, RemoteRefs)> {
     Ok((url, refs))
 }
 
-fn resolve(operation: OperationArgs, repo: &Repo, policy: &Policy) -> Result<Resolved> {
+fn resolve(operation: OperationArgs, ctx: &Ctx, repo: &Repo, policy: &Policy) -> Result<Resolved> {
     match operation {
+        OperationArgs::Exec(op) => {
+            let request = exec::Request {
+                command: op.command,
+                preview: op.preview,
+                before_image: op.before_image,
+                env: op.env,
+            };
+            Ok(Resolved {
+                operation: Operation::Exec(exec::observe(&repo.display_path(), &ctx.start_dir()?, &request)?),
+                remote_refs: None,
+                base_oid: None,
+                repository: repo.identity()?,
+            })
+        }
         OperationArgs::StaleBranches(op) => {
             let (base_ref, base_oid) = repo.resolve_base(op.base.as_deref())?;
             let request = op.selection.request(op.base, op.gone);
@@ -284,7 +324,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         remote_refs,
         base_oid,
         repository,
-    } = resolve(args.operation, repo, policy)?;
+    } = resolve(args.operation, ctx, repo, policy)?;
 
     let key = ctx.signing_key(ui)?;
     let key_id = fingerprint(&key.public);
@@ -349,12 +389,16 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             };
             tags::run(repo, inputs, source, now)?
         }
-        (_, Some(base_oid)) => {
+        (Operation::Exec(_), _) => stale_branches::Outcome::default(),
+        (op, Some(base_oid)) => {
             let source = match &remote_refs {
                 Some(r) => Branches::Remote(r),
                 None => Branches::Local,
             };
-            stale_branches::run(repo, operation.selection(), source, base_oid, now)?
+            let selection = op
+                .selection()
+                .ok_or_else(|| Error::internal("not a branch operation"))?;
+            stale_branches::run(repo, selection, source, base_oid, now)?
         }
         (_, None) => return Err(Error::internal("a branch operation without a base")),
     };
@@ -378,6 +422,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         crate::policy::route::review(policy, &outcome.affected).map_err(|e| Error::new(Kind::Policy, e))?;
     let policy_hash = in_force.hash.clone();
     let summary = derive::summary(&operation, &outcome.affected);
+    let risk = derive::risk(&operation, &outcome.affected, policy.bulk.threshold);
     let side_effects = derive::side_effects(&operation, &outcome.affected);
     let plan = Plan {
         format_version: FORMAT_VERSION,
@@ -394,7 +439,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         summary,
         diff: derive::diff(&outcome.affected),
         side_effects,
-        risk: derive::risk(&outcome.affected, policy.bulk.threshold),
+        risk,
         review,
         policy_source: in_force.source.clone(),
         before_image: BeforeImage {

@@ -1,5 +1,6 @@
 //! Operations guardctl can plan, one module each: `observe` reads the repository through
 //! `repo/`, the decisions are pure functions of observations and `now`.
 
+pub mod exec;
 pub mod stale_branches;
 pub mod tags;

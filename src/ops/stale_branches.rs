@@ -227,6 +227,7 @@ fn not_in_base(n: u64) -> String {
 }
 
 /// The outcome of planning: what to delete and what was left alone.
+#[derive(Default)]
 pub struct Outcome {
     pub affected: Vec<Affected>,
     pub skipped: Vec<Skipped>,

@@ -53,9 +53,27 @@ pub struct Receipt {
     pub backup: Option<String>,
     pub deleted: Vec<DeletedRef>,
     pub config_removed: usize,
-    /// True when the observed effect equals the planned diff.
+    /// True when the observed effect equals the planned diff (for a command: it succeeded).
     pub verified: bool,
     pub mismatches: Vec<String>,
+    /// For an exec plan: how the command ended and digests of what it printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exec: Option<ExecResult>,
+}
+
+/// How a planned command ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecResult {
+    pub command: Vec<String>,
+    /// The exit status; `None` when killed by a signal or not started.
+    pub status: Option<i32>,
+    /// Why it did not end with a status, if so.
+    pub error: Option<String>,
+    pub stdout: String,
+    pub stdout_bytes: u64,
+    pub stderr: String,
+    pub stderr_bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -34,6 +34,21 @@ fn is_upstream_key(key: &str) -> bool {
 /// and config with them; a remote's branches vanish from every clone and close pull requests.
 pub fn side_effects(op: &Operation, affected: &[Affected]) -> Vec<SideEffect> {
     let mut out = Vec::new();
+    if let Operation::Exec(e) = op {
+        if e.before_image.is_some() {
+            out.push(SideEffect {
+                kind: SideEffectKind::BeforeImageCommand,
+                branches: 0,
+                commits: None,
+            });
+        }
+        out.push(SideEffect {
+            kind: SideEffectKind::CommandRuns,
+            branches: 0,
+            commits: None,
+        });
+        return out;
+    }
     if affected.is_empty() {
         return out;
     }
@@ -117,7 +132,14 @@ pub fn resource_risk(a: &Affected, bulk: bool) -> RiskLevel {
 
 /// The plan's tier: the highest of its resources', with the reasons that raised it.
 /// `bulk_threshold` is the policy's: more affected resources than this make a plan bulk.
-pub fn risk(affected: &[Affected], bulk_threshold: u64) -> Risk {
+pub fn risk(op: &Operation, affected: &[Affected], bulk_threshold: u64) -> Risk {
+    // guardctl cannot bound what a command does: only the preview says.
+    if let Operation::Exec(_) = op {
+        return Risk {
+            level: RiskLevel::High,
+            reasons: vec!["command".to_string()],
+        };
+    }
     let bulk = affected.len() as u64 > bulk_threshold;
     let mut reasons = Vec::new();
     if affected.iter().any(|a| a.loses_work) {
@@ -136,6 +158,14 @@ pub fn risk(affected: &[Affected], bulk_threshold: u64) -> Risk {
 
 /// "delete 4 branches (2 merged, 1 squash-merged, 1 gone upstream); 0 unmerged commits lost"
 pub fn summary(op: &Operation, affected: &[Affected]) -> String {
+    if let Operation::Exec(e) = op {
+        let lines = e.preview_output.text.lines().count() as u64;
+        return format!(
+            "run {} (preview: {lines} {})",
+            crate::render::escape::safe(&shell_words(&e.command)),
+            plural(lines, "line", "lines")
+        );
+    }
     let (one, many) = op.nouns();
     if affected.is_empty() {
         return format!("no changes: no {one} is stale");
@@ -165,6 +195,24 @@ pub fn summary(op: &Operation, affected: &[Affected]) -> String {
         parts.join(", "),
         plural(lost, "commit", "commits"),
     )
+}
+
+/// A command as one would type it: words quoted where a shell would need it.
+pub fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c));
+            if plain {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
@@ -217,22 +265,41 @@ mod tests {
     #[test]
     fn risk_rises_with_lost_work_and_bulk() {
         assert_eq!(
-            risk(&[branch("a", Criterion::Merged, 0)], 50).level,
+            risk(
+                &test_data::merged_inputs(),
+                &[branch("a", Criterion::Merged, 0)],
+                50
+            )
+            .level,
             RiskLevel::Low
         );
         assert_eq!(
-            risk(&[branch("a", Criterion::Gone, 1)], 50).level,
+            risk(
+                &test_data::merged_inputs(),
+                &[branch("a", Criterion::Gone, 1)],
+                50
+            )
+            .level,
             RiskLevel::Medium
         );
         let many: Vec<_> = (0..51)
             .map(|i| branch(&i.to_string(), Criterion::Gone, 1))
             .collect();
-        assert_eq!(risk(&many, 50).level, RiskLevel::High);
-        assert_eq!(risk(&many, 51).level, RiskLevel::Medium);
+        assert_eq!(
+            risk(&test_data::merged_inputs(), &many, 50).level,
+            RiskLevel::High
+        );
+        assert_eq!(
+            risk(&test_data::merged_inputs(), &many, 51).level,
+            RiskLevel::Medium
+        );
         let merged: Vec<_> = (0..51)
             .map(|i| branch(&i.to_string(), Criterion::Merged, 0))
             .collect();
-        assert_eq!(risk(&merged, 50).level, RiskLevel::Medium);
+        assert_eq!(
+            risk(&test_data::merged_inputs(), &merged, 50).level,
+            RiskLevel::Medium
+        );
     }
 
     #[test]

@@ -93,7 +93,7 @@ mod tests {
     fn op() -> Operation {
         Operation::StaleBranches(StaleBranchesInputs {
             protect: vec!["main".into()],
-            ..test_data::merged_inputs().selection().clone()
+            ..test_data::merged_inputs().selection().unwrap().clone()
         })
     }
 
@@ -101,7 +101,7 @@ mod tests {
     fn the_same_selection_on_a_remote_is_another_plan() {
         let remote = Operation::RemoteBranches(RemoteBranchesInputs {
             remote: "origin".into(),
-            selection: op().selection().clone(),
+            selection: op().selection().unwrap().clone(),
         });
         let a = [branch("a", "1", 0)];
         assert_ne!(plan_hash("r", &op(), "p", &a), plan_hash("r", &remote, "p", &a));

@@ -60,6 +60,10 @@ pub enum Operation {
     /// tag objects saved byte for byte so a rollback recreates the very same objects.
     #[serde(rename = "tags")]
     Tags(TagsInputs),
+    /// Any destructive command, gated by its preview: the plan's manifest is the preview's
+    /// output, and apply runs the command only if the preview still says the same.
+    #[serde(rename = "exec")]
+    Exec(ExecInputs),
 }
 
 impl Operation {
@@ -68,15 +72,18 @@ impl Operation {
             Operation::StaleBranches(_) => "stale-branches",
             Operation::RemoteBranches(_) => "remote-branches",
             Operation::Tags(_) => "tags",
+            Operation::Exec(_) => "exec",
         }
     }
 
-    /// How resources were selected (for remote branches: names and base as on the remote).
-    pub fn selection(&self) -> &StaleBranchesInputs {
+    /// How refs were selected (for remote branches: names and base as on the remote);
+    /// `None` for a command.
+    pub fn selection(&self) -> Option<&StaleBranchesInputs> {
         match self {
-            Operation::StaleBranches(i) => i,
-            Operation::RemoteBranches(r) => &r.selection,
-            Operation::Tags(t) => &t.selection,
+            Operation::StaleBranches(i) => Some(i),
+            Operation::RemoteBranches(r) => Some(&r.selection),
+            Operation::Tags(t) => Some(&t.selection),
+            Operation::Exec(_) => None,
         }
     }
 
@@ -86,6 +93,7 @@ impl Operation {
             Operation::StaleBranches(_) => None,
             Operation::RemoteBranches(r) => Some(&r.remote),
             Operation::Tags(t) => t.remote.as_deref(),
+            Operation::Exec(_) => None,
         }
     }
 
@@ -93,9 +101,56 @@ impl Operation {
     pub fn nouns(&self) -> (&'static str, &'static str) {
         match self {
             Operation::Tags(_) => ("tag", "tags"),
+            Operation::Exec(_) => ("preview line", "preview lines"),
             _ => ("branch", "branches"),
         }
     }
+}
+
+/// `exec`: exactly what runs, where, with which environment and files, and what its preview
+/// printed at planning time (the manifest a reviewer approves).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecInputs {
+    /// The command and its arguments, run without a shell.
+    pub command: Vec<String>,
+    /// Run by `sh -c`; its standard output is the manifest.
+    pub preview: String,
+    /// Run by `sh -c` before the command; it must succeed.
+    pub before_image: Option<String>,
+    /// The working directory, relative to the work tree's top.
+    pub workdir: String,
+    /// The only environment the commands get: each name with the sha256 of its value
+    /// (`None`: unset).
+    pub env: Vec<EnvEntry>,
+    /// Every argument (the command included) that names a file in the repository, with the
+    /// sha256 of its content.
+    pub files: Vec<FileDigest>,
+    /// The preview's output at planning time.
+    pub preview_output: PreviewOutput,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvEntry {
+    pub name: String,
+    pub sha256: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileDigest {
+    pub path: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreviewOutput {
+    /// sha256 of the exact bytes.
+    pub sha256: String,
+    /// The bytes as text (invalid UTF-8 replaced; the digest is of the bytes).
+    pub text: String,
 }
 
 /// `tags`: which tags, by name, age and kind. `selection` holds the base (commits not in
@@ -357,6 +412,10 @@ pub enum SideEffectKind {
     PullRequestsClosed,
     /// Other clones keep a remote's deleted tags until they prune tags, and can push them back.
     ClonesKeepTags,
+    /// A command runs: its effects are whatever it does; the preview says what it means to.
+    CommandRuns,
+    /// A before-image command runs first and must succeed.
+    BeforeImageCommand,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

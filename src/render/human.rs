@@ -28,17 +28,21 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
                 Some(remote) => format!(" on {remote} ({})", view.repository),
                 None => String::new(),
             };
-            // Tags are judged against every branch, not one base.
+            // Tags are judged against every branch, not one base; a command has neither.
             let base = if view.resource == "tag" {
                 "commits judged against every branch".to_string()
             } else {
                 format!("base {}", view.base)
             };
-            format!(
-                "{}{on} ({base}; criteria: {})",
-                view.operation,
-                view.criteria.join(", ")
-            )
+            if view.exec.is_some() {
+                format!("{} (the command below, gated by its preview)", view.operation)
+            } else {
+                format!(
+                    "{}{on} ({base}; criteria: {})",
+                    view.operation,
+                    view.criteria.join(", ")
+                )
+            }
         }),
         ("planner", who(&view.planner)),
         ("executor", who(&view.executor)),
@@ -79,6 +83,10 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
                 _ => paint(color, "33", "~"),
             };
             let short = |o: &Option<String>| o.as_deref().map(|s| s.chars().take(12).collect::<String>());
+            if view.exec.is_some() {
+                writeln!(w, "  {sign} {}", c.name)?;
+                continue;
+            }
             let detail = match (short(&c.from), short(&c.to)) {
                 (Some(f), Some(t)) => format!("{f} -> {t}"),
                 (None, Some(t)) => format!("now planned at {t}"),
@@ -93,7 +101,14 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
         write_groups(&view.approvals, color, w)?;
     }
 
-    if view.total_affected == 0 {
+    if let Some(x) = &view.exec {
+        write_exec(x, color, w)?;
+        writeln!(w)?;
+        writeln!(w, "{}", bold("Side effects:"))?;
+        for s in &view.side_effects {
+            writeln!(w, "  - {s}")?;
+        }
+    } else if view.total_affected == 0 {
         writeln!(w)?;
         writeln!(w, "No changes. Nothing would be deleted.")?;
     } else {
@@ -231,6 +246,51 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
                 view.skipped.total - view.skipped.items.len()
             )?;
         }
+    }
+    Ok(())
+}
+
+/// An exec plan: what runs, where, with what, and the manifest its preview printed.
+fn write_exec(x: &super::view::ExecView, color: bool, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w)?;
+    writeln!(w, "{}", paint(color, "1;31", &format!("Command: {}", x.command)))?;
+    writeln!(w, "  in          {}", x.workdir)?;
+    writeln!(w, "  environment {} (nothing else)", x.env.join(", "))?;
+    if !x.files.is_empty() {
+        writeln!(w, "  files       {}", x.files.join(", "))?;
+    }
+    if let Some(b) = &x.before_image {
+        writeln!(w, "  first       {b}")?;
+    }
+    writeln!(w, "  preview     {}", x.preview)?;
+    writeln!(w)?;
+    let heading = match (x.mode, x.page) {
+        ("page", Some(p)) => format!(
+            "Preview output ({} lines), page {p} of {}:",
+            x.total_lines, x.pages
+        ),
+        ("first", _) => format!(
+            "Preview output ({} lines); the first {}:",
+            x.total_lines,
+            x.lines.len()
+        ),
+        _ => format!(
+            "Preview output ({} {}):",
+            x.total_lines,
+            crate::plan::derive::plural(x.total_lines as u64, "line", "lines")
+        ),
+    };
+    writeln!(w, "{}", paint(color, "1", &heading))?;
+    for line in &x.lines {
+        writeln!(w, "  {line}")?;
+    }
+    if x.mode == "first" {
+        writeln!(
+            w,
+            "  ({} more; `--all` shows every line, `--page N` pages through {} pages)",
+            x.total_lines - x.lines.len(),
+            x.pages
+        )?;
     }
     Ok(())
 }

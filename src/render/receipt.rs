@@ -8,13 +8,37 @@ use std::fmt::Write;
 pub fn human(r: &Receipt) -> String {
     let mut s = String::new();
     let state = if r.verified { "verified" } else { "NOT verified" };
-    let _ = writeln!(
-        s,
-        "Applied plan {}: deleted {} {}; {state}.",
-        super::view::short_id(&r.plan_id),
-        r.deleted.len(),
-        crate::plan::derive::plural(r.deleted.len() as u64, "branch", "branches")
-    );
+    match &r.exec {
+        Some(x) => {
+            let ended = match (x.status, &x.error) {
+                (Some(code), _) => format!("exit status {code}"),
+                (None, Some(why)) => format!("did not run to the end ({})", super::escape::safe(why)),
+                (None, None) => "killed by a signal".to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "Applied plan {}: ran {}: {ended}; {state}.",
+                super::view::short_id(&r.plan_id),
+                super::escape::safe(&crate::plan::derive::shell_words(&x.command))
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "Applied plan {}: deleted {} {}; {state}.",
+                super::view::short_id(&r.plan_id),
+                r.deleted.len(),
+                if r.deleted
+                    .first()
+                    .is_some_and(|d| d.refname.starts_with("refs/tags/"))
+                {
+                    crate::plan::derive::plural(r.deleted.len() as u64, "tag", "tags")
+                } else {
+                    crate::plan::derive::plural(r.deleted.len() as u64, "branch", "branches")
+                }
+            );
+        }
+    }
     let _ = writeln!(s, "  repository {}", super::escape::safe(&r.repository));
     let _ = writeln!(s, "  executor   {} ({})", super::escape::safe(&r.executor), r.key);
     let approvers: Vec<String> = r.approved_by.iter().map(|p| super::escape::safe(p)).collect();
@@ -53,6 +77,16 @@ pub fn human(r: &Receipt) -> String {
     }
     for m in &r.mismatches {
         let _ = writeln!(s, "  mismatch: {}", super::escape::safe(m));
+    }
+    if let Some(x) = &r.exec {
+        let _ = writeln!(s, "  stdout     {} ({} bytes)", x.stdout, x.stdout_bytes);
+        let _ = writeln!(s, "  stderr     {} ({} bytes)", x.stderr, x.stderr_bytes);
+        let _ = writeln!(
+            s,
+            "The command's output is kept in .git/guardctl/plans/{}/command-stdout and command-stderr.",
+            r.plan_id.trim_start_matches("sha256:")
+        );
+        return s;
     }
     let _ = writeln!(s, "Undo with: guardctl rollback {}", r.plan_id);
     s

@@ -1,9 +1,9 @@
 //! `show --since OLD`: what changed between an earlier plan of the same operation and this
 //! one, branch by branch (added, removed, moved to another commit), diffed with `similar`
-//! over the sorted ref names.
+//! over the sorted ref names; for two previews of a command, line by line.
 
 use super::escape::safe;
-use crate::plan::model::{Affected, Plan};
+use crate::plan::model::{Affected, Operation, Plan};
 use serde::Serialize;
 use similar::{Algorithm, DiffTag, capture_diff_slices};
 
@@ -28,7 +28,35 @@ pub struct Change {
     pub to: Option<String>,
 }
 
+/// Two previews of a command: the lines the new one adds and drops.
+fn preview_changes(old: &str, new: &str) -> Vec<Change> {
+    let (added, removed) = crate::ops::exec::line_changes(old, new);
+    let line = |kind, l: &String| Change {
+        change: kind,
+        name: safe(l),
+        from: None,
+        to: None,
+    };
+    let mut changes: Vec<Change> = removed.iter().map(|l| line("removed", l)).collect();
+    changes.extend(added.iter().map(|l| line("added", l)));
+    changes
+}
+
 pub fn build(old: &Plan, old_id: &str, new: &Plan) -> SinceView {
+    if let (Operation::Exec(o), Operation::Exec(n)) = (&old.operation, &new.operation) {
+        let changes = preview_changes(&o.preview_output.text, &n.preview_output.text);
+        let count = |k: &str| changes.iter().filter(|c| c.change == k).count();
+        return SinceView {
+            old_plan_id: old_id.to_string(),
+            inputs_changed: (&o.command, &o.preview, &o.files, &o.env)
+                != (&n.command, &n.preview, &n.files, &n.env),
+            changed: changes.len(),
+            added: count("added"),
+            removed: count("removed"),
+            moved: 0,
+            changes,
+        };
+    }
     fn sorted(p: &Plan) -> Vec<&Affected> {
         let mut v: Vec<&Affected> = p.affected.iter().collect();
         v.sort_by(|a, b| a.refname.cmp(&b.refname));

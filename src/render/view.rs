@@ -7,7 +7,7 @@
 use super::escape::{Flag, flags, safe};
 use crate::duration::humanize;
 use crate::plan::derive::plural;
-use crate::plan::model::{Affected, Criterion, Plan, ReviewKind, SideEffectKind, SkipReason};
+use crate::plan::model::{Affected, Criterion, Operation, Plan, ReviewKind, SideEffectKind, SkipReason};
 use crate::policy::ApprovalReport;
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -63,6 +63,9 @@ pub struct ShowView {
     pub side_effects: Vec<String>,
     pub before_image: String,
     pub skipped: SkippedView,
+    /// For an exec plan: the command and the preview's output (the manifest), paged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exec: Option<ExecView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<super::since::SinceView>,
 }
@@ -272,9 +275,9 @@ pub fn rfc3339(t: OffsetDateTime) -> String {
 }
 
 fn protected_literals(plan: &Plan) -> Vec<&str> {
-    plan.operation
-        .selection()
-        .protect
+    let protect = plan.operation.selection().map(|i| i.protect.as_slice());
+    protect
+        .unwrap_or_default()
         .iter()
         .map(String::as_str)
         .filter(|p| !p.contains(['*', '?', '[']))
@@ -426,8 +429,10 @@ pub fn build(input: ViewInput) -> ShowView {
         resources: plan.operation.nouns().1,
         repository: safe(&plan.repository),
         remote: plan.operation.remote().map(safe),
-        base: safe(&inputs.base),
-        criteria: inputs.criteria.iter().map(|c| c.as_str()).collect(),
+        base: inputs.map(|i| safe(&i.base)).unwrap_or_default(),
+        criteria: inputs
+            .map(|i| i.criteria.iter().map(|c| c.as_str()).collect())
+            .unwrap_or_default(),
         planner: party(&plan.planner),
         executor: party(&plan.executor),
         created_at: rfc3339(plan.created_at),
@@ -463,7 +468,66 @@ pub fn build(input: ViewInput) -> ShowView {
             plan.before_image.retention_days
         ),
         skipped: skipped(plan, &protected, input.show_all_skipped),
+        exec: match &plan.operation {
+            Operation::Exec(x) => Some(exec_view(x, &input.paging)),
+            _ => None,
+        },
         since: None,
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct ExecView {
+    pub command: String,
+    pub workdir: String,
+    pub env: Vec<String>,
+    /// `path (sha256:<12 hex>)` for each repository file the command names.
+    pub files: Vec<String>,
+    pub preview: String,
+    pub before_image: Option<String>,
+    pub total_lines: usize,
+    /// `all`, `first` (the first page of a longer output) or `page`.
+    pub mode: &'static str,
+    pub page: Option<usize>,
+    pub pages: usize,
+    pub lines: Vec<String>,
+}
+
+fn exec_view(x: &crate::plan::model::ExecInputs, paging: &Paging) -> ExecView {
+    let all: Vec<&str> = x.preview_output.text.lines().collect();
+    let pages = all.len().div_ceil(PAGE_SIZE).max(1);
+    let (mode, page, shown): (&str, Option<usize>, &[&str]) = match paging {
+        Paging::All => ("all", None, &all),
+        Paging::Auto if all.len() <= PAGE_SIZE => ("all", None, &all),
+        Paging::Auto => ("first", None, &all[..PAGE_SIZE]),
+        Paging::Page(p) => {
+            let p = (*p).clamp(1, pages);
+            let start = ((p - 1) * PAGE_SIZE).min(all.len());
+            ("page", Some(p), &all[start..(start + PAGE_SIZE).min(all.len())])
+        }
+    };
+    ExecView {
+        command: safe(&crate::plan::derive::shell_words(&x.command)),
+        workdir: safe(&x.workdir),
+        env: x.env.iter().map(|e| safe(&e.name)).collect(),
+        files: x
+            .files
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} (sha256:{})",
+                    safe(&f.path),
+                    &f.sha256[..12.min(f.sha256.len())]
+                )
+            })
+            .collect(),
+        preview: safe(&x.preview),
+        before_image: x.before_image.as_deref().map(safe),
+        total_lines: all.len(),
+        mode,
+        page,
+        pages,
+        lines: shown.iter().map(|l| safe(l)).collect(),
     }
 }
 
@@ -507,6 +571,25 @@ fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
                 SideEffectKind::ClonesKeepTags => {
                     format!("Other clones keep {b} {} until they run `git fetch --prune --prune-tags`; `git push --tags` from such a clone brings {} back.", plural(b, "tag", "tags"), plural(b, "it", "them"))
                 }
+                SideEffectKind::CommandRuns => match &plan.operation {
+                    Operation::Exec(x) => {
+                        let env: Vec<&str> = x.env.iter().map(|e| e.name.as_str()).collect();
+                        format!(
+                            "Runs {} in {} with only {} set; guardctl cannot undo it: its effect is what the preview lists.",
+                            safe(&crate::plan::derive::shell_words(&x.command)),
+                            safe(&x.workdir),
+                            env.join(", ")
+                        )
+                    }
+                    _ => String::new(),
+                },
+                SideEffectKind::BeforeImageCommand => match &plan.operation {
+                    Operation::Exec(x) => format!(
+                        "First runs {} (it must succeed; its output is kept with the plan's state).",
+                        safe(x.before_image.as_deref().unwrap_or_default())
+                    ),
+                    _ => String::new(),
+                },
                 SideEffectKind::UnmergedCommitsBackupOnly => {
                     let c = e.commits.unwrap_or(0);
                     format!(

@@ -173,6 +173,9 @@ pub struct BeforeImage {
     /// writes these back and gets the very same ids.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tag_objects: Vec<SavedTag>,
+    /// For an exec plan, the command it runs (nothing to restore: no ref is deleted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
 }
 
 /// One annotated tag object of a before-image.

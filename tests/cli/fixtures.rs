@@ -244,6 +244,20 @@ impl TestEnv {
         run(c)
     }
 
+    /// `run`, with extra environment variables (test hooks, allowlisted variables).
+    pub fn run_env(&self, user: &str, vars: &[(&str, &str)], args: &[&str]) -> Run {
+        let mut c = self.command();
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        c.arg("--key")
+            .arg(self.key(user))
+            .arg("--allowed-signers")
+            .arg(self.allowed_signers())
+            .args(args);
+        run(c)
+    }
+
     /// Everything `plan`/`show` must leave untouched: refs, config, reflogs, object count.
     pub fn repository_state(&self) -> String {
         let git_dir = self.repo.join(".git");

@@ -6,6 +6,7 @@
 
 mod apply;
 mod docs;
+mod exec;
 mod fixtures;
 mod plan;
 mod plan_file;

@@ -23,16 +23,12 @@ fn planned_and_approved() -> TestEnv {
 
 /// `apply plan.json` as Alice with test hooks set: `GUARDCTL_TEST_<name>=<value>`.
 fn apply_with_hooks(env: &TestEnv, hooks: &[(&str, String)]) -> crate::fixtures::Run {
-    let mut c = env.command();
-    for (name, value) in hooks {
-        c.env(format!("GUARDCTL_TEST_{name}"), value);
-    }
-    c.arg("--key")
-        .arg(env.key("alice"))
-        .arg("--allowed-signers")
-        .arg(env.allowed_signers())
-        .args(["apply", "plan.json"]);
-    crate::fixtures::run(c)
+    let vars: Vec<(String, &str)> = hooks
+        .iter()
+        .map(|(name, value)| (format!("GUARDCTL_TEST_{name}"), value.as_str()))
+        .collect();
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    env.run_env("alice", &vars, &["apply", "plan.json"])
 }
 
 /// A shell command that runs `git <args>` in the remote, for `GUARDCTL_TEST_EXEC`.
