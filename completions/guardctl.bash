@@ -719,12 +719,16 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__exec)
-            opts="-o -C -q -h -V --preview --before-image --env --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-o -C -q -h -V --remote --preview --before-image --env --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --remote)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --preview)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

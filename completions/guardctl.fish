@@ -136,6 +136,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l remote -d 'Bind the plan to this remote\'s URL instead of this clone, so that another clone of it (a CI job) can apply it' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l preview -d 'A shell command whose output lists what the command will do (the manifest)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l before-image -d 'A shell command run first at apply time (e.g. a dump); it must succeed' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l env -d 'Give the commands this environment variable (repeatable; PATH always)' -r

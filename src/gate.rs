@@ -133,7 +133,7 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
     let repo = ctx.repo()?;
     // A local plan belongs to the clone it was made in; a remote's to that remote's URL,
     // whichever clone applies it.
-    let identity = match loaded.plan.operation.remote() {
+    let identity = match loaded.plan.operation.bound_to_remote() {
         None => repo.identity()?,
         Some(remote) => repo.remote_url(remote).map_err(|e| {
             Error::invalid_plan(format!(

@@ -65,6 +65,10 @@ pub enum OperationArgs {
 /// Example: plan exec --preview 'scripts/prune.sh --dry-run' -- scripts/prune.sh
 #[derive(Debug, clap::Args)]
 pub struct ExecArgs {
+    /// Bind the plan to this remote's URL instead of this clone, so that another clone of it
+    /// (a CI job) can apply it
+    #[arg(long, value_name = "NAME")]
+    pub remote: Option<String>,
     /// A shell command whose output lists what the command will do (the manifest)
     #[arg(long, value_name = "CMD")]
     pub preview: String,
@@ -219,7 +223,12 @@ fn remote_state(repo: &Repo, remote: &str) -> Result<(String, RemoteRefs)> {
 fn resolve(operation: OperationArgs, ctx: &Ctx, repo: &Repo, policy: &Policy) -> Result<Resolved> {
     match operation {
         OperationArgs::Exec(op) => {
+            let repository = match &op.remote {
+                Some(remote) => repo.remote_url(remote)?,
+                None => repo.identity()?,
+            };
             let request = exec::Request {
+                remote: op.remote,
                 command: op.command,
                 preview: op.preview,
                 before_image: op.before_image,
@@ -229,7 +238,7 @@ fn resolve(operation: OperationArgs, ctx: &Ctx, repo: &Repo, policy: &Policy) ->
                 operation: Operation::Exec(exec::observe(&repo.display_path(), &ctx.start_dir()?, &request)?),
                 remote_refs: None,
                 base_oid: None,
-                repository: repo.identity()?,
+                repository,
             })
         }
         OperationArgs::StaleBranches(op) => {

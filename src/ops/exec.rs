@@ -25,6 +25,7 @@ const MAX_PREVIEW_BYTES: usize = 8 << 20;
 /// What the user asked for.
 #[derive(Debug, Clone, Default)]
 pub struct Request {
+    pub remote: Option<String>,
     pub command: Vec<String>,
     pub preview: String,
     pub before_image: Option<String>,
@@ -170,6 +171,7 @@ pub fn observe(top: &Path, cwd: &Path, req: &Request) -> Result<ExecInputs> {
     Ok(ExecInputs {
         files: file_digests(top, &dir, &req.command)?,
         preview_output: preview(&req.preview, &dir, &env)?,
+        remote: req.remote.clone(),
         command: req.command.clone(),
         preview: req.preview.clone(),
         before_image: req.before_image.clone(),
@@ -281,6 +283,7 @@ mod tests {
     #[test]
     fn a_planned_workdir_may_not_leave_the_work_tree() {
         let inputs = |w: &str| ExecInputs {
+            remote: None,
             command: vec!["true".into()],
             preview: "true".into(),
             before_image: None,

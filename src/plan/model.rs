@@ -97,6 +97,15 @@ impl Operation {
         }
     }
 
+    /// The remote whose URL identifies the plan (any clone of it may apply the plan); `None`:
+    /// the clone it was made in.
+    pub fn bound_to_remote(&self) -> Option<&str> {
+        match self {
+            Operation::Exec(e) => e.remote.as_deref(),
+            _ => self.remote(),
+        }
+    }
+
     /// What the plan deletes, singular and plural.
     pub fn nouns(&self) -> (&'static str, &'static str) {
         match self {
@@ -112,6 +121,9 @@ impl Operation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExecInputs {
+    /// With `--remote`: the remote whose URL the plan is bound to, so that another clone of
+    /// it (a CI job) can apply the plan.
+    pub remote: Option<String>,
     /// The command and its arguments, run without a shell.
     pub command: Vec<String>,
     /// Run by `sh -c`; its standard output is the manifest.

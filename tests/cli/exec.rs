@@ -242,3 +242,40 @@ fn a_crash_around_the_command_is_recovered_without_running_it_twice() {
         }
     }
 }
+
+/// For CI: a plan bound to the remote's URL is applied from another clone of it, where the
+/// same script and the same preview output are checked again; one bound to its own clone is
+/// refused there.
+#[test]
+fn an_exec_plan_bound_to_the_remote_applies_from_another_clone() {
+    let env = crate::fixtures::remote_repo();
+    fs::create_dir_all(env.repo.join("scripts")).unwrap();
+    fs::write(env.repo.join("scripts/prune.sh"), SCRIPT).unwrap();
+    fs::create_dir_all(env.repo.join("trash")).unwrap();
+    for f in ["a", "b"] {
+        fs::write(env.repo.join("trash").join(f), f).unwrap();
+    }
+    env.git(&["add", "scripts", "trash"]);
+    env.git(&["commit", "-q", "-m", "prune script"]);
+    env.git(&["push", "-q", "origin", "main"]);
+    let other = env.path().join("apply-job");
+    let url = format!("file://{}", env.origin().display());
+    env.git_in(env.path(), &["clone", "-q", &url, other.to_str().unwrap()]);
+    let other = other.to_str().unwrap();
+
+    let mut bound = PLAN.to_vec();
+    bound.splice(2..2, ["--remote", "origin"]);
+    assert_eq!(env.run("alice", &bound).code, 0);
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let plan = env.repo.join("plan.json");
+    let r = env.run("alice", &["-C", other, "apply", plan.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!std::path::Path::new(other).join("trash/a").exists());
+    assert_eq!(trash(&env), ["a", "b"], "the planning clone is not where it ran");
+
+    // Bound to the planning clone: another clone is another repository.
+    assert_eq!(env.run("alice", &PLAN).code, 0);
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let r = env.run("alice", &["-C", other, "apply", plan.to_str().unwrap()]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+}
