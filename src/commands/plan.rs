@@ -212,11 +212,11 @@ struct Resolved {
     repository: String,
 }
 
-/// A remote's URL and refs, every tip fetched.
-fn remote_state(repo: &Repo, remote: &str) -> Result<(String, RemoteRefs)> {
+/// A remote's URL and refs, every tip (and tag, for a tag plan) fetched.
+fn remote_state(repo: &Repo, remote: &str, tags: bool) -> Result<(String, RemoteRefs)> {
     let url = repo.remote_url(remote)?;
     let refs = repo.ls_remote(remote)?;
-    stale_branches::require_fetched(repo, remote, &refs)?;
+    stale_branches::require_fetched(repo, remote, &refs, tags)?;
     Ok((url, refs))
 }
 
@@ -256,7 +256,7 @@ fn resolve(operation: OperationArgs, ctx: &Ctx, repo: &Repo, policy: &Policy) ->
             })
         }
         OperationArgs::RemoteBranches(op) => {
-            let (url, refs) = remote_state(repo, &op.remote)?;
+            let (url, refs) = remote_state(repo, &op.remote, false)?;
             let base_ref = match &op.base {
                 Some(b) if b.starts_with("refs/") => b.clone(),
                 Some(b) => format!("refs/heads/{b}"),
@@ -302,7 +302,7 @@ fn resolve(operation: OperationArgs, ctx: &Ctx, repo: &Repo, policy: &Policy) ->
             let inputs = tags::normalize(&request, &policy.protected)?;
             let (repository, remote_refs) = match &inputs.remote {
                 Some(remote) => {
-                    let (url, refs) = remote_state(repo, remote)?;
+                    let (url, refs) = remote_state(repo, remote, true)?;
                     (url, Some(refs))
                 }
                 None => (repo.identity()?, None),

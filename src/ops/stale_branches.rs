@@ -310,19 +310,22 @@ pub fn run(
     Ok(Outcome { affected, skipped })
 }
 
-/// A remote's branches are judged with this clone's objects: every tip must have been
-/// fetched. Names git would reject are left to `screen` (they are skipped, not judged).
-pub fn require_fetched(repo: &Repo, remote: &str, refs: &RemoteRefs) -> Result<()> {
+/// A remote's refs are judged with this clone's objects: every branch tip (and, when its
+/// tags are judged, every tag) must have been fetched. Names git would reject are left to
+/// `screen` (they are skipped, not judged).
+pub fn require_fetched(repo: &Repo, remote: &str, refs: &RemoteRefs, tags_too: bool) -> Result<()> {
+    let tags = if tags_too { refs.tags.as_slice() } else { &[] };
     let missing: Vec<&BranchRef> = refs
         .branches
         .iter()
+        .chain(tags)
         .filter(|b| b.valid && b.oid.is_some_and(|o| !repo.has_object(o)))
         .collect();
     if missing.is_empty() {
         return Ok(());
     }
     let mut e = Error::usage(format!(
-        "{} branches of remote `{}` point at commits this clone does not have",
+        "{} refs of remote `{}` point at objects this clone does not have",
         missing.len(),
         crate::render::escape::safe(remote)
     ));
@@ -330,7 +333,7 @@ pub fn require_fetched(repo: &Repo, remote: &str, refs: &RemoteRefs) -> Result<(
         e = e.caused_by(crate::render::escape::safe(&b.refname));
     }
     Err(e.with_hint(format!(
-        "run `git fetch {}` first, then plan again",
+        "run `git fetch --tags {}` first, then plan again",
         crate::render::escape::safe(remote)
     )))
 }

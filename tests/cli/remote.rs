@@ -225,7 +225,7 @@ fn a_plan_needs_the_remotes_tips_fetched_and_applies_only_to_that_url() {
     env.git_in(&other, &["push", "-q", "origin", "HEAD:refs/heads/theirs"]);
     let r = env.run("alice", &["plan", "remote-branches", "--remote", "origin"]);
     assert_eq!(r.code, 64, "{}", r.transcript());
-    assert!(r.stderr.contains("git fetch origin"), "{}", r.stderr);
+    assert!(r.stderr.contains("git fetch --tags origin"), "{}", r.stderr);
 
     env.git(&["fetch", "-q", "origin"]);
     plan(&env);

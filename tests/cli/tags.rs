@@ -126,6 +126,16 @@ fn a_remotes_tags_are_deleted_by_one_leased_push_and_pushed_back_on_rollback() {
     env.git(&["tag", "v1.0", "main"]);
     env.git(&["push", "-q", "origin", "--tags"]);
     let origin = env.origin();
+    // A tag this clone never fetched cannot be judged: planning says to fetch.
+    let main = env.git(&["rev-parse", "main"]);
+    env.git_in(&origin, &["tag", "-a", "v0.9", "-m", "theirs", &main]);
+    let r = env.run(
+        "alice",
+        &["plan", "tags", "--remote", "origin", "--match", "v0.*"],
+    );
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("git fetch --tags origin"), "{}", r.stderr);
+    env.git(&["fetch", "-q", "--tags", "origin"]);
     let before = tags(&env, &origin);
     let r = env.run(
         "alice",
