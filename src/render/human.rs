@@ -98,7 +98,7 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
     }
 
     if !view.approvals.is_simple() {
-        write_groups(&view.approvals, color, w)?;
+        write_groups(&view.approvals, (view.resource, view.resources), color, w)?;
     }
 
     if let Some(x) = &view.exec {
@@ -382,7 +382,12 @@ fn approvals_line(a: &super::view::ApprovalsView) -> String {
 }
 
 /// The review groups of a routed plan: what each covers, needs, has, and still lacks.
-fn write_groups(a: &super::view::ApprovalsView, color: bool, w: &mut dyn Write) -> io::Result<()> {
+fn write_groups(
+    a: &super::view::ApprovalsView,
+    (one, many): (&str, &str),
+    color: bool,
+    w: &mut dyn Write,
+) -> io::Result<()> {
     writeln!(w)?;
     writeln!(
         w,
@@ -400,7 +405,7 @@ fn write_groups(a: &super::view::ApprovalsView, color: bool, w: &mut dyn Write) 
             _ => format!(
                 "{} {}",
                 g.resources,
-                crate::plan::derive::plural(g.resources, "branch", "branches")
+                crate::plan::derive::plural(g.resources, one, many)
             ),
         };
         let from = if g.from.is_empty() {
