@@ -30,7 +30,7 @@ use crate::plan::approval::{APPLY_NAMESPACE, DeletedRef, ExecResult, RECEIPT_PAY
 use crate::plan::model::ExecInputs;
 use crate::render::escape::safe;
 use crate::repo::Repo;
-use crate::repo::mutate::{RefOp, RemoteOp, push_args};
+use crate::repo::mutate::{BackupCommit, RefOp, RemoteOp, push_args};
 use crate::sign::{SigningKey, dsse};
 use crate::store::{BeforeImage, Store};
 use time::OffsetDateTime;
@@ -106,15 +106,7 @@ impl Executor<'_> {
         let last = sender;
         let mut backup = None;
         if let Some(refname) = image.backup_ref.clone() {
-            let tips: Vec<String> = image
-                .refs
-                .iter()
-                .map(|r| image.backup_tip(r).to_string())
-                .collect();
-            let message = format!("guardctl backup of plan {}", image.plan_id);
-            let written = self
-                .repo
-                .write_backup_commit(&tips, &message, image.created_at.unix_timestamp());
+            let written = self.write_backup_commit(&image);
             let op = written.as_ref().ok().map(|c| RefOp::Create {
                 refname,
                 oid: c.oid.clone(),
@@ -181,23 +173,18 @@ impl Executor<'_> {
             .collect();
         push_args(&ops)?;
         drift_check()?;
-        if let Some(backup_ref) = image.backup_ref.clone() {
-            let tips: Vec<String> = image
-                .refs
-                .iter()
-                .map(|r| image.backup_tip(r).to_string())
-                .collect();
-            let message = format!("guardctl backup of plan {}", image.plan_id);
-            let commit = self
-                .repo
-                .write_backup_commit(&tips, &message, image.created_at.unix_timestamp())?;
-            image.backup_commit = Some(commit.oid.clone());
-            self.store.write_before_image(id, &image)?;
-            self.step(id, "before-image-written")?;
-            self.store.mark_consumed(id)?;
-            self.step(id, "consumed")?;
+        let commit = match image.backup_ref {
+            Some(_) => Some(self.write_backup_commit(&image)?),
+            None => None,
+        };
+        image.backup_commit = commit.as_ref().map(|c| c.oid.clone());
+        self.store.write_before_image(id, &image)?;
+        self.step(id, "before-image-written")?;
+        self.store.mark_consumed(id)?;
+        self.step(id, "consumed")?;
+        if let (Some(refname), Some(commit)) = (image.backup_ref.clone(), commit) {
             let create = RefOp::Create {
-                refname: backup_ref,
+                refname,
                 oid: commit.oid,
             };
             if let Err(e) = self.transaction(id, &[create]) {
@@ -212,11 +199,6 @@ impl Executor<'_> {
                 self.abort(id, &e)?;
                 return Err(e);
             }
-        } else {
-            self.store.write_before_image(id, &image)?;
-            self.step(id, "before-image-written")?;
-            self.store.mark_consumed(id)?;
-            self.step(id, "consumed")?;
         }
         self.step(id, "refs-committed")?;
         self.finish(id, &image, key)
@@ -285,6 +267,18 @@ impl Executor<'_> {
         self.store.write_file(id, EXEC_RESULT, &bytes)?;
         self.step(id, "command-finished")?;
         self.finish(id, &image, key)
+    }
+
+    /// Write the one commit whose parents are every commit `image` must keep.
+    fn write_backup_commit(&self, image: &BeforeImage) -> Result<BackupCommit> {
+        let tips: Vec<String> = image
+            .refs
+            .iter()
+            .map(|r| image.backup_tip(r).to_string())
+            .collect();
+        let message = format!("guardctl backup of plan {}", image.plan_id);
+        self.repo
+            .write_backup_commit(&tips, &message, image.created_at.unix_timestamp())
     }
 
     /// Where each of `refs` points now (absent: deleted): in this repository, or on the

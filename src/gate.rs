@@ -4,7 +4,7 @@
 
 use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
-use crate::ops::stale_branches::{self, Branches, Drift};
+use crate::ops::stale_branches::{self, Drift};
 use crate::ops::{exec, tags};
 use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE, Approval};
 use crate::plan::envelope::{APPROVAL_PAYLOAD_TYPE, Envelope, PLAN_NAMESPACE};
@@ -293,11 +293,7 @@ pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
     };
     let (current, drifts) = match &plan.operation {
         Operation::Tags(inputs) => {
-            let source = match &remote_refs {
-                Some(r) => tags::Tags::Remote(r),
-                None => tags::Tags::Local,
-            };
-            tags::recheck(repo, inputs, &plan.affected, source, ctx.now)?
+            tags::recheck(repo, inputs, &plan.affected, remote_refs.as_ref().into(), ctx.now)?
         }
         Operation::Exec(inputs) => {
             let drifts = exec::recheck(&repo.display_path(), inputs)?;
@@ -356,11 +352,7 @@ fn recheck_branches(
         )
         .with_hint("run `git fetch`, then apply again (or re-plan)"));
     }
-    let source = match remote_refs {
-        Some(r) => Branches::Remote(r),
-        None => Branches::Local,
-    };
-    stale_branches::recheck(repo, inputs, &plan.affected, source, base_oid, now)
+    stale_branches::recheck(repo, inputs, &plan.affected, remote_refs.into(), base_oid, now)
 }
 
 pub fn drift_error(drifts: &[Drift]) -> Error {

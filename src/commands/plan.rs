@@ -4,7 +4,7 @@
 use crate::context::Ctx;
 use crate::context::POLICY_PATH;
 use crate::error::{Error, Kind, Result};
-use crate::ops::stale_branches::{self, Branches, Request};
+use crate::ops::stale_branches::{self, Request};
 use crate::ops::{exec, tags};
 use crate::plan::derive;
 use crate::plan::envelope::PLAN_NAMESPACE;
@@ -391,23 +391,13 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     ));
     let spinner = ui.spinner(&format!("observing {resources}"));
     let outcome = match (&operation, base_oid) {
-        (Operation::Tags(inputs), _) => {
-            let source = match &remote_refs {
-                Some(r) => tags::Tags::Remote(r),
-                None => tags::Tags::Local,
-            };
-            tags::run(repo, inputs, source, now)?
-        }
+        (Operation::Tags(inputs), _) => tags::run(repo, inputs, remote_refs.as_ref().into(), now)?,
         (Operation::Exec(_), _) => stale_branches::Outcome::default(),
         (op, Some(base_oid)) => {
-            let source = match &remote_refs {
-                Some(r) => Branches::Remote(r),
-                None => Branches::Local,
-            };
             let selection = op
                 .selection()
                 .ok_or_else(|| Error::internal("not a branch operation"))?;
-            stale_branches::run(repo, selection, source, base_oid, now)?
+            stale_branches::run(repo, selection, remote_refs.as_ref().into(), base_oid, now)?
         }
         (_, None) => return Err(Error::internal("a branch operation without a base")),
     };

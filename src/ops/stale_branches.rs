@@ -242,6 +242,12 @@ pub enum Branches<'a> {
     Remote(&'a RemoteRefs),
 }
 
+impl<'a> From<Option<&'a RemoteRefs>> for Branches<'a> {
+    fn from(remote: Option<&'a RemoteRefs>) -> Self {
+        remote.map_or(Branches::Local, Branches::Remote)
+    }
+}
+
 pub fn run(
     repo: &Repo,
     inputs: &StaleBranchesInputs,

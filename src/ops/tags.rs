@@ -74,6 +74,12 @@ pub enum Tags<'a> {
     Remote(&'a RemoteRefs),
 }
 
+impl<'a> From<Option<&'a RemoteRefs>> for Tags<'a> {
+    fn from(remote: Option<&'a RemoteRefs>) -> Self {
+        remote.map_or(Tags::Local, Tags::Remote)
+    }
+}
+
 impl Tags<'_> {
     fn list(self, repo: &Repo) -> Result<(Vec<BranchRef>, Vec<git2::Oid>)> {
         Ok(match self {
