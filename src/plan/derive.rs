@@ -133,6 +133,11 @@ pub fn resource_risk(a: &Affected, bulk: bool) -> RiskLevel {
 /// The plan's tier: the highest of its resources', with the reasons that raised it.
 /// `bulk_threshold` is the policy's: more affected resources than this make a plan bulk.
 pub fn risk(op: &Operation, affected: &[Affected], bulk_threshold: u64) -> Risk {
+    risk_of(op, affected, affected.len() as u64 > bulk_threshold)
+}
+
+/// `risk` when whether the plan is bulk is already known (from its review groups).
+pub fn risk_of(op: &Operation, affected: &[Affected], bulk: bool) -> Risk {
     // guardctl cannot bound what a command does: only the preview says.
     if let Operation::Exec(_) = op {
         return Risk {
@@ -140,7 +145,6 @@ pub fn risk(op: &Operation, affected: &[Affected], bulk_threshold: u64) -> Risk 
             reasons: vec!["command".to_string()],
         };
     }
-    let bulk = affected.len() as u64 > bulk_threshold;
     let mut reasons = Vec::new();
     if affected.iter().any(|a| a.loses_work) {
         reasons.push("unmerged_work".to_string());

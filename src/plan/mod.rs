@@ -9,6 +9,7 @@ pub mod derive;
 pub mod envelope;
 pub mod hash;
 pub mod model;
+pub mod validate;
 
 pub use model::*;
 

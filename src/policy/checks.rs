@@ -283,6 +283,9 @@ pub fn conforms(plan: &Plan, policy: &Policy) -> Result<(), String> {
     if let Some(a) = plan.affected.iter().find(|a| protected.is_match(a.name())) {
         return Err(format!("{} is protected by the policy", a.refname));
     }
+    if plan.risk != crate::plan::derive::risk(&plan.operation, &plan.affected, policy.bulk.threshold) {
+        return Err("the plan's risk is not the one the policy in force gives it".into());
+    }
     let expected = super::route::review(policy, &plan.affected)?;
     if plan.review != expected {
         return Err("the plan's review groups do not follow the policy in force".into());
@@ -313,6 +316,7 @@ mod tests {
                 key: Some("SHA256:a".into()),
             },
             repository: "r".into(),
+            nonce: "0".repeat(32),
             operation: test_data::merged_inputs(),
             summary: String::new(),
             review: super::super::route::review(policy, &affected).unwrap(),
