@@ -81,13 +81,15 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         tag_objects: saved_tags(repo, plan)?,
         command: match &plan.operation {
             Operation::Exec(e) => Some(e.command.clone()),
-            _ => None,
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
         },
     };
     let mut drift = || crate::gate::drift(ctx, loaded);
     let receipt = match &plan.operation {
         Operation::Exec(inputs) => ex.apply_exec(&id, image, &key, inputs, &repo.display_path(), &mut drift),
-        _ => ex.apply(&id, image, &key, &mut drift),
+        Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {
+            ex.apply(&id, image, &key, &mut drift)
+        }
     }
     .inspect_err(|e| record_refusal(&ex, e, &loaded.plan_id))?;
     drop(_lock);

@@ -468,14 +468,14 @@ pub fn build(input: ViewInput) -> ShowView {
         side_effects: side_effects(plan, plan_id),
         before_image: format!(
             "{}/{} (one commit keeping every deleted tip), kept {} days",
-            plan.before_image.namespace,
+            crate::plan::model::BACKUP_NAMESPACE,
             plan_id.trim_start_matches("sha256:"),
             plan.before_image.retention_days
         ),
         skipped: skipped(plan, &protected, input.show_all_skipped),
         exec: match &plan.operation {
             Operation::Exec(x) => Some(exec_view(x, &input.paging)),
-            _ => None,
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
         },
         since: None,
     }
@@ -586,14 +586,18 @@ fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
                             env.join(", ")
                         )
                     }
-                    _ => String::new(),
+                    Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {
+                        String::new()
+                    }
                 },
                 SideEffectKind::BeforeImageCommand => match &plan.operation {
                     Operation::Exec(x) => format!(
                         "First runs {} (it must succeed; its output is kept with the plan's state).",
                         safe(x.before_image.as_deref().unwrap_or_default())
                     ),
-                    _ => String::new(),
+                    Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {
+                        String::new()
+                    }
                 },
                 SideEffectKind::UnmergedCommitsBackupOnly => {
                     let c = e.commits.unwrap_or(0);
@@ -610,14 +614,16 @@ fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
     if !plan.affected.is_empty() {
         let backup = format!(
             "{}/{}",
-            plan.before_image.namespace,
+            crate::plan::model::BACKUP_NAMESPACE,
             plan_id.trim_start_matches("sha256:")
         );
         out.push(match plan.operation {
-            crate::plan::model::Operation::Tags(_) => format!(
+            Operation::Tags(_) => format!(
                 "Backups are written first: {backup} keeps the commit of every deleted tag, and the before-image the annotated tag objects themselves, for {days} days."
             ),
-            _ => format!("Backups are written first: {backup} keeps every deleted tip, for {days} days."),
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Exec(_) => {
+                format!("Backups are written first: {backup} keeps every deleted tip, for {days} days.")
+            }
         });
     }
     out
