@@ -1,0 +1,354 @@
+//! Attacks on issue 12 ("apply trusts nothing the planner wrote"), by a reviewer playing a
+//! hostile planner (who re-signs payloads), someone who can edit the work tree, a careless
+//! teammate and a confused agent. Each test names the behaviour it demands; each failed on
+//! the code it was written against (branch attack-12 at a600fc0).
+
+use crate::fixtures::{TestEnv, payload_of, remote_repo, standard_repo};
+use crate::hostile::{forge, planned};
+use guardctl::plan::Operation;
+use std::fs;
+
+// ---------------------------------------------------------------------------------------
+// exec plans
+// ---------------------------------------------------------------------------------------
+
+const SCRIPT: &str = "#!/bin/sh\nfor f in trash/*; do\n  if [ \"$1\" = --dry-run ]; then echo \"would remove $f\"; else rm \"$f\" && echo \"removed $f\"; fi\ndone\n";
+
+/// A repository with scripts/prune.sh, scripts/dump.sh and two files in trash/.
+fn with_script() -> TestEnv {
+    let env = TestEnv::new();
+    fs::create_dir_all(env.repo.join("scripts")).unwrap();
+    fs::create_dir_all(env.repo.join("trash")).unwrap();
+    fs::write(env.repo.join("scripts/prune.sh"), SCRIPT).unwrap();
+    fs::write(env.repo.join("scripts/dump.sh"), "#!/bin/sh\necho dumped\n").unwrap();
+    for f in ["a", "b"] {
+        fs::write(env.repo.join("trash").join(f), f).unwrap();
+    }
+    env
+}
+
+fn trash(env: &TestEnv) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(env.repo.join("trash"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn plan_exec(env: &TestEnv, extra: &[&str]) {
+    let mut args = vec!["plan", "exec", "--preview", "sh scripts/prune.sh --dry-run"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "sh", "scripts/prune.sh"]);
+    let r = env.run("alice", &args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+fn exec_inputs(p: &mut guardctl::plan::Plan) -> &mut guardctl::plan::ExecInputs {
+    match &mut p.operation {
+        Operation::Exec(x) => x,
+        _ => panic!("not an exec plan"),
+    }
+}
+
+/// The reviewer reads `preview_output.text`; apply compares only `preview_output.sha256`. A
+/// planner who keeps the real digest and rewrites the text shows the approver a harmless
+/// manifest while the command does what the real preview said.
+#[test]
+fn a_forged_exec_preview_text_that_is_not_the_previews_output_is_refused() {
+    let env = with_script();
+    plan_exec(&env, &[]);
+    forge(&env, |p| {
+        exec_inputs(p).preview_output.text = "would remove trash/a\n".into();
+    });
+    let show = env.run("bob", &["show", "plan.json"]);
+    assert_eq!(
+        show.code, 65,
+        "show displayed a preview that is not the preview's output:\n{}",
+        show.transcript()
+    );
+    let _ = env.run("bob", &["approve", "plan.json", "--yes"]);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_ne!(r.code, 0, "{}", r.transcript());
+    assert_eq!(trash(&env), ["a", "b"], "the command ran");
+}
+
+/// `files` (the digests of the repository files the command names) is planner-written and
+/// never re-derived from `command`: a plan without the script's digest lets the script be
+/// swapped after approval, as long as its dry run prints the same.
+#[test]
+fn a_forged_exec_plan_that_drops_the_scripts_digest_is_refused() {
+    let env = with_script();
+    plan_exec(&env, &[]);
+    forge(&env, |p| exec_inputs(p).files.clear());
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // After approval: the same dry run, a different deed.
+    fs::write(
+        env.repo.join("scripts/prune.sh"),
+        SCRIPT.replace("else rm \"$f\"", "else touch pwned; rm \"$f\""),
+    )
+    .unwrap();
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert!(
+        !env.repo.join("pwned").exists(),
+        "a script changed after approval ran (exit {}):\n{}",
+        r.code,
+        r.transcript()
+    );
+    assert!(r.code == 65 || r.code == 10, "{}", r.transcript());
+}
+
+/// The before-image command is a shell string: the files it runs are never digested, so a
+/// script it names can be changed after approval (by anyone who can write the work tree) and
+/// runs at apply — before the command, with the command's environment.
+#[test]
+fn an_exec_before_image_script_changed_after_approval_is_drift() {
+    let env = with_script();
+    plan_exec(&env, &["--before-image", "sh scripts/dump.sh"]);
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    fs::write(env.repo.join("scripts/dump.sh"), "#!/bin/sh\ntouch pwned\necho dumped\n").unwrap();
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert!(
+        !env.repo.join("pwned").exists(),
+        "a before-image script changed after approval ran (exit {}):\n{}",
+        r.code,
+        r.transcript()
+    );
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert_eq!(trash(&env), ["a", "b"]);
+}
+
+/// Digests are never checked to be digests; `show` cuts them at byte 12, which panics
+/// inside a multi-byte character (exit 101) instead of refusing the plan (65).
+#[test]
+fn a_forged_exec_plan_with_a_non_hex_digest_is_refused_not_a_panic() {
+    let env = with_script();
+    plan_exec(&env, &["--env", "HOME"]);
+    forge(&env, |p| {
+        let x = exec_inputs(p);
+        x.files[0].sha256 = format!("a{}", "é".repeat(7));
+        x.env[0].sha256 = Some(format!("a{}", "é".repeat(7)));
+        x.preview_output.sha256 = "not a digest".into();
+    });
+    for (who, args) in [
+        ("bob", &["show", "plan.json"][..]),
+        ("bob", &["approve", "plan.json", "--yes"][..]),
+        ("alice", &["verify", "plan.json"][..]),
+    ] {
+        let r = env.run(who, args);
+        assert_eq!(r.code, 65, "{args:?}: {}", r.transcript());
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// self-approval
+// ---------------------------------------------------------------------------------------
+
+/// CONTRACT §5: an approval signed by the plan's key, under any principal, is self-approval.
+/// A key listed for planning as alice and for approving under another name (the
+/// allowed-signers file's `namespaces=` makes that one principal per namespace, so `approve`
+/// accepts it) approves its own plan today.
+#[test]
+fn an_approval_signed_with_the_plans_own_key_is_self_approval_whatever_the_principal() {
+    let env = standard_repo();
+    let signers = env.path().join("allowed_signers");
+    fs::write(
+        &signers,
+        format!(
+            "alice@example.com namespaces=\"guardctl-plan,guardctl-apply\" {a}\n\
+             alice-review@example.com namespaces=\"guardctl-approval\" {a}\n\
+             bob@example.com {b}\ncarol@example.com {c}\n",
+            a = env.public_key("alice"),
+            b = env.public_key("bob"),
+            c = env.public_key("carol"),
+        ),
+    )
+    .unwrap();
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let _ = env.run("alice", &["approve", "plan.json", "--yes"]);
+    let before = env.repository_state();
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 12, "the planner's own key approved the plan:\n{}", r.transcript());
+    assert_eq!(before, env.repository_state());
+}
+
+/// CONTRACT §5: a principal equal to the planner's ignoring case is the planner.
+#[test]
+fn an_approval_by_the_planners_principal_in_another_case_is_self_approval() {
+    let env = standard_repo();
+    env.allow_signer("ALICE@example.com", "mallory");
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let _ = env.run("mallory", &["approve", "plan.json", "--yes"]);
+    let before = env.repository_state();
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(
+        r.code, 12,
+        "ALICE@example.com approved alice@example.com's plan:\n{}",
+        r.transcript()
+    );
+    assert_eq!(before, env.repository_state());
+}
+
+// ---------------------------------------------------------------------------------------
+// screens that honest plans miss too
+// ---------------------------------------------------------------------------------------
+
+/// A remote's HEAD is its "checked-out" branch (the default branch every clone starts on).
+/// Locally the checked-out branch is never planned; on a remote, only the base is skipped,
+/// so `--base main` plans the remote's default branch `trunk` (merged into main) and apply
+/// pushes its deletion.
+#[test]
+fn a_remote_plan_never_deletes_the_branch_the_remotes_head_names() {
+    let env = remote_repo();
+    let origin = env.origin();
+    env.git_in(&origin, &["branch", "trunk", "main"]);
+    env.git_in(&origin, &["symbolic-ref", "HEAD", "refs/heads/trunk"]);
+    env.git(&["fetch", "-q", "origin"]);
+    let r = env.run(
+        "alice",
+        &["plan", "remote-branches", "--remote", "origin", "--base", "main"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let refs: Vec<String> = payload_of(&env.repo.join("plan.json"))["affected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["ref"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        !refs.contains(&"refs/heads/trunk".to_string()),
+        "the remote's default branch is planned for deletion: {refs:?}"
+    );
+}
+
+/// git refuses to delete a branch being bisected (`git branch -d`: "used by worktree"), as it
+/// does one being rebased: `git bisect reset` returns to it. guardctl screens rebases only.
+#[test]
+fn a_branch_being_bisected_is_never_planned() {
+    let env = standard_repo();
+    env.git(&["checkout", "-q", "feature/done"]);
+    env.git(&["bisect", "start"]);
+    env.git(&["checkout", "-q", "--detach"]);
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let p = payload_of(&env.repo.join("plan.json"));
+    let refs: Vec<&str> = p["affected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["ref"].as_str().unwrap())
+        .collect();
+    assert!(
+        !refs.contains(&"refs/heads/feature/done"),
+        "a branch under bisection is planned: {refs:?}"
+    );
+}
+
+/// "Never planned: the base". A base given as a revision (`feature/live^0`, or the raw id a
+/// script computed) is not recognised as the branch it is: the branch is "merged" into
+/// itself, planned with low risk and no lost work, and its commits end up only in the
+/// backup.
+#[test]
+fn a_base_given_as_a_revision_of_a_branch_never_plans_that_branch() {
+    let env = standard_repo();
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--merged", "--base", "feature/live^0"],
+    );
+    if r.code == 64 {
+        return; // refusing a base that is not a ref is a fine answer too
+    }
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let p = payload_of(&env.repo.join("plan.json"));
+    let planned: Vec<&str> = p["affected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["ref"].as_str().unwrap())
+        .collect();
+    assert!(
+        !planned.contains(&"refs/heads/feature/live"),
+        "feature/live is planned as merged into its own tip: {planned:?}"
+    );
+}
+
+/// `--older-than` beyond i64 seconds wraps negative in `criteria_met` (`limit as i64`):
+/// "older than 300 billion years" then means every branch.
+#[test]
+fn an_absurd_older_than_plans_nothing_rather_than_everything() {
+    let env = standard_repo();
+    let r = env.run("alice", &["plan", "stale-branches", "--older-than", "300000000000y"]);
+    if r.code == 64 {
+        return;
+    }
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let p = payload_of(&env.repo.join("plan.json"));
+    assert_eq!(
+        p["affected"].as_array().unwrap().len(),
+        0,
+        "branches are 'older than 300 billion years': {}",
+        p["summary"]
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// planner-written fields validation does not cover
+// ---------------------------------------------------------------------------------------
+
+/// `policy_hash` is planner-written, enters the plan hash (which the planner recomputes),
+/// and is printed raw in `show --json` (`policy.hash`): bidi and other non-C0 characters
+/// reach the reviewer's terminal. It is a `sha256:<hex>` guardctl computes: check it.
+#[test]
+fn a_forged_policy_hash_is_refused_before_anyone_sees_it() {
+    let env = planned();
+    forge(&env, |p| p.policy_hash = "sha256:\u{202E}\u{9b}31m0000".into());
+    let r = env.run("bob", &["--json", "show", "plan.json"]);
+    assert!(
+        !r.stdout.contains(['\u{202E}', '\u{9b}']),
+        "show --json printed a raw bidi/C1 character:\n{}",
+        r.stdout
+    );
+    assert_eq!(r.code, 65, "{}", r.transcript());
+}
+
+/// Inputs no `guardctl plan` writes: a branch plan selecting by `matched` (a tag-only
+/// criterion, met by every branch), criteria out of order. Not a plan guardctl would write.
+#[test]
+fn a_forged_branch_plan_with_a_tag_only_criterion_is_refused() {
+    let env = planned();
+    forge(&env, |p| {
+        if let Operation::StaleBranches(i) = &mut p.operation {
+            i.criteria = vec![guardctl::plan::Criterion::Matched];
+        }
+        for a in &mut p.affected {
+            a.reasons = vec![guardctl::plan::Criterion::Matched];
+        }
+    });
+    let r = env.run("bob", &["show", "plan.json"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+}
+
+/// `skipped` is never checked: a forged plan can list a branch it deletes as skipped
+/// ("protected"), telling the reviewer it is safe.
+#[test]
+fn a_forged_skipped_list_that_names_a_deleted_branch_is_refused() {
+    let env = planned();
+    forge(&env, |p| {
+        let a = p.affected[0].clone();
+        p.skipped.insert(
+            0,
+            guardctl::plan::Skipped {
+                refname: a.refname,
+                oid: Some(a.oid),
+                reason: guardctl::plan::SkipReason::Protected,
+                detail: Some("kept: protected by policy".into()),
+            },
+        );
+    });
+    let r = env.run("bob", &["show", "plan.json"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+}
