@@ -352,3 +352,102 @@ fn a_forged_skipped_list_that_names_a_deleted_branch_is_refused() {
     let r = env.run("bob", &["show", "plan.json"]);
     assert_eq!(r.code, 65, "{}", r.transcript());
 }
+
+// ---------------------------------------------------------------------------------------
+// more: JSON output, key validity, verify vs apply
+// ---------------------------------------------------------------------------------------
+
+/// `--json` errors carry `details` built from planner-written strings (drift's planned
+/// values, the executor in a wrong-principal refusal, the planned policy hash) without
+/// `safe`: serde escapes C0 only, so bidi and C1 controls reach the terminal.
+#[test]
+fn json_error_details_never_carry_raw_planner_written_controls() {
+    let evil = "harmless\u{202E}txt.exe\u{9b}2J";
+    // drift details: a misstated subject
+    let env = planned();
+    forge(&env, |p| p.affected[0].subject = evil.into());
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let r = env.run("alice", &["--json", "apply", "plan.json"]);
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(
+        !r.stdout.contains(['\u{202E}', '\u{9b}']),
+        "apply --json printed a raw bidi/C1 character:\n{}",
+        r.stdout
+    );
+    // wrong-principal details: a forged executor principal
+    let env = planned();
+    forge(&env, |p| p.executor.principal = Some(format!("bob@example.com{evil}")));
+    let r = env.run("alice", &["--json", "verify", "plan.json"]);
+    assert!(
+        !r.stdout.contains(['\u{202E}', '\u{9b}']),
+        "verify --json (exit {}) printed a raw bidi/C1 character:\n{}",
+        r.code,
+        r.stdout
+    );
+}
+
+/// CONTRACT §5: keys must be valid at the time their signature claims *and at the time of
+/// the check*. The planner's key is looked up at the plan's own `created_at`, which the
+/// planner writes: a key revoked yesterday (`valid-before`) backdates its plan to the day
+/// before and has it applied by someone else today.
+#[test]
+fn a_plan_backdated_into_its_planners_key_validity_is_refused() {
+    let env = standard_repo();
+    fs::write(
+        env.path().join("allowed_signers"),
+        format!(
+            "alice@example.com valid-before=\"20260531\" {a}\nbob@example.com {b}\ncarol@example.com {c}\n",
+            a = env.public_key("alice"),
+            b = env.public_key("bob"),
+            c = env.public_key("carol"),
+        ),
+    )
+    .unwrap();
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let t = |s: &str| {
+        time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).unwrap()
+    };
+    forge(&env, |p| {
+        p.planner.principal = Some("alice@example.com".into());
+        p.created_at = t("2026-05-30T12:00:00Z");
+        p.expires_at = t("2026-06-02T12:00:00Z");
+        p.executor = guardctl::plan::Party {
+            principal: Some("carol@example.com".into()),
+            key: None,
+        };
+    });
+    let _ = env.run("bob", &["approve", "plan.json", "--yes"]);
+    let before = env.repository_state();
+    let r = env.run("carol", &["apply", "plan.json"]);
+    assert_ne!(r.code, 0, "a plan by a key revoked yesterday was applied:\n{}", r.transcript());
+    assert_eq!(before, env.repository_state());
+}
+
+/// Issue 12 item 5: `verify` answers what `apply` then does. After an apply killed midway
+/// and not yet recovered, `verify` says 16 ("run recover") while `apply` recovers by itself
+/// and exits 10 (killed before the commit: abandoned) or 0 (killed after: completed).
+#[test]
+fn verify_and_apply_agree_after_an_interrupted_apply_not_yet_recovered() {
+    for (step, code) in [("consumed", 10), ("refs-committed", 0)] {
+        let env = standard_repo();
+        let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+        let r = env.run_env(
+            "alice",
+            &[("GUARDCTL_TEST_CRASH_AFTER", step)],
+            &["apply", "plan.json"],
+        );
+        assert_ne!(r.code, 0, "{}", r.transcript());
+        let verify = env.run("alice", &["verify", "plan.json"]);
+        let apply = env.run("alice", &["apply", "plan.json"]);
+        assert_eq!(apply.code, code, "apply after a kill at {step}: {}", apply.transcript());
+        assert_eq!(
+            verify.code, apply.code,
+            "after a kill at {step}, verify said:\n{}\nbut apply did:\n{}",
+            verify.transcript(),
+            apply.transcript()
+        );
+    }
+}
