@@ -451,3 +451,109 @@ fn verify_and_apply_agree_after_an_interrupted_apply_not_yet_recovered() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// odd numbers
+// ---------------------------------------------------------------------------------------
+
+/// `before_image.retention_days` is planner-written and only bounded below (the policy's
+/// minimum). `gc` adds it to a date with `+`, which panics past year 9999: one applied plan
+/// with `retention_days: 4294967295` makes every later `guardctl gc` of the repository panic.
+#[test]
+fn a_forged_retention_cannot_make_gc_panic() {
+    let env = planned();
+    forge(&env, |p| p.before_image.retention_days = u32::MAX);
+    let _ = env.run("bob", &["approve", "plan.json", "--yes"]);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    if r.code == 65 || r.code == 14 {
+        return; // refusing an absurd retention is a fine answer
+    }
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let gc = env.run("alice", &["gc"]);
+    assert_eq!(gc.code, 0, "{}", gc.transcript());
+}
+
+/// Overstating lost work is allowed (apply refuses only *more* lost work than planned), but
+/// the summary and side effects add the counts with `+`: two branches that each "lose"
+/// u64::MAX/2+1 commits overflow — a panic in debug builds (exit 101) and, in release builds
+/// (overflow wraps), a summary saying "0 unmerged commits lost" for a plan that loses work.
+#[test]
+fn overstated_commit_counts_that_overflow_are_refused_not_a_panic_or_a_wrapped_summary() {
+    let env = standard_repo();
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--gone", "--older-than", "60d", "--include-unmerged"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let p = payload_of(&env.repo.join("plan.json"));
+    let losing = p["affected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["loses_work"] == true)
+        .count();
+    assert!(losing >= 1, "{p}");
+    // The hostile planner computes the summary with wrapping sums (what a release build
+    // does); the plan hash is recomputed as usual.
+    crate::hostile::forge_raw(&env, |p| {
+        for a in &mut p.affected {
+            if a.loses_work {
+                a.commits_not_in_base = u64::MAX;
+            }
+        }
+        // and one more, so the sum overflows even with a single losing branch
+        let mut extra = p.affected.iter().find(|a| a.loses_work).unwrap().clone();
+        extra.refname = "refs/heads/feature/live".into();
+        extra.config.clear();
+        extra.upstream = None;
+        p.affected.push(extra);
+        p.plan_hash = guardctl::plan::hash::plan_hash(
+            &p.repository,
+            &p.operation,
+            &p.policy_hash,
+            &p.affected,
+        );
+    });
+    let r = env.run("bob", &["show", "plan.json"]);
+    assert_ne!(r.code, 101, "show panicked:\n{}", r.transcript());
+    assert!(
+        r.code == 65 || !r.stdout.contains(" 0 unmerged commits lost"),
+        "{}",
+        r.transcript()
+    );
+}
+
+/// CONTRACT §5: an approver's key must be valid when the approval says it was signed *and
+/// when apply checks it*. A key revoked after approving (compromised: `valid-before` set
+/// to now) still counts, since validity is looked up only at the approval's own
+/// `created_at` — which its signer writes.
+#[test]
+fn an_approval_by_a_key_revoked_since_does_not_count() {
+    let env = standard_repo();
+    fs::write(
+        env.path().join("allowed_signers"),
+        format!(
+            "alice@example.com {a}\nbob@example.com valid-before=\"202606011210\" {b}\ncarol@example.com {c}\n",
+            a = env.public_key("alice"),
+            b = env.public_key("bob"),
+            c = env.public_key("carol"),
+        ),
+    )
+    .unwrap();
+    let r = env.run("alice", &["plan", "stale-branches", "--merged", "--expires-in", "1h"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run_env(
+        "bob",
+        &[("GUARDCTL_TEST_NOW", "2026-06-01T12:05:00Z")],
+        &["approve", "plan.json", "--yes"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let before = env.repository_state();
+    let r = env.run_env(
+        "alice",
+        &[("GUARDCTL_TEST_NOW", "2026-06-01T12:20:00Z")],
+        &["apply", "plan.json"],
+    );
+    assert_eq!(r.code, 12, "an approval by a revoked key counted:\n{}", r.transcript());
+    assert_eq!(before, env.repository_state());
+}
