@@ -599,3 +599,48 @@ fn show_states_every_input_and_marks_signed_tags() {
         .unwrap_or_else(|| panic!("no v0.3 row:\n{}", show.stdout));
     assert!(row.contains("signed"), "v0.3 is not marked signed: {row}");
 }
+
+// ---------------------------------------------------------------------------------------
+// trusted sources
+// ---------------------------------------------------------------------------------------
+
+/// CONTRACT §5: allowed signers come from trusted sources only — "never the work tree or the
+/// repository's own config (the planner can write both)". guardctl reads
+/// `.guardctl/allowed_signers` from the work tree and `gpg.ssh.allowedSignersFile` from the
+/// repository's config. A planner (or an agent whose key may only plan) who writes either
+/// names their second key `bob@example.com` and approves their own plan.
+#[test]
+fn an_allowed_signers_file_in_the_work_tree_or_the_repository_config_is_never_trusted() {
+    for how in ["repository config", "work tree"] {
+        let env = standard_repo();
+        let mine = format!(
+            "alice@example.com {}\nbob@example.com {}\n",
+            env.public_key("alice"),
+            env.public_key("mallory")
+        );
+        if how == "work tree" {
+            fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+            fs::write(env.repo.join(".guardctl/allowed_signers"), &mine).unwrap();
+        } else {
+            let path = env.path().join("mine");
+            fs::write(&path, &mine).unwrap();
+            env.git(&["config", "gpg.ssh.allowedSignersFile", path.to_str().unwrap()]);
+        }
+        let as_ = |user: &str, args: &[&str]| {
+            let mut c = env.command();
+            c.arg("--key").arg(env.key(user)).args(args);
+            crate::fixtures::run(c)
+        };
+        let r = as_("alice", &["plan", "stale-branches", "--merged"]);
+        assert_eq!(r.code, 0, "{how}: {}", r.transcript());
+        let _ = as_("mallory", &["approve", "plan.json", "--yes"]);
+        let before = env.repository_state();
+        let r = as_("alice", &["apply", "plan.json"]);
+        assert_ne!(
+            r.code, 0,
+            "{how}: a planner-written allowed-signers file let the planner approve their own plan:\n{}",
+            r.transcript()
+        );
+        assert_eq!(before, env.repository_state(), "{how}");
+    }
+}
