@@ -644,3 +644,37 @@ fn an_allowed_signers_file_in_the_work_tree_or_the_repository_config_is_never_tr
         assert_eq!(before, env.repository_state(), "{how}");
     }
 }
+
+/// `files[].path` is planner-written and only joined to the work tree: an absolute path or
+/// `../` reads any file the applier (a CI job) can read — `/dev/zero` exhausts memory, a FIFO
+/// blocks forever — and the drift message prints 48 bits of that file's sha256, enough to
+/// confirm a guessed low-entropy secret. A path guardctl would record is relative, inside the
+/// work tree, outside `.git`.
+#[test]
+fn a_forged_exec_file_path_outside_the_work_tree_is_refused() {
+    let env = with_script();
+    let secret = env.path().join("secret");
+    fs::write(&secret, "1234\n").unwrap();
+    let digest = {
+        use sha2::Digest;
+        let d = sha2::Sha256::digest(b"1234\n");
+        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    plan_exec(&env, &[]);
+    forge(&env, |p| {
+        exec_inputs(p).files.push(guardctl::plan::FileDigest {
+            path: "../secret".into(),
+            sha256: "0".repeat(64),
+        })
+    });
+    let show = env.run("bob", &["show", "plan.json"]);
+    assert_eq!(show.code, 65, "{}", show.transcript());
+    let _ = env.run("bob", &["approve", "plan.json", "--yes"]);
+    let r = env.run("alice", &["verify", "plan.json"]);
+    assert!(
+        !r.stderr.contains(&digest[..12]),
+        "verify printed the digest of a file outside the repository:\n{}",
+        r.transcript()
+    );
+    assert_eq!(r.code, 65, "{}", r.transcript());
+}
