@@ -678,3 +678,38 @@ fn a_forged_exec_file_path_outside_the_work_tree_is_refused() {
     );
     assert_eq!(r.code, 65, "{}", r.transcript());
 }
+
+// ---------------------------------------------------------------------------------------
+// races
+// ---------------------------------------------------------------------------------------
+
+/// The drift check and the deletion are atomic for the refs (git holds their locks), but not
+/// for HEAD: a `git checkout` of a planned branch after the check and before the commit
+/// succeeds, and apply then deletes the branch HEAD is on (the work tree is left on an unborn
+/// branch). git ≥ 2.45's `symref-verify` in the same transaction (for every worktree's HEAD)
+/// would hold HEAD's lock too.
+#[test]
+fn a_checkout_racing_apply_never_leaves_head_on_a_deleted_branch() {
+    let env = planned();
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let checkout = format!(
+        "git -C '{}' checkout -q feature/done 2>/dev/null; true",
+        env.repo.display()
+    );
+    let r = env.run_env(
+        "alice",
+        &[
+            ("GUARDCTL_TEST_EXEC_AT", "before-image-written"),
+            ("GUARDCTL_TEST_EXEC", &checkout),
+        ],
+        &["apply", "plan.json"],
+    );
+    let head = env.git(&["symbolic-ref", "HEAD"]);
+    let exists = !env.git(&["branch", "--list", "feature/done"]).is_empty();
+    assert!(
+        head != "refs/heads/feature/done" || exists,
+        "apply (exit {}) deleted the branch a racing checkout put HEAD on:\n{}",
+        r.code,
+        r.transcript()
+    );
+}
