@@ -11,7 +11,7 @@ use guardctl::plan::{Plan, derive, hash::plan_hash};
 use std::fs;
 
 /// Alice's plan of the merged and gone branches in `standard_repo`.
-fn planned() -> TestEnv {
+pub(crate) fn planned() -> TestEnv {
     let env = standard_repo();
     let r = env.run("alice", &["plan", "stale-branches", "--merged", "--gone"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
@@ -20,7 +20,7 @@ fn planned() -> TestEnv {
 
 /// Rewrite plan.json as a hostile planner would: edit the payload, then recompute every
 /// derived field guardctl checks (so only what the edit says is wrong), sign with alice's key.
-fn forge(env: &TestEnv, edit: impl Fn(&mut Plan)) {
+pub(crate) fn forge(env: &TestEnv, edit: impl Fn(&mut Plan)) {
     forge_raw(env, |plan| {
         edit(plan);
         let (op, affected) = (&plan.operation, &plan.affected);
@@ -35,7 +35,7 @@ fn forge(env: &TestEnv, edit: impl Fn(&mut Plan)) {
 }
 
 /// Rewrite plan.json with `edit` applied to its payload and nothing recomputed.
-fn forge_raw(env: &TestEnv, edit: impl Fn(&mut Plan)) {
+pub(crate) fn forge_raw(env: &TestEnv, edit: impl Fn(&mut Plan)) {
     let path = env.repo.join("plan.json");
     let text = fs::read_to_string(&path).unwrap();
     let mut plan: Plan = serde_json::from_value(payload_of(&path)).unwrap();
