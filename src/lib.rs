@@ -97,7 +97,7 @@ fn clap_failure(e: clap::Error, json: bool) -> ExitCode {
             .to_string();
         let err = Error::new(Kind::Usage, first);
         let mut out = std::io::stdout().lock();
-        let _ = serde_json::to_writer_pretty(&mut out, &err.to_json());
+        let _ = render::escape::json_pretty(&err.to_json()).map(|b| std::io::Write::write_all(&mut out, &b));
         let _ = std::io::Write::write_all(&mut out, b"\n");
     }
     let _ = e.print();

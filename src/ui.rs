@@ -127,7 +127,8 @@ impl Ui {
 
     /// Print one JSON document on stdout.
     pub fn json_doc(&mut self, value: &impl serde::Serialize) -> io::Result<()> {
-        serde_json::to_writer_pretty(&mut self.stdout, value)?;
+        let bytes = crate::render::escape::json_pretty(value).map_err(io::Error::other)?;
+        self.stdout.write_all(&bytes)?;
         self.stdout.write_all(b"\n")?;
         self.stdout.flush()
     }

@@ -143,6 +143,82 @@ fn skeleton(s: &str) -> String {
     out.replace("rn", "m")
 }
 
+/// Whether a character must never reach a terminal raw: controls (C0, DEL, C1), bidi
+/// overrides and isolates, zero-width and other invisible characters.
+pub fn is_unsafe(c: char) -> bool {
+    c.is_control() || is_bidi(c) || is_invisible(c)
+}
+
+/// A serde_json formatter that writes every `is_unsafe` character as a `\uXXXX` escape.
+/// serde_json escapes only C0 controls; C1 controls and bidi characters would otherwise reach
+/// the terminal of whoever reads `--json` output. The JSON means exactly the same string.
+struct SafeFormatter<'a>(serde_json::ser::PrettyFormatter<'a>);
+
+impl serde_json::ser::Formatter for SafeFormatter<'_> {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            if is_unsafe(c) {
+                w.write_all(&fragment.as_bytes()[start..i])?;
+                let mut units = [0u16; 2];
+                for u in c.encode_utf16(&mut units) {
+                    write!(w, "\\u{:04x}", u)?;
+                }
+                start = i + c.len_utf8();
+            }
+        }
+        w.write_all(&fragment.as_bytes()[start..])
+    }
+
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+/// Pretty JSON of `value` that is safe to print on a terminal (see `SafeFormatter`).
+pub fn json_pretty(value: &impl serde::Serialize) -> serde_json::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, SafeFormatter(Default::default()));
+    value.serialize(&mut ser)?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +255,19 @@ mod tests {
         assert!(flags("ma\u{200B}in", &p).contains(&Flag::LooksProtected));
         assert!(flags("x\u{202E}y", &p).contains(&Flag::Bidi));
         assert_eq!(flags("café", &p), vec![Flag::NonAscii]);
+    }
+
+    #[test]
+    fn json_output_escapes_c1_bidi_and_invisible_characters_but_means_the_same() {
+        let evil = "a\u{202E}b\u{9b}2J\u{200B}c\u{1b}d é";
+        let bytes = json_pretty(&serde_json::json!({ "k": evil })).unwrap();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(
+            !text.contains(['\u{202E}', '\u{9b}', '\u{200B}', '\u{1b}']),
+            "{text}"
+        );
+        assert!(text.contains("\\u202e") && text.contains("é"), "{text}");
+        let back: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(back["k"], evil);
     }
 }

@@ -94,5 +94,6 @@ pub fn human(r: &Receipt) -> String {
 
 pub fn json(r: &Receipt, envelope: &Envelope) -> String {
     let doc = serde_json::json!({"receipt": r, "envelope": envelope});
-    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+    let bytes = super::escape::json_pretty(&doc).unwrap_or_default();
+    String::from_utf8(bytes).unwrap_or_default() + "\n"
 }

@@ -63,7 +63,8 @@ fn a_forged_exec_preview_text_that_is_not_the_previews_output_is_refused() {
     });
     let show = env.run("bob", &["show", "plan.json"]);
     assert_eq!(
-        show.code, 65,
+        show.code,
+        65,
         "show displayed a preview that is not the preview's output:\n{}",
         show.transcript()
     );
@@ -108,7 +109,11 @@ fn an_exec_before_image_script_changed_after_approval_is_drift() {
     plan_exec(&env, &["--before-image", "sh scripts/dump.sh"]);
     let r = env.run("bob", &["approve", "plan.json", "--yes"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
-    fs::write(env.repo.join("scripts/dump.sh"), "#!/bin/sh\ntouch pwned\necho dumped\n").unwrap();
+    fs::write(
+        env.repo.join("scripts/dump.sh"),
+        "#!/bin/sh\ntouch pwned\necho dumped\n",
+    )
+    .unwrap();
     let r = env.run("alice", &["apply", "plan.json"]);
     assert!(
         !env.repo.join("pwned").exists(),
@@ -171,7 +176,12 @@ fn an_approval_signed_with_the_plans_own_key_is_self_approval_whatever_the_princ
     let _ = env.run("alice", &["approve", "plan.json", "--yes"]);
     let before = env.repository_state();
     let r = env.run("alice", &["apply", "plan.json"]);
-    assert_eq!(r.code, 12, "the planner's own key approved the plan:\n{}", r.transcript());
+    assert_eq!(
+        r.code,
+        12,
+        "the planner's own key approved the plan:\n{}",
+        r.transcript()
+    );
     assert_eq!(before, env.repository_state());
 }
 
@@ -186,7 +196,8 @@ fn an_approval_by_the_planners_principal_in_another_case_is_self_approval() {
     let before = env.repository_state();
     let r = env.run("alice", &["apply", "plan.json"]);
     assert_eq!(
-        r.code, 12,
+        r.code,
+        12,
         "ALICE@example.com approved alice@example.com's plan:\n{}",
         r.transcript()
     );
@@ -281,7 +292,10 @@ fn a_base_given_as_a_revision_of_a_branch_never_plans_that_branch() {
 #[test]
 fn an_absurd_older_than_plans_nothing_rather_than_everything() {
     let env = standard_repo();
-    let r = env.run("alice", &["plan", "stale-branches", "--older-than", "300000000000y"]);
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--older-than", "300000000000y"],
+    );
     if r.code == 64 {
         return;
     }
@@ -376,7 +390,9 @@ fn json_error_details_never_carry_raw_planner_written_controls() {
     );
     // wrong-principal details: a forged executor principal
     let env = planned();
-    forge(&env, |p| p.executor.principal = Some(format!("bob@example.com{evil}")));
+    forge(&env, |p| {
+        p.executor.principal = Some(format!("bob@example.com{evil}"))
+    });
     let r = env.run("alice", &["--json", "verify", "plan.json"]);
     assert!(
         !r.stdout.contains(['\u{202E}', '\u{9b}']),
@@ -405,9 +421,7 @@ fn a_plan_backdated_into_its_planners_key_validity_is_refused() {
     .unwrap();
     let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
-    let t = |s: &str| {
-        time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).unwrap()
-    };
+    let t = |s: &str| time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).unwrap();
     forge(&env, |p| {
         p.planner.principal = Some("alice@example.com".into());
         p.created_at = t("2026-05-30T12:00:00Z");
@@ -420,7 +434,12 @@ fn a_plan_backdated_into_its_planners_key_validity_is_refused() {
     let _ = env.run("bob", &["approve", "plan.json", "--yes"]);
     let before = env.repository_state();
     let r = env.run("carol", &["apply", "plan.json"]);
-    assert_ne!(r.code, 0, "a plan by a key revoked yesterday was applied:\n{}", r.transcript());
+    assert_ne!(
+        r.code,
+        0,
+        "a plan by a key revoked yesterday was applied:\n{}",
+        r.transcript()
+    );
     assert_eq!(before, env.repository_state());
 }
 
@@ -442,9 +461,15 @@ fn verify_and_apply_agree_after_an_interrupted_apply_not_yet_recovered() {
         assert_ne!(r.code, 0, "{}", r.transcript());
         let verify = env.run("alice", &["verify", "plan.json"]);
         let apply = env.run("alice", &["apply", "plan.json"]);
-        assert_eq!(apply.code, code, "apply after a kill at {step}: {}", apply.transcript());
         assert_eq!(
-            verify.code, apply.code,
+            apply.code,
+            code,
+            "apply after a kill at {step}: {}",
+            apply.transcript()
+        );
+        assert_eq!(
+            verify.code,
+            apply.code,
             "after a kill at {step}, verify said:\n{}\nbut apply did:\n{}",
             verify.transcript(),
             apply.transcript()
@@ -482,7 +507,14 @@ fn overstated_commit_counts_that_overflow_are_refused_not_a_panic_or_a_wrapped_s
     let env = standard_repo();
     let r = env.run(
         "alice",
-        &["plan", "stale-branches", "--gone", "--older-than", "60d", "--include-unmerged"],
+        &[
+            "plan",
+            "stale-branches",
+            "--gone",
+            "--older-than",
+            "60d",
+            "--include-unmerged",
+        ],
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
     let p = payload_of(&env.repo.join("plan.json"));
@@ -507,12 +539,8 @@ fn overstated_commit_counts_that_overflow_are_refused_not_a_panic_or_a_wrapped_s
         extra.config.clear();
         extra.upstream = None;
         p.affected.push(extra);
-        p.plan_hash = guardctl::plan::hash::plan_hash(
-            &p.repository,
-            &p.operation,
-            &p.policy_hash,
-            &p.affected,
-        );
+        p.plan_hash =
+            guardctl::plan::hash::plan_hash(&p.repository, &p.operation, &p.policy_hash, &p.affected);
     });
     let r = env.run("bob", &["show", "plan.json"]);
     assert_ne!(r.code, 101, "show panicked:\n{}", r.transcript());
@@ -540,7 +568,10 @@ fn an_approval_by_a_key_revoked_since_does_not_count() {
         ),
     )
     .unwrap();
-    let r = env.run("alice", &["plan", "stale-branches", "--merged", "--expires-in", "1h"]);
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--merged", "--expires-in", "1h"],
+    );
     assert_eq!(r.code, 0, "{}", r.transcript());
     let r = env.run_env(
         "bob",
@@ -554,7 +585,12 @@ fn an_approval_by_a_key_revoked_since_does_not_count() {
         &[("GUARDCTL_TEST_NOW", "2026-06-01T12:20:00Z")],
         &["apply", "plan.json"],
     );
-    assert_eq!(r.code, 12, "an approval by a revoked key counted:\n{}", r.transcript());
+    assert_eq!(
+        r.code,
+        12,
+        "an approval by a revoked key counted:\n{}",
+        r.transcript()
+    );
     assert_eq!(before, env.repository_state());
 }
 
@@ -571,7 +607,15 @@ fn show_states_every_input_and_marks_signed_tags() {
     let env = crate::fixtures::tagged_repo();
     let r = env.run(
         "alice",
-        &["plan", "tags", "--match", "v*", "--include-signed", "--exclude", "v9*"],
+        &[
+            "plan",
+            "tags",
+            "--match",
+            "v*",
+            "--include-signed",
+            "--exclude",
+            "v9*",
+        ],
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
     let p = payload_of(&env.repo.join("plan.json"));
@@ -637,7 +681,8 @@ fn an_allowed_signers_file_in_the_work_tree_or_the_repository_config_is_never_tr
         let before = env.repository_state();
         let r = as_("alice", &["apply", "plan.json"]);
         assert_ne!(
-            r.code, 0,
+            r.code,
+            0,
             "{how}: a planner-written allowed-signers file let the planner approve their own plan:\n{}",
             r.transcript()
         );
