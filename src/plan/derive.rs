@@ -133,11 +133,16 @@ pub fn resource_risk(a: &Affected, bulk: bool) -> RiskLevel {
 /// The plan's tier: the highest of its resources', with the reasons that raised it.
 /// `bulk_threshold` is the policy's: more affected resources than this make a plan bulk.
 pub fn risk(op: &Operation, affected: &[Affected], bulk_threshold: u64) -> Risk {
-    // guardctl cannot bound what a command does: only the preview says.
-    if let Operation::Exec(_) = op {
+    // guardctl cannot bound what a command does: only the preview says. Its manifest makes
+    // it bulk like any plan.
+    if let Some(ids) = super::manifest::of(op) {
+        let mut reasons = vec!["command".to_string()];
+        if ids.len() as u64 > bulk_threshold {
+            reasons.push("bulk".to_string());
+        }
         return Risk {
             level: RiskLevel::High,
-            reasons: vec!["command".to_string()],
+            reasons,
         };
     }
     let bulk = affected.len() as u64 > bulk_threshold;

@@ -254,12 +254,14 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
 /// Whether a plan follows the policy's rules: what `plan` enforces when writing it, checked
 /// again because the planner signs the plan and could have written anything.
 pub fn conforms(plan: &Plan, policy: &Policy) -> Result<(), String> {
+    // An exec plan's resources: the ids its (signed, re-checked) preview output lists.
+    let manifest = crate::plan::manifest::of(&plan.operation);
+    let count = manifest.as_ref().map_or(plan.affected.len(), Vec::len);
     if let Some(max) = policy.max_affected
-        && plan.affected.len() as u64 > max
+        && count as u64 > max
     {
         return Err(format!(
-            "the plan affects {} resources; the policy allows at most {max} per plan",
-            plan.affected.len()
+            "the plan affects {count} resources; the policy allows at most {max} per plan"
         ));
     }
     if let Some(e) = &plan.executor.principal
@@ -283,7 +285,15 @@ pub fn conforms(plan: &Plan, policy: &Policy) -> Result<(), String> {
     if let Some(a) = plan.affected.iter().find(|a| protected.is_match(a.name())) {
         return Err(format!("{} is protected by the policy", a.refname));
     }
-    let expected = super::route::review(policy, &plan.affected)?;
+    if let Some(ids) = &manifest
+        && let Some(id) = super::route::protected_id(policy, ids)?
+    {
+        return Err(format!("{id} is protected by the policy"));
+    }
+    let expected = match &manifest {
+        Some(ids) => super::route::review_ids(policy, ids)?,
+        None => super::route::review(policy, &plan.affected)?,
+    };
     if plan.review != expected {
         return Err("the plan's review groups do not follow the policy in force".into());
     }
