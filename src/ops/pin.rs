@@ -307,8 +307,9 @@ impl Builder<'_> {
     }
 
     /// The program a command names: a path (relative to the working directory) or a bare
-    /// name found through `PATH`. `None`: a builtin, or nothing by that name.
-    fn program(&mut self, word: &str) -> Result<Option<usize>> {
+    /// name found through `PATH`. `None`: a builtin of the shell (`in_shell`), or nothing by
+    /// that name.
+    fn program(&mut self, word: &str, in_shell: bool) -> Result<Option<usize>> {
         if word.contains('/') {
             let abs = self.dir.join(word);
             return if abs.is_file() {
@@ -317,7 +318,7 @@ impl Builder<'_> {
                 Ok(None)
             };
         }
-        if BUILTINS.contains(&word) || word == "." || word == "source" {
+        if in_shell && (BUILTINS.contains(&word) || word == "." || word == "source") {
             return Ok(None);
         }
         match find_on_path(word, self.path_env, self.dir) {
@@ -376,7 +377,7 @@ pub fn analyze(top: &Path, dir: &Path, path_env: Option<&OsStr>, c: Commands) ->
         .split_first()
         .ok_or_else(|| Error::usage("give the command after `--`"))?;
     let mut argv = vec![None; c.command.len()];
-    argv[0] = Some(b.program(program)?.ok_or_else(|| {
+    argv[0] = Some(b.program(program, false)?.ok_or_else(|| {
         Error::usage(format!("cannot find the program {}", safe(program))).with_hint(
             if program.contains('/') {
                 "give a path to a file, relative to the working directory"
@@ -404,7 +405,7 @@ pub fn analyze(top: &Path, dir: &Path, path_env: Option<&OsStr>, c: Commands) ->
         for cmd in shell::commands(script) {
             let values: Vec<Option<&str>> = cmd.iter().map(|w| w.value.as_deref()).collect();
             if let Some(Some(program)) = values.first()
-                && let Some(p) = b.program(program)?
+                && let Some(p) = b.program(program, true)?
             {
                 rewrites.push((cmd[0].start, cmd[0].end, p));
             }
