@@ -421,6 +421,52 @@ mod tests {
         assert_eq!(r.approved_by, vec!["bob"]);
     }
 
+    /// An exec plan whose preview listed `lines`, with the review groups the planner chose.
+    fn exec_plan(policy: &Policy, lines: &str, review: Vec<ReviewGroup>) -> Plan {
+        let mut p = plan_under(policy, vec![]);
+        p.operation = Operation::Exec(ExecInputs {
+            remote: None,
+            command: vec!["true".into()],
+            preview: "cat list".into(),
+            before_image: None,
+            workdir: ".".into(),
+            env: vec![],
+            files: vec![],
+            preview_output: PreviewOutput {
+                sha256: String::new(),
+                text: lines.into(),
+            },
+            pin: vec![],
+            verify: None,
+            verify_prints: None,
+            pinned: vec![],
+        });
+        p.review = review;
+        p
+    }
+
+    #[test]
+    fn an_exec_plan_is_held_to_its_manifest_whatever_the_planner_wrote() {
+        let mut policy = Policy::default();
+        policy.bulk.threshold = 2;
+        policy.bulk.approvals = Some(crate::policy::Requirement {
+            required: 1,
+            from: vec![],
+        });
+        let ids: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let honest = super::super::route::review_ids(&policy, &ids).unwrap();
+        assert!(conforms(&exec_plan(&policy, "a\nb\nc\n", honest.clone()), &policy).is_ok());
+        // The bulk group left out by a planner who re-signed the payload.
+        let forged: Vec<ReviewGroup> = honest.iter().filter(|g| g.name != "bulk").cloned().collect();
+        assert!(conforms(&exec_plan(&policy, "a\nb\nc\n", forged), &policy).is_err());
+        // A protected id, and a manifest above max_affected.
+        let m = conforms(&exec_plan(&policy, "a\nmain\n", vec![]), &policy).unwrap_err();
+        assert!(m.contains("main is protected"), "{m}");
+        policy.max_affected = Some(2);
+        let m = conforms(&exec_plan(&policy, "a\nb\nc\n", honest), &policy).unwrap_err();
+        assert!(m.contains("affects 3 resources"), "{m}");
+    }
+
     #[test]
     fn expired_exactly_at_expires_at() {
         let p = plan();
