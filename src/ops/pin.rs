@@ -96,6 +96,9 @@ impl<'a> From<&'a ExecInputs> for Commands<'a> {
     }
 }
 
+/// A word to rewrite: its byte range in a command string and the pinned entry it names.
+type Span = (usize, usize, usize);
+
 /// Every pinned file, and where each command line names one.
 #[derive(Debug, Clone)]
 pub struct Analysis {
@@ -104,8 +107,8 @@ pub struct Analysis {
     sources: Vec<PathBuf>,
     /// For each word of the command: the pinned entry it names.
     argv: Vec<Option<usize>>,
-    /// For each command string: (start, end, pinned entry) of each word to rewrite.
-    spans: Vec<(Script, Vec<(usize, usize, usize)>)>,
+    /// For each command string: the words to rewrite.
+    spans: Vec<(Script, Vec<Span>)>,
     /// The shell that runs the command strings.
     shell: usize,
 }
