@@ -817,6 +817,38 @@ mod tests {
     }
 
     #[test]
+    fn a_program_shadowed_by_an_earlier_path_entry_is_a_difference() {
+        let (_t, top) = setup();
+        for d in ["early", "late"] {
+            std::fs::create_dir_all(top.join(d)).unwrap();
+        }
+        let tool = |d: &str| {
+            let p = top.join(d).join("tool");
+            std::fs::write(&p, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        tool("late");
+        let path =
+            std::env::join_paths([top.join("early"), top.join("late"), PathBuf::from("/usr/bin")]).unwrap();
+        let command = vec!["tool".to_string()];
+        let c = commands(&command, "true", &[]);
+        let before = analyze(&top, &top, Some(&path), c).unwrap();
+        assert_eq!(before.pinned[0].path, "late/tool");
+        tool("early");
+        let after = analyze(&top, &top, Some(&path), c).unwrap();
+        let d = differences(&before.pinned, &after.pinned);
+        assert_eq!(
+            d,
+            [(
+                "pinned tool".to_string(),
+                "path".to_string(),
+                "late/tool".to_string(),
+                "early/tool".to_string()
+            )]
+        );
+    }
+
+    #[test]
     fn copies_stay_inside_the_private_directory() {
         let base = Path::new("/p");
         assert_eq!(copy_path(base, "a/b").unwrap(), Path::new("/p/repo/a/b"));

@@ -35,6 +35,7 @@ fn tokens(s: &str) -> Vec<Token> {
     let b = s.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
+    let mut pending_body: Option<usize> = None;
     while i < b.len() {
         let c = b[i];
         if c == b' ' || c == b'\t' {
@@ -45,6 +46,17 @@ fn tokens(s: &str) -> Vec<Token> {
             while i < b.len() && b[i] != b'\n' {
                 i += 1;
             }
+            continue;
+        }
+        if c == b'\n'
+            && let Some(body_end) = pending_body.take()
+        {
+            // A here-document's body is data, not commands.
+            out.push(Token::Op {
+                op: "\n".into(),
+                glued: false,
+            });
+            i = body_end;
             continue;
         }
         if c == b'\n' || b";&|()<>".contains(&c) {
@@ -60,6 +72,17 @@ fn tokens(s: &str) -> Vec<Token> {
                 glued,
             });
             i += op.len();
+            if op == "<<" {
+                let (word_end, body_end) = here_document(s, i);
+                // The delimiter is the redirection's target: a word, skipped like any.
+                out.push(Token::Word(Word {
+                    start: i,
+                    end: word_end,
+                    value: None,
+                }));
+                i = word_end;
+                pending_body = Some(body_end);
+            }
             continue;
         }
         let (word, next) = word_at(s, i);
@@ -67,6 +90,33 @@ fn tokens(s: &str) -> Vec<Token> {
         i = next;
     }
     out
+}
+
+/// After `<<` at `i`: the end of the delimiter word, and where the document's body ends
+/// (the end of the delimiter line). The body starts at the next newline.
+fn here_document(s: &str, mut i: usize) -> (usize, usize) {
+    let b = s.as_bytes();
+    if b.get(i) == Some(&b'-') {
+        i += 1;
+    }
+    while i < b.len() && (b[i] == b' ' || b[i] == b'\t') {
+        i += 1;
+    }
+    let (word, end) = word_at(s, i);
+    let delimiter: String = s[word.start..word.end]
+        .chars()
+        .filter(|c| !"'\"\\".contains(*c))
+        .collect();
+    let mut at = s[end..].find('\n').map_or(s.len(), |n| end + n);
+    while at < s.len() {
+        let start = at + 1;
+        let stop = s[start..].find('\n').map_or(s.len(), |n| start + n);
+        if s[start..stop].trim_start_matches('\t') == delimiter {
+            return (end, stop);
+        }
+        at = stop;
+    }
+    (end, s.len())
 }
 
 /// The word starting at `start` and the index after it.
@@ -280,6 +330,14 @@ mod tests {
                 lit(&["./run.sh"]),
                 lit(&["rm"]).into_iter().chain([None]).collect(),
             ]
+        );
+    }
+
+    #[test]
+    fn here_document_bodies_are_data() {
+        assert_eq!(
+            values("cat <<'EOF' | sort\nrm -rf x\nEOF\nls"),
+            vec![lit(&["cat"]), lit(&["sort"]), lit(&["ls"])]
         );
     }
 
