@@ -602,6 +602,18 @@ impl Staged {
                     ));
                     continue;
                 }
+                // Already copied as part of another pinned entry (a file inside a pinned
+                // directory): checked against its own digest above, so the same bytes.
+                if std::fs::symlink_metadata(&to).is_ok() {
+                    let there = std::fs::read(&to).map(|b| sha256_hex(&b)).unwrap_or_default();
+                    if there != got {
+                        return Err(Error::internal(format!(
+                            "two pinned entries give {} different content",
+                            safe(&p.name)
+                        )));
+                    }
+                    continue;
+                }
                 let exec = if p.tree.is_empty() {
                     p.executable
                 } else {
@@ -737,6 +749,10 @@ mod tests {
             commands(&command, "sh scripts/prune.sh --dry-run | sort", &pin),
         )
         .unwrap();
+        // A file also inside a pinned directory is copied once.
+        let both = vec!["scripts".to_string()];
+        let overlap = analyze(&top, &top, path.as_deref(), commands(&command, "true", &both)).unwrap();
+        assert!(Staged::new(overlap.clone(), &overlap.pinned).unwrap().is_ok());
         let names: Vec<(&str, PinSource)> = a.pinned.iter().map(|p| (p.name.as_str(), p.found)).collect();
         assert_eq!(
             names,
