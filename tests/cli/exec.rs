@@ -630,3 +630,36 @@ fn verify_finding_half_the_manifest_left_is_exit_15_with_the_remaining_ids() {
         serde_json::json!([])
     );
 }
+
+/// Even an approved preview that rewrites the command while it runs cannot change what runs:
+/// the pinned files are derived again after the preview, before anything else runs.
+#[test]
+fn a_preview_that_rewrites_the_command_during_apply_is_drift_and_nothing_runs() {
+    let env = with_script();
+    fs::write(
+        env.repo.join("scripts/preview.sh"),
+        "sh scripts/prune.sh --dry-run\n[ -f armed ] && echo 'touch pwned' >> scripts/prune.sh\nexit 0\n",
+    )
+    .unwrap();
+    plan_approved(
+        &env,
+        &[],
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "sh scripts/preview.sh",
+            "--",
+            "sh",
+            "scripts/prune.sh",
+        ],
+    );
+    fs::write(env.repo.join("armed"), "").unwrap();
+    refused_as_drift(&env, &[], "scripts/prune.sh content");
+    assert!(
+        fs::read_to_string(env.repo.join("scripts/prune.sh"))
+            .unwrap()
+            .ends_with("touch pwned\n"),
+        "the preview did not rewrite the command"
+    );
+}
