@@ -7,6 +7,15 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
+/// `N` bytes from the kernel's random source (plan nonces).
+pub fn random_bytes<const N: usize>() -> crate::error::Result<[u8; N]> {
+    let mut bytes = [0u8; N];
+    File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| crate::error::Error::internal("cannot read /dev/urandom").caused_by(e))?;
+    Ok(bytes)
+}
+
 /// Write `bytes` to `path` so that a reader sees either the old or the new content.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let (dir, tmp) = staged(path, bytes)?;
@@ -25,20 +34,6 @@ fn staged<'a>(path: &'a Path, bytes: &[u8]) -> io::Result<(&'a Path, tempfile::N
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     Ok((dir, tmp))
-}
-
-/// Like `write_atomic`, but never replaces: returns `false` when `path` already exists (then
-/// whoever created it first wins, and nobody ever sees a half-written file).
-pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<bool> {
-    let (dir, tmp) = staged(path, bytes)?;
-    match fs::hard_link(tmp.path(), path) {
-        Ok(()) => {
-            File::open(dir)?.sync_all()?;
-            Ok(true)
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(e),
-    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -8,8 +8,7 @@ use crate::ops::stale_branches::{self, Drift};
 use crate::ops::{exec, tags};
 use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE, Approval};
 use crate::plan::envelope::{APPROVAL_PAYLOAD_TYPE, Envelope, PLAN_NAMESPACE};
-use crate::plan::hash::{ResourceState, plan_hash_of};
-use crate::plan::model::{Operation, Plan};
+use crate::plan::model::{Operation, Plan, StaleBranchesInputs};
 use crate::planfile::Loaded;
 use crate::policy::{ApprovalReport, CheckedApproval, GateInput, GroupStatus, Ignored, Policy, Refusal};
 use crate::render::escape::safe;
@@ -113,7 +112,7 @@ pub fn policy_status(ctx: &Ctx, plan: &Plan) -> PolicyView {
     let here = ctx
         .repo()
         .ok()
-        .and_then(|r| r.existing_identity())
+        .and_then(|r| r.identity().ok())
         .is_some_and(|id| id == plan.repository);
     let now = here.then(|| match ctx.policy() {
         Ok(p) => Ok(p.hash.as_str()),
@@ -282,18 +281,59 @@ fn not_counted(principal: &str, why: Ignored) -> String {
     format!("{} ({})", safe(principal), why.describe())
 }
 
-/// Recompute the plan hash from the current state of every affected resource; any difference
-/// is `drift`, naming each drifted resource with planned vs now.
+/// Whether the plan was already consumed, with one meaning for `verify` and `apply`:
+/// `Ok(true)` when an apply of it completed (apply prints the recorded result, byte for byte:
+/// also after a rollback); `Ok(false)` when it was never consumed (a refused apply leaves it
+/// usable); the refusal apply gives when an apply of it was aborted (drift, 10: a plan is
+/// applied at most once) or interrupted (16: `recover` decides).
+pub fn consumed(store: &crate::store::Store, id: &str) -> Result<bool> {
+    if !store.is_consumed(id) {
+        return Ok(false);
+    }
+    if store.read_file(id, "result.txt")?.is_some() {
+        return Ok(true);
+    }
+    if let Some(bytes) = store.read_file(id, "aborted.json")? {
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        let why = v["message"].as_str().unwrap_or("");
+        return Err(Error::new(
+            Kind::Drift,
+            match store.before_image(id).ok().flatten().and_then(|i| i.command) {
+                Some(_) => format!("this plan's apply was aborted: {}", safe(why)),
+                None => format!(
+                    "this plan's apply was aborted and nothing was deleted: {}",
+                    safe(why)
+                ),
+            },
+        )
+        .with_hint("a plan is applied at most once: re-run `guardctl plan`"));
+    }
+    Err(
+        Error::new(Kind::NeedsRecovery, "an apply of this plan was interrupted")
+            .with_hint("run `guardctl recover` (`apply` runs it first)"),
+    )
+}
+
+/// Re-derive the plan: run the operation's observation again with the plan's recorded inputs
+/// against the repository as it is now, and compare with the approved plan resource by
+/// resource, the screens that made each eligible included. Any difference is `drift`, naming
+/// each resource with planned vs now. The dispatch names every operation kind: a new kind
+/// does not compile until it says how it is re-derived.
 pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
     let repo = ctx.repo()?;
     let plan = &loaded.plan;
-    let remote_refs = match plan.operation.remote() {
-        Some(remote) => Some(repo.ls_remote(remote)?),
-        None => None,
-    };
-    let (current, drifts) = match &plan.operation {
+    let drifts = match &plan.operation {
+        Operation::StaleBranches(inputs) => recheck_branches(repo, inputs, plan, None, ctx.now)?,
+        Operation::RemoteBranches(r) => {
+            let refs = repo.ls_remote(&r.remote)?;
+            recheck_branches(repo, &r.selection, plan, Some(&refs), ctx.now)?
+        }
         Operation::Tags(inputs) => {
-            tags::recheck(repo, inputs, &plan.affected, remote_refs.as_ref().into(), ctx.now)?
+            let refs = match &inputs.remote {
+                Some(remote) => Some(repo.ls_remote(remote)?),
+                None => None,
+            };
+            tags::recheck(repo, inputs, &plan.affected, refs.as_ref().into(), ctx.now)?
         }
         Operation::Exec(inputs) => {
             let drifts = exec::recheck(&repo.display_path(), inputs)?;
@@ -304,31 +344,21 @@ pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
                 "the command was not run; re-run `guardctl plan exec` and have the new plan approved",
             ));
         }
-        _ => recheck_branches(repo, plan, remote_refs.as_ref(), ctx.now)?,
     };
-    let states = current.iter().map(|c| ResourceState {
-        refname: &c.refname,
-        oid: &c.oid,
-        reasons: &c.reasons,
-        config: &c.config,
-    });
-    let recomputed = plan_hash_of(&plan.repository, &plan.operation, &plan.policy_hash, states);
-    if drifts.is_empty() && recomputed == plan.plan_hash {
+    if drifts.is_empty() {
         return Ok(());
     }
     Err(drift_error(&drifts))
 }
 
-/// Re-observe a branch plan's branches against the base as it is now.
+/// Re-derive a branch plan's branches against the base as it is now.
 fn recheck_branches(
     repo: &crate::repo::Repo,
+    inputs: &StaleBranchesInputs,
     plan: &Plan,
     remote_refs: Option<&crate::repo::RemoteRefs>,
     now: time::OffsetDateTime,
-) -> Result<(Vec<stale_branches::Current>, Vec<Drift>)> {
-    let Some(inputs) = plan.operation.selection() else {
-        return Err(Error::internal("not a branch plan"));
-    };
+) -> Result<Vec<Drift>> {
     let base_oid = match remote_refs {
         None => repo
             .ref_target(&inputs.base)

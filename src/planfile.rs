@@ -78,6 +78,16 @@ fn from_file(path: &Path, file: PlanFile) -> Result<Loaded> {
         return Err(Error::internal("cannot parse the plan payload"));
     };
     let plan = plan.map_err(|e| invalid(path, e.to_string()))?;
+    // Signed is not true: the planner could have written any of it. Derived fields must be
+    // what guardctl computes, and every resource a ref of the operation's own namespace.
+    if let Err(e) = plan::validate::check(&plan, crate::repo::is_valid_refname) {
+        return Err(Error::invalid_plan(format!(
+            "{}: not a plan guardctl would write: {e}",
+            path.display()
+        ))
+        .with_details(serde_json::json!({"field": e.field}))
+        .with_hint("re-run `guardctl plan`; do not edit or re-sign plan files"));
+    }
     if plan.planner.key.as_deref() != Some(fingerprint.as_str()) {
         return Err(invalid(
             path,

@@ -8,7 +8,7 @@ use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
 use crate::execute::Executor;
 use crate::plan::approval::DeletedRef;
-use crate::plan::model::Operation;
+use crate::plan::model::{BACKUP_NAMESPACE, Operation};
 use crate::render::escape::safe;
 use crate::store::{BeforeImage, SavedTag, Store};
 use crate::ui::Ui;
@@ -40,8 +40,10 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         ui.notice(&format!("recovered plan sha256:{plan_id}: {outcome}"));
     }
 
-    if store.is_consumed(&id) {
-        return replay(&store, &id, ui);
+    if crate::gate::consumed(&store, &id)? {
+        ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)");
+        print_result(&store, &id, ui)?;
+        return Ok(0);
     }
     let image = BeforeImage {
         plan_id: loaded.plan_id.clone(),
@@ -52,7 +54,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         created_at: ctx.now,
         retention_days: plan.before_image.retention_days,
         remote: plan.operation.remote().map(String::from),
-        backup_ref: (!plan.affected.is_empty()).then(|| format!("{}/{id}", plan.before_image.namespace)),
+        backup_ref: (!plan.affected.is_empty()).then(|| format!("{BACKUP_NAMESPACE}/{id}")),
         backup_commit: None,
         refs: plan
             .affected
@@ -79,13 +81,15 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         tag_objects: saved_tags(repo, plan)?,
         command: match &plan.operation {
             Operation::Exec(e) => Some(e.command.clone()),
-            _ => None,
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
         },
     };
     let mut drift = || crate::gate::drift(ctx, loaded);
     let receipt = match &plan.operation {
         Operation::Exec(inputs) => ex.apply_exec(&id, image, &key, inputs, &repo.display_path(), &mut drift),
-        _ => ex.apply(&id, image, &key, &mut drift),
+        Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {
+            ex.apply(&id, image, &key, &mut drift)
+        }
     }
     .inspect_err(|e| record_refusal(&ex, e, &loaded.plan_id))?;
     drop(_lock);
@@ -133,31 +137,6 @@ fn saved_tags(repo: &crate::repo::Repo, plan: &crate::plan::model::Plan) -> Resu
     Ok(out)
 }
 
-/// A consumed plan: print the recorded result byte for byte, or say why there is none.
-fn replay(store: &Store, id: &str, ui: &mut Ui) -> Result<u8> {
-    if store.read_file(id, "result.txt")?.is_some() {
-        ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)");
-        print_result(store, id, ui)?;
-        return Ok(0);
-    }
-    if let Some(bytes) = store.read_file(id, "aborted.json")? {
-        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-        let why = v["message"].as_str().unwrap_or("");
-        return Err(Error::new(
-            Kind::Drift,
-            match store.before_image(id).ok().flatten().and_then(|i| i.command) {
-                Some(_) => format!("this plan's apply was aborted: {why}"),
-                None => format!("this plan's apply was aborted and nothing was deleted: {why}"),
-            },
-        )
-        .with_hint("a plan is applied at most once: re-run `guardctl plan`"));
-    }
-    Err(
-        Error::new(Kind::NeedsRecovery, "an apply of this plan was interrupted")
-            .with_hint("run `guardctl recover`"),
-    )
-}
-
 fn print_result(store: &Store, id: &str, ui: &mut Ui) -> Result<()> {
     let name = if ui.json { "result.json" } else { "result.txt" };
     let bytes = store.read_file(id, name)?.unwrap_or_default();
@@ -169,9 +148,6 @@ fn print_result(store: &Store, id: &str, ui: &mut Ui) -> Result<()> {
 /// repository to record it in.
 fn refusal(ctx: &Ctx, e: &Error, plan_path: &std::path::Path) {
     let Ok(repo) = ctx.repo() else { return };
-    if repo.existing_identity().is_none() {
-        return;
-    }
     let store = Store::new(repo.state_dir());
     if let Ok(_lock) = store.lock() {
         let plan_id = crate::planfile::load(plan_path)

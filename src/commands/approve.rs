@@ -306,7 +306,7 @@ fn confirm(loaded: &Loaded) -> Result<()> {
 /// Record an event in this repository's audit log when run inside the plan's repository.
 pub fn audit(ctx: &Ctx, loaded: &Loaded, event: &str, principal: &str) -> Result<()> {
     let Ok(repo) = ctx.repo() else { return Ok(()) };
-    if repo.existing_identity().as_deref() != Some(loaded.plan.repository.as_str()) {
+    if repo.identity().ok().as_deref() != Some(loaded.plan.repository.as_str()) {
         return Ok(());
     }
     let store = crate::store::Store::new(repo.state_dir());

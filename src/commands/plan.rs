@@ -9,7 +9,9 @@ use crate::ops::{exec, tags};
 use crate::plan::derive;
 use crate::plan::envelope::PLAN_NAMESPACE;
 use crate::plan::hash::plan_hash;
-use crate::plan::model::{BeforeImage, FORMAT_VERSION, Operation, Party, Plan, RemoteBranchesInputs};
+use crate::plan::model::{
+    BACKUP_NAMESPACE, BeforeImage, FORMAT_VERSION, Operation, Party, Plan, RemoteBranchesInputs,
+};
 use crate::policy::{InForce, Policy};
 use crate::render::escape::safe;
 use crate::render::view::{self, Paging, ViewInput};
@@ -479,6 +481,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         },
         executor,
         repository,
+        nonce: crate::plan::envelope::hex(&crate::fsutil::random_bytes::<16>()?),
         operation,
         summary,
         diff: derive::diff(&outcome.affected),
@@ -487,7 +490,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         review,
         policy_source: in_force.source.clone(),
         before_image: BeforeImage {
-            namespace: "refs/guardctl/backup".into(),
+            namespace: BACKUP_NAMESPACE.into(),
             retention_days: policy.retention_days,
         },
         affected: outcome.affected,
@@ -496,17 +499,6 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     };
     let (file, plan_id) = crate::planfile::sign(&plan, &key)?;
     crate::planfile::write(&args.out, &file)?;
-    let store = crate::store::Store::new(repo.state_dir());
-    {
-        let _lock = store.lock()?;
-        store.audit(
-            now,
-            "plan",
-            Some(&plan_id),
-            plan.planner.principal.as_deref(),
-            &plan.summary,
-        )?;
-    }
 
     let view = view::build(ViewInput {
         plan: &plan,

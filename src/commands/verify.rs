@@ -19,7 +19,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let key = ctx.signing_key(ui)?;
     let cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
     let store = crate::store::Store::new(ctx.repo()?.state_dir());
-    let consumed = store.is_consumed(cleared.loaded.id_hex());
+    let consumed = crate::gate::consumed(&store, cleared.loaded.id_hex())?;
     if !consumed {
         crate::gate::drift(ctx, &cleared.loaded)?;
     }

@@ -421,18 +421,12 @@ pub struct Drift {
     pub now: String,
 }
 
-/// Re-observe the planned branches: the resources as they are now (same shape as planned, so
-/// the plan hash can be recomputed) and every difference that matters. A base that moved
-/// forward is not a difference; a planned reason that no longer holds is.
-/// What the drift check re-observed of a planned resource that still exists at its planned
-/// id: the planned reasons that still hold, and its config now.
-pub struct Current {
-    pub refname: String,
-    pub oid: String,
-    pub reasons: Vec<Criterion>,
-    pub config: Vec<ConfigEntry>,
-}
-
+/// Re-derive the planned branches from the repository as it is now, with the plan's own
+/// inputs: each must still exist at its planned id, pass every screen that made it eligible
+/// (valid name in `refs/heads/`, not the base, not checked out here or in any worktree, not
+/// protected, matched, not excluded), be classified for deletion again, and have the facts
+/// the plan states (`compare`). A base that moved forward is not a difference; a planned
+/// reason that no longer holds, or more work lost than planned, is.
 pub fn recheck(
     repo: &Repo,
     inputs: &StaleBranchesInputs,
@@ -440,13 +434,17 @@ pub fn recheck(
     source: Branches,
     base_oid: git2::Oid,
     now: OffsetDateTime,
-) -> Result<(Vec<Current>, Vec<Drift>)> {
+) -> Result<Vec<Drift>> {
+    let patterns = Patterns::compile(inputs)?;
+    let checked_out = match source {
+        Branches::Local => repo.checked_out()?,
+        Branches::Remote(_) => CheckedOut::default(),
+    };
     let want_squash = planned
         .iter()
         .any(|a| a.reasons.contains(&Criterion::SquashMerged));
     let mut lookups = Lookups::new(repo, source, base_oid, want_squash)?;
     let mut drifts = Vec::new();
-    let mut current = Vec::new();
     let mut observed = Vec::new();
     let mut fork_points = Vec::new();
     let targets = match source {
@@ -457,18 +455,21 @@ pub fn recheck(
             .collect(),
     };
     for a in planned {
-        let drift = |field: &str, planned: String, now: String| Drift {
-            refname: a.refname.clone(),
-            field: field.to_string(),
-            planned,
-            now,
-        };
         let Some(&oid) = targets.get(&a.refname) else {
-            drifts.push(drift("oid", a.oid.clone(), "(deleted)".into()));
+            drifts.push(Drift::new(a, "oid", a.oid.clone(), "(deleted)".into()));
             continue;
         };
         if oid.to_string() != a.oid {
-            drifts.push(drift("oid", a.oid.clone(), oid.to_string()));
+            drifts.push(Drift::new(a, "oid", a.oid.clone(), oid.to_string()));
+            continue;
+        }
+        let branch = BranchRef {
+            refname: a.refname.clone(),
+            valid: a.refname.starts_with("refs/heads/") && crate::repo::is_valid_refname(&a.refname),
+            oid: Some(oid),
+        };
+        if let Some((reason, detail)) = screen(&branch, &inputs.base, &checked_out, &patterns) {
+            drifts.push(Drift::not_eligible(a, reason, detail));
             continue;
         }
         let facts = repo.commit_facts(oid)?;
@@ -484,70 +485,143 @@ pub fn recheck(
         let Some(a) = by_name.get(o.refname.as_str()) else {
             continue;
         };
-        let met = criteria_met(inputs, o, now);
-        let reasons: Vec<Criterion> = a.reasons.iter().copied().filter(|r| met.contains(r)).collect();
-        if reasons != a.reasons {
-            let names = |v: &[Criterion]| {
-                let v: Vec<&str> = v.iter().map(|c| c.as_str()).collect();
-                if v.is_empty() {
-                    "(none)".to_string()
-                } else {
-                    v.join(", ")
-                }
-            };
-            drifts.push(Drift {
-                refname: a.refname.clone(),
-                field: "reasons".into(),
-                planned: names(&a.reasons),
-                now: names(&reasons),
-            });
-        }
-        if o.config != a.config {
-            let show = |c: &[ConfigEntry]| {
-                c.iter()
-                    .map(|e| format!("{}={}", e.key, e.value))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            };
-            drifts.push(Drift {
-                refname: a.refname.clone(),
-                field: "config".into(),
-                planned: show(&a.config),
-                now: show(&o.config),
-            });
-        }
-        // Facts fixed by the object id must be what the plan says: review routing (by author,
-        // by risk) and the reviewer relied on them, and a planner signs whatever they like.
-        let time = a.last_commit_time.unix_timestamp().to_string();
-        let lost = !o.merged && o.squash_merged != Some(true) && o.commits_not_in_base > 0;
-        for (field, planned, now) in [
-            ("author", &a.author.email, &o.facts.author_email),
-            ("author_name", &a.author.name, &o.facts.author_name),
-            ("subject", &a.subject, &o.facts.subject),
-            ("last_commit_time", &time, &o.facts.time.to_string()),
-            (
-                "loses_work",
-                &a.loses_work.to_string(),
-                &(a.loses_work || lost).to_string(),
-            ),
-        ] {
-            if planned != now {
-                drifts.push(Drift {
-                    refname: a.refname.clone(),
-                    field: field.into(),
-                    planned: planned.clone(),
-                    now: now.clone(),
-                });
-            }
-        }
-        current.push(Current {
-            refname: a.refname.clone(),
-            oid: a.oid.clone(),
-            reasons,
-            config: o.config.clone(),
-        });
+        drifts.extend(rejudge(inputs, a, o, now));
     }
-    Ok((current, drifts))
+    Ok(drifts)
+}
+
+/// Classify a planned resource's fresh observation with the plan's inputs: the differences
+/// from the plan, or why it would not be planned now (its reasons then, as the plan's).
+pub fn rejudge(
+    inputs: &StaleBranchesInputs,
+    planned: &Affected,
+    o: &Observed,
+    now: OffsetDateTime,
+) -> Vec<Drift> {
+    match classify(inputs, o, now) {
+        Verdict::Delete(now_a) => compare(planned, &now_a),
+        Verdict::Skip(reason, detail) => {
+            let why = match detail {
+                Some(d) => format!("{}: {d}", reason.describe()),
+                None => reason.describe().to_string(),
+            };
+            vec![Drift::new(
+                planned,
+                "reasons",
+                reason_names(&planned.reasons),
+                format!(
+                    "{} (not planned: {why})",
+                    reason_names(&criteria_met(inputs, o, now))
+                ),
+            )]
+        }
+    }
+}
+
+fn reason_names(v: &[Criterion]) -> String {
+    match v {
+        [] => "(none)".to_string(),
+        v => v.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", "),
+    }
+}
+
+impl Drift {
+    fn new(a: &Affected, field: &str, planned: String, now: String) -> Drift {
+        Drift {
+            refname: a.refname.clone(),
+            field: field.to_string(),
+            planned,
+            now,
+        }
+    }
+
+    /// A planned resource that the operation, run again now, would not plan.
+    pub fn not_eligible(a: &Affected, reason: SkipReason, detail: Option<String>) -> Drift {
+        let why = match detail {
+            Some(d) => format!("{} ({d})", reason.describe()),
+            None => reason.describe().to_string(),
+        };
+        Drift::new(a, "eligible", "delete".into(), format!("not planned: {why}"))
+    }
+}
+
+/// Every difference between a planned resource and the same resource classified now. Each
+/// field of `Affected` is named here (the destructuring makes a new field a compile error
+/// until it is decided). Facts fixed by the object id must be exactly what the plan says:
+/// review routing (by author, by risk) and the reviewer relied on them. What the base's
+/// moving forward changes is judged by direction: every planned reason must still hold (a
+/// squash-merged branch since merged for real gains one: fine), and no more work may be lost
+/// than the plan says.
+pub fn compare(planned: &Affected, now: &Affected) -> Vec<Drift> {
+    let Affected {
+        refname: _,
+        oid,
+        reasons,
+        last_commit_time,
+        author,
+        subject,
+        commits_not_in_base,
+        loses_work,
+        upstream,
+        config,
+        tag,
+    } = planned;
+    let mut out = Vec::new();
+    let mut differ = |field: &str, p: String, n: String| {
+        if p != n {
+            out.push(Drift::new(planned, field, p, n));
+        }
+    };
+    if !reasons.iter().all(|r| now.reasons.contains(r)) {
+        differ("reasons", reason_names(reasons), reason_names(&now.reasons));
+    }
+    differ("oid", oid.clone(), now.oid.clone());
+    differ(
+        "last_commit_time",
+        last_commit_time.unix_timestamp().to_string(),
+        now.last_commit_time.unix_timestamp().to_string(),
+    );
+    differ("author", author.email.clone(), now.author.email.clone());
+    differ("author_name", author.name.clone(), now.author.name.clone());
+    differ("subject", subject.clone(), now.subject.clone());
+    let lost = |l: bool, n: u64| {
+        if l {
+            format!("{n} commits")
+        } else {
+            "nothing".into()
+        }
+    };
+    if now.loses_work && (!loses_work || now.commits_not_in_base > *commits_not_in_base) {
+        differ(
+            "loses_work",
+            lost(*loses_work, *commits_not_in_base),
+            lost(true, now.commits_not_in_base),
+        );
+    }
+    let show_config = |c: &[ConfigEntry]| {
+        c.iter()
+            .map(|e| format!("{}={}", e.key, e.value))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    differ("config", show_config(config), show_config(&now.config));
+    // Whether the upstream is gone is a reason (compared above), not a fact of its own.
+    let show_upstream = |u: &Option<Upstream>| {
+        u.as_ref().map_or("(none)".to_string(), |u| {
+            format!("{} {} {:?}", u.remote, u.merge, u.tracking_ref)
+        })
+    };
+    differ("upstream", show_upstream(upstream), show_upstream(&now.upstream));
+    let show_tag = |t: &Option<TagFacts>| {
+        t.as_ref().map_or("(none)".to_string(), |t| {
+            format!(
+                "annotated={} signed={} commit={}",
+                t.annotated, t.signed, t.commit
+            )
+        })
+    };
+    differ("tag", show_tag(tag), show_tag(&now.tag));
+    out
 }
 
 /// A branch is squash-merged when the patch-id of its whole change (fork point to tip) equals

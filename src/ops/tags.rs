@@ -7,7 +7,7 @@
 //! flagged as losing work (the backup keeps it for the retention period). Screening and
 //! classification are shared with `stale_branches`.
 
-use super::stale_branches::{self, Current, Drift, Observed, Outcome, Patterns, Verdict};
+use super::stale_branches::{self, Drift, Observed, Outcome, Patterns, Verdict};
 use crate::error::{Error, Result};
 use crate::plan::model::{Affected, Criterion, SkipReason, Skipped, TagFacts, TagKind, TagsInputs};
 use crate::repo::{BranchRef, CheckedOut, CommitFacts, RemoteRefs, Repo};
@@ -177,70 +177,58 @@ fn observe(
     }))
 }
 
-/// Re-observe the planned tags: moved or deleted tags, and reasons that no longer hold.
+/// Re-derive the planned tags from the repository (or the remote) as it is now, with the
+/// plan's own inputs: each must still exist at its planned id, pass the screens (valid name
+/// in `refs/tags/`, protected, matched, not excluded), be of the kind asked for, signed only
+/// if allowed, classified for deletion again, and have the facts the plan states.
 pub fn recheck(
     repo: &Repo,
     inputs: &TagsInputs,
     planned: &[Affected],
     source: Tags,
     now: OffsetDateTime,
-) -> Result<(Vec<Current>, Vec<Drift>)> {
+) -> Result<Vec<Drift>> {
+    let patterns = Patterns::compile(&inputs.selection)?;
     let (tags, tips) = source.list(repo)?;
     let reachable = repo.reachable_from_all(&tips)?;
+    let none_checked_out = CheckedOut::default();
     let now_at: std::collections::HashMap<&str, git2::Oid> = tags
         .iter()
         .filter_map(|t| Some((t.refname.as_str(), t.oid?)))
         .collect();
-    let (mut current, mut drifts) = (Vec::new(), Vec::new());
+    let mut drifts = Vec::new();
     for a in planned {
-        let drift = |field: &str, now: String| Drift {
+        let drift = |now: String| Drift {
             refname: a.refname.clone(),
-            field: field.into(),
-            planned: if field == "oid" {
-                a.oid.clone()
-            } else {
-                reasons(&a.reasons)
-            },
+            field: "oid".into(),
+            planned: a.oid.clone(),
             now,
         };
         let oid = match now_at.get(a.refname.as_str()) {
             None => {
-                drifts.push(drift("oid", "(deleted)".into()));
+                drifts.push(drift("(deleted)".into()));
                 continue;
             }
             Some(o) if o.to_string() != a.oid => {
-                drifts.push(drift("oid", o.to_string()));
+                drifts.push(drift(o.to_string()));
                 continue;
             }
             Some(o) => *o,
         };
-        let verdict = match observe(repo, inputs, &reachable, &a.refname, oid)? {
-            Ok(o) => stale_branches::classify(&inputs.selection, &o, now),
-            Err((reason, detail)) => Verdict::Skip(reason, detail),
+        let tag = BranchRef {
+            refname: a.refname.clone(),
+            valid: a.refname.starts_with("refs/tags/") && crate::repo::is_valid_refname(&a.refname),
+            oid: Some(oid),
         };
-        match verdict {
-            Verdict::Delete(now_a) if now_a.reasons == a.reasons && now_a.tag == a.tag => {
-                current.push(Current {
-                    refname: a.refname.clone(),
-                    oid: a.oid.clone(),
-                    reasons: now_a.reasons,
-                    config: vec![],
-                });
-            }
-            Verdict::Delete(now_a) => drifts.push(drift("reasons", reasons(&now_a.reasons))),
-            Verdict::Skip(reason, _) => {
-                drifts.push(drift("reasons", format!("(none: {})", reason.describe())))
-            }
+        let screened =
+            match stale_branches::screen(&tag, &inputs.selection.base, &none_checked_out, &patterns) {
+                Some(why) => Err(why),
+                None => observe(repo, inputs, &reachable, &a.refname, oid)?,
+            };
+        match screened {
+            Ok(o) => drifts.extend(stale_branches::rejudge(&inputs.selection, a, &o, now)),
+            Err((reason, detail)) => drifts.push(Drift::not_eligible(a, reason, detail)),
         }
     }
-    Ok((current, drifts))
-}
-
-fn reasons(r: &[Criterion]) -> String {
-    let v: Vec<&str> = r.iter().map(|c| c.as_str()).collect();
-    if v.is_empty() {
-        "(none)".into()
-    } else {
-        v.join(", ")
-    }
+    Ok(drifts)
 }

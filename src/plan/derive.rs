@@ -133,11 +133,18 @@ pub fn resource_risk(a: &Affected, bulk: bool) -> RiskLevel {
 /// The plan's tier: the highest of its resources', with the reasons that raised it.
 /// `bulk_threshold` is the policy's: more affected resources than this make a plan bulk.
 pub fn risk(op: &Operation, affected: &[Affected], bulk_threshold: u64) -> Risk {
+    // An exec plan's resources are its manifest's ids.
+    let count = super::manifest::of(op).map_or(affected.len(), |m| m.len());
+    risk_of(op, affected, count as u64 > bulk_threshold)
+}
+
+/// `risk` when whether the plan is bulk is already known (from its review groups).
+pub fn risk_of(op: &Operation, affected: &[Affected], bulk: bool) -> Risk {
     // guardctl cannot bound what a command does: only the preview says. Its manifest makes
     // it bulk like any plan.
-    if let Some(ids) = super::manifest::of(op) {
+    if let Operation::Exec(_) = op {
         let mut reasons = vec!["command".to_string()];
-        if ids.len() as u64 > bulk_threshold {
+        if bulk {
             reasons.push("bulk".to_string());
         }
         return Risk {
@@ -145,7 +152,6 @@ pub fn risk(op: &Operation, affected: &[Affected], bulk_threshold: u64) -> Risk 
             reasons,
         };
     }
-    let bulk = affected.len() as u64 > bulk_threshold;
     let mut reasons = Vec::new();
     if affected.iter().any(|a| a.loses_work) {
         reasons.push("unmerged_work".to_string());

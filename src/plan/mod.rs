@@ -10,6 +10,7 @@ pub mod envelope;
 pub mod hash;
 pub mod manifest;
 pub mod model;
+pub mod validate;
 
 pub use model::*;
 

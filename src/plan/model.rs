@@ -10,6 +10,11 @@ use time::OffsetDateTime;
 /// The only major version this build reads and writes.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// Where every backup ref lives: `<BACKUP_NAMESPACE>/<plan id hex>`. Fixed by guardctl, never
+/// read from a plan: a planner who could choose it could put the backup where `git fetch
+/// --prune` or `gc` destroys it.
+pub const BACKUP_NAMESPACE: &str = "refs/guardctl/backup";
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
@@ -22,6 +27,9 @@ pub struct Plan {
     pub planner: Party,
     pub executor: Party,
     pub repository: String,
+    /// 128 random bits (hex): two plans of the same state never share an id, so a replay
+    /// is always of the very plan that was applied.
+    pub nonce: String,
     pub operation: Operation,
     pub summary: String,
     pub affected: Vec<Affected>,
@@ -102,7 +110,27 @@ impl Operation {
     pub fn bound_to_remote(&self) -> Option<&str> {
         match self {
             Operation::Exec(e) => e.remote.as_deref(),
-            _ => self.remote(),
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => self.remote(),
+        }
+    }
+
+    /// The namespace every affected ref must be in (`None`: the operation deletes no refs).
+    pub fn ref_namespace(&self) -> Option<&'static str> {
+        match self {
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) => Some("refs/heads/"),
+            Operation::Tags(_) => Some("refs/tags/"),
+            Operation::Exec(_) => None,
+        }
+    }
+
+    /// What one affected resource is, as `show` names it on every row.
+    pub fn resource_kind(&self) -> &'static str {
+        match self {
+            Operation::StaleBranches(_) => "branch",
+            Operation::RemoteBranches(_) => "remote branch",
+            Operation::Tags(t) if t.remote.is_some() => "remote tag",
+            Operation::Tags(_) => "tag",
+            Operation::Exec(_) => "preview line",
         }
     }
 
@@ -111,7 +139,7 @@ impl Operation {
         match self {
             Operation::Tags(_) => ("tag", "tags"),
             Operation::Exec(_) => ("preview line", "preview lines"),
-            _ => ("branch", "branches"),
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) => ("branch", "branches"),
         }
     }
 }

@@ -290,6 +290,9 @@ pub fn conforms(plan: &Plan, policy: &Policy) -> Result<(), String> {
     {
         return Err(format!("{id} is protected by the policy"));
     }
+    if plan.risk != crate::plan::derive::risk(&plan.operation, &plan.affected, policy.bulk.threshold) {
+        return Err("the plan's risk is not the one the policy in force gives it".into());
+    }
     let expected = match &manifest {
         Some(ids) => super::route::review_ids(policy, ids)?,
         None => super::route::review(policy, &plan.affected)?,
@@ -323,6 +326,7 @@ mod tests {
                 key: Some("SHA256:a".into()),
             },
             repository: "r".into(),
+            nonce: "0".repeat(32),
             operation: test_data::merged_inputs(),
             summary: String::new(),
             review: super::super::route::review(policy, &affected).unwrap(),
@@ -441,6 +445,7 @@ mod tests {
             verify_prints: None,
             pinned: vec![],
         });
+        p.risk = crate::plan::derive::risk(&p.operation, &[], policy.bulk.threshold);
         p.review = review;
         p
     }

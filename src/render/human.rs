@@ -339,6 +339,7 @@ fn write_table(name_header: &str, rows: &[Row], w: &mut dyn Write) -> io::Result
     t.load_style(presets::UTF8_BORDERS_ONLY)
         .set_content_arrangement(ContentArrangement::Disabled);
     t.set_header([
+        "KIND",
         name_header,
         "TIP",
         "AGE",
@@ -359,6 +360,7 @@ fn write_table(name_header: &str, rows: &[Row], w: &mut dyn Write) -> io::Result
             format!("{} (!)", r.name)
         };
         t.add_row([
+            r.kind.to_string(),
             name,
             r.tip.clone(),
             r.age.clone(),
@@ -368,7 +370,7 @@ fn write_table(name_header: &str, rows: &[Row], w: &mut dyn Write) -> io::Result
             r.subject.clone(),
         ]);
     }
-    for i in [2, 4] {
+    for i in [3, 5] {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);
         }

@@ -234,6 +234,9 @@ pub struct RowsView {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
+    /// What the row is: `branch`, `tag`, `remote branch`, `remote tag` (the plan's
+    /// operation says; validation made sure every ref is in that operation's namespace).
+    pub kind: &'static str,
     pub name: String,
     pub tip: String,
     pub last_commit: String,
@@ -284,13 +287,14 @@ fn protected_literals(plan: &Plan) -> Vec<&str> {
         .collect()
 }
 
-fn row(a: &Affected, now: OffsetDateTime, protected: &[&str]) -> Row {
+fn row(a: &Affected, kind: &'static str, now: OffsetDateTime, protected: &[&str]) -> Row {
     // Cut before escaping, so an escape is never cut in half.
     let mut subject: String = a.subject.chars().take(SUBJECT_CHARS).collect();
     if a.subject.chars().nth(SUBJECT_CHARS).is_some() {
         subject.push('…');
     }
     Row {
+        kind,
         name: safe(a.name()),
         tip: a.oid.chars().take(12).collect(),
         last_commit: rfc3339(a.last_commit_time),
@@ -350,20 +354,21 @@ pub fn build(input: ViewInput) -> ShowView {
             )
         }
     };
-    let items: Vec<Row> = picked.iter().map(|a| row(a, now, &protected)).collect();
+    let kind = plan.operation.resource_kind();
+    let items: Vec<Row> = picked.iter().map(|a| row(a, kind, now, &protected)).collect();
 
     let mut by_time: Vec<&Affected> = plan.affected.iter().collect();
     by_time.sort_by_key(|a| std::cmp::Reverse(a.last_commit_time));
     let most_recent = by_time
         .iter()
         .take(EXTREMES)
-        .map(|a| row(a, now, &protected))
+        .map(|a| row(a, kind, now, &protected))
         .collect();
     let oldest = by_time
         .iter()
         .rev()
         .take(EXTREMES)
-        .map(|a| row(a, now, &protected))
+        .map(|a| row(a, kind, now, &protected))
         .collect();
     let mut by_unmerged: Vec<&Affected> = plan
         .affected
@@ -374,12 +379,12 @@ pub fn build(input: ViewInput) -> ShowView {
     let most_unmerged = by_unmerged
         .iter()
         .take(EXTREMES)
-        .map(|a| row(a, now, &protected))
+        .map(|a| row(a, kind, now, &protected))
         .collect();
     let suspicious_names = plan
         .affected
         .iter()
-        .map(|a| row(a, now, &protected))
+        .map(|a| row(a, kind, now, &protected))
         .filter(|r| !r.flags.is_empty())
         .collect();
 
@@ -406,7 +411,7 @@ pub fn build(input: ViewInput) -> ShowView {
     let summary = format!(
         "Plan {}: {}. {}. Approvals {}{}.",
         short_id(plan_id),
-        plan.summary,
+        safe(&plan.summary),
         if expired {
             format!("Expired {} ago", humanize(-expires_in))
         } else {
@@ -443,7 +448,7 @@ pub fn build(input: ViewInput) -> ShowView {
         policy: input.policy.clone(),
         risk: RiskView {
             level: plan.risk.level.as_str(),
-            reasons: plan.risk.reasons.clone(),
+            reasons: plan.risk.reasons.iter().map(|r| safe(r)).collect(),
         },
         total_affected: n,
         counts_by_reason,
@@ -463,14 +468,14 @@ pub fn build(input: ViewInput) -> ShowView {
         side_effects: side_effects(plan, plan_id),
         before_image: format!(
             "{}/{} (one commit keeping every deleted tip), kept {} days",
-            plan.before_image.namespace,
+            crate::plan::model::BACKUP_NAMESPACE,
             plan_id.trim_start_matches("sha256:"),
             plan.before_image.retention_days
         ),
         skipped: skipped(plan, &protected, input.show_all_skipped),
         exec: match &plan.operation {
             Operation::Exec(x) => Some(exec_view(x, &input.paging)),
-            _ => None,
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
         },
         since: None,
     }
@@ -607,7 +612,7 @@ pub fn short_id(id: &str) -> String {
 fn party(p: &crate::plan::model::Party) -> PartyView {
     PartyView {
         principal: p.principal.as_deref().map(safe),
-        key: p.key.clone(),
+        key: p.key.as_deref().map(safe),
     }
 }
 
@@ -648,14 +653,18 @@ fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
                             env.join(", ")
                         )
                     }
-                    _ => String::new(),
+                    Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {
+                        String::new()
+                    }
                 },
                 SideEffectKind::BeforeImageCommand => match &plan.operation {
                     Operation::Exec(x) => format!(
                         "First runs {} (it must succeed; its output is kept with the plan's state).",
                         safe(x.before_image.as_deref().unwrap_or_default())
                     ),
-                    _ => String::new(),
+                    Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {
+                        String::new()
+                    }
                 },
                 SideEffectKind::UnmergedCommitsBackupOnly => {
                     let c = e.commits.unwrap_or(0);
@@ -672,14 +681,16 @@ fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
     if !plan.affected.is_empty() {
         let backup = format!(
             "{}/{}",
-            plan.before_image.namespace,
+            crate::plan::model::BACKUP_NAMESPACE,
             plan_id.trim_start_matches("sha256:")
         );
         out.push(match plan.operation {
-            crate::plan::model::Operation::Tags(_) => format!(
+            Operation::Tags(_) => format!(
                 "Backups are written first: {backup} keeps the commit of every deleted tag, and the before-image the annotated tag objects themselves, for {days} days."
             ),
-            _ => format!("Backups are written first: {backup} keeps every deleted tip, for {days} days."),
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Exec(_) => {
+                format!("Backups are written first: {backup} keeps every deleted tip, for {days} days.")
+            }
         });
     }
     out

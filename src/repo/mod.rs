@@ -16,7 +16,7 @@ mod remote;
 mod tags;
 
 pub use graph::{Reachable, UnmergedCount};
-pub use refs::{BranchRef, CheckedOut};
+pub use refs::{BranchRef, CheckedOut, is_valid_refname};
 pub use remote::RemoteRefs;
 pub use tags::TagObservation;
 
@@ -97,39 +97,28 @@ impl Repo {
             .to_path_buf()
     }
 
-    /// An identity for this repository that survives moving the work tree but differs between
-    /// clones: a random id created once in guardctl's state directory (clones never copy it).
+    /// An identity for this repository that differs between clones and copies and needs no
+    /// write to read: a digest of the common git dir's device, inode and birth time. A clone
+    /// or a `cp -a` copy is a new directory (new inode, new birth time), so a plan made here
+    /// is refused there; a `mv` within one file system keeps it. Moving to another file
+    /// system, or restoring from a backup, is a copy: outstanding plans must be made again.
+    /// Read-only, so `plan` works for a user who can only read the repository.
     pub fn identity(&self) -> Result<String> {
-        let path = self.state_dir().join("repository-id");
-        match std::fs::read_to_string(&path) {
-            Ok(s) if is_identity(s.trim()) => return Ok(s.trim().to_string()),
-            Ok(_) => {
-                return Err(Error::internal(format!("{} is corrupt", path.display()))
-                    .with_hint("restore it from a backup; a new id would orphan every plan"));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::from(e).caused_by(path.display())),
-        }
-        let mut bytes = [0u8; 16];
-        std::fs::File::open("/dev/urandom")
-            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
-            .map_err(|e| Error::internal("cannot read /dev/urandom").caused_by(e))?;
-        let id = format!("guardctl-repo:{}", crate::plan::envelope::hex(&bytes));
-        let created = crate::fsutil::create_atomic(&path, format!("{id}\n").as_bytes())
-            .map_err(|e| Error::internal("cannot record the repository identity").caused_by(e))?;
-        if created {
-            Ok(id)
-        } else {
-            // Another guardctl created it at the same moment: theirs is the identity.
-            self.existing_identity()
-                .ok_or_else(|| Error::internal(format!("{} is corrupt", path.display())))
-        }
-    }
-
-    /// The identity if one was already recorded (never creates it).
-    pub fn existing_identity(&self) -> Option<String> {
-        let s = std::fs::read_to_string(self.state_dir().join("repository-id")).ok()?;
-        is_identity(s.trim()).then(|| s.trim().to_string())
+        use std::os::unix::fs::MetadataExt;
+        let dir = self.common_dir();
+        let meta = std::fs::metadata(dir)
+            .map_err(|e| Error::internal(format!("cannot stat {}", dir.display())).caused_by(e))?;
+        let born = meta
+            .created()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        let seed = format!("guardctl-repo-v2\0{}\0{}\0{born}", meta.dev(), meta.ino());
+        let digest = <sha2::Sha256 as sha2::Digest>::digest(seed.as_bytes());
+        Ok(format!(
+            "guardctl-repo:{}",
+            crate::plan::envelope::hex(&digest[..16])
+        ))
     }
 
     /// Resolve the comparison base: `--base` if given, else the remote HEAD's target, else
@@ -284,9 +273,4 @@ impl Repo {
             subject: String::from_utf8_lossy(c.summary_bytes().unwrap_or_default()).into_owned(),
         })
     }
-}
-
-fn is_identity(s: &str) -> bool {
-    s.strip_prefix("guardctl-repo:")
-        .is_some_and(|h| h.len() == 32 && h.bytes().all(|b| b.is_ascii_hexdigit()))
 }

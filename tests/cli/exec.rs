@@ -506,7 +506,8 @@ fn a_racing_writer_during_apply_cannot_change_what_runs() {
 }
 
 /// A policy with a bulk class approved by `leads` (carol) and a protected pattern.
-const BULK_POLICY: &str = "version = 1\nprotected = [\"main\", \"keep/*\"]\n[groups]\nleads = [\"carol@example.com\"]\n[bulk]\nthreshold = 50\nrequired = 1\nfrom = [\"leads\"]";
+/// A route by pattern covers some of the ids.
+const BULK_POLICY: &str = "version = 1\nprotected = [\"main\", \"keep/*\"]\n[groups]\nleads = [\"carol@example.com\"]\ndevs = [\"bob@example.com\"]\n[bulk]\nthreshold = 50\nrequired = 1\nfrom = [\"leads\"]\n[[route]]\nname = \"sixes\"\nrefs = [\"artifacts/build-6*\"]\nrequired = 1\nfrom = [\"devs\"]";
 
 #[test]
 fn a_manifest_of_600_ids_above_the_bulk_threshold_needs_the_bulk_approvers() {
@@ -534,7 +535,8 @@ fn a_manifest_of_600_ids_above_the_bulk_threshold_needs_the_bulk_approvers() {
         .iter()
         .map(|g| (g["name"].as_str().unwrap(), g["resources"].as_u64().unwrap()))
         .collect();
-    assert_eq!(groups, [("default", 600), ("bulk", 600)]);
+    assert_eq!(groups, [("sixes", 12), ("default", 588), ("bulk", 600)]);
+    assert_eq!(j["approvals"]["groups"][0]["resources"], 12);
     let show = env.run("alice", &["show", "plan.json", "--page", "12"]);
     assert!(show.stdout.contains("page 12 of 12"), "{}", show.stdout);
     assert!(show.stdout.contains("  artifacts/build-600\n"), "{}", show.stdout);

@@ -13,9 +13,6 @@ pub const NOW: &str = "2026-06-01T12:00:00Z";
 pub const NOW_UNIX: i64 = 1_780_315_200;
 pub const DAY: i64 = 86_400;
 
-/// A fixed repository identity so plan ids (and snapshots) are deterministic.
-pub const REPO_ID: &str = "guardctl-repo:00112233445566778899aabbccddeeff";
-
 pub struct TestEnv {
     pub root: tempfile::TempDir,
     pub repo: PathBuf,
@@ -52,7 +49,68 @@ fn assert_hooks() {
     );
 }
 
+/// The signed payload of a plan file (or of an approval envelope), as JSON.
+pub fn payload_of(path: &Path) -> serde_json::Value {
+    use base64::Engine;
+    let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(v["payload"].as_str().unwrap())
+        .unwrap();
+    serde_json::from_slice(&payload).unwrap()
+}
+
+/// The plan id (`sha256:<hex>` of the payload bytes) of a plan file.
+pub fn plan_id_of(path: &Path) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    let text = fs::read_to_string(path).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(v["payload"].as_str().unwrap())
+        .unwrap();
+    let digest = sha2::Sha256::digest(&payload);
+    format!(
+        "sha256:{}",
+        digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
 impl TestEnv {
+    /// `text` with what differs on every run replaced by placeholders, for snapshots: the id
+    /// of each plan file in the repository (every plan has a random nonce), and the
+    /// repository's identity (made from its directory's inode) and the plan hash over it.
+    pub fn stable(&self, text: &str) -> String {
+        let mut plans: Vec<PathBuf> = fs::read_dir(&self.repo)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .filter(|p| fs::read_to_string(p).is_ok_and(|t| t.contains("vnd.guardctl.plan")))
+            .collect();
+        plans.sort();
+        let mut out = text.to_string();
+        for p in &plans {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let id = plan_id_of(p);
+            let hex = id.trim_start_matches("sha256:");
+            out = out
+                .replace(hex, &format!("<id of {name}>"))
+                .replace(&hex[..12], &format!("<id of {name}>"));
+            let payload = payload_of(p);
+            // The plan hash covers the repository's identity, so it differs per run too.
+            for (field, label) in [
+                ("repository", "<repository>"),
+                ("nonce", "<nonce>"),
+                ("plan_hash", "<plan hash>"),
+            ] {
+                if let Some(v) = payload[field].as_str() {
+                    out = out.replace(v, label);
+                }
+            }
+        }
+        out
+    }
+
     /// An empty repository with one commit on `main`, made 400 days before `NOW`.
     pub fn new() -> TestEnv {
         assert_hooks();
@@ -62,12 +120,6 @@ impl TestEnv {
         fs::create_dir_all(&home).unwrap();
         let env = TestEnv { repo, home, root };
         env.git_in(env.root.path(), &["init", "-q", "-b", "main", "repo"]);
-        fs::create_dir_all(env.repo.join(".git/guardctl")).unwrap();
-        fs::write(
-            env.repo.join(".git/guardctl/repository-id"),
-            format!("{REPO_ID}\n"),
-        )
-        .unwrap();
         env.commit("README", "initial", "Alice", 400);
         env
     }

@@ -5,12 +5,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod apply;
+mod consumed;
 mod docs;
 mod exec;
 mod fixtures;
+mod hostile;
 mod plan;
 mod plan_file;
 mod policy;
+mod readonly;
 mod recover;
 mod remote;
 mod show;

@@ -57,13 +57,7 @@ fn short(refname: &str) -> String {
 
 /// The decoded payload of a plan file (trusting it: tests only read files they just wrote).
 pub fn read_payload(env: &TestEnv, file: &str) -> Value {
-    use base64::Engine;
-    let text = std::fs::read_to_string(env.repo.join(file)).unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    let payload = base64::engine::general_purpose::STANDARD
-        .decode(v["payload"].as_str().unwrap())
-        .unwrap();
-    serde_json::from_slice(&payload).unwrap()
+    crate::fixtures::payload_of(&env.repo.join(file))
 }
 
 fn names(m: &BTreeMap<String, Vec<String>>) -> Vec<&str> {
@@ -421,7 +415,8 @@ fn plan_records_expiry_planner_executor_and_repository() {
     assert_eq!(p["planner"]["principal"], "alice@example.com");
     assert_eq!(p["executor"]["principal"], "bob@example.com");
     assert_eq!(p["executor"]["key"], Value::Null);
-    assert_eq!(p["repository"], crate::fixtures::REPO_ID);
+    assert!(p["repository"].as_str().unwrap().starts_with("guardctl-repo:"));
+    assert_eq!(p["nonce"].as_str().unwrap().len(), 32);
     assert_eq!(p["operation"]["kind"], "stale-branches");
     assert_eq!(p["operation"]["inputs"]["base"], "refs/heads/main");
     assert!(p["plan_hash"].as_str().unwrap().starts_with("sha256:"));
@@ -436,7 +431,6 @@ fn plan_records_expiry_planner_executor_and_repository() {
 #[test]
 fn repository_identity_survives_a_move_and_differs_between_clones() {
     let env = TestEnv::new();
-    std::fs::remove_file(env.repo.join(".git/guardctl/repository-id")).unwrap();
     env.branch("done", "main", 1, "Bob", 10);
     env.merge("done", 9);
     assert_eq!(env.run("alice", &["plan", "stale-branches"]).code, 0);

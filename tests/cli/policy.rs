@@ -171,7 +171,7 @@ fn show_lists_review_groups_and_their_status() {
     approve(&env, "bob", &[]);
     let r = env.run("bob", &["show", "plan.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
-    insta::assert_snapshot!("show_routed", r.transcript());
+    insta::assert_snapshot!("show_routed", env.stable(&r.transcript()));
     let j = env.run("bob", &["--json", "show", "plan.json"]).json();
     assert_eq!(
         j["policy"]["source"],

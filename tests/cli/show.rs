@@ -21,7 +21,7 @@ fn show_small_plan() {
     );
     let r = env.run("bob", &["show", "plan.json"]);
     assert_eq!(r.code, 0);
-    insta::assert_snapshot!("show_small_plan", r.transcript());
+    insta::assert_snapshot!("show_small_plan", env.stable(&r.transcript()));
 }
 
 #[test]
@@ -33,7 +33,7 @@ fn show_small_plan_json() {
     );
     let r = env.run("bob", &["--json", "show"]);
     assert_eq!(r.code, 0);
-    insta::assert_snapshot!("show_small_plan_json", r.transcript());
+    insta::assert_snapshot!("show_small_plan_json", env.stable(&r.transcript()));
 }
 
 #[test]
@@ -93,7 +93,7 @@ fn show_large_plan_is_paginated() {
     plan(&env, &[]);
     let r = env.run("bob", &["show"]);
     assert_eq!(r.code, 0);
-    insta::assert_snapshot!("show_300_branches", r.transcript());
+    insta::assert_snapshot!("show_300_branches", env.stable(&r.transcript()));
 
     let page = env.run("bob", &["--json", "show", "--page", "2"]).json();
     assert_eq!(page["rows"]["mode"], "page");
@@ -149,7 +149,7 @@ fn show_hostile_names_and_subjects_never_emit_raw_control_bytes() {
         }
     }
     let r = env.run("bob", &["show"]);
-    insta::assert_snapshot!("show_hostile", r.transcript());
+    insta::assert_snapshot!("show_hostile", env.stable(&r.transcript()));
 }
 
 #[test]
@@ -164,7 +164,7 @@ fn show_since_an_earlier_plan() {
     plan(&env, &["--merged", "--gone"]);
     let r = env.run("bob", &["show", "plan.json", "--since", "old.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
-    insta::assert_snapshot!("show_since", r.transcript());
+    insta::assert_snapshot!("show_since", env.stable(&r.transcript()));
     let v = env
         .run("bob", &["--json", "show", "plan.json", "--since", "old.json"])
         .json();

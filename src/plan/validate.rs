@@ -1,0 +1,322 @@
+//! What a plan payload must be before anything reads it as a plan: the structure its kind
+//! allows, and every derived field equal to what guardctl computes from the structured data.
+//!
+//! Why: a planner holds a valid key and can re-sign any payload. Their signature proves who
+//! wrote the plan, not that it is true. So nothing a reviewer reads or `apply` acts on may be
+//! the planner's own words: the summary, diff, side effects, risk and plan hash are recomputed
+//! here and must match byte for byte; the backup location is fixed; every affected resource
+//! must be a well-formed ref of the operation's own namespace, once. What the repository says
+//! (tips, the screens that made each resource eligible) is re-derived at `verify`/`apply` time
+//! by the operation's `recheck`; what the policy says (review routing) by the policy step.
+//!
+//! Pure: the ref-name rule is passed in (it is git's, and `plan/` does not link git).
+
+use super::derive;
+use super::hash::plan_hash;
+use super::model::{BACKUP_NAMESPACE, Operation, Plan, ReviewKind};
+use std::collections::HashSet;
+
+/// The first field that is not what guardctl would have written, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("field `{field}`: {why}")]
+pub struct Invalid {
+    pub field: String,
+    pub why: String,
+}
+
+fn invalid(field: impl Into<String>, why: impl Into<String>) -> Invalid {
+    Invalid {
+        field: field.into(),
+        why: why.into(),
+    }
+}
+
+fn is_hex(s: &str, len: usize) -> bool {
+    s.len() == len
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// An object id as git writes it: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.
+pub fn is_oid(s: &str) -> bool {
+    is_hex(s, 40) || is_hex(s, 64)
+}
+
+/// Check a parsed plan. `valid_refname` is git's rule for ref names.
+pub fn check(plan: &Plan, valid_refname: impl Fn(&str) -> bool) -> Result<(), Invalid> {
+    if !is_hex(&plan.nonce, 32) {
+        return Err(invalid("nonce", "must be 32 lowercase hex digits"));
+    }
+    if plan.expires_at <= plan.created_at {
+        return Err(invalid("expires_at", "is not after created_at"));
+    }
+    structure(plan, &valid_refname)?;
+    derived(plan)
+}
+
+/// Every affected resource is a valid ref of the operation's namespace, listed once, with the
+/// facts its kind has and no others.
+fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), Invalid> {
+    let op = &plan.operation;
+    let Some(namespace) = op.ref_namespace() else {
+        // A command deletes no refs guardctl could back up: its manifest is the preview.
+        if !plan.affected.is_empty() {
+            return Err(invalid("affected", "an exec plan lists no refs"));
+        }
+        return Ok(());
+    };
+    let tags = matches!(op, Operation::Tags(_));
+    let local = matches!(op, Operation::StaleBranches(_));
+    let mut seen = HashSet::with_capacity(plan.affected.len());
+    for (i, a) in plan.affected.iter().enumerate() {
+        let field = |name: &str| format!("affected[{i}].{name}");
+        let name = crate::render::escape::safe(&a.refname);
+        if !a.refname.starts_with(namespace) || !valid_refname(&a.refname) {
+            return Err(invalid(
+                field("ref"),
+                format!(
+                    "{name} is not a valid ref under {namespace}, the only refs a {} plan deletes",
+                    op.kind()
+                ),
+            ));
+        }
+        if !seen.insert(a.refname.as_str()) {
+            return Err(invalid(field("ref"), format!("{name} is listed twice")));
+        }
+        if !is_oid(&a.oid) {
+            return Err(invalid(field("oid"), "is not an object id"));
+        }
+        if a.reasons.is_empty() || a.reasons.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(invalid(
+                field("reasons"),
+                "must be sorted, distinct and not empty",
+            ));
+        }
+        if tags != a.tag.is_some() {
+            return Err(invalid(
+                field("tag"),
+                "tag facts belong to tag plans, and only there",
+            ));
+        }
+        if let Some(t) = &a.tag
+            && !is_oid(&t.commit)
+        {
+            return Err(invalid(field("tag.commit"), "is not an object id"));
+        }
+        if !local && (a.upstream.is_some() || !a.config.is_empty()) {
+            return Err(invalid(
+                field("config"),
+                "only local branches have upstreams and config",
+            ));
+        }
+        let section = format!("branch.{}.", a.name());
+        // `branch.<name>.<variable>`: a variable has no dot, else the key is another
+        // branch's (`branch.a.b.remote` is branch `a.b`'s, not `a`'s).
+        let own = |key: &str| {
+            key.strip_prefix(&section)
+                .is_some_and(|var| !var.is_empty() && !var.contains('.'))
+        };
+        if let Some(c) = a.config.iter().find(|c| !own(&c.key)) {
+            return Err(invalid(
+                field("config"),
+                format!(
+                    "{} is not a key of {name}'s own section",
+                    crate::render::escape::safe(&c.key)
+                ),
+            ));
+        }
+        if a.loses_work && a.commits_not_in_base == 0 {
+            return Err(invalid(
+                field("loses_work"),
+                "loses work but has no commit not in base",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every field guardctl computes from the plan's own data must be exactly what it computes.
+fn derived(plan: &Plan) -> Result<(), Invalid> {
+    let (op, affected) = (&plan.operation, plan.affected.as_slice());
+    let expected_hash = plan_hash(&plan.repository, op, &plan.policy_hash, affected);
+    if plan.plan_hash != expected_hash {
+        return Err(invalid(
+            "plan_hash",
+            "is not the hash of the plan's inputs and state",
+        ));
+    }
+    if plan.summary != derive::summary(op, affected) {
+        return Err(invalid(
+            "summary",
+            "is not the summary guardctl generates from the plan",
+        ));
+    }
+    if plan.diff != derive::diff(affected) {
+        return Err(invalid("diff", "is not the diff of the affected resources"));
+    }
+    if plan.side_effects != derive::side_effects(op, affected) {
+        return Err(invalid(
+            "side_effects",
+            "are not the side effects of the affected resources",
+        ));
+    }
+    // Whether the plan is bulk is the policy's call (its threshold): the policy step checks
+    // the risk against the policy in force. Here it must be one of the two guardctl could
+    // have written, and bulk when the plan has a bulk review group.
+    let bulk_group = plan.review.iter().any(|g| g.kind == ReviewKind::Bulk);
+    let possible = [true, false].map(|bulk| derive::risk_of(op, affected, bulk));
+    if !possible
+        .iter()
+        .enumerate()
+        .any(|(i, r)| *r == plan.risk && (i == 0 || !bulk_group))
+    {
+        return Err(invalid("risk", "is not the risk of the affected resources"));
+    }
+    if plan.before_image.namespace != BACKUP_NAMESPACE {
+        return Err(invalid(
+            "before_image.namespace",
+            format!("backups always live under {BACKUP_NAMESPACE}"),
+        ));
+    }
+    // An exec plan's review groups name the ids its preview lists (its manifest).
+    let manifest = super::manifest::of(op).unwrap_or_default();
+    let names: HashSet<&str> = affected
+        .iter()
+        .map(|a| a.refname.as_str())
+        .chain(manifest.iter().map(String::as_str))
+        .collect();
+    for (i, g) in plan.review.iter().enumerate() {
+        if let Some(r) = g.refs.iter().find(|r| !names.contains(r.as_str())) {
+            return Err(invalid(
+                format!("review[{i}].refs"),
+                format!("{} is not an affected resource", crate::render::escape::safe(r)),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::model::*;
+    use time::macros::datetime;
+
+    fn valid(name: &str) -> bool {
+        !name.contains("..") && !name.chars().any(|c| c.is_control())
+    }
+
+    /// A plan as `guardctl plan` writes it, with every derived field computed.
+    fn honest(affected: Vec<Affected>) -> Plan {
+        let op = test_data::merged_inputs();
+        let t0 = datetime!(2026-06-01 12:00 UTC);
+        Plan {
+            format_version: FORMAT_VERSION,
+            plan_hash: plan_hash("r", &op, "sha256:p", &affected),
+            created_at: t0,
+            expires_at: t0 + time::Duration::minutes(15),
+            planner: Party {
+                principal: Some("alice".into()),
+                key: Some("SHA256:a".into()),
+            },
+            executor: Party {
+                principal: Some("alice".into()),
+                key: Some("SHA256:a".into()),
+            },
+            repository: "r".into(),
+            nonce: "0".repeat(32),
+            summary: derive::summary(&op, &affected),
+            diff: derive::diff(&affected),
+            side_effects: derive::side_effects(&op, &affected),
+            risk: derive::risk_of(&op, &affected, false),
+            review: vec![],
+            policy_source: PolicySource {
+                kind: PolicySourceKind::BuiltIn,
+                location: None,
+            },
+            before_image: BeforeImage {
+                namespace: BACKUP_NAMESPACE.into(),
+                retention_days: 30,
+            },
+            operation: op,
+            affected,
+            skipped: vec![],
+            policy_hash: "sha256:p".into(),
+        }
+    }
+
+    fn field(plan: &Plan) -> String {
+        check(plan, valid)
+            .map(|()| String::new())
+            .unwrap_or_else(|e| e.field)
+    }
+
+    #[test]
+    fn an_honest_plan_passes() {
+        let p = honest(vec![test_data::branch("a", 0), test_data::branch("b", 2)]);
+        assert_eq!(check(&p, valid), Ok(()));
+    }
+
+    #[test]
+    fn a_planner_written_summary_risk_or_side_effect_is_refused_by_name() {
+        let base = honest(vec![test_data::branch("a", 3)]);
+        let mut p = base.clone();
+        p.summary = "delete 0 branches; nothing is lost".into();
+        assert_eq!(field(&p), "summary");
+        let mut p = base.clone();
+        p.risk.level = RiskLevel::Low;
+        p.risk.reasons.clear();
+        assert_eq!(field(&p), "risk");
+        let mut p = base.clone();
+        p.side_effects.clear();
+        assert_eq!(field(&p), "side_effects");
+        let mut p = base.clone();
+        p.diff.clear();
+        assert_eq!(field(&p), "diff");
+        let mut p = base;
+        p.before_image.namespace = "refs/remotes/origin".into();
+        assert_eq!(field(&p), "before_image.namespace");
+    }
+
+    #[test]
+    fn a_ref_outside_the_operations_namespace_is_refused() {
+        let mut tag = test_data::branch("v1.0", 0);
+        tag.refname = "refs/tags/v1.0".into();
+        let p = honest(vec![tag]);
+        assert_eq!(field(&p), "affected[0].ref");
+        let mut odd = test_data::branch("x", 0);
+        odd.refname = "refs/heads/../../x".into();
+        assert_eq!(field(&honest(vec![odd])), "affected[0].ref");
+    }
+
+    #[test]
+    fn a_ref_listed_twice_is_refused() {
+        let p = honest(vec![test_data::branch("a", 0), test_data::branch("a", 0)]);
+        assert_eq!(field(&p), "affected[1].ref");
+    }
+
+    #[test]
+    fn a_changed_fact_without_a_new_hash_is_refused() {
+        let mut p = honest(vec![test_data::branch("a", 0)]);
+        p.affected[0].oid = "2".repeat(40);
+        p.diff = derive::diff(&p.affected);
+        assert_eq!(field(&p), "plan_hash");
+    }
+
+    #[test]
+    fn config_of_another_section_is_refused() {
+        let mut a = test_data::branch("a", 0);
+        a.config = vec![ConfigEntry {
+            key: "core.fsmonitor".into(),
+            value: "evil".into(),
+        }];
+        assert_eq!(field(&honest(vec![a])), "affected[0].config");
+    }
+
+    #[test]
+    fn a_missing_or_malformed_nonce_is_refused() {
+        let mut p = honest(vec![]);
+        p.nonce = "abc".into();
+        assert_eq!(field(&p), "nonce");
+    }
+}

@@ -1,0 +1,324 @@
+//! The planner is not trusted (issue 12). A planner holds a valid key and can re-sign any
+//! payload: every test here forges a plan the way they could — edit the payload, recompute
+//! what guardctl would recompute, sign it again with the planner's own key — and shows that
+//! `show`, `approve`, `verify` and `apply` refuse it (65 for a plan guardctl would never
+//! write, 10 for one the repository contradicts), with the repository left byte for byte as
+//! it was.
+
+use crate::fixtures::{Run, TestEnv, payload_of, plan_id_of, standard_repo};
+use crate::plan_file::re_signed;
+use guardctl::plan::{Plan, derive, hash::plan_hash};
+use std::fs;
+
+/// Alice's plan of the merged and gone branches in `standard_repo`.
+fn planned() -> TestEnv {
+    let env = standard_repo();
+    let r = env.run("alice", &["plan", "stale-branches", "--merged", "--gone"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env
+}
+
+/// Rewrite plan.json as a hostile planner would: edit the payload, then recompute every
+/// derived field guardctl checks (so only what the edit says is wrong), sign with alice's key.
+fn forge(env: &TestEnv, edit: impl Fn(&mut Plan)) {
+    forge_raw(env, |plan| {
+        edit(plan);
+        let (op, affected) = (&plan.operation, &plan.affected);
+        plan.plan_hash = plan_hash(&plan.repository, op, &plan.policy_hash, affected);
+        plan.summary = derive::summary(op, affected);
+        plan.diff = derive::diff(affected);
+        plan.side_effects = derive::side_effects(op, affected);
+        let policy = guardctl::policy::Policy::default();
+        plan.risk = derive::risk(op, affected, policy.bulk.threshold);
+        plan.review = guardctl::policy::route::review(&policy, affected).unwrap();
+    });
+}
+
+/// Rewrite plan.json with `edit` applied to its payload and nothing recomputed.
+fn forge_raw(env: &TestEnv, edit: impl Fn(&mut Plan)) {
+    let path = env.repo.join("plan.json");
+    let text = fs::read_to_string(&path).unwrap();
+    let mut plan: Plan = serde_json::from_value(payload_of(&path)).unwrap();
+    edit(&mut plan);
+    let value = serde_json::to_value(&plan).unwrap();
+    let forged = re_signed(env, &text, "alice", |p| *p = value.clone());
+    fs::write(&path, forged).unwrap();
+}
+
+/// What git says of a branch's tip: the `Affected` a plan would list for it.
+fn affected_for(env: &TestEnv, branch: &str) -> guardctl::plan::Affected {
+    let out = env.git(&[
+        "log",
+        "-1",
+        "--format=%H%x00%an%x00%ae%x00%s%x00%ct",
+        &format!("refs/heads/{branch}"),
+    ]);
+    let f: Vec<&str> = out.trim_end().split('\0').collect();
+    guardctl::plan::Affected {
+        refname: format!("refs/heads/{branch}"),
+        oid: f[0].into(),
+        reasons: vec![guardctl::plan::Criterion::Merged],
+        last_commit_time: time::OffsetDateTime::from_unix_timestamp(f[4].parse().unwrap()).unwrap(),
+        author: guardctl::plan::Person {
+            name: f[1].into(),
+            email: f[2].into(),
+        },
+        subject: f[3].into(),
+        commits_not_in_base: 0,
+        loses_work: false,
+        upstream: None,
+        config: vec![],
+        tag: None,
+    }
+}
+
+/// Every way the plan reaches a person or the repository refuses it with `code`, and nothing
+/// in the repository changed.
+fn refused_everywhere(env: &TestEnv, code: i32, says: &str) {
+    let before = env.repository_state();
+    for (who, args) in [
+        ("bob", &["show", "plan.json"][..]),
+        ("bob", &["approve", "plan.json", "--yes"][..]),
+        ("alice", &["verify", "plan.json"][..]),
+        ("alice", &["apply", "plan.json"][..]),
+    ] {
+        let r = env.run(who, args);
+        assert_eq!(r.code, code, "{args:?}: {}", r.transcript());
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+        assert_eq!(before, env.repository_state(), "{args:?} changed the repository");
+    }
+}
+
+/// bob approves the (forged) plan, then alice's apply is refused with `code`, mutating nothing.
+fn approved_then_refused(env: &TestEnv, code: i32) -> Run {
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let before = env.repository_state();
+    let verify = env.run("alice", &["verify", "plan.json"]);
+    assert_eq!(verify.code, code, "{}", verify.transcript());
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, code, "{}", r.transcript());
+    assert_eq!(
+        before,
+        env.repository_state(),
+        "a refused apply changed the repository"
+    );
+    r
+}
+
+#[test]
+fn a_tag_listed_in_a_branch_plan_is_refused_before_anyone_sees_it() {
+    let env = planned();
+    env.git(&["tag", "v1.0", "main"]);
+    let tag = env.git(&["rev-parse", "v1.0"]).trim().to_string();
+    forge(&env, |p| {
+        let mut a = p.affected[0].clone();
+        a.refname = "refs/tags/v1.0".into();
+        a.oid = tag.clone();
+        p.affected.push(a);
+    });
+    refused_everywhere(&env, 65, "refs/tags/v1.0 is not a valid ref under refs/heads/");
+    assert!(env.git(&["tag", "-l"]).contains("v1.0"));
+}
+
+#[test]
+fn a_name_git_would_reject_is_refused() {
+    let env = planned();
+    forge(&env, |p| p.affected[0].refname = "refs/heads/../../config".into());
+    refused_everywhere(&env, 65, "field `affected[0].ref`");
+}
+
+#[test]
+fn a_forged_backup_namespace_is_refused() {
+    let env = planned();
+    forge(&env, |p| p.before_image.namespace = "refs/remotes/origin".into());
+    refused_everywhere(&env, 65, "field `before_image.namespace`");
+}
+
+#[test]
+fn a_false_summary_risk_or_emptied_side_effects_is_refused() {
+    let env = planned();
+    let original = fs::read(env.repo.join("plan.json")).unwrap();
+    type Lie = Box<dyn Fn(&mut Plan)>;
+    let lies: [(&str, Lie); 4] = [
+        (
+            "summary",
+            Box::new(|p| p.summary = "delete 0 branches; nothing is lost \x1b[8mhidden".into()),
+        ),
+        (
+            "risk",
+            Box::new(|p| {
+                p.risk.level = guardctl::plan::RiskLevel::Low;
+                p.risk.reasons = vec!["\x1b]8;;http://x\x07harmless\x1b]8;;\x07".into()];
+            }),
+        ),
+        ("side_effects", Box::new(|p| p.side_effects.clear())),
+        ("diff", Box::new(|p| p.diff.clear())),
+    ];
+    for (field, lie) in lies {
+        fs::write(env.repo.join("plan.json"), &original).unwrap();
+        forge_raw(&env, |p| lie(p));
+        refused_everywhere(&env, 65, &format!("field `{field}`"));
+    }
+}
+
+#[test]
+fn a_worktree_branch_added_to_a_re_signed_plan_is_drift() {
+    let env = planned();
+    let wt = affected_for(&env, "hotfix/wt");
+    forge(&env, |p| p.affected.push(wt.clone()));
+    let r = approved_then_refused(&env, 10);
+    assert!(
+        r.stderr.contains(
+            "refs/heads/hotfix/wt eligible: planned delete, now not planned: checked out in another worktree"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(env.git(&["branch", "--list", "hotfix/wt"]).contains("hotfix/wt"));
+}
+
+#[test]
+fn a_protected_branch_added_to_a_re_signed_plan_is_refused() {
+    let env = planned();
+    let release = affected_for(&env, "release/1.0");
+    forge(&env, |p| p.affected.push(release.clone()));
+    let r = approved_then_refused(&env, 14);
+    assert!(
+        r.stderr.contains("refs/heads/release/1.0 is protected"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_misstated_author_or_subject_is_drift() {
+    let env = planned();
+    forge(&env, |p| {
+        p.affected[0].author.email = "alice@example.com".into();
+        p.affected[0].subject = "harmless".into();
+    });
+    let r = approved_then_refused(&env, 10);
+    assert!(
+        r.stderr.contains("author: planned alice@example.com"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("subject: planned harmless"), "{}", r.stderr);
+}
+
+#[test]
+fn control_sequences_in_every_planner_written_string_never_reach_the_terminal() {
+    let env = planned();
+    let esc = "\x1b]8;;https://evil\x07click\x1b]8;;\x07\x1b[2J\u{202E}";
+    forge(&env, |p| {
+        p.executor.key = Some(format!("SHA256:{esc}"));
+        p.policy_source.location = Some(esc.into());
+        for s in &mut p.skipped {
+            s.detail = Some(esc.into());
+        }
+        p.skipped[0].refname = format!("refs/heads/{esc}");
+        p.affected[0].author.name = esc.into();
+        p.affected[0].author.email = esc.into();
+        p.affected[0].subject = esc.into();
+        if let guardctl::plan::Operation::StaleBranches(i) = &mut p.operation {
+            i.base = format!("refs/heads/{esc}");
+            i.exclude = vec![esc.into()];
+        }
+    });
+    for (who, args) in [
+        ("bob", &["show", "plan.json", "--all"][..]),
+        ("bob", &["--json", "show", "plan.json"][..]),
+        ("bob", &["approve", "plan.json", "--yes"][..]),
+        ("alice", &["apply", "plan.json"][..]),
+    ] {
+        let r = env.run(who, args);
+        for (stream, text) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
+            assert!(
+                !text.contains(['\x1b', '\x07', '\u{202E}']),
+                "{args:?} printed a raw control character on {stream}:\n{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_honest_plan_is_drift_once_a_planned_branch_is_checked_out() {
+    let env = planned();
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    env.git(&["checkout", "-q", "feature/done"]);
+    let before = env.repository_state();
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("refs/heads/feature/done eligible: planned delete, now not planned: checked out here"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(before, env.repository_state());
+    assert_eq!(env.run("alice", &["verify", "plan.json"]).code, 10);
+}
+
+#[test]
+fn an_honest_plan_is_drift_once_a_planned_branch_is_in_a_new_worktree() {
+    let env = planned();
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let wt2 = env.path().join("wt2");
+    env.git(&["worktree", "add", "-q", wt2.to_str().unwrap(), "fix/old"]);
+    let before = env.repository_state();
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(r.stderr.contains("refs/heads/fix/old eligible"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("checked out in another worktree"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(before, env.repository_state());
+    assert_eq!(
+        env.git(&["-C", wt2.to_str().unwrap(), "symbolic-ref", "HEAD"])
+            .trim(),
+        "refs/heads/fix/old"
+    );
+}
+
+#[test]
+fn two_plans_of_one_state_in_one_second_have_different_ids_and_each_applies_once() {
+    let env = planned();
+    let first = plan_id_of(&env.repo.join("plan.json"));
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--merged", "--gone", "-o", "again.json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let again = plan_id_of(&env.repo.join("again.json"));
+    assert_ne!(
+        first, again,
+        "the same state at the same second must still give two plans"
+    );
+    assert_eq!(
+        payload_of(&env.repo.join("plan.json"))["plan_hash"],
+        payload_of(&env.repo.join("again.json"))["plan_hash"],
+        "the plan hash is over inputs and state: the same for both"
+    );
+
+    // apply, rollback, then a fresh plan of the restored state applies again for real.
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    assert_eq!(env.run("alice", &["apply", "plan.json"]).code, 0);
+    assert!(!env.git(&["branch"]).contains("feature/done"));
+    let r = env.run("alice", &["rollback", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(env.git(&["branch"]).contains("feature/done"));
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--merged", "--gone", "-o", "third.json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_ne!(plan_id_of(&env.repo.join("third.json")), first);
+    assert_eq!(env.run("bob", &["approve", "third.json", "--yes"]).code, 0);
+    let r = env.run("alice", &["apply", "third.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!r.stderr.contains("already applied"), "{}", r.stderr);
+    assert!(!env.git(&["branch"]).contains("feature/done"), "deleted again");
+}

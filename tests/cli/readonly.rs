@@ -1,0 +1,212 @@
+//! The preview path writes nothing (issue 12): `plan`, `show`, `verify` and `whoami` work for
+//! someone who can read the repository but not write it, and leave every file under it as it
+//! was. The repository is made read-only (`chmod -R a-w`); when the tests run as root (who
+//! ignores file modes), the commands run as `nobody` through `setpriv`, so the kernel, not
+//! guardctl's good manners, is what refuses a write.
+
+use crate::fixtures::{NOW, TestEnv, run, standard_repo};
+use sha2::Digest;
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Every file, directory and link under `dir`: kind, mode, size, mtime and content digest.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let m = fs::symlink_metadata(&p).unwrap();
+            let digest = if m.is_file() {
+                format!("{:x}", sha2::Sha256::digest(fs::read(&p).unwrap()))
+            } else {
+                String::new()
+            };
+            if m.is_dir() {
+                stack.push(p.clone());
+            }
+            let rel = p.strip_prefix(dir).unwrap().to_path_buf();
+            let line = format!(
+                "{:o} {} {}.{} {digest}",
+                m.mode(),
+                m.len(),
+                m.mtime(),
+                m.mtime_nsec()
+            );
+            out.insert(rel, line);
+        }
+    }
+    out
+}
+
+fn chmod_tree(dir: &Path, writable: bool) {
+    let status = Command::new("chmod")
+        .args(["-R", if writable { "u+w" } else { "a-w,a+rX" }])
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Gives write permission back when the test ends, however it ends (so the temporary
+/// directory can be removed).
+struct Writable<'a>(&'a Path);
+
+impl Drop for Writable<'_> {
+    fn drop(&mut self) {
+        chmod_tree(self.0, true);
+    }
+}
+
+fn is_root() -> bool {
+    fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// A place `nobody` (or this user) may write: the plan output, HOME, the keys.
+fn scratch(env: &TestEnv) -> PathBuf {
+    let dir = env.path().join("scratch");
+    fs::create_dir_all(dir.join("home")).unwrap();
+    for user in ["alice", "bob"] {
+        let key = env.key(user);
+        fs::copy(&key, dir.join(user)).unwrap();
+        fs::set_permissions(dir.join(user), fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    fs::copy(env.allowed_signers(), dir.join("allowed_signers")).unwrap();
+    // Git (and libgit2) refuse a repository another user owns unless it is declared safe.
+    fs::write(dir.join("home/.gitconfig"), "[safe]\n\tdirectory = *\n").unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+        std::os::unix::fs::chown(dir.join("home"), Some(65534), Some(65534)).unwrap();
+    }
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o777)).unwrap();
+    // Every directory above the repository must be searchable by `nobody`.
+    fs::set_permissions(env.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// guardctl as someone who cannot write the repository.
+fn reader(env: &TestEnv, scratch: &Path, user: &str, args: &[&str]) -> crate::fixtures::Run {
+    let mut c = if is_root() {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_guardctl"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_guardctl"))
+    };
+    let home = scratch.join("home");
+    c.current_dir(&env.repo)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home)
+        .env("TZ", "UTC")
+        .env("GIT_CONFIG_GLOBAL", home.join(".gitconfig"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GUARDCTL_TEST_NOW", NOW)
+        .arg("--key")
+        .arg(scratch.join(user))
+        .arg("--allowed-signers")
+        .arg(scratch.join("allowed_signers"))
+        .args(args);
+    run(c)
+}
+
+#[test]
+fn plan_show_verify_and_whoami_work_on_a_repository_nobody_can_write() {
+    if is_root() && Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: running as root without setpriv, a read-only repository cannot be enforced");
+        return;
+    }
+    let env = standard_repo();
+    let scratch = scratch(&env);
+    // An approved plan to verify, kept outside the repository.
+    let approved = scratch.join("approved.json");
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "-o", approved.to_str().unwrap()],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", approved.to_str().unwrap(), "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    fs::set_permissions(&approved, fs::Permissions::from_mode(0o644)).unwrap();
+
+    let before = tree(&env.repo);
+    chmod_tree(&env.repo, false);
+    let _restore = Writable(&env.repo);
+    let frozen = tree(&env.repo);
+    if is_root() {
+        // The sandbox is real: `nobody` cannot write there.
+        let touch = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "touch"])
+            .arg(env.repo.join(".git/probe"))
+            .output()
+            .unwrap();
+        assert!(!touch.status.success(), "nobody could write the repository");
+    }
+
+    let out = scratch.join("plan.json");
+    let out = out.to_str().unwrap();
+    for (user, args) in [
+        ("alice", vec!["whoami"]),
+        (
+            "alice",
+            vec!["plan", "stale-branches", "--merged", "--gone", "-o", out],
+        ),
+        ("bob", vec!["show", out]),
+        ("bob", vec!["--json", "show", out]),
+        ("alice", vec!["verify", approved.to_str().unwrap()]),
+        ("alice", vec!["--json", "verify", approved.to_str().unwrap()]),
+    ] {
+        let r = reader(&env, &scratch, user, &args);
+        assert_eq!(
+            r.code,
+            0,
+            "{args:?} on a read-only repository:\n{}",
+            r.transcript()
+        );
+        assert_eq!(
+            frozen,
+            tree(&env.repo),
+            "{args:?} changed something under the repository"
+        );
+    }
+    drop(_restore);
+    // Only the modes differ from before the chmod: no file was added, removed or changed.
+    let strip_mode = |t: &BTreeMap<PathBuf, String>| -> Vec<(PathBuf, String)> {
+        t.iter()
+            .map(|(p, l)| (p.clone(), l.split_once(' ').unwrap().1.to_string()))
+            .collect()
+    };
+    assert_eq!(strip_mode(&before), strip_mode(&tree(&env.repo)));
+}
+
+#[test]
+fn a_plan_made_in_one_clone_is_refused_in_a_copy_of_it() {
+    let env = standard_repo();
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let copy = env.path().join("copy");
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(&env.repo)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut c = env.command();
+    c.current_dir(&copy)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["apply", "plan.json"]);
+    let r = run(c);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert!(r.stderr.contains("plan for another repository"), "{}", r.stderr);
+    // In the repository it was made in, it applies.
+    assert_eq!(env.run("alice", &["apply", "plan.json"]).code, 0);
+}
