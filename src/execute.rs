@@ -232,7 +232,6 @@ impl Executor<'_> {
                 "the command was not run; re-run `guardctl plan exec` and have the new plan approved",
             )
         })?;
-        crash_point("staged");
         if let Some(script) = &inputs.before_image {
             let out = exec::run_script(&staged, Script::BeforeImage, script, &dir, &env)?;
             self.store.write_file(id, "before-image-output", &out.stdout)?;

@@ -294,10 +294,7 @@ pub fn recheck(top: &Path, planned: &ExecInputs) -> Result<Vec<Drift>> {
     let env = environment(&names);
     let dir = workdir(top, planned)?;
     let mut drifts = Vec::new();
-    let short = |d: &Option<String>| {
-        d.as_deref()
-            .map_or("(unset)".into(), |h| format!("sha256:{}", &h[..12.min(h.len())]))
-    };
+    let short = |d: &Option<String>| d.as_deref().map_or("(unset)".into(), pin::short_digest);
     for (p, now) in planned.env.iter().zip(env_entries(&env)) {
         if p.sha256 != now.sha256 {
             drifts.push(drift(

@@ -113,6 +113,12 @@ pub struct Analysis {
     shell: usize,
 }
 
+/// `sha256:` and the first 12 characters of a digest, for messages (by characters: a digest
+/// read from a plan is the planner's string until it is compared).
+pub fn short_digest(h: &str) -> String {
+    format!("sha256:{}", h.chars().take(12).collect::<String>())
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     crate::plan::envelope::hex(&Sha256::digest(bytes))
 }
@@ -440,7 +446,7 @@ pub fn analyze(top: &Path, dir: &Path, path_env: Option<&OsStr>, c: Commands) ->
 /// The differences between the pinned files of the plan and those found now, as
 /// (resource, field, planned, now).
 pub fn differences(planned: &[Pinned], now: &[Pinned]) -> Vec<(String, String, String, String)> {
-    let short = |h: &str| format!("sha256:{}", &h[..12.min(h.len())]);
+    let short = short_digest;
     let opt = |o: &Option<String>| o.as_deref().map_or("(none)".to_string(), safe);
     let mut out = Vec::new();
     let key = |p: &Pinned| (p.name.clone(), p.found);
@@ -595,10 +601,8 @@ impl Staged {
                     diffs.push((
                         format!("pinned {}", safe(&p.name)),
                         "copy".into(),
-                        want.map_or("(not pinned)".into(), |w| {
-                            format!("sha256:{}", &w[..12.min(w.len())])
-                        }),
-                        format!("sha256:{} (changed while copying)", &got[..12]),
+                        want.map_or("(not pinned)".into(), short_digest),
+                        format!("{} (changed while copying)", short_digest(&got)),
                     ));
                     continue;
                 }
@@ -651,7 +655,7 @@ impl Staged {
                     out.push((
                         format!("pinned {}", safe(&p.name)),
                         "copy".into(),
-                        format!("sha256:{}", &want[..12.min(want.len())]),
+                        short_digest(want),
                         "changed in the private copy".into(),
                     ));
                 }
@@ -862,6 +866,12 @@ mod tests {
                 "early/tool".to_string()
             )]
         );
+    }
+
+    #[test]
+    fn a_crafted_digest_is_shortened_without_panicking() {
+        assert_eq!(short_digest("ééééééééééééééé"), "sha256:éééééééééééé");
+        assert_eq!(short_digest("ab"), "sha256:ab");
     }
 
     #[test]

@@ -516,7 +516,7 @@ pub const NOT_PINNED: &str = "anything the command calls by name or reads outsid
 
 /// One line per pinned entry: `path (sha256:…)`, a link with its target, a tree's files.
 fn pinned_lines(x: &crate::plan::model::ExecInputs) -> Vec<String> {
-    let short = |h: &str| format!("sha256:{}", &h[..12.min(h.len())]);
+    let short = crate::ops::pin::short_digest;
     let mut out = Vec::new();
     for p in &x.pinned {
         let mut line = safe(&p.path);
@@ -568,13 +568,7 @@ fn exec_view(x: &crate::plan::model::ExecInputs, paging: &Paging) -> ExecView {
         files: x
             .files
             .iter()
-            .map(|f| {
-                format!(
-                    "{} (sha256:{})",
-                    safe(&f.path),
-                    &f.sha256[..12.min(f.sha256.len())]
-                )
-            })
+            .map(|f| format!("{} ({})", safe(&f.path), crate::ops::pin::short_digest(&f.sha256)))
             .collect(),
         preview: safe(&x.preview),
         before_image: x.before_image.as_deref().map(safe),
