@@ -719,7 +719,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__exec)
-            opts="-o -C -q -h -V --remote --preview --before-image --env --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-o -C -q -h -V --remote --preview --before-image --env --pin --verify --verify-prints --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -739,6 +739,18 @@ _guardctl() {
                     ;;
                 --env)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pin)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-prints)
+                    COMPREPLY=($(compgen -W "state diff" -- "${cur}"))
                     return 0
                     ;;
                 --out)

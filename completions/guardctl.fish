@@ -140,6 +140,10 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l preview -d 'A shell command whose output lists what the command will do (the manifest)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l before-image -d 'A shell command run first at apply time (e.g. a dump); it must succeed' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l env -d 'Give the commands this environment variable (repeatable; PATH always)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l pin -d 'Pin this file or directory too, e.g. a helper a script sources (repeatable; directories are pinned as trees, relative to the working directory)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l verify -d 'A shell command run after the command; its output is the observed state' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l verify-prints -d 'What --verify prints: the manifest\'s resources still present (state), or what the command changed (diff)' -r -f -a "state\t''
+diff\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -s o -l out -d 'Where to write the plan' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l executor -d 'The principal that may apply the plan [default: the planner]' -r

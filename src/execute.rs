@@ -14,9 +14,11 @@
 //! and one atomic `git push` whose every deletion is leased on the planned id: a branch that
 //! moved after the check fails the whole push. Recovery asks the remote (`git ls-remote`).
 //!
-//! A command (exec): drift (the preview re-run), the before-image command, the before-image,
-//! `consumed`, `command-started`, the command, `command-finished`; a crash between the last two
-//! is recorded as interrupted and the command is never run again.
+//! A command (exec): drift (the pinned files re-derived, the preview re-run from a private
+//! copy), a second private copy checked against the plan, the before-image command and the
+//! command run from it, the before-image, `consumed`, `command-started`, the command, the
+//! verify command, `command-finished`; a crash between the last two is recorded as
+//! interrupted and the command is never run again.
 //!
 //! Apply journal: `before-image-written`, `consumed`, (`backup-created`,) then `refs-committed`
 //! or `aborted`, `config-removed`, `done`; or `refused` when a check failed before anything was
@@ -26,6 +28,7 @@
 
 use crate::error::{Error, Kind, Result};
 use crate::ops::exec;
+use crate::ops::pin::Script;
 use crate::plan::approval::{APPLY_NAMESPACE, DeletedRef, ExecResult, RECEIPT_PAYLOAD_TYPE, Receipt};
 use crate::plan::model::ExecInputs;
 use crate::render::escape::safe;
@@ -204,9 +207,13 @@ impl Executor<'_> {
         self.finish(id, &image, key)
     }
 
-    /// A command (exec): check drift (the preview re-run), run the before-image command, which
-    /// must succeed, write the before-image, mark consumed, then run the command exactly once
-    /// and record how it ended. A failing command is a receipt that says so (exit 15).
+    /// A command (exec): check drift (the preview re-run), copy the pinned files into a
+    /// private directory (each copy checked against the plan), run the before-image command
+    /// from it, which must succeed, check the copies again, write the before-image, mark
+    /// consumed, then run the command from the copy exactly once, run the verify command, and
+    /// record how both ended. A failing command or verification is a receipt that says so
+    /// (exit 15). Whatever happens to the repository's files once they are copied, what runs
+    /// is the approved content.
     pub fn apply_exec(
         &self,
         id: &str,
@@ -220,8 +227,13 @@ impl Executor<'_> {
         let names: Vec<String> = inputs.env.iter().map(|e| e.name.clone()).collect();
         let env = exec::environment(&names);
         let dir = exec::workdir(top, inputs)?;
+        let staged = exec::prepare(top, inputs)?.map_err(|d| {
+            crate::gate::drift_error(&d).with_hint(
+                "the command was not run; re-run `guardctl plan exec` and have the new plan approved",
+            )
+        })?;
         if let Some(script) = &inputs.before_image {
-            let out = exec::run_shell(script, &dir, &env)?;
+            let out = exec::run_script(&staged, Script::BeforeImage, script, &dir, &env)?;
             self.store.write_file(id, "before-image-output", &out.stdout)?;
             if !out.status.success() {
                 // Nothing destructive ran and the plan is not used: it can be applied again.
@@ -233,13 +245,29 @@ impl Executor<'_> {
                 .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))
                 .with_hint("fix what it needs and apply again: the plan was not used"));
             }
+            let changed: Vec<exec::Drift> = staged
+                .recheck()
+                .into_iter()
+                .map(|(refname, field, planned, now)| exec::Drift {
+                    refname,
+                    field,
+                    planned,
+                    now,
+                })
+                .collect();
+            if !changed.is_empty() {
+                self.store.journal(id, "refused", self.now)?;
+                return Err(crate::gate::drift_error(&changed).with_hint(
+                    "the before-image command changed the private copy; the command was not run",
+                ));
+            }
         }
         self.store.write_before_image(id, &image)?;
         self.step(id, "before-image-written")?;
         self.store.mark_consumed(id)?;
         self.step(id, "consumed")?;
         self.step(id, "command-started")?;
-        let result = match exec::run_command(&inputs.command, &dir, &env) {
+        let mut result = match exec::run_command(&staged, &inputs.command, &dir, &env) {
             Ok(out) => {
                 self.store.write_file(id, "command-stdout", &out.stdout)?;
                 self.store.write_file(id, "command-stderr", &out.stderr)?;
@@ -251,6 +279,7 @@ impl Executor<'_> {
                     stdout_bytes: out.stdout.len() as u64,
                     stderr: exec::digest(&out.stderr),
                     stderr_bytes: out.stderr.len() as u64,
+                    verification: None,
                 }
             }
             Err(e) => ExecResult {
@@ -261,8 +290,10 @@ impl Executor<'_> {
                 stdout_bytes: 0,
                 stderr: exec::digest(b""),
                 stderr_bytes: 0,
+                verification: None,
             },
         };
+        result.verification = exec::verify(&staged, inputs, &dir, &env)?;
         let bytes = serde_json::to_vec(&result).unwrap_or_default();
         self.store.write_file(id, EXEC_RESULT, &bytes)?;
         self.step(id, "command-finished")?;
@@ -369,6 +400,9 @@ impl Executor<'_> {
                 (Some(code), _) => mismatches.push(format!("the command exited with status {code}")),
                 (None, Some(why)) => mismatches.push(format!("the command did not finish: {why}")),
                 (None, None) => mismatches.push("the command was killed by a signal".into()),
+            }
+            if let Some(v) = &r.verification {
+                mismatches.extend(exec::verification_mismatches(v));
             }
         }
         let receipt = Receipt {

@@ -101,10 +101,14 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             Kind::Unverified,
             "applied, but the observed effect differs from the plan",
         )
-        .with_hint(format!(
-            "inspect the mismatches above; `guardctl rollback {}` restores the backups",
-            receipt.plan_id
-        )))
+        .with_hint(match &receipt.exec {
+            // A command has no rollback: its --before-image is the way back.
+            Some(_) => "inspect the mismatches above; a command cannot be rolled back (see its --before-image output)".to_string(),
+            None => format!(
+                "inspect the mismatches above; `guardctl rollback {}` restores the backups",
+                receipt.plan_id
+            ),
+        }))
     }
 }
 

@@ -60,10 +60,15 @@ pub enum OperationArgs {
 ///
 /// The plan records the command and its arguments (run without a shell), the working
 /// directory, the content of every repository file an argument names, the allowlisted
-/// environment (values as digests; the commands get nothing else, PATH always), and the
-/// preview's output: the manifest the reviewer approves. Apply re-runs the preview; any
-/// difference, a changed file or variable is drift (10) and the command does not run.
-/// Otherwise it runs the command once and records its exit status (15 when it fails).
+/// environment (values as digests; the commands get nothing else, PATH always), every file
+/// that runs (programs resolved through PATH, the scripts interpreters run, symbolic links
+/// and their targets, --pin paths), and the preview's output: the manifest the reviewer
+/// approves and the policy sees (one resource a line, or JSON lines with an "id"). Apply
+/// re-derives the pinned files and re-runs the preview; any difference is drift (10) and
+/// the command does not run. Otherwise it runs the command once from a private copy of the
+/// pinned files and records its exit status (15 when it fails, or when --verify finds
+/// manifest resources still present).
+/// Not pinned: anything the command calls by name or reads outside the pinned files.
 /// Example: plan exec --preview 'scripts/prune.sh --dry-run' -- scripts/prune.sh
 #[derive(Debug, clap::Args)]
 pub struct ExecArgs {
@@ -80,9 +85,26 @@ pub struct ExecArgs {
     /// Give the commands this environment variable (repeatable; PATH always)
     #[arg(long = "env", value_name = "NAME")]
     pub env: Vec<String>,
+    /// Pin this file or directory too, e.g. a helper a script sources (repeatable;
+    /// directories are pinned as trees, relative to the working directory)
+    #[arg(long = "pin", value_name = "PATH")]
+    pub pin: Vec<String>,
+    /// A shell command run after the command; its output is the observed state
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
+    /// What --verify prints: the manifest's resources still present (state), or what the
+    /// command changed (diff)
+    #[arg(long, value_name = "WHAT", value_enum)]
+    pub verify_prints: Option<VerifyPrintsArg>,
     /// The command and its arguments, after `--`
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum VerifyPrintsArg {
+    State,
+    Diff,
 }
 
 /// Tags that are safe to delete, here or (with --remote) on a remote.
@@ -235,6 +257,12 @@ fn resolve(operation: OperationArgs, ctx: &Ctx, repo: &Repo, policy: &Policy) ->
                 preview: op.preview,
                 before_image: op.before_image,
                 env: op.env,
+                pin: op.pin,
+                verify: op.verify,
+                verify_prints: op.verify_prints.map(|v| match v {
+                    VerifyPrintsArg::State => crate::plan::model::VerifyPrints::State,
+                    VerifyPrintsArg::Diff => crate::plan::model::VerifyPrints::Diff,
+                }),
             };
             Ok(Resolved {
                 operation: Operation::Exec(exec::observe(&repo.display_path(), &ctx.start_dir()?, &request)?),
@@ -406,21 +434,38 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     if let Some(s) = spinner {
         s.finish_and_clear();
     }
+    // An exec plan's resources are its manifest: the ids its preview listed.
+    let manifest = crate::plan::manifest::of(&operation);
+    let count = manifest.as_ref().map_or(outcome.affected.len(), Vec::len);
     if let Some(max) = policy.max_affected
-        && outcome.affected.len() as u64 > max
+        && count as u64 > max
+    {
+        return Err(Error::new(
+            Kind::Policy,
+            format!("the plan would affect {count} resources; the policy allows at most {max} per plan"),
+        )
+        .with_details(serde_json::json!({"affected": count, "max_affected": max}))
+        .with_hint("narrow the selection (--match, --exclude, --older-than) and plan in parts"));
+    }
+    if let Some(ids) = &manifest
+        && let Some(id) =
+            crate::policy::route::protected_id(policy, ids).map_err(|e| Error::new(Kind::Policy, e))?
     {
         return Err(Error::new(
             Kind::Policy,
             format!(
-                "the plan would affect {} resources; the policy allows at most {max} per plan",
-                outcome.affected.len()
+                "the preview lists {}, which the policy protects; no plan was written",
+                safe(id)
             ),
         )
-        .with_details(serde_json::json!({"affected": outcome.affected.len(), "max_affected": max}))
-        .with_hint("narrow the selection (--match, --exclude, --older-than) and plan in parts"));
+        .with_details(serde_json::json!({"protected": id}))
+        .with_hint("leave protected resources out of what the command does (and of its preview)"));
     }
-    let review =
-        crate::policy::route::review(policy, &outcome.affected).map_err(|e| Error::new(Kind::Policy, e))?;
+    let review = match &manifest {
+        Some(ids) => crate::policy::route::review_ids(policy, ids),
+        None => crate::policy::route::review(policy, &outcome.affected),
+    }
+    .map_err(|e| Error::new(Kind::Policy, e))?;
     let policy_hash = in_force.hash.clone();
     let summary = derive::summary(&operation, &outcome.affected);
     let risk = derive::risk(&operation, &outcome.affected, policy.bulk.threshold);
@@ -476,11 +521,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         args.out.display(),
         args.out.display()
     ));
-    Ok(if args.detailed_exitcode && !plan.affected.is_empty() {
-        2
-    } else {
-        0
-    })
+    Ok(if args.detailed_exitcode && count > 0 { 2 } else { 0 })
 }
 
 /// Say so when the work tree holds a policy file that is not the one in force: editing it

@@ -3,16 +3,25 @@
 //! The plan records exactly what runs (the argument vector, no shell), where (relative to the
 //! work tree's top), with which environment (only the allowlisted variables, each recorded as
 //! the sha256 of its value), which repository files its arguments name (with content
-//! digests), and what the preview printed: that output is the manifest a reviewer approves.
-//! `recheck` re-runs the preview at apply time; any difference is drift and the command does
-//! not run.
+//! digests), every file that runs (`pin`: programs resolved through `PATH`, scripts, links and
+//! their targets, `--pin` trees), and what the preview printed: that output is the manifest a
+//! reviewer approves and the policy sees (`plan::manifest`).
+//!
+//! Everything runs from a private copy of the pinned files ([`pin::Staged`]), at planning
+//! time as at apply time, so what the preview, the before-image command, the command and the
+//! verify command run is the content that was hashed. `recheck` re-derives the pinned files
+//! and re-runs the preview at apply time; any difference is drift and the command does not
+//! run.
 
-use super::stale_branches::Drift;
+use super::pin::{self, Commands, Script, Staged};
+pub use super::stale_branches::Drift;
 use crate::error::{Error, Result};
-use crate::plan::model::{EnvEntry, ExecInputs, FileDigest, PreviewOutput};
+use crate::plan::approval::Verification;
+use crate::plan::model::{EnvEntry, ExecInputs, FileDigest, PreviewOutput, VerifyPrints};
 use crate::render::escape::safe;
 use sha2::{Digest, Sha256};
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::process::CommandExt;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -30,6 +39,9 @@ pub struct Request {
     pub preview: String,
     pub before_image: Option<String>,
     pub env: Vec<String>,
+    pub pin: Vec<String>,
+    pub verify: Option<String>,
+    pub verify_prints: Option<VerifyPrints>,
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -120,25 +132,54 @@ fn with_env<'c>(c: &'c mut Command, dir: &Path, env: &[(String, Option<OsString>
     c
 }
 
-/// `sh -c script` in `dir` with only `env`, output captured.
-pub fn run_shell(script: &str, dir: &Path, env: &[(String, Option<OsString>)]) -> Result<Output> {
-    with_env(Command::new("sh").arg("-c").arg(script), dir, env)
-        .output()
-        .map_err(|e| Error::internal("cannot run sh").caused_by(e))
+/// The `PATH` the commands get (what bare program names are looked up in).
+fn path_of(env: &[(String, Option<OsString>)]) -> Option<&OsStr> {
+    env.iter()
+        .find(|(n, _)| n == "PATH")
+        .and_then(|(_, v)| v.as_deref())
 }
 
-/// The planned command itself (no shell) in `dir` with only `env`, output captured.
-pub fn run_command(command: &[String], dir: &Path, env: &[(String, Option<OsString>)]) -> Result<Output> {
-    let (program, args) = command
+/// A command string run by the private copy of `sh`, its pinned words naming their copies.
+pub fn run_script(
+    staged: &Staged,
+    which: Script,
+    script: &str,
+    dir: &Path,
+    env: &[(String, Option<OsString>)],
+) -> Result<Output> {
+    let script = staged.script(which, script)?;
+    with_env(
+        Command::new(staged.shell()).arg0("sh").arg("-c").arg(script),
+        dir,
+        env,
+    )
+    .output()
+    .map_err(|e| Error::internal(format!("cannot run the {}", which.label())).caused_by(e))
+}
+
+/// The planned command itself (no shell), from the private copy, in `dir` with only `env`.
+pub fn run_command(
+    staged: &Staged,
+    command: &[String],
+    dir: &Path,
+    env: &[(String, Option<OsString>)],
+) -> Result<Output> {
+    let argv = staged.command(command)?;
+    let (program, args) = argv
         .split_first()
         .ok_or_else(|| Error::invalid_plan("the plan has no command"))?;
-    with_env(Command::new(program).args(args), dir, env)
+    with_env(Command::new(program).arg0(&command[0]).args(args), dir, env)
         .output()
-        .map_err(|e| Error::internal(format!("cannot run {}", safe(program))).caused_by(e))
+        .map_err(|e| Error::internal(format!("cannot run {}", safe(&command[0]))).caused_by(e))
 }
 
-fn preview(script: &str, dir: &Path, env: &[(String, Option<OsString>)]) -> Result<PreviewOutput> {
-    let out = run_shell(script, dir, env)?;
+fn preview(
+    staged: &Staged,
+    script: &str,
+    dir: &Path,
+    env: &[(String, Option<OsString>)],
+) -> Result<PreviewOutput> {
+    let out = run_script(staged, Script::Preview, script, dir, env)?;
     if !out.status.success() {
         return Err(Error::usage(format!("the preview failed ({})", out.status))
             .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))
@@ -156,10 +197,14 @@ fn preview(script: &str, dir: &Path, env: &[(String, Option<OsString>)]) -> Resu
     })
 }
 
-/// Observe at planning time: resolve the directory, environment and files, run the preview.
+/// Observe at planning time: resolve the directory, environment, files and pinned files,
+/// copy the pinned files privately and run the preview from that copy.
 pub fn observe(top: &Path, cwd: &Path, req: &Request) -> Result<ExecInputs> {
     if req.command.is_empty() {
         return Err(Error::usage("give the command after `--`"));
+    }
+    if req.verify_prints.is_some() && req.verify.is_none() {
+        return Err(Error::usage("--verify-prints needs --verify"));
     }
     let mut names: Vec<String> = ALWAYS.iter().map(|s| s.to_string()).collect();
     names.extend(req.env.iter().cloned());
@@ -168,34 +213,88 @@ pub fn observe(top: &Path, cwd: &Path, req: &Request) -> Result<ExecInputs> {
     let env = environment(&names);
     let workdir = relative_workdir(top, cwd)?;
     let dir = top.join(&workdir);
+    let mut pins = req.pin.clone();
+    pins.dedup();
+    let commands = Commands {
+        command: &req.command,
+        preview: &req.preview,
+        before_image: req.before_image.as_deref(),
+        verify: req.verify.as_deref(),
+        pin: &pins,
+    };
+    let analysis = pin::analyze(top, &dir, path_of(&env), commands)?;
+    let pinned = analysis.pinned.clone();
+    let staged = Staged::new(analysis, &pinned)?.map_err(|d| {
+        Error::usage("a pinned file changed while it was copied; plan again")
+            .caused_by(d.first().map(|d| d.0.clone()).unwrap_or_default())
+    })?;
     Ok(ExecInputs {
         files: file_digests(top, &dir, &req.command)?,
-        preview_output: preview(&req.preview, &dir, &env)?,
+        preview_output: preview(&staged, &req.preview, &dir, &env)?,
         remote: req.remote.clone(),
         command: req.command.clone(),
         preview: req.preview.clone(),
         before_image: req.before_image.clone(),
         workdir,
         env: env_entries(&env),
+        pin: pins,
+        verify: req.verify.clone(),
+        verify_prints: req.verify_prints,
+        pinned,
     })
 }
 
-/// Re-observe at apply time: every difference from the plan, the preview's output last.
+fn drift(resource: &str, field: &str, planned: String, now: String) -> Drift {
+    Drift {
+        refname: resource.to_string(),
+        field: field.to_string(),
+        planned,
+        now,
+    }
+}
+
+/// At apply time: re-derive the pinned files from the plan's commands, compare them with the
+/// plan's, and copy them privately, each copy checked against the plan's digest. `Err`: the
+/// differences (nothing may run).
+pub fn prepare(top: &Path, planned: &ExecInputs) -> Result<std::result::Result<Staged, Vec<Drift>>> {
+    let names: Vec<String> = planned.env.iter().map(|e| e.name.clone()).collect();
+    let env = environment(&names);
+    let dir = workdir(top, planned)?;
+    let analysis = match pin::analyze(top, &dir, path_of(&env), planned.into()) {
+        Ok(a) => a,
+        Err(e) => {
+            let now = std::iter::once(e.message)
+                .chain(e.causes)
+                .collect::<Vec<_>>()
+                .join(": ");
+            return Ok(Err(vec![drift(
+                "pinned files",
+                "found",
+                "as planned".into(),
+                now,
+            )]));
+        }
+    };
+    let to_drifts = |d: Vec<pin::Difference>| {
+        d.into_iter()
+            .map(|(r, f, p, n)| drift(&r, &f, p, n))
+            .collect::<Vec<_>>()
+    };
+    let differences = pin::differences(&planned.pinned, &analysis.pinned);
+    if !differences.is_empty() {
+        return Ok(Err(to_drifts(differences)));
+    }
+    Ok(Staged::new(analysis, &planned.pinned)?.map_err(to_drifts))
+}
+
+/// Re-observe at apply time: every difference from the plan, the preview's output last. This
+/// is the one entry point of the drift check for exec plans.
 pub fn recheck(top: &Path, planned: &ExecInputs) -> Result<Vec<Drift>> {
     let names: Vec<String> = planned.env.iter().map(|e| e.name.clone()).collect();
     let env = environment(&names);
     let dir = workdir(top, planned)?;
     let mut drifts = Vec::new();
-    let drift = |resource: &str, field: &str, planned: String, now: String| Drift {
-        refname: resource.to_string(),
-        field: field.to_string(),
-        planned,
-        now,
-    };
-    let short = |d: &Option<String>| {
-        d.as_deref()
-            .map_or("(unset)".into(), |h| format!("sha256:{}", &h[..12.min(h.len())]))
-    };
+    let short = |d: &Option<String>| d.as_deref().map_or("(unset)".into(), pin::short_digest);
     for (p, now) in planned.env.iter().zip(env_entries(&env)) {
         if p.sha256 != now.sha256 {
             drifts.push(drift(
@@ -217,11 +316,16 @@ pub fn recheck(top: &Path, planned: &ExecInputs) -> Result<Vec<Drift>> {
             ));
         }
     }
-    if !drifts.is_empty() {
-        // The inputs changed: running even the preview with them is not what was approved.
-        return Ok(drifts);
-    }
-    let now = preview(&planned.preview, &dir, &env).map_err(|e| {
+    let staged = match prepare(top, planned)? {
+        Ok(s) if drifts.is_empty() => s,
+        Ok(_) => return Ok(drifts),
+        Err(d) => {
+            drifts.extend(d);
+            return Ok(drifts);
+        }
+    };
+    // The inputs are as planned: the preview runs from the private copy.
+    let now = preview(&staged, &planned.preview, &dir, &env).map_err(|e| {
         Error::new(
             crate::error::Kind::Drift,
             "the preview no longer succeeds; the command was not run",
@@ -247,6 +351,118 @@ pub fn recheck(top: &Path, planned: &ExecInputs) -> Result<Vec<Drift>> {
         drifts.push(d);
     }
     Ok(drifts)
+}
+
+/// Run the `--verify` command from the private copy and compare what it printed with the
+/// manifest (the preview's ids).
+pub fn verify(
+    staged: &Staged,
+    planned: &ExecInputs,
+    dir: &Path,
+    env: &[(String, Option<OsString>)],
+) -> Result<Option<Verification>> {
+    let Some(script) = &planned.verify else {
+        return Ok(None);
+    };
+    let prints = planned.verify_prints.unwrap_or(VerifyPrints::State);
+    let expected = crate::plan::manifest::ids(&planned.preview_output.text);
+    let (status, text) = match run_script(staged, Script::Verify, script, dir, env) {
+        Ok(out) => (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        ),
+        Err(_) => (None, String::new()),
+    };
+    Ok(Some(compare(script, prints, status, expected, &text)))
+}
+
+/// Expected against observed: for `state`, the manifest ids still listed; for `diff`, the
+/// manifest ids missing from the changes and the changes not in the manifest.
+pub fn compare(
+    script: &str,
+    prints: VerifyPrints,
+    status: Option<i32>,
+    expected: Vec<String>,
+    observed_text: &str,
+) -> Verification {
+    let observed = crate::plan::manifest::ids(observed_text);
+    let seen: std::collections::HashSet<&str> = observed.iter().map(String::as_str).collect();
+    let wanted: std::collections::HashSet<&str> = expected.iter().map(String::as_str).collect();
+    let (remaining, unexpected, prints) = match prints {
+        VerifyPrints::State => (
+            expected
+                .iter()
+                .filter(|e| seen.contains(e.as_str()))
+                .cloned()
+                .collect(),
+            Vec::new(),
+            "state",
+        ),
+        VerifyPrints::Diff => (
+            expected
+                .iter()
+                .filter(|e| !seen.contains(e.as_str()))
+                .cloned()
+                .collect(),
+            observed
+                .iter()
+                .filter(|o| !wanted.contains(o.as_str()))
+                .cloned()
+                .collect(),
+            "diff",
+        ),
+    };
+    Verification {
+        command: script.to_string(),
+        prints: prints.to_string(),
+        status,
+        expected,
+        observed,
+        remaining,
+        unexpected,
+    }
+}
+
+/// What a verification says is wrong; empty when verified.
+pub fn verification_mismatches(v: &Verification) -> Vec<String> {
+    let mut out = Vec::new();
+    let list = |ids: &[String]| {
+        let mut s: Vec<String> = ids.iter().take(5).map(|i| safe(i)).collect();
+        if ids.len() > 5 {
+            s.push(format!("... ({} more in the receipt)", ids.len() - 5));
+        }
+        s.join(", ")
+    };
+    match v.status {
+        Some(0) => {}
+        Some(code) => out.push(format!("the verify command exited with status {code}")),
+        None => out.push("the verify command did not run to the end".into()),
+    }
+    if !v.remaining.is_empty() {
+        out.push(if v.prints == "diff" {
+            format!(
+                "{} of {} manifest resources are not among the changes: {}",
+                v.remaining.len(),
+                v.expected.len(),
+                list(&v.remaining)
+            )
+        } else {
+            format!(
+                "{} of {} manifest resources are still present: {}",
+                v.remaining.len(),
+                v.expected.len(),
+                list(&v.remaining)
+            )
+        });
+    }
+    if !v.unexpected.is_empty() {
+        out.push(format!(
+            "{} changes the manifest did not list: {}",
+            v.unexpected.len(),
+            list(&v.unexpected)
+        ));
+    }
+    out
 }
 
 /// Lines only in `new` and lines only in `old`, in order (a line diff with `similar`).
@@ -281,6 +497,27 @@ mod tests {
     }
 
     #[test]
+    fn verification_compares_the_manifest_with_the_observed_state_or_diff() {
+        let expected: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
+        let v = compare("ls", VerifyPrints::State, Some(0), expected.clone(), "c\nd\nx\n");
+        assert_eq!(v.remaining, ["c", "d"]);
+        assert_eq!(verification_mismatches(&v).len(), 1);
+        let v = compare("ls", VerifyPrints::State, Some(0), expected.clone(), "x\n");
+        assert!(verification_mismatches(&v).is_empty());
+        let v = compare("ls", VerifyPrints::State, Some(2), expected.clone(), "");
+        assert_eq!(
+            verification_mismatches(&v),
+            ["the verify command exited with status 2"]
+        );
+        let v = compare("d", VerifyPrints::Diff, Some(0), expected.clone(), "a\nb\nc\nd\n");
+        assert!(verification_mismatches(&v).is_empty());
+        let v = compare("d", VerifyPrints::Diff, Some(0), expected, "a\nb\ne\n");
+        assert_eq!(v.remaining, ["c", "d"]);
+        assert_eq!(v.unexpected, ["e"]);
+        assert_eq!(verification_mismatches(&v).len(), 2);
+    }
+
+    #[test]
     fn a_planned_workdir_may_not_leave_the_work_tree() {
         let inputs = |w: &str| ExecInputs {
             remote: None,
@@ -294,6 +531,10 @@ mod tests {
                 sha256: String::new(),
                 text: String::new(),
             },
+            pin: vec![],
+            verify: None,
+            verify_prints: None,
+            pinned: vec![],
         };
         assert!(workdir(Path::new("/r"), &inputs("scripts")).is_ok());
         assert!(workdir(Path::new("/r"), &inputs(".")).is_ok());

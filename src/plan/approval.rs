@@ -74,6 +74,28 @@ pub struct ExecResult {
     pub stdout_bytes: u64,
     pub stderr: String,
     pub stderr_bytes: u64,
+    /// With `--verify`: the manifest against what the verify command observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Verification>,
+}
+
+/// Expected (the manifest) against observed (the `--verify` output), after the command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Verification {
+    pub command: String,
+    /// `state` (it lists what still exists) or `diff` (it lists what changed).
+    pub prints: String,
+    /// Its exit status; `None` when killed by a signal or not started.
+    pub status: Option<i32>,
+    /// The manifest's ids.
+    pub expected: Vec<String>,
+    /// The ids it printed.
+    pub observed: Vec<String>,
+    /// Manifest ids still present (`state`), or not among the changes (`diff`).
+    pub remaining: Vec<String>,
+    /// `diff` only: changes the manifest did not list.
+    pub unexpected: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -133,16 +133,23 @@ pub fn resource_risk(a: &Affected, bulk: bool) -> RiskLevel {
 /// The plan's tier: the highest of its resources', with the reasons that raised it.
 /// `bulk_threshold` is the policy's: more affected resources than this make a plan bulk.
 pub fn risk(op: &Operation, affected: &[Affected], bulk_threshold: u64) -> Risk {
-    risk_of(op, affected, affected.len() as u64 > bulk_threshold)
+    // An exec plan's resources are its manifest's ids.
+    let count = super::manifest::of(op).map_or(affected.len(), |m| m.len());
+    risk_of(op, affected, count as u64 > bulk_threshold)
 }
 
 /// `risk` when whether the plan is bulk is already known (from its review groups).
 pub fn risk_of(op: &Operation, affected: &[Affected], bulk: bool) -> Risk {
-    // guardctl cannot bound what a command does: only the preview says.
+    // guardctl cannot bound what a command does: only the preview says. Its manifest makes
+    // it bulk like any plan.
     if let Operation::Exec(_) = op {
+        let mut reasons = vec!["command".to_string()];
+        if bulk {
+            reasons.push("bulk".to_string());
+        }
         return Risk {
             level: RiskLevel::High,
-            reasons: vec!["command".to_string()],
+            reasons,
         };
     }
     let mut reasons = Vec::new();

@@ -8,6 +8,7 @@ pub mod approval;
 pub mod derive;
 pub mod envelope;
 pub mod hash;
+pub mod manifest;
 pub mod model;
 pub mod validate;
 

@@ -168,6 +168,77 @@ pub struct ExecInputs {
     pub files: Vec<FileDigest>,
     /// The preview's output at planning time.
     pub preview_output: PreviewOutput,
+    /// `--pin`: files and directories (relative to `workdir`) the commands read, such as
+    /// helpers a script sources, pinned like the programs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pin: Vec<String>,
+    /// `--verify`: run by `sh -c` after the command; its output is the observed state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<String>,
+    /// What the `--verify` output lists: the manifest's resources still present (`state`,
+    /// the default) or what the command changed (`diff`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_prints: Option<VerifyPrints>,
+    /// Every file that runs, observed at planning time: the programs of the command, the
+    /// preview, the before-image and verify commands (bare names resolved through `PATH`),
+    /// the shell that runs those, the scripts their interpreters run, and the `--pin` paths.
+    /// Apply re-derives this list, then runs everything from a private copy of these files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned: Vec<Pinned>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerifyPrints {
+    /// The manifest's resources that still exist; verified when none does.
+    State,
+    /// The resources the command changed; verified when they are exactly the manifest.
+    Diff,
+}
+
+/// One pinned file or directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pinned {
+    /// As named: a bare program name, a path as written in a command, or a `--pin` path.
+    pub name: String,
+    /// How it was found.
+    pub found: PinSource,
+    /// Relative to the work tree's top when inside it, else absolute. A symbolic link is
+    /// recorded as the link (its copy holds the content it resolves to).
+    pub path: String,
+    /// For a symbolic link: what the link says.
+    pub link: Option<String>,
+    /// For a symbolic link: the file it resolves to (relative to the top when inside it).
+    pub target: Option<String>,
+    /// sha256 of the content; for a directory, of its tree (every file's path and digest).
+    pub sha256: String,
+    /// Whether the owner may execute it (a copy keeps that).
+    pub executable: bool,
+    /// For a directory: every file in it, relative to it, with its sha256.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tree: Vec<FileDigest>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PinSource {
+    /// A bare program name, found through `PATH`.
+    Path,
+    /// A path a command names as its program or as the script its interpreter runs.
+    Argument,
+    /// A `--pin` path.
+    Pin,
+}
+
+impl PinSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PinSource::Path => "found on PATH",
+            PinSource::Argument => "named by a command",
+            PinSource::Pin => "--pin",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -178,7 +178,13 @@ fn derived(plan: &Plan) -> Result<(), Invalid> {
             format!("backups always live under {BACKUP_NAMESPACE}"),
         ));
     }
-    let names: HashSet<&str> = affected.iter().map(|a| a.refname.as_str()).collect();
+    // An exec plan's review groups name the ids its preview lists (its manifest).
+    let manifest = super::manifest::of(op).unwrap_or_default();
+    let names: HashSet<&str> = affected
+        .iter()
+        .map(|a| a.refname.as_str())
+        .chain(manifest.iter().map(String::as_str))
+        .collect();
     for (i, g) in plan.review.iter().enumerate() {
         if let Some(r) = g.refs.iter().find(|r| !names.contains(r.as_str())) {
             return Err(invalid(

@@ -254,12 +254,14 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
 /// Whether a plan follows the policy's rules: what `plan` enforces when writing it, checked
 /// again because the planner signs the plan and could have written anything.
 pub fn conforms(plan: &Plan, policy: &Policy) -> Result<(), String> {
+    // An exec plan's resources: the ids its (signed, re-checked) preview output lists.
+    let manifest = crate::plan::manifest::of(&plan.operation);
+    let count = manifest.as_ref().map_or(plan.affected.len(), Vec::len);
     if let Some(max) = policy.max_affected
-        && plan.affected.len() as u64 > max
+        && count as u64 > max
     {
         return Err(format!(
-            "the plan affects {} resources; the policy allows at most {max} per plan",
-            plan.affected.len()
+            "the plan affects {count} resources; the policy allows at most {max} per plan"
         ));
     }
     if let Some(e) = &plan.executor.principal
@@ -283,10 +285,18 @@ pub fn conforms(plan: &Plan, policy: &Policy) -> Result<(), String> {
     if let Some(a) = plan.affected.iter().find(|a| protected.is_match(a.name())) {
         return Err(format!("{} is protected by the policy", a.refname));
     }
+    if let Some(ids) = &manifest
+        && let Some(id) = super::route::protected_id(policy, ids)?
+    {
+        return Err(format!("{id} is protected by the policy"));
+    }
     if plan.risk != crate::plan::derive::risk(&plan.operation, &plan.affected, policy.bulk.threshold) {
         return Err("the plan's risk is not the one the policy in force gives it".into());
     }
-    let expected = super::route::review(policy, &plan.affected)?;
+    let expected = match &manifest {
+        Some(ids) => super::route::review_ids(policy, ids)?,
+        None => super::route::review(policy, &plan.affected)?,
+    };
     if plan.review != expected {
         return Err("the plan's review groups do not follow the policy in force".into());
     }
@@ -413,6 +423,53 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.approved_by, vec!["bob"]);
+    }
+
+    /// An exec plan whose preview listed `lines`, with the review groups the planner chose.
+    fn exec_plan(policy: &Policy, lines: &str, review: Vec<ReviewGroup>) -> Plan {
+        let mut p = plan_under(policy, vec![]);
+        p.operation = Operation::Exec(ExecInputs {
+            remote: None,
+            command: vec!["true".into()],
+            preview: "cat list".into(),
+            before_image: None,
+            workdir: ".".into(),
+            env: vec![],
+            files: vec![],
+            preview_output: PreviewOutput {
+                sha256: String::new(),
+                text: lines.into(),
+            },
+            pin: vec![],
+            verify: None,
+            verify_prints: None,
+            pinned: vec![],
+        });
+        p.risk = crate::plan::derive::risk(&p.operation, &[], policy.bulk.threshold);
+        p.review = review;
+        p
+    }
+
+    #[test]
+    fn an_exec_plan_is_held_to_its_manifest_whatever_the_planner_wrote() {
+        let mut policy = Policy::default();
+        policy.bulk.threshold = 2;
+        policy.bulk.approvals = Some(crate::policy::Requirement {
+            required: 1,
+            from: vec![],
+        });
+        let ids: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let honest = super::super::route::review_ids(&policy, &ids).unwrap();
+        assert!(conforms(&exec_plan(&policy, "a\nb\nc\n", honest.clone()), &policy).is_ok());
+        // The bulk group left out by a planner who re-signed the payload.
+        let forged: Vec<ReviewGroup> = honest.iter().filter(|g| g.name != "bulk").cloned().collect();
+        assert!(conforms(&exec_plan(&policy, "a\nb\nc\n", forged), &policy).is_err());
+        // A protected id, and a manifest above max_affected.
+        let m = conforms(&exec_plan(&policy, "a\nmain\n", vec![]), &policy).unwrap_err();
+        assert!(m.contains("main is protected"), "{m}");
+        policy.max_affected = Some(2);
+        let m = conforms(&exec_plan(&policy, "a\nb\nc\n", honest), &policy).unwrap_err();
+        assert!(m.contains("affects 3 resources"), "{m}");
     }
 
     #[test]

@@ -8,13 +8,59 @@
 
 use super::{Policy, Requirement};
 use crate::plan::derive::resource_risk;
-use crate::plan::model::{Affected, ReviewGroup, ReviewKind};
+use crate::plan::model::{Affected, ReviewGroup, ReviewKind, RiskLevel};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// The review groups of a plan with these affected resources, in the policy's order: routes
 /// that matched something, then `default` (when some resource matched no route, or the plan
 /// is empty), then `bulk`.
 pub fn review(policy: &Policy, affected: &[Affected]) -> Result<Vec<ReviewGroup>, String> {
+    let bulk = affected.len() as u64 > policy.bulk.threshold;
+    let subjects: Vec<Subject> = affected
+        .iter()
+        .map(|a| Subject {
+            id: &a.refname,
+            name: a.name(),
+            author: Some(&a.author.email),
+            risk: resource_risk(a, bulk),
+        })
+        .collect();
+    review_subjects(policy, &subjects)
+}
+
+/// The review groups of an exec plan whose manifest lists `ids`: routes' `refs` patterns
+/// match the ids, a route with `authors` matches none (a listed resource has no author), and
+/// every resource is of high risk (guardctl cannot bound what a command does).
+pub fn review_ids(policy: &Policy, ids: &[String]) -> Result<Vec<ReviewGroup>, String> {
+    let subjects: Vec<Subject> = ids
+        .iter()
+        .map(|id| Subject {
+            id,
+            name: id,
+            author: None,
+            risk: RiskLevel::High,
+        })
+        .collect();
+    review_subjects(policy, &subjects)
+}
+
+/// The first of `ids` a protected pattern of the policy matches.
+pub fn protected_id<'a>(policy: &Policy, ids: &'a [String]) -> Result<Option<&'a String>, String> {
+    let protected = name_globs(&policy.protected)?;
+    Ok(ids.iter().find(|id| protected.is_match(id.as_str())))
+}
+
+/// One resource as routing sees it.
+struct Subject<'a> {
+    /// As recorded in a group's `refs`.
+    id: &'a str,
+    /// What `refs` patterns match.
+    name: &'a str,
+    author: Option<&'a str>,
+    risk: RiskLevel,
+}
+
+fn review_subjects(policy: &Policy, affected: &[Subject]) -> Result<Vec<ReviewGroup>, String> {
     let bulk = affected.len() as u64 > policy.bulk.threshold;
     let mut routed = vec![false; affected.len()];
     let mut out = Vec::new();
@@ -23,12 +69,12 @@ pub fn review(policy: &Policy, affected: &[Affected]) -> Result<Vec<ReviewGroup>
         let authors = globs(&route.authors, true)?;
         let mut names = Vec::new();
         for (i, a) in affected.iter().enumerate() {
-            let hit = (route.refs.is_empty() || refs.is_match(a.name()))
-                && (route.authors.is_empty() || authors.is_match(&a.author.email))
-                && (route.risk.is_empty() || route.risk.contains(&resource_risk(a, bulk)));
+            let hit = (route.refs.is_empty() || refs.is_match(a.name))
+                && (route.authors.is_empty() || a.author.is_some_and(|e| authors.is_match(e)))
+                && (route.risk.is_empty() || route.risk.contains(&a.risk));
             if hit {
                 routed[i] = true;
-                names.push(a.refname.clone());
+                names.push(a.id.to_string());
             }
         }
         if !names.is_empty() {
@@ -161,6 +207,25 @@ from = ["b"]
         let g = review(&Policy::default(), &many).unwrap();
         assert_eq!(names(&g), vec![("default", 60)]);
         assert!(g[0].from.is_empty() && g[0].approvers.is_empty());
+    }
+
+    #[test]
+    fn manifest_ids_are_routed_by_pattern_and_count_towards_bulk() {
+        let ids: Vec<String> = (0..3)
+            .map(|i| format!("other-{i}"))
+            .chain(["release-9".to_string()])
+            .collect();
+        let g = review_ids(&policy(), &ids).unwrap();
+        // No author: team-a never matches; every listed resource is high risk.
+        assert_eq!(names(&g), vec![("release", 1), ("lossy", 4), ("bulk", 4)]);
+        assert_eq!(g[0].refs, vec!["release-9"]);
+        let mut p = policy();
+        p.protected = vec!["release-*".into()];
+        assert_eq!(
+            protected_id(&p, &ids).unwrap().map(String::as_str),
+            Some("release-9")
+        );
+        assert_eq!(protected_id(&p, &ids[..3]).unwrap(), None);
     }
 
     #[test]

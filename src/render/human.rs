@@ -263,7 +263,38 @@ fn write_exec(x: &super::view::ExecView, color: bool, w: &mut dyn Write) -> io::
         writeln!(w, "  first       {b}")?;
     }
     writeln!(w, "  preview     {}", x.preview)?;
+    if let Some(v) = &x.verify {
+        writeln!(w, "  verify      {v}")?;
+    }
+    if !x.on_path.is_empty() {
+        writeln!(w, "  on PATH     {}", x.on_path.join(", "))?;
+    }
     writeln!(w)?;
+    writeln!(
+        w,
+        "{}",
+        paint(
+            color,
+            "1",
+            "Pinned (at apply, everything runs from a private copy of these):"
+        )
+    )?;
+    for p in &x.pinned {
+        writeln!(w, "  {p}")?;
+    }
+    writeln!(w, "  not pinned: {}", x.not_pinned)?;
+    writeln!(w)?;
+    writeln!(
+        w,
+        "Manifest: {} {} ({}), seen by the policy like branches.",
+        x.resources,
+        crate::plan::derive::plural(x.resources as u64, "resource", "resources"),
+        if x.manifest_format == "json-lines" {
+            "JSON lines, by id"
+        } else {
+            "one a line"
+        }
+    )?;
     let heading = match (x.mode, x.page) {
         ("page", Some(p)) => format!(
             "Preview output ({} lines), page {p} of {}:",

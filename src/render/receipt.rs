@@ -81,6 +81,21 @@ pub fn human(r: &Receipt) -> String {
     if let Some(x) = &r.exec {
         let _ = writeln!(s, "  stdout     {} ({} bytes)", x.stdout, x.stdout_bytes);
         let _ = writeln!(s, "  stderr     {} ({} bytes)", x.stderr, x.stderr_bytes);
+        if let Some(v) = &x.verification {
+            let _ = writeln!(
+                s,
+                "  verify     {}: {} expected, {} observed, {} {}",
+                super::escape::safe(&v.command),
+                v.expected.len(),
+                v.observed.len(),
+                v.remaining.len(),
+                if v.prints == "diff" {
+                    "not changed"
+                } else {
+                    "still present"
+                }
+            );
+        }
         let _ = writeln!(
             s,
             "The command's output is kept in .git/guardctl/plans/{}/command-stdout and command-stderr.",

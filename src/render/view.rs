@@ -490,6 +490,19 @@ pub struct ExecView {
     pub files: Vec<String>,
     pub preview: String,
     pub before_image: Option<String>,
+    /// The `--verify` command and what it prints (`state` or `diff`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<String>,
+    /// Every pinned file, as one line each: what runs from the private copy at apply.
+    pub pinned: Vec<String>,
+    /// Programs found through `PATH`: `name -> path`.
+    pub on_path: Vec<String>,
+    /// What guardctl does not pin, said plainly.
+    pub not_pinned: &'static str,
+    /// The manifest the policy sees: how many resources the preview lists, and how it was
+    /// read (`lines` or `json-lines`).
+    pub resources: usize,
+    pub manifest_format: &'static str,
     pub total_lines: usize,
     /// `all`, `first` (the first page of a longer output) or `page`.
     pub mode: &'static str,
@@ -498,8 +511,45 @@ pub struct ExecView {
     pub lines: Vec<String>,
 }
 
+/// What `show` says guardctl does not pin.
+pub const NOT_PINNED: &str = "anything the command calls by name or reads outside these files";
+
+/// One line per pinned entry: `path (sha256:…)`, a link with its target, a tree's files.
+fn pinned_lines(x: &crate::plan::model::ExecInputs) -> Vec<String> {
+    let short = crate::ops::pin::short_digest;
+    let mut out = Vec::new();
+    for p in &x.pinned {
+        let mut line = safe(&p.path);
+        if let (Some(link), Some(target)) = (&p.link, &p.target) {
+            line += &format!(" -> {} (= {})", safe(link), safe(target));
+        }
+        if p.tree.is_empty() {
+            line += &format!(" {}", short(&p.sha256));
+        } else {
+            line += &format!(
+                "/ tree {} ({} {})",
+                short(&p.sha256),
+                p.tree.len(),
+                plural(p.tree.len() as u64, "file", "files")
+            );
+        }
+        line += &format!(" [{}]", p.found.as_str());
+        out.push(line);
+        for f in &p.tree {
+            out.push(format!(
+                "  {}/{} {}",
+                safe(&p.path),
+                safe(&f.path),
+                short(&f.sha256)
+            ));
+        }
+    }
+    out
+}
+
 fn exec_view(x: &crate::plan::model::ExecInputs, paging: &Paging) -> ExecView {
     let all: Vec<&str> = x.preview_output.text.lines().collect();
+    let manifest = crate::plan::manifest::read(&x.preview_output.text);
     let pages = all.len().div_ceil(PAGE_SIZE).max(1);
     let (mode, page, shown): (&str, Option<usize>, &[&str]) = match paging {
         Paging::All => ("all", None, &all),
@@ -518,16 +568,27 @@ fn exec_view(x: &crate::plan::model::ExecInputs, paging: &Paging) -> ExecView {
         files: x
             .files
             .iter()
-            .map(|f| {
-                format!(
-                    "{} (sha256:{})",
-                    safe(&f.path),
-                    &f.sha256[..12.min(f.sha256.len())]
-                )
-            })
+            .map(|f| format!("{} ({})", safe(&f.path), crate::ops::pin::short_digest(&f.sha256)))
             .collect(),
         preview: safe(&x.preview),
         before_image: x.before_image.as_deref().map(safe),
+        verify: x.verify.as_deref().map(|v| {
+            let prints = match x.verify_prints {
+                Some(crate::plan::model::VerifyPrints::Diff) => "diff",
+                _ => "state",
+            };
+            format!("{} (prints the {prints})", safe(v))
+        }),
+        pinned: pinned_lines(x),
+        on_path: x
+            .pinned
+            .iter()
+            .filter(|p| p.found == crate::plan::model::PinSource::Path)
+            .map(|p| format!("{} -> {}", safe(&p.name), safe(&p.path)))
+            .collect(),
+        not_pinned: NOT_PINNED,
+        resources: manifest.0.len(),
+        manifest_format: manifest.1.as_str(),
         total_lines: all.len(),
         mode,
         page,

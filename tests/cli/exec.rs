@@ -279,3 +279,389 @@ fn an_exec_plan_bound_to_the_remote_applies_from_another_clone() {
     let r = env.run("alice", &["-C", other, "apply", plan.to_str().unwrap()]);
     assert_eq!(r.code, 65, "{}", r.transcript());
 }
+
+/// A file the tests' hostile edits create when they manage to run anything.
+const PWNED: &str = "pwned";
+
+fn pwned(env: &TestEnv) -> bool {
+    env.repo.join(PWNED).exists()
+}
+
+fn write_exec(path: &std::path::Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::write(path, text).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Plan `args` as alice (with `vars`), approve as bob.
+fn plan_approved(env: &TestEnv, vars: &[(&str, &str)], args: &[&str]) {
+    let r = env.run_env("alice", vars, args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+/// Apply as alice (with `vars`): refused as drift, with `expect` in the message, nothing run.
+fn refused_as_drift(env: &TestEnv, vars: &[(&str, &str)], expect: &str) {
+    let r = env.run_env("alice", vars, &["apply", "plan.json"]);
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(r.stderr.contains(expect), "{}", r.stderr);
+    assert_eq!(trash(env), ["a", "b"], "the command ran");
+    assert!(!pwned(env), "a hostile edit ran");
+}
+
+/// The edited file prints the approved preview, then does something else: it must not run.
+const EVIL: &str = "#!/bin/sh\nif [ \"$1\" = --dry-run ]; then echo 'would remove trash/a'; echo 'would remove trash/b'; exit 0; fi\ntouch pwned\n";
+
+#[test]
+fn a_re_pointed_symlink_is_drift_and_nothing_runs() {
+    let env = with_script();
+    std::os::unix::fs::symlink("prune.sh", env.repo.join("scripts/run")).unwrap();
+    plan_approved(
+        &env,
+        &[],
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "sh scripts/run --dry-run",
+            "--",
+            "sh",
+            "scripts/run",
+        ],
+    );
+    let show = env.run("alice", &["show", "plan.json"]);
+    assert!(
+        show.stdout
+            .contains("scripts/run -> prune.sh (= scripts/prune.sh) sha256:"),
+        "{}",
+        show.stdout
+    );
+    write_exec(&env.repo.join("scripts/evil.sh"), EVIL);
+    fs::remove_file(env.repo.join("scripts/run")).unwrap();
+    std::os::unix::fs::symlink("evil.sh", env.repo.join("scripts/run")).unwrap();
+    refused_as_drift(
+        &env,
+        &[],
+        "pinned scripts/run link: planned prune.sh, now evil.sh",
+    );
+}
+
+#[test]
+fn a_program_on_path_replaced_after_approval_is_drift_and_nothing_runs() {
+    let env = with_script();
+    let bin = env.home.join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    write_exec(&bin.join("prune-tool"), SCRIPT);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let vars = [("PATH", path.as_str())];
+    plan_approved(
+        &env,
+        &vars,
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "prune-tool --dry-run",
+            "--",
+            "prune-tool",
+        ],
+    );
+    let show = env.run("alice", &["show", "plan.json"]);
+    let tool = format!("prune-tool -> {}", bin.join("prune-tool").display());
+    assert!(show.stdout.contains(&tool), "{}", show.stdout);
+    assert!(
+        show.stdout
+            .contains("not pinned: anything the command calls by name or reads outside these files"),
+        "{}",
+        show.stdout
+    );
+    let json = env.run("alice", &["--json", "show", "plan.json"]).json();
+    assert!(
+        json["exec"]["on_path"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p.as_str().unwrap().starts_with("prune-tool -> ")),
+        "{json}"
+    );
+    write_exec(&bin.join("prune-tool"), EVIL);
+    refused_as_drift(&env, &vars, "pinned prune-tool content");
+    // The approved program, back in place, runs (from its private copy).
+    write_exec(&bin.join("prune-tool"), SCRIPT);
+    let r = env.run_env("alice", &vars, &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(trash(&env).is_empty());
+}
+
+#[test]
+fn a_preview_script_edited_to_rewrite_the_command_is_drift_and_nothing_runs() {
+    let env = with_script();
+    fs::write(
+        env.repo.join("scripts/preview.sh"),
+        "sh scripts/prune.sh --dry-run\n",
+    )
+    .unwrap();
+    plan_approved(
+        &env,
+        &[],
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "sh scripts/preview.sh",
+            "--",
+            "sh",
+            "scripts/prune.sh",
+        ],
+    );
+    // Prints the approved manifest, then rewrites the (pinned) command before it runs.
+    fs::write(
+        env.repo.join("scripts/preview.sh"),
+        "sh scripts/prune.sh --dry-run\necho 'touch pwned' >> scripts/prune.sh\n",
+    )
+    .unwrap();
+    refused_as_drift(&env, &[], "pinned scripts/preview.sh content");
+    assert_eq!(
+        fs::read_to_string(env.repo.join("scripts/prune.sh")).unwrap(),
+        SCRIPT,
+        "the edited preview ran"
+    );
+}
+
+#[test]
+fn an_edited_before_image_script_is_drift_and_nothing_runs() {
+    let env = with_script();
+    fs::write(env.repo.join("scripts/dump.sh"), "tar cf trash.tar trash\n").unwrap();
+    let mut args = PLAN.to_vec();
+    args.splice(2..2, ["--before-image", "sh scripts/dump.sh"]);
+    plan_approved(&env, &[], &args);
+    fs::write(env.repo.join("scripts/dump.sh"), "touch pwned\n").unwrap();
+    refused_as_drift(&env, &[], "pinned scripts/dump.sh content");
+    assert!(!env.repo.join("trash.tar").exists());
+}
+
+/// The script sources a helper next to it; the helper is pinned with --pin and sourced from
+/// the private copy.
+#[test]
+fn an_edited_pinned_helper_is_drift_and_the_approved_one_is_sourced_from_the_copy() {
+    let env = with_script();
+    fs::create_dir_all(env.repo.join("scripts/lib")).unwrap();
+    fs::write(
+        env.repo.join("scripts/lib/helpers.sh"),
+        "remove() { if [ \"$DRY\" = 1 ]; then echo \"would remove $1\"; else rm \"$1\" && echo \"removed $1\"; fi; }\n",
+    )
+    .unwrap();
+    fs::write(
+        env.repo.join("scripts/prune.sh"),
+        ". \"$(dirname \"$0\")/lib/helpers.sh\"\n[ \"$1\" = --dry-run ] && DRY=1\nfor f in trash/*; do remove \"$f\"; done\n",
+    )
+    .unwrap();
+    let mut args = PLAN.to_vec();
+    args.splice(2..2, ["--pin", "scripts/lib"]);
+    plan_approved(&env, &[], &args);
+    let show = env.run("alice", &["show", "plan.json"]);
+    assert!(
+        show.stdout.contains("scripts/lib/helpers.sh sha256:"),
+        "{}",
+        show.stdout
+    );
+    assert!(show.stdout.contains("[--pin]"), "{}", show.stdout);
+    let approved = fs::read_to_string(env.repo.join("scripts/lib/helpers.sh")).unwrap();
+    fs::write(
+        env.repo.join("scripts/lib/helpers.sh"),
+        format!("{approved}remove() {{ touch pwned; }}\n"),
+    )
+    .unwrap();
+    refused_as_drift(&env, &[], "pinned scripts/lib content");
+    fs::write(env.repo.join("scripts/lib/helpers.sh"), approved).unwrap();
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(trash(&env).is_empty());
+}
+
+/// A writer racing the apply rewrites the script in the repository after it was checked and
+/// copied: the approved bytes still run, from the private copy.
+#[test]
+fn a_racing_writer_during_apply_cannot_change_what_runs() {
+    let env = with_script();
+    planned_and_approved(&env);
+    let r = env.run_env(
+        "alice",
+        &[
+            ("GUARDCTL_TEST_EXEC_AT", "consumed"),
+            ("GUARDCTL_TEST_EXEC", "printf 'touch pwned\\n' > scripts/prune.sh"),
+        ],
+        &["--json", "apply", "plan.json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        fs::read_to_string(env.repo.join("scripts/prune.sh")).unwrap(),
+        "touch pwned\n",
+        "the racing write did not happen"
+    );
+    assert!(trash(&env).is_empty(), "the approved script did not run");
+    assert!(!pwned(&env), "the racing write ran");
+    assert_eq!(r.json()["receipt"]["verified"], true);
+}
+
+/// A policy with a bulk class approved by `leads` (carol) and a protected pattern.
+/// A route by pattern covers some of the ids.
+const BULK_POLICY: &str = "version = 1\nprotected = [\"main\", \"keep/*\"]\n[groups]\nleads = [\"carol@example.com\"]\ndevs = [\"bob@example.com\"]\n[bulk]\nthreshold = 50\nrequired = 1\nfrom = [\"leads\"]\n[[route]]\nname = \"sixes\"\nrefs = [\"artifacts/build-6*\"]\nrequired = 1\nfrom = [\"devs\"]";
+
+#[test]
+fn a_manifest_of_600_ids_above_the_bulk_threshold_needs_the_bulk_approvers() {
+    let env = with_script();
+    env.commit(".guardctl/policy.toml", BULK_POLICY, "Alice", 1);
+    let r = env.run(
+        "alice",
+        &[
+            "--json",
+            "plan",
+            "exec",
+            "--preview",
+            "seq 600 | sed 's/^/artifacts\\/build-/'",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let j = r.json();
+    assert_eq!(j["exec"]["resources"], 600);
+    assert_eq!(j["risk"]["reasons"], serde_json::json!(["command", "bulk"]));
+    let groups: Vec<(&str, u64)> = j["approvals"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["name"].as_str().unwrap(), g["resources"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(groups, [("sixes", 12), ("default", 588), ("bulk", 600)]);
+    assert_eq!(j["approvals"]["groups"][0]["resources"], 12);
+    let show = env.run("alice", &["show", "plan.json", "--page", "12"]);
+    assert!(show.stdout.contains("page 12 of 12"), "{}", show.stdout);
+    assert!(show.stdout.contains("  artifacts/build-600\n"), "{}", show.stdout);
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(r.stderr.contains("bulk needs 1 more"), "{}", r.stderr);
+    assert_eq!(env.run("carol", &["approve", "plan.json", "--yes"]).code, 0);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+#[test]
+fn a_protected_id_in_the_manifest_makes_the_plan_invalid() {
+    let env = with_script();
+    env.commit(".guardctl/policy.toml", BULK_POLICY, "Alice", 1);
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "printf 'old/a\\nkeep/b\\n'",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("keep/b, which the policy protects"),
+        "{}",
+        r.stderr
+    );
+    assert!(!env.repo.join("plan.json").exists());
+}
+
+#[test]
+fn verify_finding_half_the_manifest_left_is_exit_15_with_the_remaining_ids() {
+    let env = with_script();
+    for f in ["c", "d"] {
+        fs::write(env.repo.join("trash").join(f), f).unwrap();
+    }
+    let plan = |command: &str| {
+        plan_approved(
+            &env,
+            &[],
+            &[
+                "plan",
+                "exec",
+                "--preview",
+                "ls trash",
+                "--verify",
+                "ls trash",
+                "--",
+                "sh",
+                "-c",
+                command,
+            ],
+        )
+    };
+    plan("rm trash/a trash/b");
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 15, "{}", r.transcript());
+    assert!(r.stdout.contains("exit status 0; NOT verified"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("verify     ls trash: 4 expected, 2 observed, 2 still present"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(trash(&env), ["c", "d"]);
+    let r = env.run("alice", &["--json", "apply", "plan.json"]);
+    let receipt = &r.json()["receipt"];
+    assert_eq!(receipt["verified"], false);
+    assert_eq!(receipt["exec"]["status"], 0);
+    let v = &receipt["exec"]["verification"];
+    assert_eq!(v["expected"], serde_json::json!(["a", "b", "c", "d"]));
+    assert_eq!(v["observed"], serde_json::json!(["c", "d"]));
+    assert_eq!(v["remaining"], serde_json::json!(["c", "d"]));
+    assert!(
+        receipt["mismatches"][0]
+            .as_str()
+            .unwrap()
+            .contains("2 of 4 manifest resources are still present: c, d"),
+        "{receipt}"
+    );
+    // The same check passes when the command does all it said.
+    plan("rm trash/c trash/d");
+    let r = env.run("alice", &["--json", "apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        r.json()["receipt"]["exec"]["verification"]["remaining"],
+        serde_json::json!([])
+    );
+}
+
+/// Even an approved preview that rewrites the command while it runs cannot change what runs:
+/// the pinned files are derived again after the preview, before anything else runs.
+#[test]
+fn a_preview_that_rewrites_the_command_during_apply_is_drift_and_nothing_runs() {
+    let env = with_script();
+    fs::write(
+        env.repo.join("scripts/preview.sh"),
+        "sh scripts/prune.sh --dry-run\n[ -f armed ] && echo 'touch pwned' >> scripts/prune.sh\nexit 0\n",
+    )
+    .unwrap();
+    plan_approved(
+        &env,
+        &[],
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "sh scripts/preview.sh",
+            "--",
+            "sh",
+            "scripts/prune.sh",
+        ],
+    );
+    fs::write(env.repo.join("armed"), "").unwrap();
+    refused_as_drift(&env, &[], "scripts/prune.sh content");
+    assert!(
+        fs::read_to_string(env.repo.join("scripts/prune.sh"))
+            .unwrap()
+            .ends_with("touch pwned\n"),
+        "the preview did not rewrite the command"
+    );
+}
