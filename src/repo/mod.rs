@@ -16,7 +16,7 @@ mod remote;
 mod tags;
 
 pub use graph::{Reachable, UnmergedCount};
-pub use refs::{BranchRef, CheckedOut};
+pub use refs::{BranchRef, CheckedOut, is_valid_refname};
 pub use remote::RemoteRefs;
 pub use tags::TagObservation;
 
@@ -272,6 +272,15 @@ impl Repo {
             .filter(|(scope, _)| matches!(*scope, "system" | "global"))
             .map(|(_, v)| v.to_string())
             .next_back())
+    }
+
+    /// A commit's committer time and its whole message (a backup commit's, for `gc`).
+    pub fn commit_time_and_message(&self, oid: Oid) -> Result<(i64, String)> {
+        let c = self.git.find_commit(oid)?;
+        Ok((
+            c.committer().when().seconds(),
+            String::from_utf8_lossy(c.message_bytes()).into_owned(),
+        ))
     }
 
     pub fn commit_facts(&self, oid: Oid) -> Result<CommitFacts> {

@@ -14,5 +14,6 @@ mod policy;
 mod recover;
 mod remote;
 mod show;
+mod state;
 mod tags;
 mod whoami;
