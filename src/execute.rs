@@ -81,8 +81,8 @@ impl Executor<'_> {
         key: &SigningKey,
         drift_check: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Receipt> {
-        if let Some(remote) = image.remote.clone() {
-            return self.apply_remote(id, &remote, image, key, drift_check);
+        if let Some(url) = self.remote_target(&image)? {
+            return self.apply_remote(id, &url, image, key, drift_check);
         }
         let ops: Vec<RefOp> = image
             .refs
@@ -157,10 +157,11 @@ impl Executor<'_> {
     /// consumed, create the local backup ref, then one atomic push whose every deletion is
     /// leased on the planned id (the remote's own compare-and-swap: nothing locks a remote
     /// between our check and the push, the leases make a moved branch fail the whole push).
+    /// `url` is the one URL the plan is bound to: pushed to by URL, never by remote name.
     fn apply_remote(
         &self,
         id: &str,
-        remote: &str,
+        url: &str,
         mut image: BeforeImage,
         key: &SigningKey,
         drift_check: &mut dyn FnMut() -> Result<()>,
@@ -196,7 +197,7 @@ impl Executor<'_> {
             self.step(id, "backup-created")?;
             if let Err(e) = self
                 .repo
-                .push_atomic(remote, &ops, &mut |pid| self.record_git(id, pid))
+                .push_atomic(url, &ops, &mut |pid| self.record_git(id, pid))
             {
                 self.abort(id, &e)?;
                 return Err(e);
@@ -376,16 +377,41 @@ impl Executor<'_> {
         image: &BeforeImage,
         refs: &[DeletedRef],
     ) -> Result<std::collections::HashMap<String, git2::Oid>> {
-        match &image.remote {
+        match self.remote_target(image)? {
             None => self.repo.ref_targets(refs.iter().map(|r| r.refname.as_str())),
-            Some(remote) => {
-                let now = self.repo.ls_remote(remote)?;
+            Some(url) => {
+                let now = self.repo.ls_remote(&url)?;
                 Ok(refs
                     .iter()
                     .filter_map(|r| Some((r.refname.clone(), now.target(&r.refname)?)))
                     .collect())
             }
         }
+    }
+
+    /// The one URL a remote image's refs live at: the URL its plan was bound to, which must
+    /// still be its remote's one URL (a before-image is a file anyone with write access to
+    /// `.git/guardctl` could edit; it never names where guardctl pushes). `None`: local refs.
+    fn remote_target(&self, image: &BeforeImage) -> Result<Option<String>> {
+        let Some(remote) = &image.remote else {
+            return Ok(None);
+        };
+        let url = self.repo.remote_url(remote)?;
+        if url != image.repository {
+            return Err(Error::usage(format!(
+                "remote `{}` is now {}, but plan {} changed {}; nothing was done",
+                safe(remote),
+                safe(&url),
+                image.plan_id,
+                safe(&image.repository)
+            ))
+            .with_hint(format!(
+                "point `{}` back at {} (`git remote set-url`), then run guardctl again",
+                safe(remote),
+                safe(&image.repository)
+            )));
+        }
+        Ok(Some(url))
     }
 
     /// The deleted tips the plan's backup ref keeps reachable.
@@ -592,7 +618,7 @@ impl Executor<'_> {
         let bytes = serde_json::to_vec(&missing).unwrap_or_default();
         self.store.write_file(id, "rollback.json", &bytes)?;
         self.step(id, "rollback-started")?;
-        let restored = match &image.remote {
+        let restored = match self.remote_target(image)? {
             None => {
                 let ops: Vec<RefOp> = missing
                     .iter()
@@ -604,7 +630,7 @@ impl Executor<'_> {
                 self.transaction(id, &ops)
             }
             // Pushed back from the backup's objects, each create leased on absence.
-            Some(remote) => {
+            Some(url) => {
                 let ops: Vec<RemoteOp> = missing
                     .iter()
                     .map(|r| RemoteOp::Create {
@@ -616,7 +642,7 @@ impl Executor<'_> {
                     Ok(())
                 } else {
                     self.repo
-                        .push_atomic(remote, &ops, &mut |pid| self.record_git(id, pid))
+                        .push_atomic(&url, &ops, &mut |pid| self.record_git(id, pid))
                 }
             }
         };

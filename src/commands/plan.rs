@@ -215,7 +215,7 @@ struct Resolved {
 /// A remote's URL and refs, every tip (and tag, for a tag plan) fetched.
 fn remote_state(repo: &Repo, remote: &str, tags: bool) -> Result<(String, RemoteRefs)> {
     let url = repo.remote_url(remote)?;
-    let refs = repo.ls_remote(remote)?;
+    let refs = repo.ls_remote(&url)?;
     stale_branches::require_fetched(repo, remote, &refs, tags)?;
     Ok((url, refs))
 }
@@ -323,7 +323,14 @@ fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let repo = ctx.repo()?;
-    let in_force = ctx.policy()?;
+    // A remote's plan is judged by that remote's policy, read from it now.
+    let bound_to = match &args.operation {
+        OperationArgs::StaleBranches(_) => None,
+        OperationArgs::RemoteBranches(op) => Some(op.remote.clone()),
+        OperationArgs::Tags(op) => op.remote.clone(),
+        OperationArgs::Exec(op) => op.remote.clone(),
+    };
+    let in_force = ctx.policy_for(bound_to.as_deref())?;
     let policy = &in_force.policy;
     warn_uncommitted_policy(repo, in_force, ui);
     let now = ctx.now;

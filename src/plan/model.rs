@@ -500,7 +500,8 @@ pub enum ReviewKind {
 #[serde(deny_unknown_fields)]
 pub struct PolicySource {
     pub kind: PolicySourceKind,
-    /// `refs/heads/main:.guardctl/policy.toml`, or the file `guardctl.policy` names.
+    /// `<remote URL> refs/heads/main:.guardctl/policy.toml`, `refs/heads/main:...` (local),
+    /// or the file `guardctl.policy` names.
     pub location: Option<String>,
 }
 
@@ -511,8 +512,11 @@ pub enum PolicySourceKind {
     BuiltIn,
     /// `.guardctl/policy.toml` as committed on the default branch.
     Committed,
-    /// The file named by `guardctl.policy` in system or global git config.
+    /// The file named by `guardctl.policy` in the system git config.
     GitConfig,
+    /// `.guardctl/policy.toml` committed on the default branch of a repository without the
+    /// policy remote: the planner controls it.
+    Local,
 }
 
 impl PolicySource {
@@ -522,6 +526,9 @@ impl PolicySource {
             (PolicySourceKind::BuiltIn, _) => "built-in default (no policy file)".into(),
             (PolicySourceKind::Committed, Some(l)) => format!("{l} (committed)"),
             (PolicySourceKind::GitConfig, Some(l)) => format!("{l} (git config guardctl.policy)"),
+            (PolicySourceKind::Local, Some(l)) => {
+                format!("{l} (local policy: the planner controls it)")
+            }
             (_, None) => "unknown".into(),
         }
     }
