@@ -230,7 +230,9 @@ fn load_policy(repo: &Repo, remote: Option<&str>) -> Result<InForce> {
         None => policy_remote(repo)?,
     };
     if let Some(name) = remote {
-        let url = repo.remote_url(&name)?;
+        // Read only: the push URL does not matter here (a remote's own plan is refused
+        // elsewhere when it differs).
+        let url = repo.remote_fetch_url(&name)?;
         let Some((head, oid)) = repo.ls_remote_head(&url)? else {
             return Ok(built_in());
         };

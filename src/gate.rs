@@ -364,7 +364,14 @@ fn recheck_branches(
         )
         .with_hint("run `git fetch`, then apply again (or re-plan)"));
     }
-    stale_branches::recheck(repo, inputs, &plan.affected, remote_refs.into(), base_oid, now)
+    let (current, mut drifts) =
+        stale_branches::recheck(repo, inputs, &plan.affected, remote_refs.into(), base_oid, now)?;
+    drifts.extend(stale_branches::recheck_people_not_in_base(
+        repo,
+        base_oid,
+        &plan.affected,
+    )?);
+    Ok((current, drifts))
 }
 
 pub fn drift_error(drifts: &[Drift]) -> Error {

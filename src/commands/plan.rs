@@ -404,7 +404,10 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             let selection = op
                 .selection()
                 .ok_or_else(|| Error::internal("not a branch operation"))?;
-            stale_branches::run(repo, selection, remote_refs.as_ref().into(), base_oid, now)?
+            let mut outcome =
+                stale_branches::run(repo, selection, remote_refs.as_ref().into(), base_oid, now)?;
+            stale_branches::fill_people_not_in_base(repo, base_oid, &mut outcome.affected)?;
+            outcome
         }
         (_, None) => return Err(Error::internal("a branch operation without a base")),
     };

@@ -279,6 +279,12 @@ pub struct Affected {
     /// For a tag: its kind and the commit it names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<TagFacts>,
+    /// For a branch holding commits not in the base: the e-mail of every author and
+    /// committer of those commits (sorted, distinct). Review routes match any of them, not
+    /// just the tip's author: one commit by someone else on top does not re-route the work
+    /// underneath. Empty for merged branches, which route by the tip's author.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub people_not_in_base: Vec<String>,
 }
 
 /// A branch or tag name without `refs/heads/` or `refs/tags/`.
@@ -556,6 +562,7 @@ pub mod test_data {
             upstream: None,
             config: vec![],
             tag: None,
+            people_not_in_base: vec![],
         }
     }
 

@@ -4,7 +4,9 @@
 //!
 //! Every route that matches a resource applies to it (a branch of team A under `release/*`
 //! needs both); resources no route matches form the `default` group; a plan above the bulk
-//! threshold also needs the `bulk` group, which covers every resource.
+//! threshold also needs the `bulk` group, which covers every resource. A route's `authors`
+//! match the tip's author and, for a branch holding commits not in the base, every author and
+//! committer of those commits: whoever's work is at stake.
 
 use super::{Policy, Requirement};
 use crate::plan::derive::resource_risk;
@@ -24,7 +26,9 @@ pub fn review(policy: &Policy, affected: &[Affected]) -> Result<Vec<ReviewGroup>
         let mut names = Vec::new();
         for (i, a) in affected.iter().enumerate() {
             let hit = (route.refs.is_empty() || refs.is_match(a.name()))
-                && (route.authors.is_empty() || authors.is_match(&a.author.email))
+                && (route.authors.is_empty()
+                    || authors.is_match(&a.author.email)
+                    || a.people_not_in_base.iter().any(|p| authors.is_match(p)))
                 && (route.risk.is_empty() || route.risk.contains(&resource_risk(a, bulk)));
             if hit {
                 routed[i] = true;
@@ -161,6 +165,18 @@ from = ["b"]
         let g = review(&Policy::default(), &many).unwrap();
         assert_eq!(names(&g), vec![("default", 60)]);
         assert!(g[0].from.is_empty() && g[0].approvers.is_empty());
+    }
+
+    #[test]
+    fn an_author_route_matches_anyone_whose_unmerged_work_is_at_stake() {
+        // The tip is someone else's, but team A's commits are underneath it.
+        let mut b = branch("x", "other@example.com", 2);
+        b.people_not_in_base = vec!["dev@a.example.com".into(), "other@example.com".into()];
+        let g = review(&policy(), &[b.clone()]).unwrap();
+        assert_eq!(names(&g), vec![("team-a", 1), ("lossy", 1)]);
+        b.people_not_in_base = vec!["other@example.com".into()];
+        let g = review(&policy(), &[b]).unwrap();
+        assert_eq!(names(&g), vec![("lossy", 1)]);
     }
 
     #[test]

@@ -75,6 +75,22 @@ impl Repo {
         }
     }
 
+    /// The one URL `remote` is read from (after `insteadOf`), for reading only (the policy of
+    /// a local plan): its push URL does not matter; several fetch URLs are refused as for
+    /// [`Repo::remote_url`].
+    pub fn remote_fetch_url(&self, remote: &str) -> Result<String> {
+        match self.remote_urls(remote, false)?.as_slice() {
+            [one] => Ok(one.clone()),
+            many => Err(Error::usage(format!(
+                "remote `{}` has {} URLs (remote.{}.url)",
+                safe(remote),
+                many.len(),
+                safe(remote)
+            ))
+            .with_hint("give the remote one URL (`git remote set-url --delete`), or name another with `git config guardctl.remote`")),
+        }
+    }
+
     /// `git remote get-url [--push] --all`: the URLs git would use, rewritten by
     /// `insteadOf` (and for pushing `pushInsteadOf`).
     fn remote_urls(&self, remote: &str, push: bool) -> Result<Vec<String>> {

@@ -584,3 +584,84 @@ fn show_and_approve_say_plainly_when_the_policy_changed() {
             .collect::<Vec<_>>()
     );
 }
+
+/// `teams_repo` plus `c/work`: two unmerged commits by team C, then one by someone else on
+/// top (back-dated; any git user can set any author).
+fn carols_work_under_another_tip() -> TestEnv {
+    let env = teams_repo();
+    env.git(&["checkout", "-q", "-b", "c/work", "main"]);
+    env.commit("c-work.txt", "one", "Dev TeamC", 40);
+    env.commit("c-work.txt", "two", "Dev TeamC", 39);
+    env.commit("c-work.txt", "three", "Someone Else", 38);
+    env.git(&["checkout", "-q", "main"]);
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "stale-branches",
+            "--match",
+            "c/work",
+            "--older-than",
+            "30d",
+            "--include-unmerged",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env
+}
+
+#[test]
+fn one_commit_by_another_author_on_top_of_team_cs_work_still_needs_team_c() {
+    let env = carols_work_under_another_tip();
+    let plan = env.run("bob", &["--json", "show", "plan.json"]).json();
+    let groups: Vec<&str> = plan["approvals"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(groups, ["team-c"], "{plan}");
+    // bob (not team C) approving is not enough: carol's work is at stake.
+    approve(&env, "bob", &[]);
+    let r = apply_expect(&env, 12);
+    assert!(r.stderr.contains("team-c needs 1 more"), "{}", r.stderr);
+    assert!(heads(&env).contains("refs/heads/c/work"));
+    approve(&env, "carol", &[]);
+    apply_expect(&env, 0);
+}
+
+#[test]
+fn a_planner_cannot_hide_whose_work_is_at_stake() {
+    let env = carols_work_under_another_tip();
+    forge(&env, |p| {
+        let affected = p["affected"].as_array_mut().unwrap();
+        affected[0]["people_not_in_base"] = serde_json::json!(["someone.else@example.com"]);
+        let review = p["review"].as_array_mut().unwrap();
+        review[0]["name"] = "default".into();
+        review[0]["kind"] = "default".into();
+        review[0]["from"] = serde_json::json!([]);
+        review[0]["approvers"] = serde_json::json!([]);
+        review[0]["refs"] = serde_json::json!([]);
+    });
+    approve(&env, "bob", &[]);
+    let r = apply_expect(&env, 10);
+    assert!(r.stderr.contains("people_not_in_base"), "{}", r.stderr);
+    assert!(heads(&env).contains("refs/heads/c/work"));
+}
+
+#[test]
+fn a_local_plan_in_a_fork_set_up_reads_the_policy_from_the_fetch_url() {
+    let env = strict_remote();
+    let fork = env.path().join("fork.git");
+    env.git_in(env.path(), &["init", "-q", "--bare", fork.to_str().unwrap()]);
+    env.git(&["remote", "set-url", "--push", "origin", fork.to_str().unwrap()]);
+    let r = env.run("alice", &["--json", "plan", "stale-branches"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        r.json()["policy"]["source"],
+        format!(
+            "file://{} refs/heads/main:.guardctl/policy.toml (committed)",
+            env.origin().display()
+        )
+    );
+}
