@@ -11,6 +11,7 @@ use crate::error::{Error, Kind, Result};
 use crate::plan::model::{PolicySource, PolicySourceKind};
 use crate::policy::file::PolicyError;
 use crate::policy::{InForce, Policy};
+use crate::render::escape::safe;
 use crate::repo::Repo;
 use crate::sign::key::{KeyLookup, KeySource};
 use crate::sign::{AllowedSigners, SigningKey};
@@ -27,6 +28,8 @@ pub struct Ctx {
     allowed_signers_flag: Option<PathBuf>,
     data_dir: Option<PathBuf>,
     policy: OnceCell<InForce>,
+    /// The policy of a plan bound to a remote other than the default policy remote.
+    remote_policy: OnceCell<(String, InForce)>,
 }
 
 /// Where the allowed-signers file came from.
@@ -49,6 +52,7 @@ impl Ctx {
             allowed_signers_flag: allowed_signers,
             data_dir: directories::ProjectDirs::from("", "", "guardctl").map(|d| d.data_dir().to_path_buf()),
             policy: OnceCell::new(),
+            remote_policy: OnceCell::new(),
         }
     }
 
@@ -155,23 +159,59 @@ impl Ctx {
 }
 
 impl Ctx {
-    /// The policy in force (see [`load_policy`]), read once per run.
+    /// The policy in force for a local plan (see [`load_policy`]), read once per run.
     pub fn policy(&self) -> Result<&InForce> {
         if let Some(p) = self.policy.get() {
             return Ok(p);
         }
-        let p = load_policy(self.repo()?)?;
+        let p = load_policy(self.repo()?, None)?;
         Ok(self.policy.get_or_init(|| p))
+    }
+
+    /// The policy in force for a plan bound to `remote` (its remote's, read from that remote
+    /// now); for `None`, [`Ctx::policy`]. One run judges one plan, so one remote's is kept.
+    pub fn policy_for(&self, remote: Option<&str>) -> Result<&InForce> {
+        let repo = self.repo()?;
+        let Some(remote) = remote.filter(|r| policy_remote(repo).ok().flatten().as_deref() != Some(*r))
+        else {
+            return self.policy();
+        };
+        if let Some((name, p)) = self.remote_policy.get() {
+            return match name == remote {
+                true => Ok(p),
+                false => Err(Error::internal("one run reads the policy of one remote")),
+            };
+        }
+        let p = load_policy(repo, Some(remote))?;
+        Ok(&self.remote_policy.get_or_init(|| (remote.to_string(), p)).1)
     }
 }
 
-/// Where the policy comes from, never the planner's uncommitted work tree: the file named by
-/// `guardctl.policy` in system or global git config (set by an administrator), else
-/// `.guardctl/policy.toml` as committed on the default branch (what `plan` uses as base when
-/// `--base` is not given, so a planner cannot pick a branch with a weaker policy), else the
-/// built-in default.
-fn load_policy(repo: &Repo) -> Result<InForce> {
-    if let Some(p) = repo.admin_config("guardctl.policy")? {
+/// The remote whose default branch holds the policy of local plans: the one named by
+/// `guardctl.remote`, else `origin` if there is one; `None` for a local-only repository.
+pub fn policy_remote(repo: &Repo) -> Result<Option<String>> {
+    if let Some(name) = repo.config_string("guardctl.remote")? {
+        return Ok(Some(name));
+    }
+    Ok(repo.remote_names()?.into_iter().find(|n| n == "origin"))
+}
+
+/// Where the policy comes from, never the planner's uncommitted work tree nor a ref the
+/// planner's clone records:
+///
+/// 1. the file named by `guardctl.policy` in the **system** git config, the file git was
+///    built to read (`GIT_CONFIG_SYSTEM` and `GIT_CONFIG_NOSYSTEM` are ignored for it): only
+///    an administrator writes it. Global config and the environment are whoever runs
+///    guardctl, who may be the planner applying their own plan.
+/// 2. for a plan bound to a remote (`remote`), or a local plan in a repository with the
+///    policy remote ([`policy_remote`]): `.guardctl/policy.toml` as committed on that
+///    remote's default branch **as the remote reports it now** (`git ls-remote`, then this
+///    clone's objects at that id: refused with a fetch hint when they are missing);
+/// 3. in a local-only repository, `.guardctl/policy.toml` committed on the local default
+///    branch: a local policy, which the planner controls (`show` says so);
+/// 4. else the built-in default.
+fn load_policy(repo: &Repo, remote: Option<&str>) -> Result<InForce> {
+    if let Some(p) = repo.system_config("guardctl.policy")? {
         let path = expand_home(&p);
         let bytes = crate::fsutil::read_bounded(&path, POLICY_MAX_BYTES as u64).map_err(|e| {
             Error::new(
@@ -185,24 +225,58 @@ fn load_policy(repo: &Repo) -> Result<InForce> {
         })?;
         return parse_policy(bytes, PolicySourceKind::GitConfig, path.display().to_string());
     }
+    let remote = match remote {
+        Some(r) => Some(r.to_string()),
+        None => policy_remote(repo)?,
+    };
+    if let Some(name) = remote {
+        // Read only: the push URL does not matter here (a remote's own plan is refused
+        // elsewhere when it differs).
+        let url = repo.remote_fetch_url(&name)?;
+        let Some((head, oid)) = repo.ls_remote_head(&url)? else {
+            return Ok(built_in());
+        };
+        if !repo.has_object(oid) {
+            return Err(Error::new(
+                Kind::Policy,
+                format!(
+                    "the policy in force is on {} of remote `{}` at {oid}, which this clone has not fetched",
+                    safe(&head),
+                    safe(&name)
+                ),
+            )
+            .with_hint(format!(
+                "run `git fetch {}`, then run guardctl again",
+                safe(&name)
+            )));
+        }
+        return match repo.committed_file(oid, POLICY_PATH, POLICY_MAX_BYTES)? {
+            Some(bytes) => parse_policy(
+                bytes,
+                PolicySourceKind::Committed,
+                format!("{url} {head}:{POLICY_PATH}"),
+            ),
+            None => Ok(built_in()),
+        };
+    }
     if let Ok((base, oid)) = repo.resolve_base(None)
         && let Some(bytes) = repo.committed_file(oid, POLICY_PATH, POLICY_MAX_BYTES)?
     {
-        return parse_policy(
-            bytes,
-            PolicySourceKind::Committed,
-            format!("{base}:{POLICY_PATH}"),
-        );
+        return parse_policy(bytes, PolicySourceKind::Local, format!("{base}:{POLICY_PATH}"));
     }
+    Ok(built_in())
+}
+
+fn built_in() -> InForce {
     let policy = Policy::default();
-    Ok(InForce {
+    InForce {
         hash: policy.hash(),
         policy,
         source: PolicySource {
             kind: PolicySourceKind::BuiltIn,
             location: None,
         },
-    })
+    }
 }
 
 fn parse_policy(bytes: Vec<u8>, kind: PolicySourceKind, location: String) -> Result<InForce> {

@@ -34,7 +34,9 @@ use crate::plan::model::ExecInputs;
 use crate::render::escape::safe;
 use crate::repo::Repo;
 use crate::repo::mutate::{BackupCommit, RefOp, RemoteOp, push_args};
+use crate::sign::AllowedSigners;
 use crate::sign::{SigningKey, dsse};
+use crate::store::state::{self, CONSUMED_PAYLOAD_TYPE, Consumed};
 use crate::store::{BeforeImage, Store};
 use time::OffsetDateTime;
 
@@ -82,8 +84,8 @@ impl Executor<'_> {
         key: &SigningKey,
         drift_check: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Receipt> {
-        if let Some(remote) = image.remote.clone() {
-            return self.apply_remote(id, &remote, image, key, drift_check);
+        if let Some(url) = self.remote_target(&image)? {
+            return self.apply_remote(id, &url, image, key, drift_check);
         }
         let ops: Vec<RefOp> = image
             .refs
@@ -144,7 +146,7 @@ impl Executor<'_> {
                 return Err(e);
             }
         };
-        self.store.mark_consumed(id)?;
+        self.consume(id, key)?;
         self.step(id, "consumed")?;
         if let Err(e) = prepared.commit() {
             self.abort(id, &e)?;
@@ -158,10 +160,11 @@ impl Executor<'_> {
     /// consumed, create the local backup ref, then one atomic push whose every deletion is
     /// leased on the planned id (the remote's own compare-and-swap: nothing locks a remote
     /// between our check and the push, the leases make a moved branch fail the whole push).
+    /// `url` is the one URL the plan is bound to: pushed to by URL, never by remote name.
     fn apply_remote(
         &self,
         id: &str,
-        remote: &str,
+        url: &str,
         mut image: BeforeImage,
         key: &SigningKey,
         drift_check: &mut dyn FnMut() -> Result<()>,
@@ -183,7 +186,7 @@ impl Executor<'_> {
         image.backup_commit = commit.as_ref().map(|c| c.oid.clone());
         self.store.write_before_image(id, &image)?;
         self.step(id, "before-image-written")?;
-        self.store.mark_consumed(id)?;
+        self.consume(id, key)?;
         self.step(id, "consumed")?;
         if let (Some(refname), Some(commit)) = (image.backup_ref.clone(), commit) {
             let create = RefOp::Create {
@@ -197,7 +200,7 @@ impl Executor<'_> {
             self.step(id, "backup-created")?;
             if let Err(e) = self
                 .repo
-                .push_atomic(remote, &ops, &mut |pid| self.record_git(id, pid))
+                .push_atomic(url, &ops, &mut |pid| self.record_git(id, pid))
             {
                 self.abort(id, &e)?;
                 return Err(e);
@@ -264,7 +267,7 @@ impl Executor<'_> {
         }
         self.store.write_before_image(id, &image)?;
         self.step(id, "before-image-written")?;
-        self.store.mark_consumed(id)?;
+        self.consume(id, key)?;
         self.step(id, "consumed")?;
         self.step(id, "command-started")?;
         let mut result = match exec::run_command(&staged, &inputs.command, &dir, &env) {
@@ -300,6 +303,87 @@ impl Executor<'_> {
         self.finish(id, &image, key)
     }
 
+    /// Mark the plan consumed with a marker signed by the applying key, binding the plan id to
+    /// the before-image exactly as written: a recovery later acts only on a marker it can
+    /// verify, and signs a receipt only with this same key.
+    fn consume(&self, id: &str, key: &SigningKey) -> Result<()> {
+        let image = self
+            .store
+            .read_file(id, "before-image.json")?
+            .ok_or_else(|| Error::internal("the before-image vanished before the plan was consumed"))?;
+        let marker = Consumed {
+            plan_id: format!("sha256:{id}"),
+            before_image: crate::plan::envelope::sha256_id(&image),
+            key: crate::sign::sshsig::fingerprint(&key.public),
+            created_at: self.now,
+        };
+        let payload = serde_json::to_vec(&marker)
+            .map_err(|e| Error::internal("cannot encode the consumed marker").caused_by(e))?;
+        let envelope = dsse::sign(CONSUMED_PAYLOAD_TYPE, APPLY_NAMESPACE, &payload, key)
+            .map_err(|e| Error::internal("cannot sign the consumed marker").caused_by(e))?;
+        let bytes = serde_json::to_vec_pretty(&envelope).unwrap_or_default();
+        self.store.mark_consumed(id, &bytes)
+    }
+
+    /// The before-image of `id` and its consumed marker, each cross-checked (see
+    /// `store::state`): the image names this plan and only what guardctl writes; the marker,
+    /// if any, is signed by a key of the image's executor and binds this image's bytes.
+    /// Anything else is `needs_recovery` naming the file; nothing has been changed.
+    pub fn trusted(&self, id: &str, signers: &AllowedSigners) -> Result<(BeforeImage, Option<Consumed>)> {
+        let dir = self.store.plan_dir(id);
+        let Some((image, digest)) = self.store.checked_before_image(id)? else {
+            return Err(state::inconsistent(
+                &dir,
+                "it has a journal but no before-image.json",
+            ));
+        };
+        let path = dir.join("consumed");
+        let Some(bytes) = self.store.read_file(id, "consumed")? else {
+            return Ok((image, None));
+        };
+        let bad = |why: String| state::inconsistent(&path, why);
+        let envelope: crate::plan::envelope::Envelope =
+            serde_json::from_slice(&bytes).map_err(|e| bad(format!("not a signed marker ({e})")))?;
+        let verified = dsse::verify(&envelope, CONSUMED_PAYLOAD_TYPE, APPLY_NAMESPACE)
+            .map_err(|e| bad(e.to_string()))?;
+        let marker: Consumed =
+            serde_json::from_slice(&verified.payload).map_err(|e| bad(format!("malformed ({e})")))?;
+        if marker.plan_id != image.plan_id || marker.before_image != digest {
+            return Err(bad(format!(
+                "it consumes {} with before-image {}, but the before-image of this plan is {digest}",
+                marker.plan_id, marker.before_image
+            )));
+        }
+        if marker.key != verified.fingerprint {
+            return Err(bad("it names another key than the one that signed it".into()));
+        }
+        let principals = signers.principals_for(&verified.signer, APPLY_NAMESPACE, marker.created_at);
+        if !principals.contains(&image.executor) {
+            return Err(bad(format!(
+                "it is signed by {} ({}), not by the plan's executor {}",
+                verified.fingerprint,
+                if principals.is_empty() {
+                    "no principal".to_string()
+                } else {
+                    principals.join(", ")
+                },
+                image.executor
+            )));
+        }
+        Ok((image, Some(marker)))
+    }
+
+    /// A consumed plan's image and marker, for a step that comes after consumption.
+    fn consumed(&self, id: &str, signers: &AllowedSigners) -> Result<(BeforeImage, Consumed)> {
+        match self.trusted(id, signers)? {
+            (image, Some(marker)) => Ok((image, marker)),
+            (_, None) => Err(state::inconsistent(
+                &self.store.plan_dir(id).join("journal"),
+                "it records steps after consumption, but the plan has no consumed marker",
+            )),
+        }
+    }
+
     /// Write the one commit whose parents are every commit `image` must keep.
     fn write_backup_commit(&self, image: &BeforeImage) -> Result<BackupCommit> {
         let tips: Vec<String> = image
@@ -307,7 +391,12 @@ impl Executor<'_> {
             .iter()
             .map(|r| image.backup_tip(r).to_string())
             .collect();
-        let message = format!("guardctl backup of plan {}", image.plan_id);
+        // The retention is recorded in the commit too: `gc` trusts the object, not a file
+        // in .git/guardctl that anyone with write access there could backdate.
+        let message = format!(
+            "guardctl backup of plan {}\n\nretention-days: {}",
+            image.plan_id, image.retention_days
+        );
         self.repo
             .write_backup_commit(&tips, &message, image.created_at.unix_timestamp())
     }
@@ -319,16 +408,41 @@ impl Executor<'_> {
         image: &BeforeImage,
         refs: &[DeletedRef],
     ) -> Result<std::collections::HashMap<String, git2::Oid>> {
-        match &image.remote {
+        match self.remote_target(image)? {
             None => self.repo.ref_targets(refs.iter().map(|r| r.refname.as_str())),
-            Some(remote) => {
-                let now = self.repo.ls_remote(remote)?;
+            Some(url) => {
+                let now = self.repo.ls_remote(&url)?;
                 Ok(refs
                     .iter()
                     .filter_map(|r| Some((r.refname.clone(), now.target(&r.refname)?)))
                     .collect())
             }
         }
+    }
+
+    /// The one URL a remote image's refs live at: the URL its plan was bound to, which must
+    /// still be its remote's one URL (a before-image is a file anyone with write access to
+    /// `.git/guardctl` could edit; it never names where guardctl pushes). `None`: local refs.
+    fn remote_target(&self, image: &BeforeImage) -> Result<Option<String>> {
+        let Some(remote) = &image.remote else {
+            return Ok(None);
+        };
+        let url = self.repo.remote_url(remote)?;
+        if url != image.repository {
+            return Err(Error::usage(format!(
+                "remote `{}` is now {}, but plan {} changed {}; nothing was done",
+                safe(remote),
+                safe(&url),
+                image.plan_id,
+                safe(&image.repository)
+            ))
+            .with_hint(format!(
+                "point `{}` back at {} (`git remote set-url`), then run guardctl again",
+                safe(remote),
+                safe(&image.repository)
+            )));
+        }
+        Ok(Some(url))
     }
 
     /// The deleted tips the plan's backup ref keeps reachable.
@@ -538,7 +652,7 @@ impl Executor<'_> {
         let bytes = serde_json::to_vec(&missing).unwrap_or_default();
         self.store.write_file(id, "rollback.json", &bytes)?;
         self.step(id, "rollback-started")?;
-        let restored = match &image.remote {
+        let restored = match self.remote_target(image)? {
             None => {
                 let ops: Vec<RefOp> = missing
                     .iter()
@@ -550,7 +664,7 @@ impl Executor<'_> {
                 self.transaction(id, &ops)
             }
             // Pushed back from the backup's objects, each create leased on absence.
-            Some(remote) => {
+            Some(url) => {
                 let ops: Vec<RemoteOp> = missing
                     .iter()
                     .map(|r| RemoteOp::Create {
@@ -562,7 +676,7 @@ impl Executor<'_> {
                     Ok(())
                 } else {
                     self.repo
-                        .push_atomic(remote, &ops, &mut |pid| self.record_git(id, pid))
+                        .push_atomic(&url, &ops, &mut |pid| self.record_git(id, pid))
                 }
             }
         };
@@ -604,8 +718,25 @@ impl Executor<'_> {
         Ok(())
     }
 
-    /// Add back each saved config entry that is not there now (idempotent).
+    /// Add back each saved config entry that is not there now (idempotent). Only
+    /// `branch.<name>.<variable>` keys of a branch the plan deleted are ever written.
     fn restore_config(&self, id: &str, image: &BeforeImage) -> Result<()> {
+        let foreign = image.config.iter().find_map(|(name, entries)| {
+            let deleted = image
+                .refs
+                .iter()
+                .any(|r| r.refname == format!("refs/heads/{name}"));
+            entries
+                .iter()
+                .find(|(k, _)| !deleted || !state::is_branch_key(k, name))
+                .map(|(k, _)| k.clone())
+        });
+        if let Some(key) = foreign {
+            return Err(state::inconsistent(
+                &self.store.plan_dir(id).join("before-image.json"),
+                format!("it would restore config key `{key}`, which is not a deleted branch's"),
+            ));
+        }
         let present = self.repo.branch_config()?;
         let mut add = Vec::new();
         for (name, entries) in &image.config {
@@ -624,7 +755,14 @@ impl Executor<'_> {
     }
 
     /// Finish or abandon every interrupted apply or rollback. Returns what was done, per plan.
-    pub fn recover(&self, key: Option<&SigningKey>) -> Result<Vec<(String, String)>> {
+    /// Every state file it acts on is checked first (`trusted`): an inconsistent one stops it
+    /// with `needs_recovery` before anything changes. It signs a receipt only with the key
+    /// that consumed the plan (see `receipt_key`).
+    pub fn recover(
+        &self,
+        key: Option<&SigningKey>,
+        signers: &AllowedSigners,
+    ) -> Result<Vec<(String, String)>> {
         let mut done = Vec::new();
         for id in self.store.plan_ids()? {
             let steps = self.store.journal_steps(&id)?;
@@ -634,8 +772,34 @@ impl Executor<'_> {
                 self.wait_for_orphaned_git(&id)?;
                 continue;
             };
+            let actionable = matches!(
+                last,
+                "before-image-written"
+                    | "consumed"
+                    | "backup-created"
+                    | "command-started"
+                    | "command-finished"
+                    | "refs-committed"
+                    | "config-removed"
+                    | "rollback-started"
+                    | "rollback-refs-restored"
+            );
+            if !actionable {
+                continue;
+            }
+            if last == "before-image-written" && !self.store.is_consumed(&id) {
+                self.trusted(&id, signers)?;
+                let outcome = self.recover_unstarted(&id)?;
+                self.audit("recover", Some(&format!("sha256:{id}")), None, &outcome)?;
+                done.push((id, outcome));
+                continue;
+            }
+            let (image, marker) = self.consumed(&id, signers)?;
+            self.check_kind(&id, &image, &steps)?;
             let outcome = match last {
-                "before-image-written" | "consumed" | "backup-created" => self.recover_apply(&id, key)?,
+                "before-image-written" | "consumed" | "backup-created" => {
+                    self.recover_apply(&id, &image, &marker, key)?
+                }
                 "command-started" => {
                     // It may have run to the end, partly, or not at all: never run it twice.
                     let e = Error::new(
@@ -646,22 +810,30 @@ impl Executor<'_> {
                     "the command was interrupted while it ran; it was not run again: check its effects by hand".to_string()
                 }
                 "command-finished" => {
-                    let image = self.image(&id)?;
-                    self.finish(&id, &image, need_key(key)?)?;
+                    let key = self.receipt_key(&id, &image, &marker, key)?;
+                    self.finish(&id, &image, key)?;
                     "completed the interrupted apply (the command had finished)".to_string()
                 }
                 "refs-committed" | "config-removed" => {
-                    let image = self.image(&id)?;
-                    self.finish(&id, &image, need_key(key)?)?;
+                    let key = self.receipt_key(&id, &image, &marker, key)?;
+                    let (deleted, backed) = self.committed(&image)?;
+                    if deleted != image.refs.len() || backed != image.refs.len() {
+                        return Err(state::inconsistent(
+                            &self.store.plan_dir(&id).join("journal"),
+                            format!(
+                                "it says the deletions were committed, but {deleted} of {} refs are deleted and {backed} backed up",
+                                image.refs.len()
+                            ),
+                        ));
+                    }
+                    self.finish(&id, &image, key)?;
                     "completed the interrupted apply".to_string()
                 }
-                "rollback-started" => self.recover_rollback(&id)?,
-                "rollback-refs-restored" => {
-                    let image = self.image(&id)?;
+                "rollback-started" => self.recover_rollback(&id, &image)?,
+                _ => {
                     self.restore_config(&id, &image)?;
                     "completed the interrupted rollback".to_string()
                 }
-                _ => continue,
             };
             self.audit("recover", Some(&format!("sha256:{id}")), None, &outcome)?;
             done.push((id, outcome));
@@ -669,44 +841,98 @@ impl Executor<'_> {
         Ok(done)
     }
 
-    fn image(&self, id: &str) -> Result<BeforeImage> {
-        self.store
-            .before_image(id)?
-            .ok_or_else(|| Error::internal(format!("plan {id} has a journal but no before-image")))
+    /// An exec plan's journal has command steps and no ref steps; a ref plan's the reverse.
+    fn check_kind(&self, id: &str, image: &BeforeImage, steps: &[String]) -> Result<()> {
+        let exec_step = |s: &String| s.starts_with("command-");
+        let ref_step =
+            |s: &String| s == "refs-committed" || s == "backup-created" || s.starts_with("rollback-");
+        let wrong = match image.command {
+            Some(_) => steps.iter().find(|s| ref_step(s)),
+            None => steps.iter().find(|s| exec_step(s)),
+        };
+        match wrong {
+            Some(step) => Err(state::inconsistent(
+                &self.store.plan_dir(id).join("journal"),
+                format!("step `{step}` does not belong to this plan's operation"),
+            )),
+            None => Ok(()),
+        }
     }
 
-    /// An apply interrupted before or during its ref transaction: decide from the refs.
-    fn recover_apply(&self, id: &str, key: Option<&SigningKey>) -> Result<String> {
-        let image = self.image(id)?;
-        // A git started by the dead apply may still hold the refs' locks (it aborts once it
-        // sees the end of its input, or completes a commit it was sent): wait for it first.
-        self.wait_for_orphaned_git(id)?;
-        if !self.store.is_consumed(id) {
-            self.store.remove_file(id, "before-image.json")?;
-            self.store.journal(id, "recovered-unstarted", self.now)?;
-            return Ok("abandoned an apply interrupted before it began; nothing had changed".into());
+    /// The key that may sign the receipt of an interrupted apply: the very key that consumed
+    /// the plan (and so made the change). Anyone else's recover leaves it for that key.
+    fn receipt_key<'k>(
+        &self,
+        id: &str,
+        image: &BeforeImage,
+        marker: &Consumed,
+        key: Option<&'k SigningKey>,
+    ) -> Result<&'k SigningKey> {
+        let key = need_key(key)?;
+        if crate::sign::sshsig::fingerprint(&key.public) == marker.key {
+            return Ok(key);
         }
-        if image.command.is_some() {
-            let e = Error::new(Kind::Drift, "the apply was interrupted before the command ran");
-            self.abort(id, &e)?;
-            return Ok("the command had not started: abandoned the apply; it was not run".into());
-        }
-        self.check_locks(&image)?;
-        let targets = self.targets(&image, &image.refs)?;
+        Err(Error::new(
+            Kind::NeedsRecovery,
+            format!(
+                "plan sha256:{id} was interrupted after its changes were made; only the key that applied it ({}, {}) may sign its receipt",
+                marker.key,
+                safe(&image.executor)
+            ),
+        )
+        .with_hint(format!(
+            "ask {} to run `guardctl recover` in this repository",
+            safe(&image.executor)
+        )))
+    }
+
+    /// How many of the image's refs are deleted now, and how many its backup keeps.
+    fn committed(&self, image: &BeforeImage) -> Result<(usize, usize)> {
+        let targets = self.targets(image, &image.refs)?;
         let deleted = image
             .refs
             .iter()
             .filter(|r| !targets.contains_key(&r.refname))
             .count();
-        let kept = self.kept(&image);
+        let kept = self.kept(image);
         let backed = image
             .refs
             .iter()
             .filter(|r| kept.contains(image.backup_tip(r)))
             .count();
+        Ok((deleted, backed))
+    }
+
+    /// An apply interrupted before it consumed the plan: nothing changed; forget its image.
+    fn recover_unstarted(&self, id: &str) -> Result<String> {
+        self.wait_for_orphaned_git(id)?;
+        self.store.remove_file(id, "before-image.json")?;
+        self.store.journal(id, "recovered-unstarted", self.now)?;
+        Ok("abandoned an apply interrupted before it began; nothing had changed".into())
+    }
+
+    /// An apply interrupted before or during its ref transaction: decide from the refs.
+    fn recover_apply(
+        &self,
+        id: &str,
+        image: &BeforeImage,
+        marker: &Consumed,
+        key: Option<&SigningKey>,
+    ) -> Result<String> {
+        // A git started by the dead apply may still hold the refs' locks (it aborts once it
+        // sees the end of its input, or completes a commit it was sent): wait for it first.
+        self.wait_for_orphaned_git(id)?;
+        if image.command.is_some() {
+            let e = Error::new(Kind::Drift, "the apply was interrupted before the command ran");
+            self.abort(id, &e)?;
+            return Ok("the command had not started: abandoned the apply; it was not run".into());
+        }
+        self.check_locks(image)?;
+        let (deleted, backed) = self.committed(image)?;
         if deleted == image.refs.len() && backed == image.refs.len() {
+            let key = self.receipt_key(id, image, marker, key)?;
             self.store.journal(id, "refs-committed", self.now)?;
-            self.finish(id, &image, need_key(key)?)?;
+            self.finish(id, image, key)?;
             return Ok("the deletions had been committed: completed the apply".into());
         }
         // Locally the backup ref is created in the deletions' transaction; for a remote it is
@@ -728,22 +954,27 @@ impl Executor<'_> {
         .with_hint("inspect refs/guardctl/backup and the journal in .git/guardctl/plans by hand"))
     }
 
-    fn recover_rollback(&self, id: &str) -> Result<String> {
-        let image = self.image(id)?;
+    fn recover_rollback(&self, id: &str, image: &BeforeImage) -> Result<String> {
         self.wait_for_orphaned_git(id)?;
-        let missing: Vec<DeletedRef> = self
-            .store
-            .read_file(id, "rollback.json")?
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
-        let targets = self.targets(&image, &missing)?;
+        let path = self.store.plan_dir(id).join("rollback.json");
+        let missing: Vec<DeletedRef> = match self.store.read_file(id, "rollback.json")? {
+            Some(b) => serde_json::from_slice(&b).map_err(|e| state::inconsistent(&path, e))?,
+            None => return Err(state::inconsistent(&path, "a rollback was started without it")),
+        };
+        if let Some(r) = missing.iter().find(|r| !image.refs.contains(r)) {
+            return Err(state::inconsistent(
+                &path,
+                format!("it restores {}, which the plan did not delete", r.refname),
+            ));
+        }
+        let targets = self.targets(image, &missing)?;
         let restored = missing
             .iter()
             .filter(|r| targets.contains_key(&r.refname))
             .count();
         if restored == missing.len() {
             self.store.journal(id, "rollback-refs-restored", self.now)?;
-            self.restore_config(id, &image)?;
+            self.restore_config(id, image)?;
             return Ok("the branches had been restored: completed the rollback".into());
         }
         self.store.journal(id, "rollback-abandoned", self.now)?;

@@ -109,12 +109,20 @@ fn clock_skew(ctx: &Ctx) -> u64 {
 /// The policy the plan was made under, checked against the one in force when run in the
 /// plan's repository.
 pub fn policy_status(ctx: &Ctx, plan: &Plan) -> PolicyView {
-    let here = ctx
-        .repo()
-        .ok()
-        .and_then(|r| r.identity().ok())
-        .is_some_and(|id| id == plan.repository);
-    let now = here.then(|| match ctx.policy() {
+    // A remote's plan is checked in any clone whose remote has the plan's one URL.
+    let here = match plan.operation.bound_to_remote() {
+        Some(remote) => ctx
+            .repo()
+            .ok()
+            .and_then(|r| r.remote_url(remote).ok())
+            .is_some_and(|url| url == plan.repository),
+        None => ctx
+            .repo()
+            .ok()
+            .and_then(|r| r.identity().ok())
+            .is_some_and(|id| id == plan.repository),
+    };
+    let now = here.then(|| match ctx.policy_for(plan.operation.bound_to_remote()) {
         Ok(p) => Ok(p.hash.as_str()),
         Err(e) => Err(std::iter::once(e.message.clone())
             .chain(e.causes.iter().cloned())
@@ -134,13 +142,16 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
     // whichever clone applies it.
     let identity = match loaded.plan.operation.bound_to_remote() {
         None => repo.identity()?,
-        Some(remote) => repo.remote_url(remote).map_err(|e| {
-            Error::invalid_plan(format!(
+        // A remote with several URLs, or pushing elsewhere than it fetches from, is refused
+        // as such (64, naming the config keys); a missing remote means another repository.
+        Some(remote) => repo.remote_url(remote).map_err(|e| match repo.remote_names() {
+            Ok(names) if names.iter().any(|n| n == remote) => e,
+            _ => Error::invalid_plan(format!(
                 "{} is a plan for remote `{}`, which this repository does not have",
                 plan_path.display(),
                 safe(remote)
             ))
-            .caused_by(e.message)
+            .caused_by(e.message),
         })?,
     };
     if loaded.plan.repository != identity {
@@ -156,7 +167,7 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
     let approvals = check_approvals(&signers, &approval_envelopes(&loaded, extra)?)?;
     let planner_principals = signers.principals_for(&loaded.signer, PLAN_NAMESPACE, loaded.plan.created_at);
     let applying_principals = applying.map(|k| signers.principals_for(&k.public, APPLY_NAMESPACE, ctx.now));
-    let policy = &ctx.policy()?.policy;
+    let policy = &ctx.policy_for(loaded.plan.operation.bound_to_remote())?.policy;
     let report = crate::policy::gate(GateInput {
         plan: &loaded.plan,
         plan_id: &loaded.plan_id,
@@ -322,15 +333,17 @@ pub fn consumed(store: &crate::store::Store, id: &str) -> Result<bool> {
 pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
     let repo = ctx.repo()?;
     let plan = &loaded.plan;
+    // A remote's refs are listed at the one URL the plan is bound to (preflight checked it is
+    // the remote's one URL).
     let drifts = match &plan.operation {
         Operation::StaleBranches(inputs) => recheck_branches(repo, inputs, plan, None, ctx.now)?,
         Operation::RemoteBranches(r) => {
-            let refs = repo.ls_remote(&r.remote)?;
+            let refs = repo.ls_remote(&plan.repository)?;
             recheck_branches(repo, &r.selection, plan, Some(&refs), ctx.now)?
         }
         Operation::Tags(inputs) => {
             let refs = match &inputs.remote {
-                Some(remote) => Some(repo.ls_remote(remote)?),
+                Some(_) => Some(repo.ls_remote(&plan.repository)?),
                 None => None,
             };
             tags::recheck(repo, inputs, &plan.affected, refs.as_ref().into(), ctx.now)?
@@ -382,7 +395,14 @@ fn recheck_branches(
         )
         .with_hint("run `git fetch`, then apply again (or re-plan)"));
     }
-    stale_branches::recheck(repo, inputs, &plan.affected, remote_refs.into(), base_oid, now)
+    let mut drifts =
+        stale_branches::recheck(repo, inputs, &plan.affected, remote_refs.into(), base_oid, now)?;
+    drifts.extend(stale_branches::recheck_people_not_in_base(
+        repo,
+        base_oid,
+        &plan.affected,
+    )?);
+    Ok(drifts)
 }
 
 pub fn drift_error(drifts: &[Drift]) -> Error {

@@ -36,7 +36,8 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         store: &store,
         now: ctx.now,
     };
-    for (plan_id, outcome) in ex.recover(Some(&key))? {
+    let (signers, _) = ctx.allowed_signers()?;
+    for (plan_id, outcome) in ex.recover(Some(&key), &signers)? {
         ui.notice(&format!("recovered plan sha256:{plan_id}: {outcome}"));
     }
 

@@ -193,11 +193,21 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
 
 /// The plan as the approver must see it; on stderr with `--json` (stdout is the result).
 fn show_plan(ui: &mut Ui, loaded: &Loaded, ctx: &Ctx) -> Result<()> {
+    let policy = crate::gate::policy_status(ctx, &loaded.plan);
+    // Said plainly, apart from the table: the approver signs under this policy.
+    let policy_warning = (policy.status != "in_force").then(|| {
+        format!(
+            "the plan's policy ({}) is {}: {}",
+            policy.source,
+            policy.status.replace('_', " ").to_uppercase(),
+            policy.detail.clone().unwrap_or_default()
+        )
+    });
     let v = view::build(ViewInput {
         plan: &loaded.plan,
         plan_id: &loaded.plan_id,
         approvals: crate::gate::approval_status(ctx, loaded)?,
-        policy: crate::gate::policy_status(ctx, &loaded.plan),
+        policy,
         now: ctx.now,
         paging: Paging::Auto,
         show_all_skipped: false,
@@ -210,6 +220,9 @@ fn show_plan(ui: &mut Ui, loaded: &Loaded, ctx: &Ctx) -> Result<()> {
         let color = ui.color;
         crate::render::human::render(&v, color, ui.out())?;
         ui.out().flush()?;
+    }
+    if let Some(w) = policy_warning {
+        ui.warn(&w);
     }
     Ok(())
 }

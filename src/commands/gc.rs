@@ -1,10 +1,17 @@
 //! `guardctl gc`: remove the backups of applied plans whose retention has passed. A backup
 //! younger than its retention is never touched.
+//!
+//! The before-images are untrusted input (anyone who can write `.git/guardctl` can craft
+//! one): `gc` deletes only `refs/guardctl/backup/<id>` of the directory's own plan id, only
+//! while it points at the commit the before-image recorded, and only when that commit (an
+//! object, which a file in `.git/guardctl` cannot backdate) is a guardctl backup of that plan
+//! whose date and recorded retention have passed. Every before-image is checked before any
+//! backup is removed: one inconsistent file stops gc (exit 16, naming it) with nothing changed.
 
 use crate::context::Ctx;
 use crate::error::Result;
 use crate::repo::mutate::RefOp;
-use crate::store::Store;
+use crate::store::{BeforeImage, Store, state};
 use crate::ui::Ui;
 
 /// Remove before-images (backup refs) past their retention.
@@ -15,38 +22,58 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
     let _lock = store.lock()?;
-    let mut removed = Vec::new();
+    // (plan id hex, image, the backup ref to delete at its commit, if it is still there)
+    let mut due: Vec<(String, BeforeImage, Option<RefOp>)> = Vec::new();
     for id in store.plan_ids()? {
-        // One unreadable before-image (damaged, or from an older guardctl) must not stop the
-        // collection of the others; it is never collected, since its backup cannot be named.
-        let image = match store.before_image(&id) {
-            Ok(Some(image)) => image,
-            Ok(None) => continue,
-            Err(e) => {
-                ui.warn(&format!(
-                    "skipping plan sha256:{id}: its before-image cannot be read ({}); nothing of it is removed",
-                    e.message
-                ));
-                continue;
-            }
-        };
-        let expires = image.created_at + time::Duration::days(i64::from(image.retention_days));
-        if ctx.now < expires || store.read_file(&id, "collected")?.is_some() {
+        if state::is_plan_id_hex(&id) && store.read_file(&id, "collected")?.is_some() {
             continue;
         }
+        let Some((image, _)) = store.checked_before_image(&id)? else {
+            continue;
+        };
+        let retention = time::Duration::days(i64::from(image.retention_days));
+        let (Some(r), Some(commit)) = (&image.backup_ref, &image.backup_commit) else {
+            if ctx.now >= image.created_at + retention {
+                due.push((id, image, None));
+            }
+            continue;
+        };
         // Compare-and-swap: a backup ref that someone moved is left alone.
-        let ops: Vec<RefOp> = image
-            .backup_ref
-            .as_ref()
-            .zip(image.backup_commit.as_ref())
-            .filter(|(r, commit)| repo.ref_target(r).map(|o| o.to_string()).as_ref() == Some(*commit))
-            .map(|(r, commit)| RefOp::Delete {
-                refname: r.clone(),
-                old: commit.clone(),
-            })
-            .into_iter()
-            .collect();
-        repo.ref_transaction(&ops)?;
+        if repo.ref_target(r).map(|o| o.to_string()).as_ref() != Some(commit) {
+            if ctx.now >= image.created_at + retention {
+                due.push((id, image, None));
+            }
+            continue;
+        }
+        let path = store.plan_dir(&id).join("before-image.json");
+        let oid = git2::Oid::from_str(commit).map_err(|e| state::inconsistent(&path, e))?;
+        let (when, message) = repo.commit_time_and_message(oid)?;
+        let (subject, body) = message.split_once('\n').unwrap_or((message.as_str(), ""));
+        if subject != format!("guardctl backup of plan {}", image.plan_id) {
+            return Err(state::inconsistent(
+                &path,
+                format!("its backup commit {commit} is not guardctl's backup of this plan"),
+            ));
+        }
+        let recorded = body
+            .lines()
+            .find_map(|l| l.strip_prefix("retention-days: "))
+            .and_then(|d| d.trim().parse::<u32>().ok())
+            .unwrap_or(0);
+        let days = i64::from(image.retention_days.max(recorded));
+        let created = time::OffsetDateTime::from_unix_timestamp(when).unwrap_or(image.created_at);
+        if ctx.now < created.max(image.created_at) + time::Duration::days(days) {
+            continue;
+        }
+        let op = RefOp::Delete {
+            refname: r.clone(),
+            old: commit.clone(),
+        };
+        due.push((id, image, Some(op)));
+    }
+    let mut removed = Vec::new();
+    for (id, image, op) in due {
+        repo.ref_transaction(op.as_slice())?;
         store.write_file(&id, "collected", b"collected\n")?;
         let detail = format!(
             "removed the backup of {} branches past {} days",

@@ -239,7 +239,7 @@ struct Resolved {
 /// A remote's URL and refs, every tip (and tag, for a tag plan) fetched.
 fn remote_state(repo: &Repo, remote: &str, tags: bool) -> Result<(String, RemoteRefs)> {
     let url = repo.remote_url(remote)?;
-    let refs = repo.ls_remote(remote)?;
+    let refs = repo.ls_remote(&url)?;
     stale_branches::require_fetched(repo, remote, &refs, tags)?;
     Ok((url, refs))
 }
@@ -353,7 +353,14 @@ fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let repo = ctx.repo()?;
-    let in_force = ctx.policy()?;
+    // A remote's plan is judged by that remote's policy, read from it now.
+    let bound_to = match &args.operation {
+        OperationArgs::StaleBranches(_) => None,
+        OperationArgs::RemoteBranches(op) => Some(op.remote.clone()),
+        OperationArgs::Tags(op) => op.remote.clone(),
+        OperationArgs::Exec(op) => op.remote.clone(),
+    };
+    let in_force = ctx.policy_for(bound_to.as_deref())?;
     let policy = &in_force.policy;
     warn_uncommitted_policy(repo, in_force, ui);
     let now = ctx.now;
@@ -427,7 +434,10 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             let selection = op
                 .selection()
                 .ok_or_else(|| Error::internal("not a branch operation"))?;
-            stale_branches::run(repo, selection, remote_refs.as_ref().into(), base_oid, now)?
+            let mut outcome =
+                stale_branches::run(repo, selection, remote_refs.as_ref().into(), base_oid, now)?;
+            stale_branches::fill_people_not_in_base(repo, base_oid, &mut outcome.affected)?;
+            outcome
         }
         (_, None) => return Err(Error::internal("a branch operation without a base")),
     };

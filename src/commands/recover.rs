@@ -21,7 +21,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         store: &store,
         now: ctx.now,
     }
-    .recover(key.as_ref())?;
+    .recover(key.as_ref(), &ctx.allowed_signers()?.0)?;
     if ui.json {
         let items: Vec<_> = done
             .iter()

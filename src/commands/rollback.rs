@@ -60,13 +60,24 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     // Finishing an interrupted apply signs a receipt; without a usable key, only rollbacks
     // and not-yet-committed applies can be recovered here.
     let key = ctx.signing_key(ui).ok();
-    for (plan_id, outcome) in ex.recover(key.as_ref())? {
+    let (signers, _) = ctx.allowed_signers()?;
+    for (plan_id, outcome) in ex.recover(key.as_ref(), &signers)? {
         ui.notice(&format!("recovered plan sha256:{plan_id}: {outcome}"));
     }
-    let Some(image) = store.before_image(&id)? else {
+    if store.read_file(&id, "before-image.json")?.is_none() {
         return Err(Error::usage(format!(
             "plan sha256:{id} was never applied here: there is nothing to restore"
         )));
+    }
+    // Only what this repository's own apply recorded and its executor signed is restored.
+    let image = match ex.trusted(&id, &signers)? {
+        (image, Some(_)) => image,
+        (_, None) => {
+            return Err(crate::store::state::inconsistent(
+                &store.plan_dir(&id).join("consumed"),
+                "the plan has a before-image but no consumed marker: it was never applied",
+            ));
+        }
     };
     let (restored, already) = ex.rollback(&id, &image)?;
     if ui.json {

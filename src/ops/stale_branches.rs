@@ -216,6 +216,7 @@ pub fn classify(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateTime)
         upstream: o.upstream.clone(),
         config: o.config.clone(),
         tag: o.tag.clone(),
+        people_not_in_base: vec![],
     }))
 }
 
@@ -565,6 +566,8 @@ pub fn compare(planned: &Affected, now: &Affected) -> Vec<Drift> {
         upstream,
         config,
         tag,
+        // Re-derived by `recheck_people_not_in_base` (one walk for all branches).
+        people_not_in_base: _,
     } = planned;
     let mut out = Vec::new();
     let mut differ = |field: &str, p: String, n: String| {
@@ -622,6 +625,55 @@ pub fn compare(planned: &Affected, now: &Affected) -> Vec<Drift> {
     };
     differ("tag", show_tag(tag), show_tag(&now.tag));
     out
+}
+
+/// Fill `people_not_in_base` (every author and committer of the commits not in the base) of
+/// each planned branch holding such commits: review routes match any of them. A pass over
+/// the planned branches after classification; a plan of merged branches costs nothing.
+pub fn fill_people_not_in_base(repo: &Repo, base_oid: git2::Oid, affected: &mut [Affected]) -> Result<()> {
+    if affected.iter().all(|a| a.commits_not_in_base == 0) {
+        return Ok(());
+    }
+    let reachable = repo.reachable_from(base_oid)?;
+    for a in affected.iter_mut() {
+        let oid = git2::Oid::from_str(&a.oid)?;
+        if !reachable.contains(oid) {
+            a.people_not_in_base = repo.people_not_in(oid, &reachable)?;
+        }
+    }
+    Ok(())
+}
+
+/// The `people_not_in_base` each planned branch states, against the repository now (from
+/// the tip's object id, whatever else the plan claims): routing relied on it, and a planner
+/// signs whatever they like. Each difference is drift.
+pub fn recheck_people_not_in_base(
+    repo: &Repo,
+    base_oid: git2::Oid,
+    affected: &[Affected],
+) -> Result<Vec<Drift>> {
+    let mut drifts = Vec::new();
+    if affected.is_empty() {
+        return Ok(drifts);
+    }
+    let reachable = repo.reachable_from(base_oid)?;
+    for a in affected {
+        let oid = git2::Oid::from_str(&a.oid).ok().filter(|o| repo.has_object(*o));
+        let now = match oid {
+            None => vec!["(the commit is not in this clone)".to_string()],
+            Some(oid) if reachable.contains(oid) => vec![],
+            Some(oid) => repo.people_not_in(oid, &reachable)?,
+        };
+        if now != a.people_not_in_base {
+            drifts.push(Drift {
+                refname: a.refname.clone(),
+                field: "people_not_in_base".into(),
+                planned: a.people_not_in_base.join(" "),
+                now: now.join(" "),
+            });
+        }
+    }
+    Ok(drifts)
 }
 
 /// A branch is squash-merged when the patch-id of its whole change (fork point to tip) equals

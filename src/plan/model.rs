@@ -378,6 +378,12 @@ pub struct Affected {
     /// For a tag: its kind and the commit it names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tag: Option<TagFacts>,
+    /// For a branch holding commits not in the base: the e-mail of every author and
+    /// committer of those commits (sorted, distinct). Review routes match any of them, not
+    /// just the tip's author: one commit by someone else on top does not re-route the work
+    /// underneath. Empty for merged branches, which route by the tip's author.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub people_not_in_base: Vec<String>,
 }
 
 /// A branch or tag name without `refs/heads/` or `refs/tags/`.
@@ -599,7 +605,8 @@ pub enum ReviewKind {
 #[serde(deny_unknown_fields)]
 pub struct PolicySource {
     pub kind: PolicySourceKind,
-    /// `refs/heads/main:.guardctl/policy.toml`, or the file `guardctl.policy` names.
+    /// `<remote URL> refs/heads/main:.guardctl/policy.toml`, `refs/heads/main:...` (local),
+    /// or the file `guardctl.policy` names.
     pub location: Option<String>,
 }
 
@@ -610,8 +617,11 @@ pub enum PolicySourceKind {
     BuiltIn,
     /// `.guardctl/policy.toml` as committed on the default branch.
     Committed,
-    /// The file named by `guardctl.policy` in system or global git config.
+    /// The file named by `guardctl.policy` in the system git config.
     GitConfig,
+    /// `.guardctl/policy.toml` committed on the default branch of a repository without the
+    /// policy remote: the planner controls it.
+    Local,
 }
 
 impl PolicySource {
@@ -621,6 +631,9 @@ impl PolicySource {
             (PolicySourceKind::BuiltIn, _) => "built-in default (no policy file)".into(),
             (PolicySourceKind::Committed, Some(l)) => format!("{l} (committed)"),
             (PolicySourceKind::GitConfig, Some(l)) => format!("{l} (git config guardctl.policy)"),
+            (PolicySourceKind::Local, Some(l)) => {
+                format!("{l} (local policy: the planner controls it)")
+            }
             (_, None) => "unknown".into(),
         }
     }
@@ -648,6 +661,7 @@ pub mod test_data {
             upstream: None,
             config: vec![],
             tag: None,
+            people_not_in_base: vec![],
         }
     }
 

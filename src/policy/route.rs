@@ -4,7 +4,9 @@
 //!
 //! Every route that matches a resource applies to it (a branch of team A under `release/*`
 //! needs both); resources no route matches form the `default` group; a plan above the bulk
-//! threshold also needs the `bulk` group, which covers every resource.
+//! threshold also needs the `bulk` group, which covers every resource. A route's `authors`
+//! match the tip's author and, for a branch holding commits not in the base, every author and
+//! committer of those commits: whoever's work is at stake.
 
 use super::{Policy, Requirement};
 use crate::plan::derive::resource_risk;
@@ -22,6 +24,7 @@ pub fn review(policy: &Policy, affected: &[Affected]) -> Result<Vec<ReviewGroup>
             id: &a.refname,
             name: a.name(),
             author: Some(&a.author.email),
+            people: &a.people_not_in_base,
             risk: resource_risk(a, bulk),
         })
         .collect();
@@ -38,6 +41,7 @@ pub fn review_ids(policy: &Policy, ids: &[String]) -> Result<Vec<ReviewGroup>, S
             id,
             name: id,
             author: None,
+            people: &[],
             risk: RiskLevel::High,
         })
         .collect();
@@ -57,6 +61,8 @@ struct Subject<'a> {
     /// What `refs` patterns match.
     name: &'a str,
     author: Option<&'a str>,
+    /// Authors and committers of the commits not in the base (whose work is at stake).
+    people: &'a [String],
     risk: RiskLevel,
 }
 
@@ -70,7 +76,9 @@ fn review_subjects(policy: &Policy, affected: &[Subject]) -> Result<Vec<ReviewGr
         let mut names = Vec::new();
         for (i, a) in affected.iter().enumerate() {
             let hit = (route.refs.is_empty() || refs.is_match(a.name))
-                && (route.authors.is_empty() || a.author.is_some_and(|e| authors.is_match(e)))
+                && (route.authors.is_empty()
+                    || a.author.is_some_and(|e| authors.is_match(e))
+                    || a.people.iter().any(|p| authors.is_match(p)))
                 && (route.risk.is_empty() || route.risk.contains(&a.risk));
             if hit {
                 routed[i] = true;
@@ -226,6 +234,18 @@ from = ["b"]
             Some("release-9")
         );
         assert_eq!(protected_id(&p, &ids[..3]).unwrap(), None);
+    }
+
+    #[test]
+    fn an_author_route_matches_anyone_whose_unmerged_work_is_at_stake() {
+        // The tip is someone else's, but team A's commits are underneath it.
+        let mut b = branch("x", "other@example.com", 2);
+        b.people_not_in_base = vec!["dev@a.example.com".into(), "other@example.com".into()];
+        let g = review(&policy(), &[b.clone()]).unwrap();
+        assert_eq!(names(&g), vec![("team-a", 1), ("lossy", 1)]);
+        b.people_not_in_base = vec!["other@example.com".into()];
+        let g = review(&policy(), &[b]).unwrap();
+        assert_eq!(names(&g), vec![("lossy", 1)]);
     }
 
     #[test]

@@ -54,6 +54,14 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
         ("plan hash", view.plan_hash.clone()),
     ] {
         writeln!(w, "  {k:<10} {v}")?;
+        // A remote plan changes exactly one repository: say which, by the URL itself.
+        if k == "operation" && view.remote.is_some() {
+            writeln!(
+                w,
+                "  {:<10} {} (the one URL apply observes and pushes to)",
+                "changes", view.repository
+            )?;
+        }
     }
 
     if let Some(since) = &view.since {

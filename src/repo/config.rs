@@ -24,7 +24,7 @@ impl Repo {
             .map(|(_, v)| v.clone()))
     }
 
-    fn settings(&self) -> Result<&[(String, String)]> {
+    pub(super) fn settings(&self) -> Result<&[(String, String)]> {
         if let Some(s) = self.settings.get() {
             return Ok(s);
         }

@@ -80,6 +80,25 @@ impl Repo {
         Ok(out)
     }
 
+    /// The e-mail of every author and committer of the commits reachable from `tip` but not
+    /// from the base: whose work a deletion puts at stake (review routing). Sorted, distinct.
+    pub fn people_not_in(&self, tip: Oid, base: &Reachable) -> Result<Vec<String>> {
+        let mut people = std::collections::BTreeSet::new();
+        let mut seen: HashSet<Oid> = HashSet::new();
+        let mut stack = vec![tip];
+        while let Some(oid) = stack.pop() {
+            if !seen.insert(oid) || base.contains(oid) {
+                continue;
+            }
+            let c = self.git.find_commit(oid)?;
+            for who in [c.author(), c.committer()] {
+                people.insert(String::from_utf8_lossy(who.email_bytes()).into_owned());
+            }
+            stack.extend(c.parent_ids());
+        }
+        Ok(people.into_iter().collect())
+    }
+
     /// The fork point of a branch (`tip`) whose walk met the base at `boundary`: the boundary
     /// commit itself in the usual case, else git's merge-base of base and tip.
     pub fn fork_point(&self, base: Oid, tip: Oid, boundary: &[Oid]) -> Option<Oid> {

@@ -263,6 +263,53 @@ impl Repo {
             .next_back())
     }
 
+    /// A commit's committer time and its whole message (a backup commit's, for `gc`).
+    pub fn commit_time_and_message(&self, oid: Oid) -> Result<(i64, String)> {
+        let c = self.git.find_commit(oid)?;
+        Ok((
+            c.committer().when().seconds(),
+            String::from_utf8_lossy(c.message_bytes()).into_owned(),
+        ))
+    }
+
+    /// The last value of `key` in the **system** git config: the file git was built to read
+    /// (`/etc/gitconfig` or its prefix's), which only an administrator writes.
+    /// `GIT_CONFIG_SYSTEM` and `GIT_CONFIG_NOSYSTEM` are ignored: they are whoever runs
+    /// guardctl, who may be the planner applying their own plan. (Test builds read the file
+    /// named by `GUARDCTL_TEST_SYSTEM_GITCONFIG` instead.)
+    pub fn system_config(&self, key: &str) -> Result<Option<String>> {
+        let mut c = std::process::Command::new("git");
+        c.current_dir("/")
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_CONFIG_SYSTEM")
+            .env_remove("GIT_CONFIG_NOSYSTEM")
+            .args(["config", "--system", "--includes", "--get-all", key])
+            .stdin(std::process::Stdio::null());
+        #[cfg(feature = "test-hooks")]
+        match std::env::var_os("GUARDCTL_TEST_SYSTEM_GITCONFIG") {
+            Some(p) => c.env("GIT_CONFIG_SYSTEM", p),
+            None => c.env("GIT_CONFIG_NOSYSTEM", "1"),
+        };
+        let out = c
+            .output()
+            .map_err(|e| Error::internal("cannot run git config").caused_by(e))?;
+        match out.status.code() {
+            Some(0) => {}
+            Some(1) => return Ok(None),
+            _ => {
+                return Err(
+                    Error::internal(format!("git config --system --get-all {key} failed"))
+                        .caused_by(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+                );
+            }
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next_back()
+            .map(String::from))
+    }
+
     pub fn commit_facts(&self, oid: Oid) -> Result<CommitFacts> {
         let c = self.git.find_commit(oid)?;
         let author = c.author();

@@ -33,18 +33,96 @@ impl RemoteRefs {
 }
 
 impl Repo {
-    /// The URL of `remote` (what a remote-branches plan names as its repository).
+    /// The one URL of `remote`: what a remote plan names as its repository, observes with
+    /// `git ls-remote` and pushes to, after git's `insteadOf` and `pushInsteadOf` rewriting.
+    /// A remote with several URLs, or whose push URL differs from its fetch URL, is refused
+    /// (usage, naming the config keys): guardctl would observe one repository and change
+    /// another (or several).
     pub fn remote_url(&self, remote: &str) -> Result<String> {
-        self.config_string(&format!("remote.{remote}.url"))?
-            .ok_or_else(|| {
-                Error::usage(format!("no remote named `{}` in this repository", safe(remote)))
-                    .with_hint("see `git remote -v`")
-            })
+        let fetch = self.remote_urls(remote, false)?;
+        let push = self.remote_urls(remote, true)?;
+        match (fetch.as_slice(), push.as_slice()) {
+            ([one], [same]) if one == same => Ok(one.clone()),
+            ([_, _, ..], _) => Err(Error::usage(format!(
+                "remote `{}` has {} URLs (remote.{}.url): {}",
+                safe(remote),
+                fetch.len(),
+                safe(remote),
+                fetch.iter().map(|u| safe(u)).collect::<Vec<_>>().join(", ")
+            ))
+            .with_hint("guardctl changes exactly one repository: give the remote one URL (`git remote set-url --delete`), or plan with a remote that has one")),
+            _ => {
+                let mut keys: Vec<String> = Vec::new();
+                if self.config_string(&format!("remote.{remote}.pushurl"))?.is_some() {
+                    keys.push(format!("remote.{remote}.pushurl"));
+                }
+                keys.extend(
+                    self.settings()?
+                        .iter()
+                        .filter(|(k, _)| k.starts_with("url.") && k.ends_with(".pushinsteadof"))
+                        .map(|(k, _)| k.clone()),
+                );
+                keys.dedup();
+                Err(Error::usage(format!(
+                    "remote `{}` fetches from {} but pushes to {} ({})",
+                    safe(remote),
+                    fetch.iter().map(|u| safe(u)).collect::<Vec<_>>().join(", "),
+                    push.iter().map(|u| safe(u)).collect::<Vec<_>>().join(", "),
+                    safe(&keys.join(", "))
+                ))
+                .with_hint("guardctl observes and changes one repository: remove the push URL (`git remote set-url --delete --push`) or the pushInsteadOf rule, or add a remote whose fetch and push URL are the same"))
+            }
+        }
     }
 
-    /// The remote's branches and HEAD, as the remote reports them now. Never prompts for
-    /// credentials: a CI job must fail, not hang.
-    pub fn ls_remote(&self, remote: &str) -> Result<RemoteRefs> {
+    /// The one URL `remote` is read from (after `insteadOf`), for reading only (the policy of
+    /// a local plan): its push URL does not matter; several fetch URLs are refused as for
+    /// [`Repo::remote_url`].
+    pub fn remote_fetch_url(&self, remote: &str) -> Result<String> {
+        match self.remote_urls(remote, false)?.as_slice() {
+            [one] => Ok(one.clone()),
+            many => Err(Error::usage(format!(
+                "remote `{}` has {} URLs (remote.{}.url)",
+                safe(remote),
+                many.len(),
+                safe(remote)
+            ))
+            .with_hint("give the remote one URL (`git remote set-url --delete`), or name another with `git config guardctl.remote`")),
+        }
+    }
+
+    /// `git remote get-url [--push] --all`: the URLs git would use, rewritten by
+    /// `insteadOf` (and for pushing `pushInsteadOf`).
+    fn remote_urls(&self, remote: &str, push: bool) -> Result<Vec<String>> {
+        let mut c = self.git();
+        c.args(["remote", "get-url", "--all"]);
+        if push {
+            c.arg("--push");
+        }
+        let out = c
+            .args(["--", remote])
+            .output()
+            .map_err(|e| Error::internal("cannot run git remote get-url").caused_by(e))?;
+        if !out.status.success() {
+            return Err(
+                Error::usage(format!("no remote named `{}` in this repository", safe(remote)))
+                    .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))
+                    .with_hint("see `git remote -v`"),
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(String::from)
+            .collect())
+    }
+
+    /// The branches and HEAD of the repository at `url`, as it reports them now. Always a
+    /// URL (from [`Repo::remote_url`] or a plan bound to it), never a remote's name, so that
+    /// what is observed is what is pushed to. Never prompts for credentials: a CI job must
+    /// fail, not hang.
+    pub fn ls_remote(&self, url: &str) -> Result<RemoteRefs> {
+        let remote = url;
         let out = self
             .git()
             .env("GIT_TERMINAL_PROMPT", "0")
@@ -67,6 +145,41 @@ impl Repo {
             );
         }
         Ok(parse_ls_remote(&out.stdout))
+    }
+
+    /// The branch the repository at `url` names as its HEAD, and its commit, as it reports
+    /// them now (`None`: it has no HEAD, e.g. it is empty). Only HEAD is listed.
+    pub fn ls_remote_head(&self, url: &str) -> Result<Option<(String, Oid)>> {
+        let out = self
+            .git()
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .args(["ls-remote", "--symref", "--", url, "HEAD"])
+            .output()
+            .map_err(|e| Error::internal("cannot run git ls-remote").caused_by(e))?;
+        if !out.status.success() {
+            return Err(Error::internal(format!("cannot list the HEAD of {}", safe(url)))
+                .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))
+                .with_hint("check the remote's URL and your access to it (`git ls-remote <remote>`)"));
+        }
+        let mut head = None;
+        let mut oid = None;
+        for line in out.stdout.split(|b| *b == b'\n') {
+            let Some(tab) = line.iter().position(|b| *b == b'\t') else {
+                continue;
+            };
+            if &line[tab + 1..] != b"HEAD" {
+                continue;
+            }
+            let left = std::str::from_utf8(&line[..tab]).unwrap_or_default();
+            match left.strip_prefix("ref: ") {
+                Some(target) if is_valid_refname(target) && target.starts_with("refs/heads/") => {
+                    head = Some(target.to_string())
+                }
+                Some(_) => {}
+                None => oid = Oid::from_str(left).ok(),
+            }
+        }
+        Ok(head.zip(oid))
     }
 
     /// Whether the object is in this clone (a remote's tips must be fetched to be judged).

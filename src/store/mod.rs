@@ -6,6 +6,7 @@
 //! touches refs or config (that is `repo::mutate`'s job alone).
 
 pub mod audit;
+pub mod state;
 
 use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};
@@ -53,9 +54,10 @@ impl Store {
         self.plan_dir(id_hex).join("consumed").exists()
     }
 
-    /// Durably mark a plan consumed: from here on, no second apply of it may mutate.
-    pub fn mark_consumed(&self, id_hex: &str) -> Result<()> {
-        crate::fsutil::write_atomic(&self.plan_dir(id_hex).join("consumed"), b"consumed\n")
+    /// Durably mark a plan consumed with `marker` (a signed [`state::Consumed`] envelope):
+    /// from here on, no second apply of it may mutate.
+    pub fn mark_consumed(&self, id_hex: &str, marker: &[u8]) -> Result<()> {
+        crate::fsutil::write_atomic(&self.plan_dir(id_hex).join("consumed"), marker)
             .map_err(|e| Error::internal("cannot mark the plan consumed").caused_by(e))
     }
 
@@ -84,7 +86,11 @@ impl Store {
     pub fn journal(&self, id_hex: &str, step: &str, now: time::OffsetDateTime) -> Result<()> {
         let dir = self.plan_dir(id_hex);
         std::fs::create_dir_all(&dir)?;
-        let line = serde_json::json!({"step": step, "time": crate::render::view::rfc3339(now)});
+        let line = serde_json::json!({
+            "plan": format!("sha256:{id_hex}"),
+            "step": step,
+            "time": crate::render::view::rfc3339(now),
+        });
         let mut f = OpenOptions::new()
             .create(true)
             .append(true)
@@ -94,16 +100,20 @@ impl Store {
         Ok(())
     }
 
-    /// The steps journaled for a plan, in order.
+    /// The steps journaled for a plan, in order, parsed strictly (`state::parse_journal`):
+    /// a journal that is not exactly what guardctl writes is `needs_recovery`, naming it.
     pub fn journal_steps(&self, id_hex: &str) -> Result<Vec<String>> {
+        let path = self.plan_dir(id_hex).join("journal");
+        if !state::is_plan_id_hex(id_hex) {
+            return Err(state::inconsistent(
+                &self.plan_dir(id_hex),
+                "not named by a plan id",
+            ));
+        }
         let Some(bytes) = self.read_file(id_hex, "journal")? else {
             return Ok(vec![]);
         };
-        Ok(String::from_utf8_lossy(&bytes)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter_map(|v| v["step"].as_str().map(String::from))
-            .collect())
+        state::parse_journal(&bytes, id_hex).map_err(|why| state::inconsistent(&path, why))
     }
 
     /// Append an entry to the audit log (`audit.log`); the caller holds the store lock.
@@ -205,6 +215,24 @@ impl Store {
         let bytes = serde_json::to_vec_pretty(image)
             .map_err(|e| Error::internal("cannot encode the before-image").caused_by(e))?;
         self.write_file(id_hex, "before-image.json", &bytes)
+    }
+
+    /// The before-image, parsed strictly and cross-checked with its directory
+    /// (`state::check_image`), with the sha256 of its bytes; inconsistent is `needs_recovery`.
+    pub fn checked_before_image(&self, id_hex: &str) -> Result<Option<(BeforeImage, String)>> {
+        let path = self.plan_dir(id_hex).join("before-image.json");
+        if !state::is_plan_id_hex(id_hex) {
+            return Err(state::inconsistent(
+                &self.plan_dir(id_hex),
+                "not named by a plan id",
+            ));
+        }
+        let Some(bytes) = self.read_file(id_hex, "before-image.json")? else {
+            return Ok(None);
+        };
+        let image: BeforeImage = serde_json::from_slice(&bytes).map_err(|e| state::inconsistent(&path, e))?;
+        state::check_image(&image, id_hex).map_err(|why| state::inconsistent(&path, why))?;
+        Ok(Some((image, crate::plan::envelope::sha256_id(&bytes))))
     }
 
     pub fn before_image(&self, id_hex: &str) -> Result<Option<BeforeImage>> {

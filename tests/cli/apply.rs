@@ -447,15 +447,22 @@ fn gc_removes_only_backups_past_their_retention() {
     let r = gc_at("2026-06-30T12:00:00Z");
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(backups().lines().count(), 1, "29 days: within retention");
-    // A damaged before-image of another plan is reported and left alone, not fatal.
-    let damaged = env.repo.join(".git/guardctl/plans/00ff/before-image.json");
+    // A damaged before-image of another plan stops gc before it removes anything (16,
+    // naming the file): state files are untrusted input.
+    let damaged = env.repo.join(format!(
+        ".git/guardctl/plans/{}/before-image.json",
+        "0f".repeat(32)
+    ));
     std::fs::create_dir_all(damaged.parent().unwrap()).unwrap();
     std::fs::write(&damaged, "{not json").unwrap();
     let r = gc_at("2026-07-01T12:00:00Z");
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(r.stderr.contains(&damaged.display().to_string()), "{}", r.stderr);
+    assert_eq!(backups().lines().count(), 1, "nothing removed");
+    std::fs::remove_dir_all(damaged.parent().unwrap()).unwrap();
+    let r = gc_at("2026-07-01T12:00:00Z");
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(backups().lines().count(), 0, "30 days: collected");
-    assert!(r.stderr.contains("skipping plan sha256:00ff"), "{}", r.stderr);
-    assert!(damaged.exists());
 }
 
 #[test]

@@ -69,6 +69,7 @@ fn affected_for(env: &TestEnv, branch: &str) -> guardctl::plan::Affected {
         upstream: None,
         config: vec![],
         tag: None,
+        people_not_in_base: vec![],
     }
 }
 

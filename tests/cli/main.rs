@@ -18,5 +18,6 @@ mod readonly;
 mod recover;
 mod remote;
 mod show;
+mod state;
 mod tags;
 mod whoami;

@@ -173,9 +173,10 @@ fn show_lists_review_groups_and_their_status() {
     assert_eq!(r.code, 0, "{}", r.transcript());
     insta::assert_snapshot!("show_routed", env.stable(&r.transcript()));
     let j = env.run("bob", &["--json", "show", "plan.json"]).json();
+    // A repository without a remote: its policy is local, and show says who controls it.
     assert_eq!(
         j["policy"]["source"],
-        "refs/heads/main:.guardctl/policy.toml (committed)"
+        "refs/heads/main:.guardctl/policy.toml (local policy: the planner controls it)"
     );
     assert_eq!(j["approvals"]["groups"][0]["missing"], 0);
     assert_eq!(j["approvals"]["groups"][1]["missing"], 1);
@@ -313,11 +314,13 @@ fn a_malformed_policy_is_refused_naming_the_line() {
     assert!(!env.repo.join("plan.json").exists());
 }
 
-/// guardctl with a global git config naming a policy file (what an administrator sets).
-fn run_with_global_config(env: &TestEnv, user: &str, config: &Path, args: &[&str]) -> Run {
+/// guardctl with extra environment variables (git config files).
+fn run_with_env(env: &TestEnv, user: &str, vars: &[(&str, &Path)], args: &[&str]) -> Run {
     let mut c = env.command();
-    c.env("GIT_CONFIG_GLOBAL", config)
-        .arg("--key")
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    c.arg("--key")
         .arg(env.key(user))
         .arg("--allowed-signers")
         .arg(env.allowed_signers())
@@ -326,23 +329,26 @@ fn run_with_global_config(env: &TestEnv, user: &str, config: &Path, args: &[&str
 }
 
 #[test]
-fn an_admin_policy_in_global_git_config_wins_and_repository_config_is_ignored() {
+fn an_admin_policy_in_system_git_config_wins_and_global_or_repository_config_is_ignored() {
     let env = teams_repo();
     let admin = env.path().join("admin-policy.toml");
     fs::write(&admin, "version = 1\nmax_affected = 2\n").unwrap();
-    let global = env.path().join("gitconfig");
-    fs::write(&global, format!("[guardctl]\n\tpolicy = {}\n", admin.display())).unwrap();
-    let r = run_with_global_config(&env, "alice", &global, &["plan", "stale-branches"]);
+    let config = env.path().join("gitconfig");
+    fs::write(&config, format!("[guardctl]\n\tpolicy = {}\n", admin.display())).unwrap();
+    // The system git config (the file git was built to read; this test build reads the
+    // file GUARDCTL_TEST_SYSTEM_GITCONFIG names instead) is what an administrator writes.
+    let system = [("GUARDCTL_TEST_SYSTEM_GITCONFIG", config.as_path())];
+    let r = run_with_env(&env, "alice", &system, &["plan", "stale-branches"]);
     assert_eq!(r.code, 14, "{}", r.transcript());
     assert!(
         r.stderr.contains("the policy allows at most 2 per plan"),
         "{}",
         r.stderr
     );
-    let r = run_with_global_config(
+    let r = run_with_env(
         &env,
         "alice",
-        &global,
+        &system,
         &["plan", "stale-branches", "--match", "a/*"],
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
@@ -353,15 +359,22 @@ fn an_admin_policy_in_global_git_config_wins_and_repository_config_is_ignored() 
         r.stdout
     );
 
-    // The repository's own config cannot point the planner at a policy of their choosing.
+    // Whoever runs guardctl (maybe the planner, applying their own plan) controls their
+    // global config and environment, and the repository's config: none of them counts.
     env.git(&["config", "guardctl.policy", admin.to_str().unwrap()]);
-    let r = plan(&env, "alice");
-    assert!(
-        r.stdout
-            .contains("refs/heads/main:.guardctl/policy.toml (committed)"),
-        "{}",
-        r.stdout
-    );
+    for vars in [
+        [("GIT_CONFIG_GLOBAL", config.as_path())],
+        [("GIT_CONFIG_SYSTEM", config.as_path())],
+    ] {
+        let r = run_with_env(&env, "alice", &vars, &["plan", "stale-branches"]);
+        assert_eq!(r.code, 0, "{vars:?}: {}", r.transcript());
+        assert!(
+            r.stdout
+                .contains("refs/heads/main:.guardctl/policy.toml (local policy"),
+            "{vars:?}: {}",
+            r.stdout
+        );
+    }
 }
 
 #[test]
@@ -440,5 +453,215 @@ fn a_planner_cannot_reroute_a_branch_by_misstating_its_author() {
             .contains("refs/heads/c/one author: planned dev.teama@example.com, now dev.teamc@example.com"),
         "{}",
         r.stderr
+    );
+}
+
+const STRICT: &str = "version = 1\n\n[approvals]\nrequired = 2\n";
+const WEAK: &str = "version = 1\n\n[approvals]\nrequired = 1\n";
+
+/// `remote_repo` whose origin has a strict policy (2 approvals) committed on its main, fetched.
+fn strict_remote() -> TestEnv {
+    let env = crate::fixtures::remote_repo();
+    commit_policy(&env, STRICT);
+    env.git(&["push", "-q", "origin", "main"]);
+    env.git(&["fetch", "-q", "origin"]);
+    env
+}
+
+/// This clone's refs, config, reflogs and objects, and the remote's branches.
+fn everywhere(env: &TestEnv) -> String {
+    format!(
+        "{}\n--- origin\n{}",
+        env.repository_state(),
+        env.remote_branches()
+    )
+}
+
+#[test]
+fn a_tracking_ref_moved_to_a_weaker_policy_is_ignored_and_nothing_is_deleted() {
+    let env = strict_remote();
+    // The planner points their clone's idea of origin's main at a commit with a weaker policy.
+    env.git(&["checkout", "-q", "-b", "weak"]);
+    commit_policy(&env, WEAK);
+    let weak = env.git(&["rev-parse", "HEAD"]);
+    env.git(&["checkout", "-q", "main"]);
+    env.git(&["update-ref", "refs/remotes/origin/main", &weak]);
+    env.git(&[
+        "symbolic-ref",
+        "refs/remotes/origin/HEAD",
+        "refs/remotes/origin/main",
+    ]);
+    let url = format!("file://{}", env.origin().display());
+    for op in [
+        &["remote-branches", "--remote", "origin"][..],
+        &["stale-branches"],
+    ] {
+        let mut args = vec!["--json", "plan"];
+        args.extend(op);
+        let r = env.run("alice", &args);
+        assert_eq!(r.code, 0, "{op:?}: {}", r.transcript());
+        assert_eq!(
+            r.json()["policy"]["source"],
+            format!("{url} refs/heads/main:.guardctl/policy.toml (committed)"),
+            "{op:?}"
+        );
+        assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+        let before = everywhere(&env);
+        let r = env.run("alice", &["apply", "plan.json"]);
+        assert_eq!(r.code, 12, "{op:?}: {}", r.transcript());
+        assert!(r.stderr.contains("1 of the 2 approvals"), "{}", r.stderr);
+        assert_eq!(everywhere(&env), before, "{op:?}");
+    }
+}
+
+#[test]
+fn a_weaker_policy_committed_on_local_main_does_not_bind_a_clone_of_a_remote() {
+    let env = strict_remote();
+    commit_policy(&env, WEAK);
+    let r = env.run("alice", &["--json", "plan", "stale-branches"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.json()["policy"]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("file://"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let before = everywhere(&env);
+    assert_eq!(env.run("alice", &["apply", "plan.json"]).code, 12);
+    assert_eq!(everywhere(&env), before);
+    // Once a second principal approves, the remote's policy is met.
+    assert_eq!(env.run("carol", &["approve", "plan.json", "--yes"]).code, 0);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+#[test]
+fn a_policy_on_the_remote_this_clone_has_not_fetched_is_refused_with_a_fetch_hint() {
+    let env = strict_remote();
+    let other = env.path().join("other");
+    let url = format!("file://{}", env.origin().display());
+    env.git_in(env.path(), &["clone", "-q", &url, other.to_str().unwrap()]);
+    env.git_in(&other, &["commit", "-q", "--allow-empty", "-m", "newer"]);
+    env.git_in(&other, &["push", "-q", "origin", "HEAD:main"]);
+    let before = env.repository_state();
+    let r = env.run("alice", &["plan", "stale-branches"]);
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert!(r.stderr.contains("git fetch origin"), "{}", r.stderr);
+    assert_eq!(env.repository_state(), before);
+}
+
+#[test]
+fn show_and_approve_say_plainly_when_the_policy_changed() {
+    let env = strict_remote();
+    let r = env.run("alice", &["plan", "stale-branches"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // The remote's policy changes after planning.
+    commit_policy(&env, WEAK);
+    env.git(&["push", "-q", "origin", "main"]);
+    let r = env.run("bob", &["show", "plan.json"]);
+    assert!(
+        r.stdout.contains("CHANGED (the policy in force differs"),
+        "{}",
+        r.stdout
+    );
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert!(r.stderr.contains("is CHANGED"), "{}", r.stderr);
+    let before = everywhere(&env);
+    assert_eq!(env.run("carol", &["approve", "plan.json", "--yes"]).code, 0);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert_eq!(
+        everywhere(&env)
+            .lines()
+            .filter(|l| l.starts_with("refs/heads"))
+            .collect::<Vec<_>>(),
+        before
+            .lines()
+            .filter(|l| l.starts_with("refs/heads"))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// `teams_repo` plus `c/work`: two unmerged commits by team C, then one by someone else on
+/// top (back-dated; any git user can set any author).
+fn carols_work_under_another_tip() -> TestEnv {
+    let env = teams_repo();
+    env.git(&["checkout", "-q", "-b", "c/work", "main"]);
+    env.commit("c-work.txt", "one", "Dev TeamC", 40);
+    env.commit("c-work.txt", "two", "Dev TeamC", 39);
+    env.commit("c-work.txt", "three", "Someone Else", 38);
+    env.git(&["checkout", "-q", "main"]);
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "stale-branches",
+            "--match",
+            "c/work",
+            "--older-than",
+            "30d",
+            "--include-unmerged",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env
+}
+
+#[test]
+fn one_commit_by_another_author_on_top_of_team_cs_work_still_needs_team_c() {
+    let env = carols_work_under_another_tip();
+    let plan = env.run("bob", &["--json", "show", "plan.json"]).json();
+    let groups: Vec<&str> = plan["approvals"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(groups, ["team-c"], "{plan}");
+    // bob (not team C) approving is not enough: carol's work is at stake.
+    approve(&env, "bob", &[]);
+    let r = apply_expect(&env, 12);
+    assert!(r.stderr.contains("team-c needs 1 more"), "{}", r.stderr);
+    assert!(heads(&env).contains("refs/heads/c/work"));
+    approve(&env, "carol", &[]);
+    apply_expect(&env, 0);
+}
+
+#[test]
+fn a_planner_cannot_hide_whose_work_is_at_stake() {
+    let env = carols_work_under_another_tip();
+    forge(&env, |p| {
+        let affected = p["affected"].as_array_mut().unwrap();
+        affected[0]["people_not_in_base"] = serde_json::json!(["someone.else@example.com"]);
+        let review = p["review"].as_array_mut().unwrap();
+        review[0]["name"] = "default".into();
+        review[0]["kind"] = "default".into();
+        review[0]["from"] = serde_json::json!([]);
+        review[0]["approvers"] = serde_json::json!([]);
+        review[0]["refs"] = serde_json::json!([]);
+    });
+    approve(&env, "bob", &[]);
+    let r = apply_expect(&env, 10);
+    assert!(r.stderr.contains("people_not_in_base"), "{}", r.stderr);
+    assert!(heads(&env).contains("refs/heads/c/work"));
+}
+
+#[test]
+fn a_local_plan_in_a_fork_set_up_reads_the_policy_from_the_fetch_url() {
+    let env = strict_remote();
+    let fork = env.path().join("fork.git");
+    env.git_in(env.path(), &["init", "-q", "--bare", fork.to_str().unwrap()]);
+    env.git(&["remote", "set-url", "--push", "origin", fork.to_str().unwrap()]);
+    let r = env.run("alice", &["--json", "plan", "stale-branches"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        r.json()["policy"]["source"],
+        format!(
+            "file://{} refs/heads/main:.guardctl/policy.toml (committed)",
+            env.origin().display()
+        )
     );
 }

@@ -303,3 +303,102 @@ fn a_plan_made_in_one_clone_is_approved_detached_and_applied_from_another() {
         ["feature/live", "main", "release/1.0"]
     );
 }
+
+/// A bare copy of `origin` holding the same branch ids: a fork or mirror.
+fn fork(env: &TestEnv) -> std::path::PathBuf {
+    let fork = env.path().join("fork.git");
+    env.git_in(
+        env.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            env.origin().to_str().unwrap(),
+            fork.to_str().unwrap(),
+        ],
+    );
+    fork
+}
+
+/// The refs of every repository involved: this clone (refs, config, reflogs, objects), the
+/// remote, and the fork.
+fn everywhere(env: &TestEnv, fork: &std::path::Path) -> String {
+    let refs =
+        |dir: &std::path::Path| env.git_in(dir, &["for-each-ref", "--format=%(refname) %(objectname)"]);
+    format!(
+        "{}\n--- origin\n{}\n--- fork\n{}",
+        env.repository_state(),
+        refs(&env.origin()),
+        refs(fork)
+    )
+}
+
+#[test]
+fn a_remote_that_pushes_elsewhere_or_to_several_urls_is_refused_and_nothing_is_deleted_anywhere() {
+    // (how the remote is pointed elsewhere, the config key the refusal names)
+    type PointElsewhere = fn(&TestEnv, &str);
+    let setups: [(&str, PointElsewhere); 3] = [
+        ("remote.origin.pushurl", |env, fork| {
+            env.git(&["remote", "set-url", "--push", "origin", fork]);
+        }),
+        (".pushinsteadof", |env, fork| {
+            let origin = format!("file://{}", env.origin().display());
+            env.git(&["config", &format!("url.{fork}.pushInsteadOf"), &origin]);
+        }),
+        ("remote.origin.url", |env, fork| {
+            env.git(&["remote", "set-url", "--add", "origin", fork]);
+        }),
+    ];
+    for (key, point_elsewhere) in setups {
+        let env = planned_and_approved();
+        let fork = fork(&env);
+        point_elsewhere(&env, &format!("file://{}", fork.display()));
+        let before = everywhere(&env, &fork);
+        for args in [
+            &[
+                "plan",
+                "remote-branches",
+                "--remote",
+                "origin",
+                "-o",
+                "again.json",
+            ][..],
+            &["verify", "plan.json"],
+            &["apply", "plan.json"],
+        ] {
+            let r = env.run("alice", args);
+            assert_eq!(r.code, 64, "{key} {args:?}: {}", r.transcript());
+            assert!(r.stderr.contains(key), "{key} {args:?}: {}", r.stderr);
+            assert_eq!(everywhere(&env, &fork), before, "{key} {args:?}");
+        }
+        assert!(!env.repo.join("again.json").exists());
+    }
+}
+
+#[test]
+fn a_plan_is_bound_to_the_url_after_insteadof_and_show_names_it() {
+    let env = remote_repo();
+    env.git(&[
+        "config",
+        &format!("url.file://{}/.insteadOf", env.path().display()),
+        "example:",
+    ]);
+    env.git(&["remote", "set-url", "origin", "example:origin.git"]);
+    let url = format!("file://{}", env.origin().display());
+    let view = plan(&env);
+    assert_eq!(view["repository"], url);
+    let text = env.run("bob", &["show", "plan.json"]).stdout;
+    assert!(
+        text.contains(&format!(
+            "changes    {url} (the one URL apply observes and pushes to)"
+        )),
+        "{text}"
+    );
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        names(&env.remote_branches()),
+        ["feature/live", "main", "release/1.0"]
+    );
+}

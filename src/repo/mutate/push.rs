@@ -53,12 +53,14 @@ pub fn push_args(ops: &[RemoteOp]) -> Result<Vec<String>> {
 }
 
 impl Repo {
-    /// Push `ops` to `remote` in one atomic push. A lease that no longer holds is `drift`
+    /// Push `ops` to the repository at `url` (always a URL, the one the plan is bound to,
+    /// never a remote's name: git would push to its `pushurl` or every `url`) in one atomic
+    /// push. A lease that no longer holds is `drift`
     /// (nothing changed on the remote); `spawned` learns git's process id before git runs,
     /// so a recovery after our death can wait for the push to end.
     pub fn push_atomic(
         &self,
-        remote: &str,
+        url: &str,
         ops: &[RemoteOp],
         spawned: &mut dyn FnMut(u32) -> Result<()>,
     ) -> Result<()> {
@@ -69,7 +71,7 @@ impl Repo {
             .args(["push", "--atomic", "--porcelain"])
             .args(&args[..ops.len()])
             .arg("--")
-            .arg(remote)
+            .arg(url)
             .args(&args[ops.len()..])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

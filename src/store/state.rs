@@ -1,0 +1,423 @@
+//! guardctl's own state files are untrusted input. Anyone who can write `.git/guardctl` could
+//! craft a before-image, a journal or a consumed marker so that the *next* person to run
+//! guardctl does damage with their own identity (`gc` deleting `main`, `recover` signing a
+//! receipt for a plan never applied, a rollback writing `core.fsmonitor`). So every state file
+//! that drives an action is parsed strictly and cross-checked here first:
+//!
+//! - a plan directory's name is a plan id (64 lowercase hex digits);
+//! - every journal line is `{"plan", "step", "time"}` with the directory's plan id and a known
+//!   step, and the steps follow the apply/rollback state machine ([`check_sequence`]);
+//! - the before-image names the directory's plan, its backup ref is exactly
+//!   `refs/guardctl/backup/<id>`, its refs are valid branch or tag names, and its saved config
+//!   holds only `branch.<name>.<variable>` keys of branches it deleted ([`check_image`]);
+//! - the consumed marker is a DSSE envelope signed by the applying key (namespace
+//!   `guardctl-apply`) binding the plan id to the sha256 of the before-image's bytes
+//!   ([`Consumed`]); `recover` signs a receipt only with that same key.
+//!
+//! Anything inconsistent is `needs_recovery` (exit 16) naming the file; nothing is changed.
+//! Pure: no I/O here (the callers read the files).
+
+use super::BeforeImage;
+use crate::error::{Error, Kind};
+use crate::render::escape::safe;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use time::OffsetDateTime;
+
+/// payloadType of the signed consumed marker.
+pub const CONSUMED_PAYLOAD_TYPE: &str = "application/vnd.guardctl.consumed.v1+json";
+
+/// Where guardctl keeps backups; fixed, never read from a plan or a state file.
+pub const BACKUP_NAMESPACE: &str = "refs/guardctl/backup";
+
+/// Every step an apply, rollback or recovery journals.
+pub const STEPS: &[&str] = &[
+    "before-image-written",
+    "consumed",
+    "backup-created",
+    "refs-committed",
+    "config-removed",
+    "done",
+    "refused",
+    "aborted",
+    "recovered-unstarted",
+    "command-started",
+    "command-finished",
+    "rollback-started",
+    "rollback-refs-restored",
+    "rolled-back",
+    "rollback-abandoned",
+];
+
+/// The signed statement "this key consumed plan `plan_id`, whose before-image has these
+/// bytes", written before any ref changes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Consumed {
+    pub plan_id: String,
+    /// `sha256:<hex>` of `before-image.json` exactly as written.
+    pub before_image: String,
+    /// Fingerprint of the key that applied (and signed this).
+    pub key: String,
+    #[serde(with = "time::serde::rfc3339")]
+    pub created_at: OffsetDateTime,
+}
+
+/// One journal line.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JournalLine {
+    pub plan: String,
+    pub step: String,
+    pub time: String,
+}
+
+/// The failure for an inconsistent state file: exit 16, naming it; nothing was changed.
+pub fn inconsistent(file: &Path, why: impl std::fmt::Display) -> Error {
+    Error::new(
+        Kind::NeedsRecovery,
+        format!(
+            "guardctl's state file {} is inconsistent; nothing was changed",
+            file.display()
+        ),
+    )
+    .caused_by(safe(&why.to_string()))
+    .with_hint(
+        "it was damaged or written by someone else: inspect it (and `guardctl log`); move that plan's directory out of .git/guardctl/plans once you know what happened",
+    )
+}
+
+/// Whether `s` is the hex of a plan id (what a plan's state directory is named).
+pub fn is_plan_id_hex(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// Parse a journal strictly: one JSON object per line, for this plan, with a known step and
+/// an RFC 3339 time; the steps must follow [`check_sequence`].
+pub fn parse_journal(bytes: &[u8], id_hex: &str) -> Result<Vec<String>, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "the journal is not UTF-8".to_string())?;
+    if !text.is_empty() && !text.ends_with('\n') {
+        return Err("the journal's last line is incomplete".into());
+    }
+    let plan = format!("sha256:{id_hex}");
+    let mut steps = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let l: JournalLine =
+            serde_json::from_str(line).map_err(|e| format!("line {}: not a journal entry ({e})", i + 1))?;
+        if l.plan != plan {
+            return Err(format!("line {}: it journals plan {}", i + 1, l.plan));
+        }
+        if !STEPS.contains(&l.step.as_str()) {
+            return Err(format!("line {}: unknown step `{}`", i + 1, l.step));
+        }
+        OffsetDateTime::parse(&l.time, &time::format_description::well_known::Rfc3339)
+            .map_err(|_| format!("line {}: bad time `{}`", i + 1, l.time))?;
+        steps.push(l.step);
+    }
+    check_sequence(&steps)?;
+    Ok(steps)
+}
+
+/// The steps must follow the order `execute` writes them in (recovery included): nothing
+/// is committed before the plan is consumed, nothing follows an abort but a rollback, and so on.
+pub fn check_sequence(steps: &[String]) -> Result<(), String> {
+    #[derive(Debug, Clone, Copy)]
+    enum S {
+        Idle,
+        Written,
+        Consumed,
+        BackupCreated,
+        CommandStarted,
+        CommandFinished,
+        Committed,
+        ConfigRemoved,
+        Settled,
+        RollingBack,
+        RefsRestored,
+    }
+    use S::*;
+    let mut s = Idle;
+    for (i, step) in steps.iter().enumerate() {
+        s = match (s, step.as_str()) {
+            (Idle, "before-image-written") => Written,
+            (Idle | Written, "refused") | (Written, "recovered-unstarted") => Idle,
+            (Written, "consumed") => Consumed,
+            (Consumed, "backup-created") => BackupCreated,
+            (Consumed, "command-started") => CommandStarted,
+            (CommandStarted, "command-finished") => CommandFinished,
+            (Written | Consumed | BackupCreated, "refs-committed") => Committed,
+            (Written | Consumed | BackupCreated | CommandStarted, "aborted") => Settled,
+            (Committed | CommandFinished | ConfigRemoved, "config-removed") => ConfigRemoved,
+            (ConfigRemoved, "done") => Settled,
+            (Settled, "rollback-started") => RollingBack,
+            (RollingBack, "rollback-refs-restored") => RefsRestored,
+            (RollingBack, "rollback-abandoned") | (RefsRestored, "rolled-back") => Settled,
+            (state, step) => {
+                return Err(format!("line {}: step `{step}` cannot follow {state:?}", i + 1));
+            }
+        };
+    }
+    Ok(())
+}
+
+/// A before-image must describe the plan of its directory and only what guardctl itself
+/// would have written for it.
+pub fn check_image(image: &BeforeImage, id_hex: &str) -> Result<(), String> {
+    let plan_id = format!("sha256:{id_hex}");
+    if image.plan_id != plan_id {
+        return Err(format!("it names plan {}, not {plan_id}", image.plan_id));
+    }
+    let backup = format!("{BACKUP_NAMESPACE}/{id_hex}");
+    match (&image.backup_ref, image.refs.is_empty()) {
+        (Some(r), false) if *r == backup => {}
+        (None, true) => {}
+        (Some(r), _) => return Err(format!("its backup ref is {r}, not {backup}")),
+        (None, false) => return Err("it deletes refs without a backup ref".into()),
+    }
+    if let Some(c) = &image.backup_commit
+        && !is_oid(c)
+    {
+        return Err(format!("its backup commit `{c}` is not an object id"));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for r in &image.refs {
+        let kind_ok = r.refname.starts_with("refs/heads/") || r.refname.starts_with("refs/tags/");
+        if !kind_ok || !crate::repo::is_valid_refname(&r.refname) {
+            return Err(format!("`{}` is not a branch or tag guardctl deletes", r.refname));
+        }
+        if !is_oid(&r.oid) {
+            return Err(format!("the object id of {} is `{}`", r.refname, r.oid));
+        }
+        if !seen.insert(r.refname.as_str()) {
+            return Err(format!("{} is listed twice", r.refname));
+        }
+    }
+    for t in &image.tag_objects {
+        if !image
+            .refs
+            .iter()
+            .any(|r| r.oid == t.oid && r.refname.starts_with("refs/tags/"))
+            || !is_oid(&t.commit)
+        {
+            return Err(format!("saved tag object {} belongs to no deleted tag", t.oid));
+        }
+    }
+    if image.command.is_some() && !(image.refs.is_empty() && image.config.is_empty()) {
+        return Err("an exec plan's before-image lists refs or config".into());
+    }
+    if image.remote.is_some() && !image.config.is_empty() {
+        return Err("a remote's before-image holds local config".into());
+    }
+    for (name, entries) in &image.config {
+        if !seen.contains(format!("refs/heads/{name}").as_str()) {
+            return Err(format!(
+                "it saves config of branch `{name}`, which it did not delete"
+            ));
+        }
+        for (key, _) in entries {
+            if !is_branch_key(key, name) {
+                return Err(format!(
+                    "it saves config key `{key}`: only branch.{name}.<variable> may be restored"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `branch.<name>.<variable>`, the variable a plain config variable name.
+pub fn is_branch_key(key: &str, branch: &str) -> bool {
+    key.strip_prefix("branch.")
+        .and_then(|k| k.strip_prefix(branch))
+        .and_then(|k| k.strip_prefix('.'))
+        .is_some_and(|var| {
+            var.starts_with(|c: char| c.is_ascii_alphabetic())
+                && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+}
+
+fn is_oid(s: &str) -> bool {
+    (s.len() == 40 || s.len() == 64) && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::approval::DeletedRef;
+
+    const ID: &str = "a7262397b490c23eb1be94eeed151a0a8138abd2271934356445be590b777f14";
+
+    fn steps(s: &[&str]) -> Vec<String> {
+        s.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn image() -> BeforeImage {
+        BeforeImage {
+            plan_id: format!("sha256:{ID}"),
+            plan_hash: "sha256:00".into(),
+            repository: "guardctl-repo:x".into(),
+            executor: "alice@example.com".into(),
+            approved_by: vec!["bob@example.com".into()],
+            created_at: OffsetDateTime::UNIX_EPOCH,
+            retention_days: 30,
+            remote: None,
+            refs: vec![DeletedRef {
+                refname: "refs/heads/feature/x".into(),
+                oid: "1".repeat(40),
+            }],
+            backup_ref: Some(format!("refs/guardctl/backup/{ID}")),
+            backup_commit: Some("2".repeat(40)),
+            config: vec![(
+                "feature/x".into(),
+                vec![("branch.feature/x.remote".into(), "origin".into())],
+            )],
+            tag_objects: vec![],
+            command: None,
+        }
+    }
+
+    #[test]
+    fn the_sequences_execute_writes_are_accepted() {
+        for ok in [
+            &[
+                "before-image-written",
+                "consumed",
+                "refs-committed",
+                "config-removed",
+                "done",
+            ][..],
+            &[
+                "refused",
+                "before-image-written",
+                "refused",
+                "before-image-written",
+                "consumed",
+                "aborted",
+            ],
+            &[
+                "before-image-written",
+                "consumed",
+                "backup-created",
+                "refs-committed",
+                "config-removed",
+                "config-removed",
+                "done",
+            ],
+            &[
+                "before-image-written",
+                "consumed",
+                "command-started",
+                "command-finished",
+                "config-removed",
+                "done",
+            ],
+            &[
+                "before-image-written",
+                "refs-committed",
+                "config-removed",
+                "done",
+                "rollback-started",
+                "rollback-refs-restored",
+                "rolled-back",
+                "rollback-started",
+                "rollback-abandoned",
+            ],
+            &["before-image-written", "recovered-unstarted"],
+            &["before-image-written", "consumed", "command-started", "aborted"],
+        ] {
+            assert_eq!(check_sequence(&steps(ok)), Ok(()), "{ok:?}");
+        }
+    }
+
+    #[test]
+    fn a_commit_without_consumption_or_after_an_abort_is_refused() {
+        for bad in [
+            &["refs-committed"][..],
+            &["before-image-written", "consumed", "aborted", "refs-committed"],
+            &["consumed"],
+            &["before-image-written", "consumed", "rollback-refs-restored"],
+            &["rollback-started"],
+            &[
+                "before-image-written",
+                "consumed",
+                "command-started",
+                "refs-committed",
+            ],
+        ] {
+            assert!(check_sequence(&steps(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn journal_lines_are_strict_and_bound_to_the_plan() {
+        let line = |plan: &str, step: &str| {
+            format!("{{\"plan\":\"sha256:{plan}\",\"step\":\"{step}\",\"time\":\"2026-06-01T12:00:00Z\"}}\n")
+        };
+        let good = line(ID, "before-image-written") + &line(ID, "consumed");
+        assert_eq!(
+            parse_journal(good.as_bytes(), ID).unwrap(),
+            ["before-image-written", "consumed"]
+        );
+        let other = "b".repeat(64);
+        assert!(parse_journal(line(&other, "before-image-written").as_bytes(), ID).is_err());
+        assert!(parse_journal(line(ID, "teleported").as_bytes(), ID).is_err());
+        let extra = "{\"plan\":\"x\",\"step\":\"done\",\"time\":\"t\",\"more\":1}\n";
+        assert!(parse_journal(extra.as_bytes(), ID).is_err());
+        let torn = line(ID, "before-image-written");
+        assert!(parse_journal(&torn.as_bytes()[..torn.len() - 3], ID).is_err());
+    }
+
+    #[test]
+    fn an_image_guardctl_would_write_passes() {
+        assert_eq!(check_image(&image(), ID), Ok(()));
+    }
+
+    #[test]
+    fn a_crafted_image_is_refused() {
+        let mut main_as_backup = image();
+        main_as_backup.backup_ref = Some("refs/heads/main".into());
+        let mut other_plan = image();
+        other_plan.plan_id = format!("sha256:{}", "c".repeat(64));
+        let mut fsmonitor = image();
+        fsmonitor.config[0]
+            .1
+            .push(("core.fsmonitor".into(), "touch /tmp/pwned".into()));
+        let mut sneaky = image();
+        sneaky.config[0].1 = vec![("branch.feature/x.remote.x".into(), "o".into())];
+        let mut undeleted = image();
+        undeleted.config[0].0 = "main".into();
+        undeleted.config[0].1 = vec![("branch.main.remote".into(), "evil".into())];
+        let mut bad_ref = image();
+        bad_ref.refs[0].refname = "refs/heads/../../config".into();
+        let mut outside = image();
+        outside.refs[0].refname = "refs/remotes/origin/main".into();
+        for (what, bad) in [
+            ("main as backup", main_as_backup),
+            ("other plan", other_plan),
+            ("fsmonitor", fsmonitor),
+            ("nested key", sneaky),
+            ("config of a branch not deleted", undeleted),
+            ("bad ref", bad_ref),
+            ("ref outside heads and tags", outside),
+        ] {
+            assert!(check_image(&bad, ID).is_err(), "{what}");
+        }
+    }
+
+    #[test]
+    fn branch_keys_are_exactly_branch_name_variable() {
+        assert!(is_branch_key("branch.a.b.remote", "a.b"));
+        assert!(is_branch_key("branch.x.pushRemote", "x"));
+        assert!(!is_branch_key("branch.x.remote", "a"));
+        assert!(!is_branch_key("core.fsmonitor", "x"));
+        assert!(!is_branch_key("branch.x.", "x"));
+        assert!(!is_branch_key("branch.x.a=b", "x"));
+    }
+
+    #[test]
+    fn plan_directories_are_named_by_plan_id() {
+        assert!(is_plan_id_hex(ID));
+        assert!(!is_plan_id_hex("00ff"));
+        assert!(!is_plan_id_hex(&ID.to_uppercase()));
+    }
+}
