@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+/// The longest duration guardctl accepts: 1000 years. Longer is a typo, and seconds beyond
+/// `i64` would wrap into the past.
+pub const MAX_SECS: u64 = 1000 * 365 * 86_400;
+
 pub fn parse(input: &str) -> Result<Duration, String> {
     let s = input.trim();
     if s.is_empty() {
@@ -50,6 +54,9 @@ pub fn parse(input: &str) -> Result<Duration, String> {
     if total == 0 {
         return Err(format!("invalid duration `{input}`: must be greater than zero"));
     }
+    if total > MAX_SECS {
+        return Err(format!("invalid duration `{input}`: longer than 1000y"));
+    }
     Ok(Duration::from_secs(total))
 }
 
@@ -85,9 +92,20 @@ mod tests {
 
     #[test]
     fn rejects_garbage_zero_and_overflow() {
-        for bad in ["", "15", "m", "1x", "0m", "-1m", "99999999999999999999y", "1.5h"] {
+        for bad in [
+            "",
+            "15",
+            "m",
+            "1x",
+            "0m",
+            "-1m",
+            "99999999999999999999y",
+            "1.5h",
+            "1001y",
+        ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+        assert_eq!(parse("1000y"), Ok(Duration::from_secs(MAX_SECS)));
     }
 
     #[test]

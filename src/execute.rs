@@ -130,7 +130,8 @@ impl Executor<'_> {
                 self.store.write_before_image(id, &image)?;
                 self.step(id, "before-image-written")
             })
-            .and_then(|()| pending.prepared());
+            .and_then(|()| pending.prepared())
+            .and_then(|p| self.still_not_checked_out(&image).map(|()| p));
         let prepared = match prepared {
             Ok(p) => p,
             Err(e) => {
@@ -154,6 +155,33 @@ impl Executor<'_> {
         }
         self.step(id, "refs-committed")?;
         self.finish(id, &image, key)
+    }
+
+    /// The last look before the plan is consumed: the refs are locked now, but HEAD is not (git
+    /// locks no other worktree's HEAD in a ref transaction), so a `git checkout` of a planned
+    /// branch since the drift check would leave a HEAD on a deleted branch. What remains is the
+    /// moment between this check and the commit.
+    fn still_not_checked_out(&self, image: &BeforeImage) -> Result<()> {
+        let co = self.repo.checked_out()?;
+        let taken: Vec<String> = image
+            .refs
+            .iter()
+            .filter(|r| {
+                co.here.as_deref() == Some(r.refname.as_str()) || co.elsewhere.contains_key(&r.refname)
+            })
+            .map(|r| safe(&r.refname))
+            .collect();
+        if taken.is_empty() {
+            return Ok(());
+        }
+        Err(Error::new(
+            Kind::Drift,
+            format!(
+                "checked out since the drift check: {}; nothing was changed",
+                taken.join(", ")
+            ),
+        )
+        .with_hint("re-run `guardctl plan` and have the new plan approved"))
     }
 
     /// A remote's branches: check drift, write the backup commit and the before-image, mark

@@ -31,16 +31,20 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         let Some((image, _)) = store.checked_before_image(&id)? else {
             continue;
         };
-        let retention = time::Duration::days(i64::from(image.retention_days));
+        // A state file is untrusted: a date past the calendar's end means "never", not a panic.
+        let past = |from: time::OffsetDateTime, days: u32| {
+            from.checked_add(time::Duration::days(i64::from(days)))
+                .is_some_and(|end| ctx.now >= end)
+        };
         let (Some(r), Some(commit)) = (&image.backup_ref, &image.backup_commit) else {
-            if ctx.now >= image.created_at + retention {
+            if past(image.created_at, image.retention_days) {
                 due.push((id, image, None));
             }
             continue;
         };
         // Compare-and-swap: a backup ref that someone moved is left alone.
         if repo.ref_target(r).map(|o| o.to_string()).as_ref() != Some(commit) {
-            if ctx.now >= image.created_at + retention {
+            if past(image.created_at, image.retention_days) {
                 due.push((id, image, None));
             }
             continue;
@@ -60,9 +64,9 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             .find_map(|l| l.strip_prefix("retention-days: "))
             .and_then(|d| d.trim().parse::<u32>().ok())
             .unwrap_or(0);
-        let days = i64::from(image.retention_days.max(recorded));
+        let days = image.retention_days.max(recorded);
         let created = time::OffsetDateTime::from_unix_timestamp(when).unwrap_or(image.created_at);
-        if ctx.now < created.max(image.created_at) + time::Duration::days(days) {
+        if !past(created.max(image.created_at), days) {
             continue;
         }
         let op = RefOp::Delete {

@@ -273,6 +273,15 @@ fn resolve(operation: OperationArgs, ctx: &Ctx, repo: &Repo, policy: &Policy) ->
         }
         OperationArgs::StaleBranches(op) => {
             let (base_ref, base_oid) = repo.resolve_base(op.base.as_deref())?;
+            // A revision (`main~2`, `feature/x^0`, an id) is not recognised as the branch it
+            // names, so that branch would be judged "merged" into itself: a base is a ref.
+            if !base_ref.starts_with("refs/") {
+                return Err(Error::usage(format!(
+                    "--base `{}` is a revision, not a branch or other ref",
+                    safe(&base_ref)
+                ))
+                .with_hint("name the branch the others are compared with, e.g. --base main"));
+            }
             let request = op.selection.request(op.base, op.gone);
             Ok(Resolved {
                 operation: Operation::StaleBranches(stale_branches::normalize(

@@ -191,10 +191,13 @@ fn preview(
             out.stdout.len()
         )));
     }
-    Ok(PreviewOutput {
-        sha256: sha256_hex(&out.stdout),
-        text: String::from_utf8_lossy(&out.stdout).into_owned(),
-    })
+    // The reviewer reads the text and apply compares the digest: they must be of the same
+    // bytes, so a manifest is UTF-8 text.
+    let sha256 = sha256_hex(&out.stdout);
+    let text = String::from_utf8(out.stdout).map_err(|_| {
+        Error::usage("the preview printed bytes that are not UTF-8 text; a manifest must be text")
+    })?;
+    Ok(PreviewOutput { sha256, text })
 }
 
 /// Observe at planning time: resolve the directory, environment, files and pinned files,
@@ -305,14 +308,26 @@ pub fn recheck(top: &Path, planned: &ExecInputs) -> Result<Vec<Drift>> {
             ));
         }
     }
-    for f in &planned.files {
-        let now = std::fs::read(top.join(&f.path)).ok().map(|b| sha256_hex(&b));
-        if now.as_deref() != Some(f.sha256.as_str()) {
+    // Which files the command's arguments name is derived again, never taken from the plan:
+    // a plan that leaves a script out of `files` (or names a file outside the work tree)
+    // differs from what guardctl finds.
+    let files_now = file_digests(top, &dir, &planned.command)?;
+    let paths = |v: &[FileDigest]| v.iter().map(|f| f.path.clone()).collect::<Vec<_>>().join(" ");
+    if paths(&planned.files) != paths(&files_now) {
+        drifts.push(drift(
+            "files",
+            "named by the command",
+            paths(&planned.files),
+            paths(&files_now),
+        ));
+    }
+    for (f, now) in planned.files.iter().zip(&files_now) {
+        if f.sha256 != now.sha256 {
             drifts.push(drift(
                 &f.path,
                 "content",
                 short(&Some(f.sha256.clone())),
-                short(&now),
+                short(&Some(now.sha256.clone())),
             ));
         }
     }

@@ -125,6 +125,9 @@ pub fn screen(
     if checked_out.here.as_deref() == Some(branch.refname.as_str()) {
         return Some((SkipReason::CheckedOut, None));
     }
+    if checked_out.remote_head.as_deref() == Some(branch.refname.as_str()) {
+        return Some((SkipReason::RemoteHead, None));
+    }
     if let Some(where_) = checked_out.elsewhere.get(&branch.refname) {
         return Some((SkipReason::Worktree, Some(where_.clone())));
     }
@@ -174,7 +177,8 @@ pub fn criteria_met(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateT
             Criterion::Gone => o.upstream.as_ref().is_some_and(|u| u.gone),
             Criterion::OlderThan => inputs
                 .older_than_secs
-                .is_some_and(|limit| now.unix_timestamp() - o.facts.time > limit as i64),
+                .and_then(|limit| i64::try_from(limit).ok())
+                .is_some_and(|limit| now.unix_timestamp().saturating_sub(o.facts.time) > limit),
             // Only tags are selected by name alone; `screen` has already applied --match.
             Criterion::Matched => true,
         };
@@ -259,7 +263,7 @@ pub fn run(
     let patterns = Patterns::compile(inputs)?;
     let (branches, checked_out) = match source {
         Branches::Local => (repo.local_branches()?, repo.checked_out()?),
-        Branches::Remote(r) => (r.branches.clone(), CheckedOut::default()),
+        Branches::Remote(r) => (r.branches.clone(), CheckedOut::remote(r.head.as_deref())),
     };
     let want_squash = inputs.criteria.contains(&Criterion::SquashMerged);
     let mut lookups = Lookups::new(repo, source, base_oid, want_squash)?;
@@ -439,7 +443,7 @@ pub fn recheck(
     let patterns = Patterns::compile(inputs)?;
     let checked_out = match source {
         Branches::Local => repo.checked_out()?,
-        Branches::Remote(_) => CheckedOut::default(),
+        Branches::Remote(r) => CheckedOut::remote(r.head.as_deref()),
     };
     let want_squash = planned
         .iter()

@@ -15,7 +15,7 @@ use std::time::Duration;
 use time::OffsetDateTime;
 
 /// What `base` says for tags: commits are judged against every branch.
-pub const EVERY_BRANCH: &str = "refs/heads/*";
+pub const EVERY_BRANCH: &str = crate::plan::model::TAG_BASE;
 
 /// What the user asked for, before normalisation.
 #[derive(Debug, Clone, Default)]

@@ -15,6 +15,9 @@ pub const FORMAT_VERSION: u32 = 1;
 /// --prune` or `gc` destroys it.
 pub const BACKUP_NAMESPACE: &str = "refs/guardctl/backup";
 
+/// The `base` of a tag plan: a tag's commit is judged against every branch.
+pub const TAG_BASE: &str = "refs/heads/*";
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Plan {
@@ -456,6 +459,8 @@ pub enum SkipReason {
     CheckedOut,
     /// Checked out in another worktree.
     Worktree,
+    /// The branch a remote's HEAD names: its default branch.
+    RemoteHead,
     /// Matches a protected pattern.
     Protected,
     /// Does not match any `--match` pattern.
@@ -481,6 +486,7 @@ impl SkipReason {
             SkipReason::Base => "is the base",
             SkipReason::CheckedOut => "checked out here",
             SkipReason::Worktree => "checked out in another worktree",
+            SkipReason::RemoteHead => "the remote's default branch (its HEAD names it)",
             SkipReason::Protected => "protected",
             SkipReason::NotMatched => "not matched by --match",
             SkipReason::Excluded => "excluded by --exclude",

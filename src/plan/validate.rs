@@ -13,7 +13,9 @@
 
 use super::derive;
 use super::hash::plan_hash;
-use super::model::{BACKUP_NAMESPACE, Operation, Plan, ReviewKind};
+use super::model::{
+    BACKUP_NAMESPACE, Criterion, ExecInputs, Operation, Plan, ReviewKind, StaleBranchesInputs, TAG_BASE,
+};
 use std::collections::HashSet;
 
 /// The first field that is not what guardctl would have written, and why.
@@ -37,6 +39,15 @@ fn is_hex(s: &str, len: usize) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// The longest a backup may be kept: 100 years (longer is a typo, or an attempt to overflow
+/// the date arithmetic of `gc`).
+pub const MAX_RETENTION_DAYS: u32 = 36_500;
+
+/// `sha256:<64 lowercase hex digits>`.
+pub fn is_digest(s: &str) -> bool {
+    s.strip_prefix("sha256:").is_some_and(|h| is_hex(h, 64))
+}
+
 /// An object id as git writes it: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits.
 pub fn is_oid(s: &str) -> bool {
     is_hex(s, 40) || is_hex(s, 64)
@@ -50,6 +61,15 @@ pub fn check(plan: &Plan, valid_refname: impl Fn(&str) -> bool) -> Result<(), In
     if plan.expires_at <= plan.created_at {
         return Err(invalid("expires_at", "is not after created_at"));
     }
+    if !is_digest(&plan.policy_hash) {
+        return Err(invalid("policy_hash", "is not a sha256 digest"));
+    }
+    if plan.before_image.retention_days > MAX_RETENTION_DAYS {
+        return Err(invalid(
+            "before_image.retention_days",
+            format!("is more than {MAX_RETENTION_DAYS} days"),
+        ));
+    }
     structure(plan, &valid_refname)?;
     derived(plan)
 }
@@ -60,11 +80,15 @@ fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), I
     let op = &plan.operation;
     let Some(namespace) = op.ref_namespace() else {
         // A command deletes no refs guardctl could back up: its manifest is the preview.
-        if !plan.affected.is_empty() {
+        if !plan.affected.is_empty() || !plan.skipped.is_empty() {
             return Err(invalid("affected", "an exec plan lists no refs"));
         }
-        return Ok(());
+        return match op {
+            Operation::Exec(x) => exec(x),
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => Ok(()),
+        };
     };
+    let criteria = inputs(op)?;
     let tags = matches!(op, Operation::Tags(_));
     let local = matches!(op, Operation::StaleBranches(_));
     let mut seen = HashSet::with_capacity(plan.affected.len());
@@ -131,8 +155,190 @@ fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), I
                 "loses work but has no commit not in base",
             ));
         }
+        if let Some(criteria) = criteria
+            && let Some(r) = a.reasons.iter().find(|r| !criteria.contains(r))
+        {
+            return Err(invalid(
+                field("reasons"),
+                format!("`{}` is not a criterion the plan selected by", r.as_str()),
+            ));
+        }
+    }
+    // Counts a summary adds up must add up (a forged count would wrap the total).
+    if plan
+        .affected
+        .iter()
+        .try_fold(0u64, |sum, a| sum.checked_add(a.commits_not_in_base))
+        .is_none()
+    {
+        return Err(invalid("affected", "commit counts beyond any repository"));
+    }
+    skipped(plan, namespace, &seen)
+}
+
+/// An exec plan's recorded facts are well-formed: every digest 64 hex digits, the preview's
+/// text exactly the bytes its digest is of (the reviewer reads the text; apply compares the
+/// digest), and every file path relative to the work tree, inside it and outside `.git`.
+fn exec(x: &ExecInputs) -> Result<(), Invalid> {
+    let digest_ok = |s: &str| is_hex(s, 64);
+    if !digest_ok(&x.preview_output.sha256) {
+        return Err(invalid(
+            "operation.inputs.preview_output.sha256",
+            "is not a sha256 digest",
+        ));
+    }
+    let text_digest = {
+        use sha2::Digest;
+        super::envelope::hex(&sha2::Sha256::digest(x.preview_output.text.as_bytes()))
+    };
+    if text_digest != x.preview_output.sha256 {
+        return Err(invalid(
+            "operation.inputs.preview_output.text",
+            "is not the output whose digest the plan records",
+        ));
+    }
+    if let Some((i, _)) = x
+        .env
+        .iter()
+        .enumerate()
+        .find(|(_, e)| e.sha256.as_deref().is_some_and(|d| !digest_ok(d)))
+    {
+        return Err(invalid(
+            format!("operation.inputs.env[{i}].sha256"),
+            "is not a sha256 digest",
+        ));
+    }
+    let inside = |p: &str| {
+        let path = std::path::Path::new(p);
+        !p.is_empty()
+            && path.is_relative()
+            && path
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)))
+            && !path.starts_with(".git")
+    };
+    for (i, f) in x.files.iter().enumerate() {
+        if !inside(&f.path) {
+            return Err(invalid(
+                format!("operation.inputs.files[{i}].path"),
+                "is not a path inside the work tree",
+            ));
+        }
+        if !digest_ok(&f.sha256) {
+            return Err(invalid(
+                format!("operation.inputs.files[{i}].sha256"),
+                "is not a sha256 digest",
+            ));
+        }
+    }
+    for (i, p) in x.pinned.iter().enumerate() {
+        if !digest_ok(&p.sha256) || p.tree.iter().any(|f| !digest_ok(&f.sha256)) {
+            return Err(invalid(
+                format!("operation.inputs.pinned[{i}].sha256"),
+                "is not a sha256 digest",
+            ));
+        }
     }
     Ok(())
+}
+
+/// The refs the plan says it left alone: each once, of the operation's namespace (names git
+/// would reject included: those are listed so a reviewer sees them), none of them deleted.
+fn skipped(plan: &Plan, namespace: &str, affected: &HashSet<&str>) -> Result<(), Invalid> {
+    let mut seen = HashSet::with_capacity(plan.skipped.len());
+    for (i, s) in plan.skipped.iter().enumerate() {
+        let field = format!("skipped[{i}].ref");
+        let name = crate::render::escape::safe(&s.refname);
+        if !s.refname.starts_with(namespace) {
+            return Err(invalid(field, format!("{name} is not under {namespace}")));
+        }
+        if affected.contains(s.refname.as_str()) {
+            return Err(invalid(field, format!("{name} is both deleted and left alone")));
+        }
+        if !seen.insert(s.refname.as_str()) {
+            return Err(invalid(field, format!("{name} is listed twice")));
+        }
+        if s.oid.as_deref().is_some_and(|o| !is_oid(o)) {
+            return Err(invalid(format!("skipped[{i}].oid"), "is not an object id"));
+        }
+    }
+    Ok(())
+}
+
+/// The operation's inputs as `guardctl plan` normalises them: criteria its kind selects by,
+/// sorted and distinct; an age exactly when an age is a criterion (tags: whenever given);
+/// patterns sorted and distinct; a base that is a ref. Returns the criteria.
+fn inputs(op: &Operation) -> Result<Option<&[Criterion]>, Invalid> {
+    let (selection, allowed): (&StaleBranchesInputs, &[Criterion]) = match op {
+        Operation::StaleBranches(i) => (
+            i,
+            &[
+                Criterion::Merged,
+                Criterion::SquashMerged,
+                Criterion::Gone,
+                Criterion::OlderThan,
+            ],
+        ),
+        Operation::RemoteBranches(r) => (
+            &r.selection,
+            &[Criterion::Merged, Criterion::SquashMerged, Criterion::OlderThan],
+        ),
+        Operation::Tags(t) => (&t.selection, &[Criterion::Matched, Criterion::OlderThan]),
+        Operation::Exec(_) => return Ok(None),
+    };
+    let field = |name: &str| format!("operation.inputs.{name}");
+    let c = &selection.criteria;
+    if c.is_empty() || c.windows(2).any(|w| w[0] >= w[1]) || c.iter().any(|x| !allowed.contains(x)) {
+        return Err(invalid(
+            field("criteria"),
+            format!("must be sorted, distinct criteria of a {} plan", op.kind()),
+        ));
+    }
+    let tags = matches!(op, Operation::Tags(_));
+    let by_age = c.contains(&Criterion::OlderThan);
+    match selection.older_than_secs {
+        Some(s) if s == 0 || s > crate::duration::MAX_SECS => {
+            return Err(invalid(
+                field("older_than_secs"),
+                "is not a duration guardctl accepts",
+            ));
+        }
+        Some(_) if !by_age && !tags => {
+            return Err(invalid(
+                field("older_than_secs"),
+                "is set but older-than is not a criterion",
+            ));
+        }
+        None if by_age => {
+            return Err(invalid(
+                field("older_than_secs"),
+                "older-than is a criterion but no age is set",
+            ));
+        }
+        _ => {}
+    }
+    if tags {
+        // A tag plan selects by name alone ([matched]) or by age ([older-than]), against every
+        // branch.
+        let by_name = c == &[Criterion::Matched];
+        if (by_name && (selection.match_globs.is_empty() || selection.older_than_secs.is_some()))
+            || selection.base != TAG_BASE
+        {
+            return Err(invalid(field("criteria"), "not how `plan tags` selects"));
+        }
+    } else if !selection.base.starts_with("refs/") {
+        return Err(invalid(field("base"), "is not a ref"));
+    }
+    for (name, globs) in [
+        ("match", &selection.match_globs),
+        ("exclude", &selection.exclude),
+        ("protect", &selection.protect),
+    ] {
+        if globs.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(invalid(field(name), "must be sorted and distinct"));
+        }
+    }
+    Ok(Some(c))
 }
 
 /// Every field guardctl computes from the plan's own data must be exactly what it computes.
@@ -209,10 +415,11 @@ mod tests {
     /// A plan as `guardctl plan` writes it, with every derived field computed.
     fn honest(affected: Vec<Affected>) -> Plan {
         let op = test_data::merged_inputs();
+        let policy_hash = format!("sha256:{}", "0".repeat(64));
         let t0 = datetime!(2026-06-01 12:00 UTC);
         Plan {
             format_version: FORMAT_VERSION,
-            plan_hash: plan_hash("r", &op, "sha256:p", &affected),
+            plan_hash: plan_hash("r", &op, &policy_hash, &affected),
             created_at: t0,
             expires_at: t0 + time::Duration::minutes(15),
             planner: Party {
@@ -241,7 +448,7 @@ mod tests {
             operation: op,
             affected,
             skipped: vec![],
-            policy_hash: "sha256:p".into(),
+            policy_hash,
         }
     }
 
@@ -318,5 +525,58 @@ mod tests {
         let mut p = honest(vec![]);
         p.nonce = "abc".into();
         assert_eq!(field(&p), "nonce");
+    }
+
+    #[test]
+    fn inputs_must_be_in_the_form_plan_writes_them() {
+        let mut p = honest(vec![test_data::branch("a", 0)]);
+        if let Operation::StaleBranches(i) = &mut p.operation {
+            i.criteria = vec![Criterion::Matched];
+        }
+        assert_eq!(field(&p), "operation.inputs.criteria");
+        let mut p = honest(vec![]);
+        if let Operation::StaleBranches(i) = &mut p.operation {
+            i.criteria = vec![Criterion::Merged, Criterion::OlderThan];
+        }
+        assert_eq!(
+            field(&p),
+            "operation.inputs.older_than_secs",
+            "an age criterion needs an age"
+        );
+        let mut p = honest(vec![]);
+        if let Operation::StaleBranches(i) = &mut p.operation {
+            i.protect = vec!["b".into(), "a".into()];
+        }
+        assert_eq!(field(&p), "operation.inputs.protect");
+    }
+
+    #[test]
+    fn skipped_refs_are_distinct_and_never_deleted() {
+        let a = test_data::branch("a", 0);
+        let mut p = honest(vec![a.clone()]);
+        p.skipped = vec![Skipped {
+            refname: a.refname.clone(),
+            oid: Some(a.oid.clone()),
+            reason: SkipReason::Protected,
+            detail: None,
+        }];
+        assert_eq!(field(&p), "skipped[0].ref");
+    }
+
+    #[test]
+    fn numbers_that_would_overflow_are_refused() {
+        let mut p = honest(vec![]);
+        p.before_image.retention_days = u32::MAX;
+        assert_eq!(field(&p), "before_image.retention_days");
+        let mut a = test_data::branch("a", 1);
+        a.commits_not_in_base = u64::MAX;
+        let mut b = test_data::branch("b", 1);
+        b.commits_not_in_base = 2;
+        let mut p = honest(vec![]);
+        p.affected = vec![a, b];
+        assert_eq!(field(&p), "affected");
+        let mut p = honest(vec![]);
+        p.policy_hash = "sha256:\u{202E}".into();
+        assert_eq!(field(&p), "policy_hash");
     }
 }

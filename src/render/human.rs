@@ -44,6 +44,7 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
                 )
             }
         }),
+        ("inputs", view.selection.join(" ")),
         ("planner", who(&view.planner)),
         ("executor", who(&view.executor)),
         ("created", view.created_at.clone()),
@@ -53,6 +54,9 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
         ("approvals", approvals_line(&view.approvals)),
         ("plan hash", view.plan_hash.clone()),
     ] {
+        if k == "inputs" && v.is_empty() {
+            continue;
+        }
         writeln!(w, "  {k:<10} {v}")?;
         // A remote plan changes exactly one repository: say which, by the URL itself.
         if k == "operation" && view.remote.is_some() {

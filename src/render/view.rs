@@ -47,6 +47,8 @@ pub struct ShowView {
     pub remote: Option<String>,
     pub base: String,
     pub criteria: Vec<&'static str>,
+    /// Every other input, as the flags that give it (patterns escaped).
+    pub selection: Vec<String>,
     pub planner: PartyView,
     pub executor: PartyView,
     pub created_at: String,
@@ -287,6 +289,60 @@ fn protected_literals(plan: &Plan) -> Vec<&str> {
         .collect()
 }
 
+/// What a row is: the operation's kind of resource, and for a tag which kind of tag (a signed
+/// release tag must not look like any other).
+fn row_kind(op: &crate::plan::model::Operation, a: &Affected) -> &'static str {
+    let remote = op.remote().is_some();
+    match (&a.tag, remote) {
+        (Some(t), false) if t.signed => "signed tag",
+        (Some(t), true) if t.signed => "remote signed tag",
+        (Some(t), false) if t.annotated => "annotated tag",
+        (Some(t), true) if t.annotated => "remote annotated tag",
+        (Some(_), false) => "lightweight tag",
+        (Some(_), true) => "remote lightweight tag",
+        (None, _) => op.resource_kind(),
+    }
+}
+
+/// The inputs besides base and criteria, as the flags that give them (escaped).
+fn selection_flags(op: &crate::plan::model::Operation) -> Vec<String> {
+    use crate::plan::model::{Operation, TagKind};
+    let Some(i) = op.selection() else {
+        return vec![];
+    };
+    let mut out = Vec::new();
+    if let Some(secs) = i.older_than_secs {
+        out.push(format!(
+            "--older-than {}",
+            crate::duration::humanize(i64::try_from(secs).unwrap_or(i64::MAX))
+        ));
+    }
+    for (flag, globs) in [
+        ("--match", &i.match_globs),
+        ("--exclude", &i.exclude),
+        ("--protect", &i.protect),
+    ] {
+        out.extend(globs.iter().map(|g| format!("{flag} {}", safe(g))));
+    }
+    if i.include_unmerged {
+        out.push("--include-unmerged".into());
+    }
+    match op {
+        Operation::Tags(t) => {
+            if t.include_signed {
+                out.push("--include-signed".into());
+            }
+            match t.kind {
+                TagKind::All => {}
+                TagKind::Annotated => out.push("--annotated".into()),
+                TagKind::Lightweight => out.push("--lightweight".into()),
+            }
+        }
+        Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Exec(_) => {}
+    }
+    out
+}
+
 fn row(a: &Affected, kind: &'static str, now: OffsetDateTime, protected: &[&str]) -> Row {
     // Cut before escaping, so an escape is never cut in half.
     let mut subject: String = a.subject.chars().take(SUBJECT_CHARS).collect();
@@ -354,21 +410,21 @@ pub fn build(input: ViewInput) -> ShowView {
             )
         }
     };
-    let kind = plan.operation.resource_kind();
-    let items: Vec<Row> = picked.iter().map(|a| row(a, kind, now, &protected)).collect();
+    let kind = |a: &Affected| row_kind(&plan.operation, a);
+    let items: Vec<Row> = picked.iter().map(|a| row(a, kind(a), now, &protected)).collect();
 
     let mut by_time: Vec<&Affected> = plan.affected.iter().collect();
     by_time.sort_by_key(|a| std::cmp::Reverse(a.last_commit_time));
     let most_recent = by_time
         .iter()
         .take(EXTREMES)
-        .map(|a| row(a, kind, now, &protected))
+        .map(|a| row(a, kind(a), now, &protected))
         .collect();
     let oldest = by_time
         .iter()
         .rev()
         .take(EXTREMES)
-        .map(|a| row(a, kind, now, &protected))
+        .map(|a| row(a, kind(a), now, &protected))
         .collect();
     let mut by_unmerged: Vec<&Affected> = plan
         .affected
@@ -379,12 +435,12 @@ pub fn build(input: ViewInput) -> ShowView {
     let most_unmerged = by_unmerged
         .iter()
         .take(EXTREMES)
-        .map(|a| row(a, kind, now, &protected))
+        .map(|a| row(a, kind(a), now, &protected))
         .collect();
     let suspicious_names = plan
         .affected
         .iter()
-        .map(|a| row(a, kind, now, &protected))
+        .map(|a| row(a, kind(a), now, &protected))
         .filter(|r| !r.flags.is_empty())
         .collect();
 
@@ -438,6 +494,7 @@ pub fn build(input: ViewInput) -> ShowView {
         criteria: inputs
             .map(|i| i.criteria.iter().map(|c| c.as_str()).collect())
             .unwrap_or_default(),
+        selection: selection_flags(&plan.operation),
         planner: party(&plan.planner),
         executor: party(&plan.executor),
         created_at: rfc3339(plan.created_at),
@@ -696,6 +753,7 @@ fn skip_label(r: SkipReason) -> &'static str {
         SkipReason::Base => "base",
         SkipReason::CheckedOut => "checked_out",
         SkipReason::Worktree => "worktree",
+        SkipReason::RemoteHead => "remote_head",
         SkipReason::Protected => "protected",
         SkipReason::NotMatched => "not_matched",
         SkipReason::Excluded => "excluded",

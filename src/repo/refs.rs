@@ -25,6 +25,19 @@ pub struct CheckedOut {
     pub here: Option<String>,
     /// Branches checked out (or being rebased) in other worktrees, with the worktree's name.
     pub elsewhere: HashMap<String, String>,
+    /// For a remote's branches: the branch the remote's HEAD names (its default branch, what
+    /// every new clone checks out).
+    pub remote_head: Option<String>,
+}
+
+impl CheckedOut {
+    /// What a remote has "checked out": the branch its HEAD names.
+    pub fn remote(head: Option<&str>) -> CheckedOut {
+        CheckedOut {
+            remote_head: head.map(String::from),
+            ..Default::default()
+        }
+    }
 }
 
 impl Repo {
@@ -69,7 +82,7 @@ impl Repo {
         for branch in in_progress(self.git.path()) {
             co.elsewhere
                 .entry(branch)
-                .or_insert_with(|| "this work tree (rebase in progress)".into());
+                .or_insert_with(|| "this work tree (rebase or bisect in progress)".into());
         }
         let common = self.git.commondir();
         // The main work tree, when we are in a linked one.
@@ -115,12 +128,22 @@ fn head_and_in_progress(git_dir: &Path) -> Vec<String> {
 }
 
 fn in_progress(git_dir: &Path) -> Vec<String> {
-    ["rebase-merge/head-name", "rebase-apply/head-name"]
+    let mut out: Vec<String> = ["rebase-merge/head-name", "rebase-apply/head-name"]
         .iter()
         .filter_map(|f| std::fs::read_to_string(git_dir.join(f)).ok())
         .map(|s| s.trim().to_string())
         .filter(|s| s.starts_with("refs/heads/"))
-        .collect()
+        .collect();
+    // `git bisect reset` returns to the branch bisection started from: BISECT_START names it
+    // (short), or holds a commit id when bisection started detached. git refuses to delete it.
+    if let Ok(start) = std::fs::read_to_string(git_dir.join("BISECT_START")) {
+        let start = start.trim();
+        let detached = start.len() >= 40 && start.bytes().all(|b| b.is_ascii_hexdigit());
+        if !start.is_empty() && !detached {
+            out.push(format!("refs/heads/{start}"));
+        }
+    }
+    out
 }
 
 fn read_symref(path: &Path) -> Option<String> {

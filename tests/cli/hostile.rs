@@ -30,7 +30,10 @@ pub(crate) fn forge(env: &TestEnv, edit: impl Fn(&mut Plan)) {
         plan.side_effects = derive::side_effects(op, affected);
         let policy = guardctl::policy::Policy::default();
         plan.risk = derive::risk(op, affected, policy.bulk.threshold);
-        plan.review = guardctl::policy::route::review(&policy, affected).unwrap();
+        plan.review = match guardctl::plan::manifest::of(op) {
+            Some(ids) => guardctl::policy::route::review_ids(&policy, &ids).unwrap(),
+            None => guardctl::policy::route::review(&policy, affected).unwrap(),
+        };
     });
 }
 
@@ -167,7 +170,10 @@ fn a_false_summary_risk_or_emptied_side_effects_is_refused() {
 fn a_worktree_branch_added_to_a_re_signed_plan_is_drift() {
     let env = planned();
     let wt = affected_for(&env, "hotfix/wt");
-    forge(&env, |p| p.affected.push(wt.clone()));
+    forge(&env, |p| {
+        p.skipped.retain(|s| s.refname != wt.refname);
+        p.affected.push(wt.clone());
+    });
     let r = approved_then_refused(&env, 10);
     assert!(
         r.stderr.contains(
@@ -183,7 +189,10 @@ fn a_worktree_branch_added_to_a_re_signed_plan_is_drift() {
 fn a_protected_branch_added_to_a_re_signed_plan_is_refused() {
     let env = planned();
     let release = affected_for(&env, "release/1.0");
-    forge(&env, |p| p.affected.push(release.clone()));
+    forge(&env, |p| {
+        p.skipped.retain(|s| s.refname != release.refname);
+        p.affected.push(release.clone());
+    });
     let r = approved_then_refused(&env, 14);
     assert!(
         r.stderr.contains("refs/heads/release/1.0 is protected"),
