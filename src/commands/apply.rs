@@ -23,6 +23,7 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let key = ctx.signing_key(ui)?;
+    ctx.report_signers(ui, false)?;
     let cleared = crate::gate::preflight(ctx, &args.target, Some(&key))
         .inspect_err(|e| refusal(ctx, e, &args.target.plan))?;
     let loaded = &cleared.loaded;

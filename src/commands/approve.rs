@@ -78,8 +78,9 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     let key = ctx.signing_key(ui)?;
     let fingerprint = crate::sign::sshsig::fingerprint(&key.public);
     let (signers, _) = ctx.allowed_signers()?;
+    ctx.report_signers(ui, false)?;
     let principal = match signers
-        .principals_for(&key.public, APPROVAL_NAMESPACE, ctx.now)
+        .principals_at(key.signer(), APPROVAL_NAMESPACE, &[ctx.now])
         .as_slice()
     {
         [one] => one.clone(),
@@ -97,12 +98,22 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
             )));
         }
     };
-    if decision == Decision::Approve && plan.planner.principal.as_ref() == Some(&principal) {
-        return Err(Error::new(
-            Kind::Unapproved,
-            format!("{} planned this plan and cannot approve it", safe(&principal)),
-        )
-        .with_hint("a different principal must approve; that is the point of the gate"));
+    let planner = plan.planner.principal.as_deref();
+    let planners_key = plan.planner.key.as_deref() == Some(fingerprint.as_str())
+        || planner.is_some_and(|p| signers.keys_of(p).contains(&fingerprint));
+    if decision == Decision::Approve
+        && (planners_key || planner.is_some_and(|p| p.eq_ignore_ascii_case(&principal)))
+    {
+        let who = if planners_key {
+            format!("key {fingerprint} belongs to the planner")
+        } else {
+            format!("{} planned this plan", safe(&principal))
+        };
+        return Err(
+            Error::new(Kind::Unapproved, format!("{who} and cannot approve it")).with_hint(
+                "a different principal, with a key of their own, must approve; that is the point of the gate",
+            ),
+        );
     }
     if decision == Decision::Approve {
         check_eligible(plan, &principal, &groups)?;

@@ -93,9 +93,11 @@ pub fn evaluate_approvals(
     plan: &Plan,
     plan_id: &str,
     approvals: &[CheckedApproval],
+    planner_keys: &[String],
     clock_skew_secs: u64,
     now: OffsetDateTime,
 ) -> ApprovalReport {
+    let skew = time::Duration::seconds(clock_skew_secs as i64);
     let mut report = ApprovalReport {
         groups: plan.review.iter().map(status).collect(),
         ..Default::default()
@@ -109,12 +111,12 @@ pub fn evaluate_approvals(
             Some(Ignored::KeyMismatch)
         } else if !c.signer_principals.contains(&a.principal) {
             Some(Ignored::UnknownApprover)
-        } else if a.created_at < plan.created_at
+        } else if a.created_at < plan.created_at - skew
             || a.created_at >= plan.expires_at
-            || (a.created_at - now).whole_seconds() > clock_skew_secs as i64
+            || a.created_at > now + skew
         {
             Some(Ignored::OutOfTime)
-        } else if a.decision == Decision::Approve && Some(&a.principal) == plan.planner.principal.as_ref() {
+        } else if a.decision == Decision::Approve && by_planner(plan, c, planner_keys) {
             Some(Ignored::SelfApproval)
         } else {
             None
@@ -156,6 +158,22 @@ pub fn evaluate_approvals(
     report
 }
 
+/// Self-approval: signed with the plan's own key (under whatever principal), with any key
+/// listed for the planner's principal, or as (or by a key that may speak for) a principal
+/// equal to the planner's ignoring ASCII case.
+fn by_planner(plan: &Plan, c: &CheckedApproval, planner_keys: &[String]) -> bool {
+    let same = |p: &String| {
+        plan.planner
+            .principal
+            .as_ref()
+            .is_some_and(|planner| planner.eq_ignore_ascii_case(p))
+    };
+    plan.planner.key.as_ref() == Some(&c.signer_fingerprint)
+        || planner_keys.contains(&c.signer_fingerprint)
+        || same(&c.approval.principal)
+        || c.signer_principals.iter().any(same)
+}
+
 fn status(g: &ReviewGroup) -> GroupStatus {
     GroupStatus {
         name: g.name.clone(),
@@ -194,8 +212,11 @@ pub enum Refusal {
 pub struct GateInput<'a> {
     pub plan: &'a Plan,
     pub plan_id: &'a str,
-    /// Principals the plan's signing key speaks for in `guardctl-plan` at `created_at`.
+    /// Principals the plan's signing key speaks for in `guardctl-plan` at `created_at` and now.
     pub planner_principals: &'a [String],
+    /// Fingerprints of every key the allowed-signers file lists for the planner's principal:
+    /// an approval signed by one of them is self-approval.
+    pub planner_keys: &'a [String],
     /// Principals the applying key speaks for in `guardctl-apply` now; `None` when only
     /// verifying on behalf of nobody in particular (then the executor check is skipped).
     pub applying_principals: Option<&'a [String]>,
@@ -236,7 +257,14 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
             }
         }
     }
-    let report = evaluate_approvals(plan, input.plan_id, input.approvals, skew, input.now);
+    let report = evaluate_approvals(
+        plan,
+        input.plan_id,
+        input.approvals,
+        input.planner_keys,
+        skew,
+        input.now,
+    );
     if !report.satisfied() {
         return Err(Refusal::Unapproved(report));
     }
@@ -379,6 +407,7 @@ mod tests {
             plan: p,
             plan_id: "sha256:id",
             planner_principals: &["alice".to_string()],
+            planner_keys: &["SHA256:a".to_string(), "SHA256:a3".to_string()],
             applying_principals: Some(applying),
             approvals,
             policy,
@@ -434,6 +463,59 @@ mod tests {
             panic!("{r:?}")
         };
         assert_eq!(rep.ignored, vec![("alice".to_string(), Ignored::SelfApproval)]);
+    }
+
+    #[test]
+    fn self_approval_by_the_plans_key_a_planner_key_or_a_case_variant() {
+        let cases = [
+            // The plan's own key, listed under another principal.
+            approval("carol", "SHA256:a", Decision::Approve),
+            // Another key the allowed-signers file lists for the planner.
+            approval("carol", "SHA256:a3", Decision::Approve),
+            // The planner's principal in another case.
+            approval("Alice", "SHA256:x", Decision::Approve),
+        ];
+        for a in cases {
+            let r = run(&plan(), std::slice::from_ref(&a), &alice(), T0);
+            let Err(Refusal::Unapproved(rep)) = r else {
+                panic!("{r:?}")
+            };
+            assert_eq!(
+                rep.ignored,
+                vec![(a.approval.principal.clone(), Ignored::SelfApproval)]
+            );
+        }
+        // A key that may also speak for the planner (e.g. a certificate for both).
+        let mut both = approval("carol", "SHA256:c", Decision::Approve);
+        both.signer_principals.push("ALICE".into());
+        assert!(matches!(
+            run(&plan(), &[both], &alice(), T0),
+            Err(Refusal::Unapproved(_))
+        ));
+        // The planner may still veto their own plan.
+        let veto = approval("alice", "SHA256:a", Decision::Reject);
+        assert!(
+            matches!(run(&plan(), &[veto], &alice(), T0), Err(Refusal::Unapproved(r)) if r.rejected_by == ["alice"])
+        );
+    }
+
+    #[test]
+    fn approvals_dated_before_the_plan_minus_skew_or_after_now_plus_skew_do_not_count() {
+        let p = plan();
+        let at = |offset_secs: i64| {
+            let mut a = approval("bob", "SHA256:b", Decision::Approve);
+            a.approval.created_at = T0 + time::Duration::seconds(offset_secs);
+            a
+        };
+        // Within the skew of the plan's creation: counts (clocks differ between machines).
+        assert!(run(&p, &[at(-300)], &alice(), T0).is_ok());
+        for a in [at(-301), at(301)] {
+            let r = run(&p, &[a], &alice(), T0);
+            let Err(Refusal::Unapproved(rep)) = r else {
+                panic!("{r:?}")
+            };
+            assert_eq!(rep.ignored, vec![("bob".to_string(), Ignored::OutOfTime)]);
+        }
     }
 
     #[test]
