@@ -184,7 +184,7 @@ impl Ctx {
             return Ok(Some((
                 SignersSource {
                     location: format!("{base}:{SIGNERS_PATH}"),
-                    how: "the default branch",
+                    how: COMMITTED,
                 },
                 bytes,
             )));
@@ -228,12 +228,20 @@ impl Ctx {
                 crate::render::escape::safe(&p)
             ));
         }
-        if repo.display_path().join(SIGNERS_PATH).is_file()
-            && source.as_ref().is_none_or(|s| s.how != "the default branch")
-        {
-            ui.warn(&format!(
-                "{SIGNERS_PATH} in the work tree is not a trusted source and is ignored; commit it on the default branch (or name a file in system or global git config)"
-            ));
+        if let Ok(in_tree) = std::fs::read(repo.display_path().join(SIGNERS_PATH)) {
+            let committed = match source {
+                Some(s) if s.how == COMMITTED => repo
+                    .resolve_base(None)
+                    .ok()
+                    .and_then(|(_, oid)| repo.committed_file(oid, SIGNERS_PATH, SIGNERS_MAX_BYTES).ok())
+                    .flatten(),
+                _ => None,
+            };
+            if committed.as_deref() != Some(in_tree.as_slice()) {
+                ui.warn(&format!(
+                    "{SIGNERS_PATH} in the work tree is not a trusted source and is ignored (only what is committed on the default branch counts, when no other source is set)"
+                ));
+            }
         }
         Ok(())
     }
@@ -324,6 +332,9 @@ fn expand_home(p: &str) -> PathBuf {
         _ => PathBuf::from(p),
     }
 }
+
+/// How the committed identities are described (`SignersSource::how`).
+const COMMITTED: &str = "the default branch";
 
 /// Where a repository keeps its trusted identities (committed, read from the default branch).
 pub const SIGNERS_PATH: &str = ".guardctl/allowed_signers";

@@ -37,8 +37,9 @@ pub struct Cleared {
     pub executor: Option<String>,
 }
 
-/// Every approval envelope: those attached to the plan file, then detached ones.
-fn approval_envelopes(loaded: &Loaded, extra: &[PathBuf]) -> Result<Vec<(String, Envelope)>> {
+/// Every approval envelope: those attached to the plan file, then detached ones, then the
+/// rejections and withdrawals recorded in this repository's state (each envelope once).
+fn approval_envelopes(ctx: &Ctx, loaded: &Loaded, extra: &[PathBuf]) -> Result<Vec<(String, Envelope)>> {
     let mut out: Vec<(String, Envelope)> = loaded
         .file
         .approvals
@@ -49,7 +50,28 @@ fn approval_envelopes(loaded: &Loaded, extra: &[PathBuf]) -> Result<Vec<(String,
     for p in extra {
         out.push((p.display().to_string(), crate::planfile::load_envelope(p)?));
     }
+    out.extend(recorded_decisions(ctx, loaded)?);
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|(_, e)| seen.insert(same_envelope(e)));
     Ok(out)
+}
+
+/// What makes two copies of an envelope the same one (a rejection is both in the plan file
+/// and in the state).
+fn same_envelope(e: &Envelope) -> (String, Vec<String>) {
+    (
+        e.payload.clone(),
+        e.signatures.iter().map(|s| s.sig.clone()).collect(),
+    )
+}
+
+/// The rejections and withdrawals of the plan recorded in this repository's guardctl state
+/// (none outside a repository).
+pub fn recorded_decisions(ctx: &Ctx, loaded: &Loaded) -> Result<Vec<(String, Envelope)>> {
+    match ctx.repo() {
+        Ok(repo) => crate::store::decisions::load(&repo.state_dir(), loaded.id_hex()),
+        Err(_) => Ok(vec![]),
+    }
 }
 
 /// Verify one approval envelope and look up who its key (or certificate) speaks for, at the
@@ -72,6 +94,7 @@ fn check_approval(
     };
     let signer_principals = signers.principals_at(signer, APPROVAL_NAMESPACE, &[approval.created_at, now]);
     Ok(CheckedApproval {
+        id: crate::plan::envelope::sha256_id(&v.payload),
         approval,
         signer_fingerprint: v.fingerprint,
         signer_principals,
@@ -105,7 +128,22 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
     let (signers, _) = ctx.allowed_signers()?;
     let mut checked = Vec::new();
     let mut invalid = 0;
-    for env in loaded.file.approvals.iter().chain(extra) {
+    let recorded: Vec<Envelope> = match recorded_decisions(ctx, loaded) {
+        Ok(r) => r.into_iter().map(|(_, e)| e).collect(),
+        Err(_) => {
+            invalid += 1;
+            vec![]
+        }
+    };
+    let mut seen = std::collections::HashSet::new();
+    for env in loaded
+        .file
+        .approvals
+        .iter()
+        .chain(extra)
+        .chain(&recorded)
+        .filter(|e| seen.insert(same_envelope(e)))
+    {
         match check_approval(&signers, env, ctx.now) {
             Ok(c) => checked.push(c),
             Err(_) => invalid += 1,
@@ -179,7 +217,7 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
         .with_hint("apply a plan in the repository (clone) it was made in, or re-run `guardctl plan` here"));
     }
     let (signers, _) = ctx.allowed_signers()?;
-    let approvals = check_approvals(&signers, &approval_envelopes(&loaded, extra)?, ctx.now)?;
+    let approvals = check_approvals(&signers, &approval_envelopes(ctx, &loaded, extra)?, ctx.now)?;
     let planner_principals = planner_principals(&signers, &loaded, ctx.now);
     let planner_keys = planner_keys(&signers, &loaded.plan);
     let applying_principals =

@@ -118,6 +118,10 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     if decision == Decision::Approve {
         check_eligible(plan, &principal, &groups)?;
     }
+    let withdraws = match decision {
+        Decision::Withdraw => own_rejections(ctx, &loaded, &signers, &principal)?,
+        _ => Vec::new(),
+    };
     if ctx.now >= plan.expires_at {
         return Err(Error::new(
             Kind::Expired,
@@ -141,12 +145,14 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         created_at: ctx.now,
         comment,
         groups,
+        withdraws,
     };
     let groups_recorded = approval.groups.clone();
     let payload =
         serde_json::to_vec(&approval).map_err(|e| Error::internal("cannot encode approval").caused_by(e))?;
     let env = dsse::sign(APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE, &payload, &key)
         .map_err(|e| Error::internal("cannot sign the approval").caused_by(e))?;
+    let env_copy = env.clone();
     let standing = crate::gate::approval_status_with(ctx, &loaded, std::slice::from_ref(&env))?;
     let written = match out {
         Some(path) => {
@@ -161,7 +167,20 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     let event = match decision {
         Decision::Approve => "approve",
         Decision::Reject => "reject",
+        Decision::Withdraw => "withdraw",
     };
+    // A veto (or its withdrawal) also goes into the repository's state, where stripping it
+    // from the plan file cannot reach it.
+    if decision != Decision::Approve {
+        match plans_repo(ctx, plan) {
+            Some(repo) => {
+                crate::store::decisions::record(&repo.state_dir(), loaded.id_hex(), &crate::plan::envelope::sha256_id(&payload), &env_copy)?;
+            }
+            None => ui.warn(
+                "not run in the plan's repository: this decision is only in the plan file; run it inside the repository too so that it cannot be stripped from the file",
+            ),
+        }
+    }
     let scope = if groups_recorded.is_empty() {
         String::new()
     } else {
@@ -188,10 +207,10 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     }
     ui.status(&format!(
         "{} {} plan {}{scope} as {}; recorded in {}.",
-        if decision == Decision::Approve {
-            "Approved"
-        } else {
-            "Rejected"
+        match decision {
+            Decision::Approve => "Approved",
+            Decision::Reject => "Rejected",
+            Decision::Withdraw => "Withdrew the rejection of",
         },
         plan.operation.kind(),
         view::short_id(&loaded.plan_id),
@@ -314,12 +333,67 @@ fn confirm(loaded: &Loaded) -> Result<()> {
     Ok(())
 }
 
+/// The repository guardctl runs in, when it is the plan's: this clone for a local plan, a
+/// clone of the remote a remote plan is bound to.
+fn plans_repo<'a>(ctx: &'a Ctx, plan: &Plan) -> Option<&'a crate::repo::Repo> {
+    let repo = ctx.repo().ok()?;
+    let here = match plan.operation.bound_to_remote() {
+        None => repo.existing_identity(),
+        Some(remote) => repo.remote_url(remote).ok(),
+    };
+    (here.as_deref() == Some(plan.repository.as_str())).then_some(repo)
+}
+
+/// The ids of `principal`'s own valid rejections of the plan (in the file or the state):
+/// what a withdrawal names. None is a usage error: there is nothing to withdraw.
+fn own_rejections(
+    ctx: &Ctx,
+    loaded: &Loaded,
+    signers: &crate::sign::AllowedSigners,
+    principal: &str,
+) -> Result<Vec<String>> {
+    let recorded = crate::gate::recorded_decisions(ctx, loaded)?;
+    let mut ids: Vec<String> = Vec::new();
+    for env in loaded
+        .file
+        .approvals
+        .iter()
+        .chain(recorded.iter().map(|(_, e)| e))
+    {
+        let Ok(v) = dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE) else {
+            continue;
+        };
+        let Ok(a) = serde_json::from_slice::<Approval>(&v.payload) else {
+            continue;
+        };
+        let mine = a.decision == Decision::Reject
+            && a.principal == principal
+            && a.plan_id == loaded.plan_id
+            && a.key == v.fingerprint
+            && signers
+                .principals_for(&v.signer, APPROVAL_NAMESPACE, a.created_at)
+                .iter()
+                .any(|p| p == principal);
+        let id = crate::plan::envelope::sha256_id(&v.payload);
+        if mine && !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    if ids.is_empty() {
+        return Err(Error::usage(format!(
+            "{} has no rejection of plan {} to withdraw",
+            safe(principal),
+            view::short_id(&loaded.plan_id)
+        )));
+    }
+    Ok(ids)
+}
+
 /// Record an event in this repository's audit log when run inside the plan's repository.
 pub fn audit(ctx: &Ctx, loaded: &Loaded, event: &str, principal: &str) -> Result<()> {
-    let Ok(repo) = ctx.repo() else { return Ok(()) };
-    if repo.existing_identity().as_deref() != Some(loaded.plan.repository.as_str()) {
+    let Some(repo) = plans_repo(ctx, &loaded.plan) else {
         return Ok(());
-    }
+    };
     let store = crate::store::Store::new(repo.state_dir());
     let _lock = store.lock()?;
     store.audit(

@@ -14,6 +14,8 @@ pub const APPLY_NAMESPACE: &str = "guardctl-apply";
 pub enum Decision {
     Approve,
     Reject,
+    /// Lifts the signer's own rejections named in `withdraws` (nothing else).
+    Withdraw,
 }
 
 /// A signed statement by one principal about exactly one plan.
@@ -35,6 +37,10 @@ pub struct Approval {
     /// principal may approve. Still bound to the whole plan's id and hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// For a withdrawal: the ids (`sha256:` of the payload) of the rejections it lifts, each
+    /// by the same principal.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withdraws: Vec<String>,
 }
 
 /// What an apply did, signed by the executor. Printed byte-identically on every replay.
@@ -100,6 +106,7 @@ mod tests {
             created_at: time::macros::datetime!(2026-01-01 0:00 UTC),
             comment: None,
             groups: vec![],
+            withdraws: vec![],
         };
         let bytes = serde_json::to_vec(&a).unwrap();
         assert_eq!(serde_json::from_slice::<Approval>(&bytes).unwrap(), a);

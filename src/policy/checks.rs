@@ -17,8 +17,11 @@ use time::OffsetDateTime;
 pub struct CheckedApproval {
     pub approval: Approval,
     pub signer_fingerprint: String,
-    /// Principals the signing key speaks for in `guardctl-approval` at the approval's time.
+    /// Principals the signing key speaks for in `guardctl-approval` at the approval's time
+    /// and now.
     pub signer_principals: Vec<String>,
+    /// `sha256:` of the payload bytes: what a withdrawal names.
+    pub id: String,
 }
 
 /// Why an approval or rejection does not count.
@@ -39,6 +42,8 @@ pub enum Ignored {
     OutOfTime,
     /// The principal may approve none of the review groups the approval covers.
     NotEligible,
+    /// A rejection its own author withdrew (with a signed withdrawal naming it).
+    Withdrawn,
 }
 
 impl Ignored {
@@ -51,6 +56,7 @@ impl Ignored {
             Ignored::Duplicate => "already counted",
             Ignored::OutOfTime => "dated outside the plan's lifetime",
             Ignored::NotEligible => "not among the approvers of the groups it covers",
+            Ignored::Withdrawn => "rejection withdrawn by its author",
         }
     }
 }
@@ -88,7 +94,7 @@ impl ApprovalReport {
 
 /// Count approvals per review group. A valid approval counts in every group it covers (all,
 /// or those named by `approve --group`) whose approvers include its principal; any valid
-/// rejection vetoes the plan.
+/// rejection vetoes the plan unless a valid withdrawal by the same principal names it.
 pub fn evaluate_approvals(
     plan: &Plan,
     plan_id: &str,
@@ -102,10 +108,9 @@ pub fn evaluate_approvals(
         groups: plan.review.iter().map(status).collect(),
         ..Default::default()
     };
-    for c in approvals {
+    let invalid = |c: &CheckedApproval| {
         let a = &c.approval;
-        let why = if a.plan_id != plan_id || a.plan_hash != plan.plan_hash || a.repository != plan.repository
-        {
+        if a.plan_id != plan_id || a.plan_hash != plan.plan_hash || a.repository != plan.repository {
             Some(Ignored::OtherPlan)
         } else if a.key != c.signer_fingerprint {
             Some(Ignored::KeyMismatch)
@@ -120,9 +125,30 @@ pub fn evaluate_approvals(
             Some(Ignored::SelfApproval)
         } else {
             None
-        };
-        if let Some(why) = why {
+        }
+    };
+    // (principal, rejection id) lifted by a valid withdrawal of that principal.
+    let withdrawn: Vec<(&str, &str)> = approvals
+        .iter()
+        .filter(|c| c.approval.decision == Decision::Withdraw && invalid(c).is_none())
+        .flat_map(|c| {
+            c.approval
+                .withdraws
+                .iter()
+                .map(|id| (c.approval.principal.as_str(), id.as_str()))
+        })
+        .collect();
+    for c in approvals {
+        let a = &c.approval;
+        if let Some(why) = invalid(c) {
             report.ignored.push((a.principal.clone(), why));
+            continue;
+        }
+        if a.decision == Decision::Withdraw {
+            continue;
+        }
+        if a.decision == Decision::Reject && withdrawn.contains(&(a.principal.as_str(), c.id.as_str())) {
+            report.ignored.push((a.principal.clone(), Ignored::Withdrawn));
             continue;
         }
         if a.decision == Decision::Reject {
@@ -384,9 +410,11 @@ mod tests {
                 created_at: T0 + time::Duration::minutes(1),
                 comment: None,
                 groups: vec![],
+                withdraws: vec![],
             },
             signer_fingerprint: key.into(),
             signer_principals: vec![who.into()],
+            id: format!("sha256:{who}-{key}-{decision:?}"),
         }
     }
 
@@ -560,6 +588,40 @@ mod tests {
         assert_eq!(
             why,
             vec![Ignored::OtherPlan, Ignored::UnknownApprover, Ignored::KeyMismatch]
+        );
+    }
+
+    #[test]
+    fn a_rejection_is_lifted_only_by_a_withdrawal_of_its_own_author_naming_it() {
+        let ok = approval("bob", "SHA256:b", Decision::Approve);
+        let veto = approval("carol", "SHA256:c", Decision::Reject);
+        let withdrawal = |who: &str, names: &str| {
+            let mut w = approval(who, &format!("SHA256:{who}"), Decision::Withdraw);
+            w.approval.withdraws = vec![names.to_string()];
+            w
+        };
+        let lifted = run(
+            &plan(),
+            &[ok.clone(), veto.clone(), withdrawal("carol", &veto.id)],
+            &alice(),
+            T0,
+        )
+        .unwrap();
+        assert_eq!(lifted.approved_by, vec!["bob"]);
+        assert_eq!(lifted.ignored, vec![("carol".to_string(), Ignored::Withdrawn)]);
+        // Someone else's withdrawal, or one naming another rejection, lifts nothing; nor
+        // does a withdrawal count as an approval.
+        for w in [withdrawal("bob", &veto.id), withdrawal("carol", "sha256:other")] {
+            let r = run(&plan(), &[ok.clone(), veto.clone(), w], &alice(), T0);
+            assert!(
+                matches!(&r, Err(Refusal::Unapproved(rep)) if rep.rejected_by == ["carol"]),
+                "{r:?}"
+            );
+        }
+        let r = run(&plan(), &[withdrawal("carol", &veto.id)], &alice(), T0);
+        assert!(
+            matches!(&r, Err(Refusal::Unapproved(rep)) if rep.approved_by.is_empty()),
+            "{r:?}"
         );
     }
 

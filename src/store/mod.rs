@@ -6,6 +6,7 @@
 //! touches refs or config (that is `repo::mutate`'s job alone).
 
 pub mod audit;
+pub mod decisions;
 
 use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};

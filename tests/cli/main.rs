@@ -15,4 +15,5 @@ mod recover;
 mod remote;
 mod show;
 mod tags;
+mod trust;
 mod whoami;

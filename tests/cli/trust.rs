@@ -1,0 +1,272 @@
+//! Trust roots (issue 13): who may approve is decided by nothing the planner can write, a key
+//! counts only while valid, a rejection cannot be stripped, and SSH certificates work. Every
+//! attack is tried as a hostile planner would, and must be refused with its contract exit
+//! code, leaving the repository as it was.
+
+use crate::apply::{
+    approval_body, approve, attach, attach_forged, forged_approval, plan_value, planned, refused_apply,
+};
+use crate::fixtures::{Run, TestEnv, run, standard_repo};
+use std::fs;
+
+/// guardctl as `user`, with no `--allowed-signers`: the trusted sources decide.
+fn run_bare(env: &TestEnv, user: &str, args: &[&str]) -> Run {
+    let mut c = env.command();
+    c.arg("--key").arg(env.key(user)).args(args);
+    run(c)
+}
+
+/// `run_bare` apply, asserting a refusal with `code` that changes nothing.
+fn refused_bare_apply(env: &TestEnv, user: &str, code: i32) -> Run {
+    let before = env.repository_state();
+    let r = run_bare(env, user, &["apply", "plan.json"]);
+    assert_eq!(r.code, code, "{}", r.transcript());
+    assert_eq!(
+        before,
+        env.repository_state(),
+        "a refused apply changed the repository"
+    );
+    r
+}
+
+/// The standard repository with alice, bob and carol committed as trusted identities on the
+/// default branch, and a plan by Alice made with them.
+fn committed_identities() -> TestEnv {
+    let env = standard_repo();
+    fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+    fs::copy(env.allowed_signers(), env.repo.join(".guardctl/allowed_signers")).unwrap();
+    env.git(&["add", ".guardctl/allowed_signers"]);
+    env.git(&["commit", "-q", "-m", "Trusted identities"]);
+    let r = run_bare(&env, "alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env
+}
+
+#[test]
+fn identities_committed_on_the_default_branch_gate_the_plan() {
+    let env = committed_identities();
+    let r = run_bare(&env, "bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = run_bare(&env, "alice", &["verify", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr.contains(
+            "Trusted identities from refs/heads/main:.guardctl/allowed_signers (the default branch)"
+        ),
+        "{}",
+        r.stderr
+    );
+    let v = run_bare(&env, "alice", &["--json", "verify", "plan.json"]).json();
+    assert_eq!(v["allowed_signers"]["source"], "the default branch");
+    let r = run_bare(&env, "bob", &["show", "plan.json"]);
+    assert!(
+        r.stderr.contains("Trusted identities from refs/heads/main"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_work_tree_edit_of_the_allowed_signers_file_does_not_make_an_approver() {
+    let env = committed_identities();
+    // The planner makes their second key "bob" in the work tree copy (uncommitted).
+    let path = env.repo.join(".guardctl/allowed_signers");
+    let mut text = fs::read_to_string(&path).unwrap();
+    text += &format!("bob@example.com {}\n", env.public_key("mallory"));
+    fs::write(&path, text).unwrap();
+    let r = run_bare(&env, "mallory", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("in the work tree is not a trusted source"),
+        "{}",
+        r.stderr
+    );
+    attach_forged(&env, "mallory", "bob@example.com");
+    let r = refused_bare_apply(&env, "alice", 12);
+    assert!(
+        r.stderr.contains("bob@example.com (key not allowed"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn an_allowed_signers_file_named_in_the_repositorys_own_config_is_ignored() {
+    let env = committed_identities();
+    let evil = env.path().join("evil_signers");
+    fs::write(
+        &evil,
+        format!(
+            "alice@example.com {}\nbob@example.com {}\n",
+            env.public_key("alice"),
+            env.public_key("mallory")
+        ),
+    )
+    .unwrap();
+    env.git(&["config", "gpg.ssh.allowedSignersFile", evil.to_str().unwrap()]);
+    let r = run_bare(&env, "mallory", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(r.stderr.contains("repository's own config"), "{}", r.stderr);
+    attach_forged(&env, "mallory", "bob@example.com");
+    refused_bare_apply(&env, "alice", 12);
+}
+
+#[test]
+fn the_planners_key_under_a_second_principal_is_self_approval() {
+    // Without namespaces=: the key maps to two principals for approvals.
+    let env = planned();
+    env.allow_signer("dave@example.com", "alice");
+    assert_eq!(approve(&env, "alice").code, 64);
+    attach_forged(&env, "alice", "dave@example.com");
+    let r = refused_apply(&env, "alice", &[], 12);
+    assert!(
+        r.stderr.contains("dave@example.com (the planner cannot approve"),
+        "{}",
+        r.stderr
+    );
+
+    // With namespaces=: the key is "dave" for approvals only, and still the planner's key.
+    let env = planned();
+    env.allow_signer("dave@example.com namespaces=\"guardctl-approval\"", "alice");
+    let signers = env.allowed_signers();
+    let text = fs::read_to_string(&signers).unwrap().replacen(
+        "alice@example.com ssh-",
+        "alice@example.com namespaces=\"guardctl-plan,guardctl-apply\" ssh-",
+        1,
+    );
+    fs::write(&signers, text).unwrap();
+    let r = approve(&env, "alice");
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(r.stderr.contains("belongs to the planner"), "{}", r.stderr);
+    attach_forged(&env, "alice", "dave@example.com");
+    let r = refused_apply(&env, "alice", &[], 12);
+    assert!(
+        r.stderr.contains("dave@example.com (the planner cannot approve"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_case_variant_of_the_planners_principal_is_refused_as_ambiguous() {
+    let env = planned();
+    env.allow_signer("Alice@Example.com", "mallory");
+    let r = approve(&env, "mallory");
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("differs only by case"), "{}", r.stderr);
+    attach_forged(&env, "mallory", "Alice@Example.com");
+    let r = refused_apply(&env, "alice", &[], 64);
+    assert!(r.stderr.contains("line 4"), "{}", r.stderr);
+    assert!(r.stderr.contains("line 1"), "{}", r.stderr);
+}
+
+/// Plan at `planned_at` (lifetime 2 days), so approvals may claim times after it.
+fn planned_at(planned_at: &str) -> TestEnv {
+    let env = standard_repo();
+    let r = env.run_env(
+        "alice",
+        &[("GUARDCTL_TEST_NOW", planned_at)],
+        &["plan", "stale-branches", "--merged", "--expires-in", "2d"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env
+}
+
+fn limit_key(env: &TestEnv, principal: &str, option: &str) {
+    let signers = env.allowed_signers();
+    let text = fs::read_to_string(&signers).unwrap().replacen(
+        &format!("{principal} "),
+        &format!("{principal} {option} "),
+        1,
+    );
+    fs::write(&signers, text).unwrap();
+}
+
+#[test]
+fn an_expired_key_cannot_back_date_an_approval() {
+    let env = planned_at("2026-05-31T06:00:00Z");
+    // Bob's approval claims a time the plan already existed and his key was valid.
+    let mut body = approval_body(&env, "bob@example.com", "bob", "approve");
+    body["created_at"] = "2026-05-31T07:00:00Z".into();
+    attach(&env, forged_approval(&env, "bob", body));
+    assert_eq!(
+        env.run("alice", &["verify", "plan.json"]).code,
+        0,
+        "control: it counts while valid"
+    );
+    // Bob's key was retired at midnight: now it counts for nothing, whatever it claims.
+    limit_key(&env, "bob@example.com", "valid-before=\"20260601\"");
+    let r = refused_apply(&env, "alice", &[], 12);
+    assert!(
+        r.stderr.contains("bob@example.com (key not allowed"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn an_expired_planner_key_cannot_back_date_a_plan() {
+    let env = planned_at("2026-05-31T06:00:00Z");
+    assert_eq!(approve(&env, "bob").code, 0);
+    assert_eq!(env.run("alice", &["verify", "plan.json"]).code, 0, "control");
+    limit_key(&env, "alice@example.com", "valid-before=\"20260601\"");
+    let r = refused_apply(&env, "alice", &[], 65);
+    assert!(
+        r.stderr.contains("both when the plan claims it was made and now"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn approvals_dated_before_the_plan_or_in_the_future_do_not_count() {
+    for at in ["2026-06-01T11:54:00Z", "2026-06-01T12:06:00Z"] {
+        let env = planned();
+        let mut body = approval_body(&env, "bob@example.com", "bob", "approve");
+        body["created_at"] = at.into();
+        attach(&env, forged_approval(&env, "bob", body));
+        let r = refused_apply(&env, "alice", &[], 12);
+        assert!(r.stderr.contains("dated outside"), "{at}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn a_rejection_stripped_from_the_plan_file_still_vetoes() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    let r = env.run("carol", &["reject", "plan.json", "--comment", "no"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // The planner removes Carol's rejection from the file.
+    let mut plan = plan_value(&env);
+    plan["approvals"].as_array_mut().unwrap().truncate(1);
+    fs::write(
+        env.repo.join("plan.json"),
+        serde_json::to_string_pretty(&plan).unwrap(),
+    )
+    .unwrap();
+    let r = refused_apply(&env, "alice", &[], 12);
+    assert!(r.stderr.contains("rejected by carol@example.com"), "{}", r.stderr);
+    assert_eq!(env.run("alice", &["verify", "plan.json"]).code, 12);
+    let v = env.run("bob", &["--json", "show", "plan.json"]).json();
+    assert_eq!(v["approvals"]["rejected_by"][0], "carol@example.com", "{v}");
+}
+
+#[test]
+fn only_the_rejecting_principal_can_withdraw_a_rejection() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    assert_eq!(env.run("carol", &["reject", "plan.json"]).code, 0);
+    let r = env.run("bob", &["reject", "--withdraw", "plan.json"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("no rejection"), "{}", r.stderr);
+    refused_apply(&env, "alice", &[], 12);
+    let r = env.run("carol", &["reject", "--withdraw", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("Every approval the plan needs is in place"),
+        "{}",
+        r.stderr
+    );
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
