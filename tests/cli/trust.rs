@@ -270,3 +270,227 @@ fn only_the_rejecting_principal_can_withdraw_a_rejection() {
     let r = env.run("alice", &["apply", "plan.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
 }
+
+/// A certificate authority and user keys made with ssh-keygen in the test's directory.
+struct Ca {
+    dir: std::path::PathBuf,
+}
+
+impl Ca {
+    fn new(env: &TestEnv) -> Ca {
+        let dir = env.path().join("ca");
+        fs::create_dir_all(&dir).unwrap();
+        for name in ["ca", "other_ca", "dave"] {
+            keygen(&dir, &["-q", "-t", "ed25519", "-N", "", "-C", name, "-f", name]);
+        }
+        Ca { dir }
+    }
+
+    fn public(&self, name: &str) -> String {
+        fs::read_to_string(self.dir.join(format!("{name}.pub")))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    /// A user certificate for dave's key, signed by `ca`, for `principal`, valid `validity`;
+    /// returns the certificate's path (`<name>-cert.pub`, with dave's private key beside it).
+    fn certify(&self, name: &str, ca: &str, principal: &str, validity: &str) -> std::path::PathBuf {
+        fs::copy(self.dir.join("dave"), self.dir.join(name)).unwrap();
+        fs::copy(self.dir.join("dave.pub"), self.dir.join(format!("{name}.pub"))).unwrap();
+        let pubkey = format!("{name}.pub");
+        keygen(
+            &self.dir,
+            &[
+                "-q", "-s", ca, "-I", name, "-n", principal, "-V", validity, &pubkey,
+            ],
+        );
+        self.dir.join(format!("{name}-cert.pub"))
+    }
+}
+
+fn keygen(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("ssh-keygen")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ssh-keygen {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// guardctl with `key` (a path), the test's allowed-signers file.
+fn run_with_key(env: &TestEnv, key: &std::path::Path, args: &[&str]) -> Run {
+    let mut c = env.command();
+    c.arg("--key")
+        .arg(key)
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(args);
+    run(c)
+}
+
+/// What `ssh-keygen -Y verify` says of the last approval in plan.json, at the test clock.
+fn ssh_keygen_agrees(env: &TestEnv, principal: &str) -> bool {
+    use base64::Engine;
+    let plan = plan_value(env);
+    let approval = plan["approvals"].as_array().unwrap().last().unwrap().clone();
+    let ty = approval["payloadType"].as_str().unwrap();
+    let body = base64::engine::general_purpose::STANDARD
+        .decode(approval["payload"].as_str().unwrap())
+        .unwrap();
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, body.len()).into_bytes();
+    pae.extend_from_slice(&body);
+    let sig = env.path().join("approval.sig");
+    fs::write(&sig, approval["signatures"][0]["sig"].as_str().unwrap()).unwrap();
+    let mut child = std::process::Command::new("ssh-keygen")
+        .args([
+            "-Y",
+            "verify",
+            "-n",
+            "guardctl-approval",
+            "-I",
+            principal,
+            "-Overify-time=20260601120000",
+            "-f",
+        ])
+        .arg(env.allowed_signers())
+        .arg("-s")
+        .arg(&sig)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &pae).unwrap();
+    child.wait().unwrap().success()
+}
+
+#[test]
+fn a_user_certificate_from_a_trusted_ca_approves() {
+    let env = planned();
+    let ca = Ca::new(&env);
+    env.allow_signer("dave@example.com cert-authority", "alice");
+    // allow_signer adds a fixture key; replace it with the CA's public key.
+    let signers = env.allowed_signers();
+    let text = fs::read_to_string(&signers).unwrap().replace(
+        &format!("dave@example.com cert-authority {}", env.public_key("alice")),
+        &format!("dave@example.com cert-authority {}", ca.public("ca")),
+    );
+    fs::write(&signers, text).unwrap();
+    let cert = ca.certify("good", "ca", "dave@example.com", "20260101:20270101");
+    let r = run_with_key(&env, &cert, &["whoami"]);
+    assert!(
+        r.stdout.contains("guardctl-approval  dave@example.com"),
+        "{}",
+        r.transcript()
+    );
+    let r = run_with_key(&env, &cert, &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        ssh_keygen_agrees(&env, "dave@example.com"),
+        "ssh-keygen -Y verify disagrees"
+    );
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("dave@example.com"), "{}", r.stdout);
+}
+
+#[test]
+fn expired_foreign_or_other_principal_certificates_do_not_approve() {
+    let cases = [
+        ("expired", "ca", "dave@example.com", "20250101:20260101"),
+        ("other_principal", "ca", "eve@example.com", "20260101:20270101"),
+        ("other_ca", "other_ca", "dave@example.com", "20260101:20270101"),
+    ];
+    for (name, signing_ca, principal, validity) in cases {
+        let env = planned();
+        let ca = Ca::new(&env);
+        let signers = env.allowed_signers();
+        let mut text = fs::read_to_string(&signers).unwrap();
+        text += &format!(
+            "dave@example.com,eve@example.com cert-authority {}\n",
+            ca.public("ca")
+        );
+        fs::write(&signers, text).unwrap();
+        let cert = ca.certify(name, signing_ca, principal, validity);
+        let r = run_with_key(&env, &cert, &["approve", "plan.json", "--yes"]);
+        if name == "other_principal" {
+            // The certificate speaks for eve, whom the CA line lists: eve may approve, dave not.
+            assert_eq!(r.code, 0, "{name}: {}", r.transcript());
+            assert!(!ssh_keygen_agrees(&env, "dave@example.com"), "{name}");
+            let mut plan = plan_value(&env);
+            plan["approvals"].as_array_mut().unwrap().clear();
+            fs::write(
+                env.repo.join("plan.json"),
+                serde_json::to_string_pretty(&plan).unwrap(),
+            )
+            .unwrap();
+        } else {
+            assert_eq!(r.code, 12, "{name}: {}", r.transcript());
+        }
+        // An approval claiming dave, signed with that certificate, does not count.
+        attach(
+            &env,
+            forged_with(
+                &env,
+                &cert,
+                approval_body(&env, "dave@example.com", "alice", "approve"),
+            ),
+        );
+        assert!(
+            !ssh_keygen_agrees(&env, "dave@example.com"),
+            "{name}: ssh-keygen accepts it"
+        );
+        let r = refused_apply(&env, "alice", &[], 12);
+        assert!(
+            r.stderr.contains("dave@example.com (key not allowed"),
+            "{name}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn a_ca_lines_namespaces_are_honoured() {
+    let env = planned();
+    let ca = Ca::new(&env);
+    let signers = env.allowed_signers();
+    let mut text = fs::read_to_string(&signers).unwrap();
+    text += &format!(
+        "dave@example.com cert-authority,namespaces=\"guardctl-plan\" {}\n",
+        ca.public("ca")
+    );
+    fs::write(&signers, text).unwrap();
+    let cert = ca.certify("planner_only", "ca", "dave@example.com", "20260101:20270101");
+    let r = run_with_key(&env, &cert, &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    attach(
+        &env,
+        forged_with(
+            &env,
+            &cert,
+            approval_body(&env, "dave@example.com", "alice", "approve"),
+        ),
+    );
+    refused_apply(&env, "alice", &[], 12);
+}
+
+/// An approval envelope over `body`, signed with the key or certificate at `key`, naming the
+/// signing key's fingerprint.
+fn forged_with(env: &TestEnv, key: &std::path::Path, mut body: serde_json::Value) -> serde_json::Value {
+    use base64::Engine;
+    let fp = crate::plan_file::fingerprint(key);
+    body["key"] = fp.clone().into();
+    let _ = env;
+    let ty = "application/vnd.guardctl.approval.v1+json";
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, bytes.len()).into_bytes();
+    pae.extend_from_slice(&bytes);
+    let sig = crate::plan_file::ssh_sign(key, "guardctl-approval", &pae);
+    serde_json::json!({"payloadType": ty, "payload": base64::engine::general_purpose::STANDARD.encode(&bytes),
+        "signatures": [{"keyid": fp, "sig": sig}]})
+}
