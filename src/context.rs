@@ -192,6 +192,27 @@ impl Ctx {
         Ok(None)
     }
 
+    /// The principal `key` speaks for in `namespace` now, required by commands that record a
+    /// signed audit entry (rollback, recover, gc): an entry no trusted identity vouches for
+    /// would make the log fail `guardctl log --verify`.
+    pub fn require_principal(&self, key: &SigningKey, namespace: &str, what: &str) -> Result<()> {
+        let (signers, _) = self.signers()?;
+        if signers
+            .principals_at(key.signer(), namespace, &[self.now])
+            .is_empty()
+        {
+            return Err(Error::new(
+                Kind::WrongPrincipal,
+                format!(
+                    "{what} records a signed audit entry, and key {} speaks for no principal in {namespace}",
+                    crate::sign::sshsig::fingerprint(&key.public)
+                ),
+            )
+            .with_hint("use a key the trusted identities list (see `guardctl whoami`)"));
+        }
+        Ok(())
+    }
+
     /// Say where trusted identities come from (`announce`), and warn about what is not used:
     /// ignored lines of the file, and untrusted places that hold an allowed-signers file (the
     /// work tree, the repository's own config) which guardctl never reads.

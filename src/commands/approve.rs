@@ -130,6 +130,11 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         .with_hint("ask the planner to re-run `guardctl plan`"));
     }
 
+    // Nothing is recorded where the audit log could not record it.
+    if let Some(repo) = plans_repo(ctx, plan) {
+        crate::store::Store::new(repo.state_dir()).audit_intact(repo, &signers)?;
+    }
+
     show_plan(ui, &loaded, ctx)?;
     if decision == Decision::Approve && !yes {
         confirm(&loaded)?;
@@ -194,7 +199,7 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
                 .join(", ")
         )
     };
-    audit(ctx, &loaded, event, &principal)?;
+    audit(ctx, &loaded, &key, event, &principal)?;
     if ui.json {
         ui.json_doc(&serde_json::json!({
             "decision": event,
@@ -389,18 +394,29 @@ fn own_rejections(
     Ok(ids)
 }
 
-/// Record an event in this repository's audit log when run inside the plan's repository.
-pub fn audit(ctx: &Ctx, loaded: &Loaded, event: &str, principal: &str) -> Result<()> {
+/// Record an event in this repository's audit log, signed with `key`, when run inside the
+/// plan's repository.
+pub fn audit(
+    ctx: &Ctx,
+    loaded: &Loaded,
+    key: &crate::sign::SigningKey,
+    event: &str,
+    principal: &str,
+) -> Result<()> {
     let Some(repo) = plans_repo(ctx, &loaded.plan) else {
         return Ok(());
     };
     let store = crate::store::Store::new(repo.state_dir());
     let _lock = store.lock()?;
     store.audit(
-        ctx.now,
-        event,
-        Some(&loaded.plan_id),
-        Some(principal),
-        &loaded.plan.summary,
+        repo,
+        key,
+        crate::store::audit::Event {
+            now: ctx.now,
+            event,
+            plan_id: Some(&loaded.plan_id),
+            principal: Some(principal),
+            detail: &loaded.plan.summary,
+        },
     )
 }

@@ -15,7 +15,11 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
     let _lock = store.lock()?;
+    store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
     let mut removed = Vec::new();
+    // Each removal is recorded in the audit log, signed by the caller's key (looked up when
+    // there is something to remove).
+    let mut key = None;
     for id in store.plan_ids()? {
         // One unreadable before-image (damaged, or from an older guardctl) must not stop the
         // collection of the others; it is never collected, since its backup cannot be named.
@@ -46,6 +50,11 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             })
             .into_iter()
             .collect();
+        if key.is_none() {
+            let k = ctx.signing_key(ui)?;
+            ctx.require_principal(&k, crate::plan::approval::APPLY_NAMESPACE, "gc")?;
+            key = Some(k);
+        }
         repo.ref_transaction(&ops)?;
         store.write_file(&id, "collected", b"collected\n")?;
         let detail = format!(
@@ -53,7 +62,19 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             image.refs.len(),
             image.retention_days
         );
-        store.audit(ctx.now, "gc", Some(&image.plan_id), None, &detail)?;
+        if let Some(key) = &key {
+            store.audit(
+                repo,
+                key,
+                crate::store::audit::Event {
+                    now: ctx.now,
+                    event: "gc",
+                    plan_id: Some(&image.plan_id),
+                    principal: None,
+                    detail: &detail,
+                },
+            )?;
+        }
         removed.push((image.plan_id, image.refs.len()));
     }
     if ui.json {

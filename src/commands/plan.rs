@@ -451,17 +451,6 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     };
     let (file, plan_id) = crate::planfile::sign(&plan, &key)?;
     crate::planfile::write(&args.out, &file)?;
-    let store = crate::store::Store::new(repo.state_dir());
-    {
-        let _lock = store.lock()?;
-        store.audit(
-            now,
-            "plan",
-            Some(&plan_id),
-            plan.planner.principal.as_deref(),
-            &plan.summary,
-        )?;
-    }
 
     let view = view::build(ViewInput {
         plan: &plan,

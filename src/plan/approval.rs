@@ -65,6 +65,18 @@ pub struct Receipt {
     /// For an exec plan: how the command ended and digests of what it printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exec: Option<ExecResult>,
+    /// The receipt's place in the audit log, which it is the entry of (its signature is the
+    /// entry's): `guardctl log --verify` finds every receipt there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditLink>,
+}
+
+/// A place in the audit log: the entry's number and the id of the entry before it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditLink {
+    pub seq: u64,
+    pub prev: String,
 }
 
 /// How a planned command ended.

@@ -415,15 +415,16 @@ fn log_records_the_loop_and_detects_a_hand_edited_entry() {
         .iter()
         .map(|e| e["event"].as_str().unwrap())
         .collect();
-    assert_eq!(events, ["plan", "approve", "apply"]);
+    assert_eq!(events, ["approve", "apply"]);
+    // Edit the second entry's first character of payload: its signature no longer holds.
     let path = env.repo.join(".git/guardctl/audit.log");
-    let text = fs::read_to_string(&path)
-        .unwrap()
-        .replacen("bob@example.com", "eve@example.com", 1);
-    fs::write(&path, text).unwrap();
+    let text = fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[1] = lines[1].replacen("\"payload\":\"ey", "\"payload\":\"eZ", 1);
+    fs::write(&path, lines.join("\n") + "\n").unwrap();
     let r = env.run("alice", &["log"]);
-    assert_eq!(r.code, 1, "{}", r.transcript());
-    assert!(r.stderr.contains("broken at line 2"), "{}", r.stderr);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert!(r.stderr.contains("broken at entry 2"), "{}", r.stderr);
 }
 
 #[test]
@@ -438,11 +439,7 @@ fn gc_removes_only_backups_past_their_retention() {
         3,
         "keeping the three deleted tips"
     );
-    let gc_at = |now: &str| {
-        let mut c = env.command();
-        c.env("GUARDCTL_TEST_NOW", now).arg("gc");
-        run(c)
-    };
+    let gc_at = |now: &str| env.run_env("alice", &[("GUARDCTL_TEST_NOW", now)], &["gc"]);
     let r = gc_at("2026-06-30T12:00:00Z");
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(backups().lines().count(), 1, "29 days: within retention");
