@@ -455,7 +455,7 @@ mod tests {
         Anchor {
             seq,
             id: id.into(),
-            oid: git2::Oid::zero(),
+            oid: git2::Oid::ZERO_SHA1,
         }
     }
 
@@ -501,7 +501,7 @@ mod tests {
 
     #[test]
     fn anchor_content_round_trips_and_garbage_is_no_anchor() {
-        let oid = git2::Oid::zero();
+        let oid = git2::Oid::ZERO_SHA1;
         let a = parse_anchor(anchor_content(7, "sha256:ab").as_bytes(), oid).unwrap();
         assert_eq!((a.seq, a.id.as_str()), (7, "sha256:ab"));
         assert!(parse_anchor(b"seq 7\n", oid).is_none());
