@@ -34,6 +34,12 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         ctx.report_signers(ui, true)?;
         brk = audit::check_trust(&log.records, &signers).or(missing_receipt(&store, &log.records)?);
     }
+    if let (true, Some(b)) = (ui.json, &brk) {
+        // One JSON document: the error, with the entries that can be trusted.
+        return Err(
+            audit::broken(&path, b).with_details(serde_json::json!({"break": b, "entries": log.records}))
+        );
+    }
     if ui.json {
         ui.json_doc(&serde_json::json!({
             "entries": log.records,

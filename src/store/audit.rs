@@ -132,7 +132,7 @@ pub fn broken(path: &Path, b: &Break) -> Error {
     )
     .with_details(serde_json::json!({"break": b}))
     .with_hint(format!(
-        "{} or {ANCHOR_REF} was altered; entries from {} on cannot be trusted. guardctl records nothing more until it is restored (see `guardctl log --verify` and `git reflog {ANCHOR_REF}`)",
+        "{} or {ANCHOR_REF} was altered; entries from {} on cannot be trusted. guardctl records nothing more until it is restored (see `guardctl log --verify`; `git cat-file -p {ANCHOR_REF}@{{1}}` shows the head before the last)",
         path.display(),
         b.line
     ))

@@ -74,7 +74,7 @@ pub fn approval_body(env: &TestEnv, principal: &str, key: &str, decision: &str) 
            "principal": principal, "key": fingerprint(env, key), "created_at": NOW})
 }
 
-fn hex_sha256(bytes: &[u8]) -> String {
+pub fn hex_sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes)
         .iter()

@@ -494,3 +494,217 @@ fn forged_with(env: &TestEnv, key: &std::path::Path, mut body: serde_json::Value
     serde_json::json!({"payloadType": ty, "payload": base64::engine::general_purpose::STANDARD.encode(&bytes),
         "signatures": [{"keyid": fp, "sig": sig}]})
 }
+
+/// A plan applied (approved by Bob, applied by Alice), then a second plan approved by Bob in
+/// plan2.json: the log holds Bob's approvals and Alice's apply.
+fn applied_with_a_second_plan() -> TestEnv {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env.git(&["branch", "feature/extra", "main"]);
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--merged", "-o", "plan2.json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", "plan2.json", "--yes"]).code, 0);
+    let v = env.run("alice", &["--json", "log", "--verify"]).json();
+    assert_eq!(v["verified"], true, "{v}");
+    env
+}
+
+fn audit_log(env: &TestEnv) -> std::path::PathBuf {
+    env.repo.join(".git/guardctl/audit.log")
+}
+
+/// After tampering: `log --verify` names entry `line`, and nothing more can be applied or
+/// rolled back (exit 65), leaving the repository as it was.
+fn assert_tamper_refused(env: &TestEnv, line: u64) {
+    let r = env.run("alice", &["--json", "log", "--verify"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert_eq!(
+        r.json()["error"]["details"]["break"]["line"],
+        line,
+        "{}",
+        r.transcript()
+    );
+    assert!(
+        r.stderr.contains(&format!("broken at entry {line}")),
+        "{}",
+        r.stderr
+    );
+    let before = env.repository_state();
+    let r = env.run("alice", &["apply", "plan2.json"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    let r = env.run("alice", &["rollback", "plan.json"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert_eq!(before, env.repository_state(), "a refusal changed the repository");
+}
+
+#[test]
+fn a_truncated_audit_log_is_detected_and_refuses_further_changes() {
+    let env = applied_with_a_second_plan();
+    let text = fs::read_to_string(audit_log(&env)).unwrap();
+    let first = text.lines().next().unwrap().to_string();
+    fs::write(audit_log(&env), first + "\n").unwrap();
+    let r = env.run("alice", &["log"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert_tamper_refused(&env, 2);
+}
+
+#[test]
+fn a_deleted_audit_log_is_detected_and_refuses_further_changes() {
+    let env = applied_with_a_second_plan();
+    fs::remove_file(audit_log(&env)).unwrap();
+    assert_tamper_refused(&env, 1);
+}
+
+/// Re-sign a log line's payload (edited by `edit`) with `key`, as a planner holding only their
+/// own keys could; returns the new line and its id.
+fn resign(env: &TestEnv, line: &str, key: &str, edit: impl Fn(&mut serde_json::Value)) -> (String, String) {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let env_v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let ty = env_v["payloadType"].as_str().unwrap().to_string();
+    let mut body: serde_json::Value =
+        serde_json::from_slice(&b64.decode(env_v["payload"].as_str().unwrap()).unwrap()).unwrap();
+    edit(&mut body);
+    let fp = crate::plan_file::fingerprint(&env.key(key));
+    body["key"] = fp.clone().into();
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, bytes.len()).into_bytes();
+    pae.extend_from_slice(&bytes);
+    let ns = if body["event"] == "approve" {
+        "guardctl-approval"
+    } else {
+        "guardctl-apply"
+    };
+    let sig = crate::plan_file::ssh_sign(&env.key(key), ns, &pae);
+    let line = serde_json::json!({"payloadType": ty, "payload": b64.encode(&bytes),
+        "signatures": [{"keyid": fp, "sig": sig}]});
+    (
+        line.to_string(),
+        format!("sha256:{}", crate::apply::hex_sha256(&bytes)),
+    )
+}
+
+/// Point the anchor ref at entry `seq` with id `id`, as anyone with write access could.
+fn move_anchor(env: &TestEnv, seq: usize, id: &str) {
+    let blob = env.path().join("anchor");
+    fs::write(&blob, format!("guardctl audit anchor v1\nseq {seq}\nid {id}\n")).unwrap();
+    let oid = env.git(&["hash-object", "-w", blob.to_str().unwrap()]);
+    env.git(&["update-ref", "refs/guardctl/audit", &oid]);
+}
+
+#[test]
+fn an_audit_log_rewritten_with_recomputed_hashes_is_detected() {
+    let env = applied_with_a_second_plan();
+    let text = fs::read_to_string(audit_log(&env)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "approve, apply, approve");
+    // The planner rewrites Bob's approval as Eve's and re-chains every entry after it, signing
+    // with the only keys they hold, and moves the anchor to the new head.
+    let (l1, id1) = resign(&env, lines[0], "alice", |b| {
+        b["principal"] = "eve@example.com".into()
+    });
+    let (l2, id2) = resign(&env, lines[1], "alice", |b| {
+        b["audit"]["prev"] = id1.clone().into()
+    });
+    let (l3, id3) = resign(&env, lines[2], "alice", |b| b["prev"] = id2.clone().into());
+    fs::write(audit_log(&env), format!("{l1}\n{l2}\n{l3}\n")).unwrap();
+    move_anchor(&env, 3, &id3);
+    assert_tamper_refused(&env, 1);
+
+    // Without re-signing (the hashes recomputed, Bob's signature kept): broken by itself.
+    let env = applied_with_a_second_plan();
+    let text = fs::read_to_string(audit_log(&env)).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let (l1, _) = resign(&env, text.lines().next().unwrap(), "bob", |b| {
+        b["principal"] = "eve@example.com".into()
+    });
+    let mut forged: serde_json::Value = serde_json::from_str(&l1).unwrap();
+    forged["signatures"] = first["signatures"].clone();
+    let rest: Vec<&str> = text.lines().skip(1).collect();
+    fs::write(audit_log(&env), format!("{forged}\n{}\n", rest.join("\n"))).unwrap();
+    let r = env.run("alice", &["log"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert!(r.stderr.contains("broken at entry 1"), "{}", r.stderr);
+}
+
+#[test]
+fn an_apply_removed_from_the_audit_log_is_found_by_its_receipt() {
+    let env = applied_with_a_second_plan();
+    let text = fs::read_to_string(audit_log(&env)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // Drop the apply (the receipt) and re-chain Bob's later approval onto the first entry:
+    // only Bob can sign as Bob, so the planner uses Bob's key here to isolate the receipt check.
+    let first_id = {
+        use base64::Engine;
+        let v: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(v["payload"].as_str().unwrap())
+            .unwrap();
+        format!("sha256:{}", crate::apply::hex_sha256(&bytes))
+    };
+    let (l2, id2) = resign(&env, lines[2], "bob", |b| {
+        b["prev"] = first_id.clone().into();
+        b["seq"] = 2.into();
+    });
+    fs::write(audit_log(&env), format!("{}\n{l2}\n", lines[0])).unwrap();
+    move_anchor(&env, 2, &id2);
+    assert_eq!(env.run("alice", &["log"]).code, 0, "the chain itself is intact");
+    let r = env.run("alice", &["--json", "log", "--verify"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert_eq!(r.json()["error"]["details"]["break"]["line"], 2);
+    assert!(r.stderr.contains("receipt of plan"), "{}", r.stderr);
+}
+
+#[test]
+fn every_entry_names_the_key_that_acted_and_the_anchor_keeps_a_reflog() {
+    let env = applied_with_a_second_plan();
+    let v = env.run("alice", &["--json", "log"]).json();
+    let events: Vec<(&str, &str)> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["event"].as_str().unwrap(), e["principal"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("approve", "bob@example.com"),
+            ("apply", "alice@example.com"),
+            ("approve", "bob@example.com")
+        ]
+    );
+    // The anchor moved once per entry, and git kept each earlier head in its reflog.
+    let reflog = fs::read_to_string(env.repo.join(".git/logs/refs/guardctl/audit")).unwrap();
+    assert_eq!(reflog.lines().count(), 3, "{reflog}");
+    let first = env.git(&["cat-file", "-p", "refs/guardctl/audit@{2}"]);
+    assert!(first.contains("seq 1\n"), "{first}");
+    // The receipt is the apply's entry.
+    let receipt: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(
+            fs::read_dir(env.repo.join(".git/guardctl/plans"))
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .path()
+                .join("receipt.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let line: serde_json::Value = serde_json::from_str(
+        fs::read_to_string(audit_log(&env))
+            .unwrap()
+            .lines()
+            .nth(1)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(receipt["payload"], line["payload"]);
+    assert_eq!(receipt["signatures"], line["signatures"]);
+}
