@@ -165,7 +165,7 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
     }
     // An OpenSSH user certificate (`id_ed25519-cert.pub`): ssh-keygen signs with it and the
     // private key beside it (`id_ed25519`), or the one in ssh-agent.
-    if let Ok(cert) = ssh_key::Certificate::from_openssh(text.trim()) {
+    if let Some(cert) = certificate_file(&text) {
         let beside = path
             .to_str()
             .and_then(|p| p.strip_suffix("-cert.pub"))
@@ -181,6 +181,21 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
     Err(unreadable(
         "not an OpenSSH private key, public key or certificate".into(),
     ))
+}
+
+/// An OpenSSH certificate file (`<type>-cert-v01@openssh.com <base64> [comment]`), read as
+/// `sshsig::certificate` reads one (so a certificate valid forever works too).
+fn certificate_file(text: &str) -> Option<ssh_key::Certificate> {
+    use base64::Engine;
+    let mut parts = text.split_whitespace();
+    let kind = parts.next()?;
+    if !kind.ends_with("-cert-v01@openssh.com") {
+        return None;
+    }
+    let blob = base64::engine::general_purpose::STANDARD
+        .decode(parts.next()?)
+        .ok()?;
+    super::sshsig::certificate(&blob)
 }
 
 fn generate(path: &Path) -> Result<(), KeyError> {

@@ -74,6 +74,10 @@ pub struct Record {
     signer: ssh_key::PublicKey,
     #[serde(skip)]
     sig: String,
+    /// An apply's receipt: its `principal` is the plan's executor, while the key may be that
+    /// of whoever finished an interrupted apply (`recover`).
+    #[serde(skip)]
+    receipt: bool,
 }
 
 /// Where and why the log breaks: entries from `line` on cannot be trusted.
@@ -264,6 +268,7 @@ fn record(line: &str) -> std::result::Result<Record, String> {
         namespace,
         signer: v.signer,
         sig: env.signatures.first().map(|s| s.sig.clone()).unwrap_or_default(),
+        receipt: env.payload_type == RECEIPT_PAYLOAD_TYPE,
     })
 }
 
@@ -317,7 +322,8 @@ fn check_anchor(records: &[Record], anchor: Option<&Anchor>, pending: &mut bool)
 }
 
 /// The first entry whose key the trusted identities do not list (in its namespace, at its
-/// time) for the principal it names.
+/// time) for the principal it names (for a receipt: for any principal, since a recovery may
+/// finish another executor's apply).
 pub fn check_trust(records: &[Record], signers: &AllowedSigners) -> Option<Break> {
     for r in records {
         let cert = sshsig::certificate_of(&r.sig);
@@ -331,7 +337,7 @@ pub fn check_trust(records: &[Record], signers: &AllowedSigners) -> Option<Break
                 "signed by key {}, which the trusted identities do not list for {} at {}",
                 r.key, r.namespace, r.time
             ),
-            Some(p) if !principals.contains(p) => format!(
+            Some(p) if !r.receipt && !principals.contains(p) => format!(
                 "claims {} but its key speaks for {}",
                 crate::render::escape::safe(p),
                 principals.join(", ")
@@ -448,6 +454,7 @@ mod tests {
             )
             .unwrap(),
             sig: String::new(),
+            receipt: false,
         }
     }
 
