@@ -20,6 +20,8 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     ctx.report_signers(ui, !ui.json)?;
     let cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
     let store = crate::store::Store::new(ctx.repo()?.state_dir());
+    // apply refuses to act where its audit log is broken: so does verify (reading only).
+    store.audit_intact(ctx.repo()?, &ctx.allowed_signers()?.0)?;
     let consumed = store.is_consumed(cleared.loaded.id_hex());
     if !consumed {
         crate::gate::drift(ctx, &cleared.loaded)?;

@@ -535,6 +535,8 @@ fn assert_tamper_refused(env: &TestEnv, line: u64) {
         r.stderr
     );
     let before = env.repository_state();
+    let r = env.run("alice", &["verify", "plan2.json"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
     let r = env.run("alice", &["apply", "plan2.json"]);
     assert_eq!(r.code, 65, "{}", r.transcript());
     let r = env.run("alice", &["rollback", "plan.json"]);
