@@ -635,7 +635,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__log)
-            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-C -q -h -V --verify --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1129,7 +1129,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__reject)
-            opts="-C -q -h -V --comment --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-C -q -h -V --comment --withdraw --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

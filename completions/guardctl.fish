@@ -42,7 +42,7 @@ complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "verify" -d 'Run e
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "apply" -d 'Apply exactly the plan: refuses on drift, expiry, missing approvals, wrong principal or changed policy; backs up before it deletes; idempotent on replay'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "rollback" -d 'Restore the branches and config an applied plan deleted, from its backups'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "recover" -d 'Finish or abandon an interrupted apply or rollback, from its journal and the real refs'
-complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "log" -d 'Show the audit trail and verify its hash chain'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "log" -d 'Show the audit trail and check it'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "whoami" -d 'Show the key in use, its fingerprint, and the principal it maps to'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "gc" -d 'Remove before-images (backup refs) past their retention'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "completions" -d 'Print shell completions for SHELL on stdout'
@@ -197,9 +197,10 @@ always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l withdraw -d 'Withdraw your own earlier rejection(s) of this plan instead (signed, like a rejection)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -s q -l quiet -d 'Only print data and errors, no status lines'
-complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -s h -l help -d 'Print help'
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l approval -d 'A detached approval file (repeatable)' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
@@ -249,9 +250,10 @@ always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l verify -d 'Also check each entry\'s key against the trusted identities, and that every receipt is in the log'
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -s q -l quiet -d 'Only print data and errors, no status lines'
-complete -c guardctl -n "__fish_guardctl_using_subcommand log" -s h -l help -d 'Print help'
+complete -c guardctl -n "__fish_guardctl_using_subcommand log" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
@@ -302,7 +304,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_s
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo help" -f -a "apply" -d 'Apply exactly the plan: refuses on drift, expiry, missing approvals, wrong principal or changed policy; backs up before it deletes; idempotent on replay'
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo help" -f -a "rollback" -d 'Restore the branches and config an applied plan deleted, from its backups'
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo help" -f -a "recover" -d 'Finish or abandon an interrupted apply or rollback, from its journal and the real refs'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo help" -f -a "log" -d 'Show the audit trail and verify its hash chain'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo help" -f -a "log" -d 'Show the audit trail and check it'
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo help" -f -a "whoami" -d 'Show the key in use, its fingerprint, and the principal it maps to'
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo help" -f -a "gc" -d 'Remove before-images (backup refs) past their retention'
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo help" -f -a "completions" -d 'Print shell completions for SHELL on stdout'

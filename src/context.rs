@@ -17,7 +17,7 @@ use crate::sign::key::{KeyLookup, KeySource};
 use crate::sign::{AllowedSigners, SigningKey};
 use crate::ui::Ui;
 use std::cell::OnceCell;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use time::OffsetDateTime;
 
 pub struct Ctx {
@@ -30,12 +30,13 @@ pub struct Ctx {
     policy: OnceCell<InForce>,
     /// The policy of a plan bound to a remote other than the default policy remote.
     remote_policy: OnceCell<(String, InForce)>,
+    signers: OnceCell<(AllowedSigners, Option<SignersSource>)>,
 }
 
-/// Where the allowed-signers file came from.
+/// Where the trusted identities came from: a file, or `<base>:.guardctl/allowed_signers`.
 #[derive(Debug, Clone)]
 pub struct SignersSource {
-    pub path: PathBuf,
+    pub location: String,
     pub how: &'static str,
 }
 
@@ -53,6 +54,7 @@ impl Ctx {
             data_dir: directories::ProjectDirs::from("", "", "guardctl").map(|d| d.data_dir().to_path_buf()),
             policy: OnceCell::new(),
             remote_policy: OnceCell::new(),
+            signers: OnceCell::new(),
         }
     }
 
@@ -115,46 +117,158 @@ impl Ctx {
         Ok(key)
     }
 
-    /// Locate the allowed-signers file: `--allowed-signers`, `GUARDCTL_ALLOWED_SIGNERS`, git
-    /// config `gpg.ssh.allowedSignersFile`, `.guardctl/allowed_signers` in the work tree.
-    /// An explicitly named file that is missing is an error; no file at all is `None`.
+    /// Locate the trusted identities (CONTRACT.md §5), never from anything the planner can
+    /// write: `--allowed-signers`, `GUARDCTL_ALLOWED_SIGNERS` (the caller's own choice), the
+    /// file named by `gpg.ssh.allowedSignersFile` in system or global git config (read outside
+    /// the repository, as the policy is), then `.guardctl/allowed_signers` as committed on the
+    /// default branch (as the policy). Never the work tree, never the repository's own config.
+    /// An explicitly named file that is missing is an error; no source at all is `None`.
     pub fn allowed_signers_source(&self) -> Result<Option<SignersSource>> {
+        Ok(self.signers()?.1.clone())
+    }
+
+    /// The parsed allowed-signers file, or an empty one when none is configured. Read once
+    /// per run.
+    pub fn allowed_signers(&self) -> Result<(AllowedSigners, Option<SignersSource>)> {
+        let (signers, source) = self.signers()?;
+        Ok((signers.clone(), source.clone()))
+    }
+
+    fn signers(&self) -> Result<&(AllowedSigners, Option<SignersSource>)> {
+        if let Some(s) = self.signers.get() {
+            return Ok(s);
+        }
+        let loaded = match self.find_signers()? {
+            None => (AllowedSigners::default(), None),
+            Some((src, bytes)) => {
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| Error::usage(format!("{} is not UTF-8", src.location)))?;
+                let signers = AllowedSigners::parse(&text).map_err(|e| {
+                    Error::usage(format!("invalid allowed-signers file {}", src.location))
+                        .caused_by(e)
+                        .with_hint(format!("fix the file named by {}", src.how))
+                })?;
+                (signers, Some(src))
+            }
+        };
+        Ok(self.signers.get_or_init(|| loaded))
+    }
+
+    fn find_signers(&self) -> Result<Option<(SignersSource, Vec<u8>)>> {
+        let from_file = |path: PathBuf, how: &'static str| -> Result<Option<(SignersSource, Vec<u8>)>> {
+            let bytes = crate::fsutil::read_bounded(&path, SIGNERS_MAX_BYTES as u64).map_err(|e| {
+                Error::usage(format!("cannot read the allowed-signers file named by {how}")).caused_by(e)
+            })?;
+            Ok(Some((
+                SignersSource {
+                    location: path.display().to_string(),
+                    how,
+                },
+                bytes,
+            )))
+        };
         if let Some(p) = &self.allowed_signers_flag {
-            return Ok(Some(SignersSource {
-                path: p.clone(),
-                how: "--allowed-signers",
-            }));
+            return from_file(p.clone(), "--allowed-signers");
         }
         if let Some(p) = std::env::var_os("GUARDCTL_ALLOWED_SIGNERS").filter(|p| !p.is_empty()) {
-            return Ok(Some(SignersSource {
-                path: p.into(),
-                how: "GUARDCTL_ALLOWED_SIGNERS",
-            }));
+            return from_file(p.into(), "GUARDCTL_ALLOWED_SIGNERS");
         }
         let Some(repo) = self.try_repo() else {
             return Ok(None);
         };
-        if let Some(p) = repo.config_string("gpg.ssh.allowedSignersFile")? {
-            return Ok(Some(SignersSource {
-                path: expand_home(&p),
-                how: "git config gpg.ssh.allowedSignersFile",
-            }));
+        if let Some(p) = repo.admin_config("gpg.ssh.allowedSignersFile")? {
+            return from_file(
+                expand_home(&p),
+                "system or global git config gpg.ssh.allowedSignersFile",
+            );
         }
-        let in_tree = repo.display_path().join(".guardctl/allowed_signers");
-        Ok(in_tree.is_file().then_some(SignersSource {
-            path: in_tree,
-            how: ".guardctl/allowed_signers",
-        }))
+        if let Ok((base, oid)) = repo.resolve_base(None)
+            && let Some(bytes) = repo.committed_file(oid, SIGNERS_PATH, SIGNERS_MAX_BYTES)?
+        {
+            return Ok(Some((
+                SignersSource {
+                    location: format!("{base}:{SIGNERS_PATH}"),
+                    how: COMMITTED,
+                },
+                bytes,
+            )));
+        }
+        Ok(None)
     }
 
-    /// The parsed allowed-signers file, or an empty one when none is configured.
-    pub fn allowed_signers(&self) -> Result<(AllowedSigners, Option<SignersSource>)> {
-        let Some(src) = self.allowed_signers_source()? else {
-            return Ok((AllowedSigners::default(), None));
+    /// The principal `key` speaks for in `namespace` now, required by commands that record a
+    /// signed audit entry (rollback, recover, gc): an entry no trusted identity vouches for
+    /// would make the log fail `guardctl log --verify`.
+    pub fn require_principal(&self, key: &SigningKey, namespace: &str, what: &str) -> Result<()> {
+        let (signers, _) = self.signers()?;
+        if signers
+            .principals_at(key.signer(), namespace, &[self.now])
+            .is_empty()
+        {
+            return Err(Error::new(
+                Kind::WrongPrincipal,
+                format!(
+                    "{what} records a signed audit entry, and key {} speaks for no principal in {namespace}",
+                    crate::sign::sshsig::fingerprint(&key.public)
+                ),
+            )
+            .with_hint("use a key the trusted identities list (see `guardctl whoami`)"));
+        }
+        Ok(())
+    }
+
+    /// Say where trusted identities come from (`announce`), and warn about what is not used:
+    /// ignored lines of the file, and untrusted places that hold an allowed-signers file (the
+    /// work tree, the repository's own config) which guardctl never reads.
+    pub fn report_signers(&self, ui: &mut Ui, announce: bool) -> Result<()> {
+        let (signers, source) = self.signers()?;
+        if announce {
+            ui.status(&match source {
+                // The caller named the file: its path is theirs to know.
+                Some(s) if s.how.starts_with("--") || s.how.starts_with("GUARDCTL") => {
+                    format!("Trusted identities from {}.", s.how)
+                }
+                Some(s) => format!(
+                    "Trusted identities from {} ({}).",
+                    crate::render::escape::safe(&s.location),
+                    s.how
+                ),
+                None => "Trusted identities: none configured; no key speaks for any principal.".to_string(),
+            });
+        }
+        for i in &signers.ignored {
+            ui.warn(&format!("allowed-signers line {} ignored: {}", i.line, i.message));
+        }
+        let Some(repo) = self.try_repo() else {
+            return Ok(());
         };
-        let signers =
-            load_signers(&src.path).map_err(|e| e.with_hint(format!("fix the file named by {}", src.how)))?;
-        Ok((signers, Some(src)))
+        let from_config = source.as_ref().is_some_and(|s| s.how.contains("git config"));
+        if !from_config
+            && self.allowed_signers_flag.is_none()
+            && let Some(p) = repo.config_string("gpg.ssh.allowedSignersFile")?
+            && repo.admin_config("gpg.ssh.allowedSignersFile")?.is_none()
+        {
+            ui.warn(&format!(
+                "gpg.ssh.allowedSignersFile ({}) is set in the repository's own config, which anyone who can write the repository can change: guardctl ignores it",
+                crate::render::escape::safe(&p)
+            ));
+        }
+        if let Ok(in_tree) = std::fs::read(repo.display_path().join(SIGNERS_PATH)) {
+            let committed = match source {
+                Some(s) if s.how == COMMITTED => repo
+                    .resolve_base(None)
+                    .ok()
+                    .and_then(|(_, oid)| repo.committed_file(oid, SIGNERS_PATH, SIGNERS_MAX_BYTES).ok())
+                    .flatten(),
+                _ => None,
+            };
+            if committed.as_deref() != Some(in_tree.as_slice()) {
+                ui.warn(&format!(
+                    "{SIGNERS_PATH} in the work tree is not a trusted source and is ignored (only what is committed on the default branch counts, when no other source is set)"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -314,14 +428,12 @@ fn expand_home(p: &str) -> PathBuf {
     }
 }
 
-fn load_signers(path: &Path) -> Result<AllowedSigners> {
-    let bytes = crate::fsutil::read_bounded(path, 16 * 1024 * 1024)
-        .map_err(|e| Error::usage("cannot read the allowed-signers file").caused_by(e))?;
-    let text =
-        String::from_utf8(bytes).map_err(|_| Error::usage(format!("{} is not UTF-8", path.display())))?;
-    AllowedSigners::parse(&text)
-        .map_err(|e| Error::usage(format!("invalid allowed-signers file {}", path.display())).caused_by(e))
-}
+/// How the committed identities are described (`SignersSource::how`).
+const COMMITTED: &str = "the default branch";
+
+/// Where a repository keeps its trusted identities (committed, read from the default branch).
+pub const SIGNERS_PATH: &str = ".guardctl/allowed_signers";
+const SIGNERS_MAX_BYTES: usize = 16 * 1024 * 1024;
 
 #[cfg(feature = "test-hooks")]
 fn clock() -> OffsetDateTime {

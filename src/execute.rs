@@ -47,6 +47,8 @@ pub struct Executor<'a> {
     pub repo: &'a Repo,
     pub store: &'a Store,
     pub now: OffsetDateTime,
+    /// The key that signs the audit entries of what this run does (rollback, recover).
+    pub key: Option<&'a SigningKey>,
 }
 
 /// Test-only fault injection, absent from release builds. After journaling `<step>`:
@@ -561,6 +563,14 @@ impl Executor<'_> {
             verified: mismatches.is_empty(),
             mismatches,
             exec,
+            audit: None,
+        };
+        // The receipt is the apply's audit entry: it names its place in the log, and its
+        // signature is the entry's.
+        let log = crate::store::audit::open_for_append(self.repo, &self.store.audit_path())?;
+        let receipt = Receipt {
+            audit: Some(log.next()),
+            ..receipt
         };
         let payload = serde_json::to_vec(&receipt)
             .map_err(|e| Error::internal("cannot encode the receipt").caused_by(e))?;
@@ -576,6 +586,7 @@ impl Executor<'_> {
         let envelope =
             signed.map_err(|e| Error::internal("applied, but cannot sign the receipt").caused_by(e))?;
         human.map_err(|_| Error::internal("cannot write the result"))??;
+        crate::store::audit::append_envelope(self.repo, &self.store.audit_path(), &log, &envelope)?;
         let pretty = serde_json::to_vec_pretty(&envelope).unwrap_or_default();
         self.store.write_file(id, "receipt.json", &pretty)?;
         self.store.write_file(
@@ -584,12 +595,6 @@ impl Executor<'_> {
             crate::render::receipt::json(&receipt, &envelope).as_bytes(),
         )?;
         self.step(id, "done")?;
-        let detail = format!(
-            "deleted {} branches; verified: {}",
-            receipt.deleted.len(),
-            receipt.verified
-        );
-        self.audit("apply", Some(&receipt.plan_id), Some(&receipt.executor), &detail)?;
         Ok(receipt)
     }
 
@@ -623,6 +628,7 @@ impl Executor<'_> {
         Ok(out)
     }
 
+    /// Sign (with `self.key`) and append an audit entry; the caller holds the store lock.
     pub fn audit(
         &self,
         event: &str,
@@ -630,7 +636,23 @@ impl Executor<'_> {
         principal: Option<&str>,
         detail: &str,
     ) -> Result<()> {
-        self.store.audit(self.now, event, plan_id, principal, detail)
+        let key = self.key.ok_or_else(|| {
+            Error::usage(format!(
+                "recording the {event} in the audit log needs a signing key"
+            ))
+            .with_hint("pass --key <path>, set GUARDCTL_KEY, or configure git's user.signingKey")
+        })?;
+        self.store.audit(
+            self.repo,
+            key,
+            crate::store::audit::Event {
+                now: self.now,
+                event,
+                plan_id,
+                principal,
+                detail,
+            },
+        )
     }
 
     /// Restore every branch of `image` that is missing (compare-and-swap create) and its config.

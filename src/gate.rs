@@ -13,7 +13,8 @@ use crate::planfile::Loaded;
 use crate::policy::{ApprovalReport, CheckedApproval, GateInput, GroupStatus, Ignored, Policy, Refusal};
 use crate::render::escape::safe;
 use crate::render::view::{ApprovalsView, PolicyView};
-use crate::sign::{AllowedSigners, SigningKey, dsse};
+use crate::sign::allowed_signers::Signer;
+use crate::sign::{AllowedSigners, SigningKey, dsse, sshsig};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -35,8 +36,9 @@ pub struct Cleared {
     pub executor: Option<String>,
 }
 
-/// Every approval envelope: those attached to the plan file, then detached ones.
-fn approval_envelopes(loaded: &Loaded, extra: &[PathBuf]) -> Result<Vec<(String, Envelope)>> {
+/// Every approval envelope: those attached to the plan file, then detached ones, then the
+/// rejections and withdrawals recorded in this repository's state (each envelope once).
+fn approval_envelopes(ctx: &Ctx, loaded: &Loaded, extra: &[PathBuf]) -> Result<Vec<(String, Envelope)>> {
     let mut out: Vec<(String, Envelope)> = loaded
         .file
         .approvals
@@ -47,16 +49,51 @@ fn approval_envelopes(loaded: &Loaded, extra: &[PathBuf]) -> Result<Vec<(String,
     for p in extra {
         out.push((p.display().to_string(), crate::planfile::load_envelope(p)?));
     }
+    out.extend(recorded_decisions(ctx, loaded)?);
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|(_, e)| seen.insert(same_envelope(e)));
     Ok(out)
 }
 
-/// Verify one approval envelope and look up who its key speaks for (at the approval's time).
-fn check_approval(signers: &AllowedSigners, env: &Envelope) -> std::result::Result<CheckedApproval, String> {
+/// What makes two copies of an envelope the same one (a rejection is both in the plan file
+/// and in the state).
+fn same_envelope(e: &Envelope) -> (String, Vec<String>) {
+    (
+        e.payload.clone(),
+        e.signatures.iter().map(|s| s.sig.clone()).collect(),
+    )
+}
+
+/// The rejections and withdrawals of the plan recorded in this repository's guardctl state
+/// (none outside a repository).
+pub fn recorded_decisions(ctx: &Ctx, loaded: &Loaded) -> Result<Vec<(String, Envelope)>> {
+    match ctx.repo() {
+        Ok(repo) => crate::store::decisions::load(&repo.state_dir(), loaded.id_hex()),
+        Err(_) => Ok(vec![]),
+    }
+}
+
+/// Verify one approval envelope and look up who its key (or certificate) speaks for, at the
+/// time the approval claims and now: a key retired since cannot back-date an approval.
+fn check_approval(
+    signers: &AllowedSigners,
+    env: &Envelope,
+    now: time::OffsetDateTime,
+) -> std::result::Result<CheckedApproval, String> {
     let v = dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE).map_err(|e| e.to_string())?;
     let approval: Approval =
         serde_json::from_slice(&v.payload).map_err(|e| format!("malformed approval ({e})"))?;
-    let signer_principals = signers.principals_for(&v.signer, APPROVAL_NAMESPACE, approval.created_at);
+    let cert = env
+        .signatures
+        .first()
+        .and_then(|s| sshsig::certificate_of(&s.sig));
+    let signer = Signer {
+        key: &v.signer,
+        certificate: cert.as_ref(),
+    };
+    let signer_principals = signers.principals_at(signer, APPROVAL_NAMESPACE, &[approval.created_at, now]);
     Ok(CheckedApproval {
+        id: crate::plan::envelope::sha256_id(&v.payload),
         approval,
         signer_fingerprint: v.fingerprint,
         signer_principals,
@@ -64,10 +101,14 @@ fn check_approval(signers: &AllowedSigners, env: &Envelope) -> std::result::Resu
 }
 
 /// Verify approval envelopes: a bad signature or payload is `invalid_plan`.
-fn check_approvals(signers: &AllowedSigners, envs: &[(String, Envelope)]) -> Result<Vec<CheckedApproval>> {
+fn check_approvals(
+    signers: &AllowedSigners,
+    envs: &[(String, Envelope)],
+    now: time::OffsetDateTime,
+) -> Result<Vec<CheckedApproval>> {
     envs.iter()
         .map(|(name, env)| {
-            check_approval(signers, env).map_err(|what| {
+            check_approval(signers, env, now).map_err(|what| {
                 Error::invalid_plan(format!("{name}: {what}"))
                     .with_hint("remove the damaged approval and ask for it again")
             })
@@ -86,14 +127,36 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
     let (signers, _) = ctx.allowed_signers()?;
     let mut checked = Vec::new();
     let mut invalid = 0;
-    for env in loaded.file.approvals.iter().chain(extra) {
-        match check_approval(&signers, env) {
+    let recorded: Vec<Envelope> = match recorded_decisions(ctx, loaded) {
+        Ok(r) => r.into_iter().map(|(_, e)| e).collect(),
+        Err(_) => {
+            invalid += 1;
+            vec![]
+        }
+    };
+    let mut seen = std::collections::HashSet::new();
+    for env in loaded
+        .file
+        .approvals
+        .iter()
+        .chain(extra)
+        .chain(&recorded)
+        .filter(|e| seen.insert(same_envelope(e)))
+    {
+        match check_approval(&signers, env, ctx.now) {
             Ok(c) => checked.push(c),
             Err(_) => invalid += 1,
         }
     }
-    let report =
-        crate::policy::evaluate_approvals(&loaded.plan, &loaded.plan_id, &checked, clock_skew(ctx), ctx.now);
+    let planner_keys = planner_keys(&signers, &loaded.plan);
+    let report = crate::policy::evaluate_approvals(
+        &loaded.plan,
+        &loaded.plan_id,
+        &checked,
+        &planner_keys,
+        clock_skew(ctx),
+        ctx.now,
+    );
     Ok(ApprovalsView::new(&loaded.plan, &report, invalid))
 }
 
@@ -164,14 +227,17 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
         .with_hint("apply a plan in the repository (clone) it was made in, or re-run `guardctl plan` here"));
     }
     let (signers, _) = ctx.allowed_signers()?;
-    let approvals = check_approvals(&signers, &approval_envelopes(&loaded, extra)?)?;
-    let planner_principals = signers.principals_for(&loaded.signer, PLAN_NAMESPACE, loaded.plan.created_at);
-    let applying_principals = applying.map(|k| signers.principals_for(&k.public, APPLY_NAMESPACE, ctx.now));
+    let approvals = check_approvals(&signers, &approval_envelopes(ctx, &loaded, extra)?, ctx.now)?;
+    let planner_principals = planner_principals(&signers, &loaded, ctx.now);
+    let planner_keys = planner_keys(&signers, &loaded.plan);
+    let applying_principals =
+        applying.map(|k| signers.principals_at(k.signer(), APPLY_NAMESPACE, &[ctx.now]));
     let policy = &ctx.policy_for(loaded.plan.operation.bound_to_remote())?.policy;
     let report = crate::policy::gate(GateInput {
         plan: &loaded.plan,
         plan_id: &loaded.plan_id,
         planner_principals: &planner_principals,
+        planner_keys: &planner_keys,
         applying_principals: applying_principals.as_deref(),
         approvals: &approvals,
         policy,
@@ -190,6 +256,37 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
     })
 }
 
+/// Who the plan's key (or certificate) speaks for in `guardctl-plan`, at the time the plan
+/// claims and now: a key retired since cannot back-date a plan.
+pub fn planner_principals(
+    signers: &AllowedSigners,
+    loaded: &Loaded,
+    now: time::OffsetDateTime,
+) -> Vec<String> {
+    let cert = loaded
+        .file
+        .signatures
+        .first()
+        .and_then(|s| sshsig::certificate_of(&s.sig));
+    let signer = Signer {
+        key: &loaded.signer,
+        certificate: cert.as_ref(),
+    };
+    signers.principals_at(signer, PLAN_NAMESPACE, &[loaded.plan.created_at, now])
+}
+
+/// Every key listed for the planner's principal, and the plan's own key.
+fn planner_keys(signers: &AllowedSigners, plan: &Plan) -> Vec<String> {
+    let mut keys = plan
+        .planner
+        .principal
+        .as_deref()
+        .map(|p| signers.keys_of(p))
+        .unwrap_or_default();
+    keys.extend(plan.planner.key.clone());
+    keys
+}
+
 fn refusal(r: Refusal, loaded: &Loaded) -> Error {
     let replan = "re-run `guardctl plan`";
     match r {
@@ -199,7 +296,7 @@ fn refusal(r: Refusal, loaded: &Loaded) -> Error {
         )
         .with_hint("add the planner's key to the allowed-signers file, then re-run `guardctl plan`"),
         Refusal::PlannerUnconfirmed { claimed: Some(p) } => Error::invalid_plan(format!(
-            "the plan claims planner {} but the allowed-signers file does not give its key that principal",
+            "the plan claims planner {} but the trusted identities do not give its key that principal (in guardctl-plan, both when the plan claims it was made and now)",
             safe(&p)
         ))
         .with_hint(replan),

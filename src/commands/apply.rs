@@ -23,18 +23,21 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let key = ctx.signing_key(ui)?;
-    let cleared = crate::gate::preflight(ctx, &args.target, Some(&key))
-        .inspect_err(|e| refusal(ctx, e, &args.target.plan))?;
+    ctx.report_signers(ui, false)?;
+    let cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
     let loaded = &cleared.loaded;
     let plan = &loaded.plan;
     let id = loaded.id_hex().to_string();
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
     let _lock = store.lock()?;
+    // What cannot be recorded is not done: a broken audit log refuses before any change.
+    store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
     let ex = Executor {
         repo,
         store: &store,
         now: ctx.now,
+        key: Some(&key),
     };
     let (signers, _) = ctx.allowed_signers()?;
     for (plan_id, outcome) in ex.recover(Some(&key), &signers)? {
@@ -91,8 +94,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {
             ex.apply(&id, image, &key, &mut drift)
         }
-    }
-    .inspect_err(|e| record_refusal(&ex, e, &loaded.plan_id))?;
+    }?;
     drop(_lock);
     print_result(&store, &id, ui)?;
     if receipt.verified {
@@ -143,32 +145,4 @@ fn print_result(store: &Store, id: &str, ui: &mut Ui) -> Result<()> {
     let bytes = store.read_file(id, name)?.unwrap_or_default();
     ui.out().write_all(&bytes)?;
     Ok(())
-}
-
-/// Record a refused apply in the audit log before the lock is taken, when there is a
-/// repository to record it in.
-fn refusal(ctx: &Ctx, e: &Error, plan_path: &std::path::Path) {
-    let Ok(repo) = ctx.repo() else { return };
-    let store = Store::new(repo.state_dir());
-    if let Ok(_lock) = store.lock() {
-        let plan_id = crate::planfile::load(plan_path)
-            .ok()
-            .map(|l| l.plan_id)
-            .unwrap_or_default();
-        record_refusal(
-            &Executor {
-                repo,
-                store: &store,
-                now: ctx.now,
-            },
-            e,
-            &plan_id,
-        );
-    }
-}
-
-/// Append a refusal to the audit log; the caller holds the store lock.
-fn record_refusal(ex: &Executor, e: &Error, plan_id: &str) {
-    let detail = format!("{}: {}", e.kind.as_str(), e.message);
-    let _ = ex.audit("refusal", Some(plan_id).filter(|p| !p.is_empty()), None, &detail);
 }

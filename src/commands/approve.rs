@@ -78,8 +78,9 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     let key = ctx.signing_key(ui)?;
     let fingerprint = crate::sign::sshsig::fingerprint(&key.public);
     let (signers, _) = ctx.allowed_signers()?;
+    ctx.report_signers(ui, false)?;
     let principal = match signers
-        .principals_for(&key.public, APPROVAL_NAMESPACE, ctx.now)
+        .principals_at(key.signer(), APPROVAL_NAMESPACE, &[ctx.now])
         .as_slice()
     {
         [one] => one.clone(),
@@ -97,22 +98,41 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
             )));
         }
     };
-    if decision == Decision::Approve && plan.planner.principal.as_ref() == Some(&principal) {
-        return Err(Error::new(
-            Kind::Unapproved,
-            format!("{} planned this plan and cannot approve it", safe(&principal)),
-        )
-        .with_hint("a different principal must approve; that is the point of the gate"));
+    let planner = plan.planner.principal.as_deref();
+    let planners_key = plan.planner.key.as_deref() == Some(fingerprint.as_str())
+        || planner.is_some_and(|p| signers.keys_of(p).contains(&fingerprint));
+    if decision == Decision::Approve
+        && (planners_key || planner.is_some_and(|p| p.eq_ignore_ascii_case(&principal)))
+    {
+        let who = if planners_key {
+            format!("key {fingerprint} belongs to the planner")
+        } else {
+            format!("{} planned this plan", safe(&principal))
+        };
+        return Err(
+            Error::new(Kind::Unapproved, format!("{who} and cannot approve it")).with_hint(
+                "a different principal, with a key of their own, must approve; that is the point of the gate",
+            ),
+        );
     }
     if decision == Decision::Approve {
         check_eligible(plan, &principal, &groups)?;
     }
+    let withdraws = match decision {
+        Decision::Withdraw => own_rejections(ctx, &loaded, &signers, &principal)?,
+        _ => Vec::new(),
+    };
     if ctx.now >= plan.expires_at {
         return Err(Error::new(
             Kind::Expired,
             format!("the plan expired at {}", view::rfc3339(plan.expires_at)),
         )
         .with_hint("ask the planner to re-run `guardctl plan`"));
+    }
+
+    // Nothing is recorded where the audit log could not record it.
+    if let Some(repo) = plans_repo(ctx, plan) {
+        crate::store::Store::new(repo.state_dir()).audit_intact(repo, &signers)?;
     }
 
     show_plan(ui, &loaded, ctx)?;
@@ -130,12 +150,14 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         created_at: ctx.now,
         comment,
         groups,
+        withdraws,
     };
     let groups_recorded = approval.groups.clone();
     let payload =
         serde_json::to_vec(&approval).map_err(|e| Error::internal("cannot encode approval").caused_by(e))?;
     let env = dsse::sign(APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE, &payload, &key)
         .map_err(|e| Error::internal("cannot sign the approval").caused_by(e))?;
+    let env_copy = env.clone();
     let standing = crate::gate::approval_status_with(ctx, &loaded, std::slice::from_ref(&env))?;
     let written = match out {
         Some(path) => {
@@ -150,7 +172,20 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     let event = match decision {
         Decision::Approve => "approve",
         Decision::Reject => "reject",
+        Decision::Withdraw => "withdraw",
     };
+    // A veto (or its withdrawal) also goes into the repository's state, where stripping it
+    // from the plan file cannot reach it.
+    if decision != Decision::Approve {
+        match plans_repo(ctx, plan) {
+            Some(repo) => {
+                crate::store::decisions::record(&repo.state_dir(), loaded.id_hex(), &crate::plan::envelope::sha256_id(&payload), &env_copy)?;
+            }
+            None => ui.warn(
+                "not run in the plan's repository: this decision is only in the plan file; run it inside the repository too so that it cannot be stripped from the file",
+            ),
+        }
+    }
     let scope = if groups_recorded.is_empty() {
         String::new()
     } else {
@@ -164,7 +199,7 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
                 .join(", ")
         )
     };
-    audit(ctx, &loaded, event, &principal)?;
+    audit(ctx, &loaded, &key, event, &principal)?;
     if ui.json {
         ui.json_doc(&serde_json::json!({
             "decision": event,
@@ -177,10 +212,10 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     }
     ui.status(&format!(
         "{} {} plan {}{scope} as {}; recorded in {}.",
-        if decision == Decision::Approve {
-            "Approved"
-        } else {
-            "Rejected"
+        match decision {
+            Decision::Approve => "Approved",
+            Decision::Reject => "Rejected",
+            Decision::Withdraw => "Withdrew the rejection of",
         },
         plan.operation.kind(),
         view::short_id(&loaded.plan_id),
@@ -316,19 +351,85 @@ fn confirm(loaded: &Loaded) -> Result<()> {
     Ok(())
 }
 
-/// Record an event in this repository's audit log when run inside the plan's repository.
-pub fn audit(ctx: &Ctx, loaded: &Loaded, event: &str, principal: &str) -> Result<()> {
-    let Ok(repo) = ctx.repo() else { return Ok(()) };
-    if repo.identity().ok().as_deref() != Some(loaded.plan.repository.as_str()) {
-        return Ok(());
+/// The repository guardctl runs in, when it is the plan's: this clone for a local plan, a
+/// clone of the remote a remote plan is bound to.
+fn plans_repo<'a>(ctx: &'a Ctx, plan: &Plan) -> Option<&'a crate::repo::Repo> {
+    let repo = ctx.repo().ok()?;
+    let here = match plan.operation.bound_to_remote() {
+        None => repo.identity().ok(),
+        Some(remote) => repo.remote_url(remote).ok(),
+    };
+    (here.as_deref() == Some(plan.repository.as_str())).then_some(repo)
+}
+
+/// The ids of `principal`'s own valid rejections of the plan (in the file or the state):
+/// what a withdrawal names. None is a usage error: there is nothing to withdraw.
+fn own_rejections(
+    ctx: &Ctx,
+    loaded: &Loaded,
+    signers: &crate::sign::AllowedSigners,
+    principal: &str,
+) -> Result<Vec<String>> {
+    let recorded = crate::gate::recorded_decisions(ctx, loaded)?;
+    let mut ids: Vec<String> = Vec::new();
+    for env in loaded
+        .file
+        .approvals
+        .iter()
+        .chain(recorded.iter().map(|(_, e)| e))
+    {
+        let Ok(v) = dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE) else {
+            continue;
+        };
+        let Ok(a) = serde_json::from_slice::<Approval>(&v.payload) else {
+            continue;
+        };
+        let mine = a.decision == Decision::Reject
+            && a.principal == principal
+            && a.plan_id == loaded.plan_id
+            && a.key == v.fingerprint
+            && signers
+                .principals_for(&v.signer, APPROVAL_NAMESPACE, a.created_at)
+                .iter()
+                .any(|p| p == principal);
+        let id = crate::plan::envelope::sha256_id(&v.payload);
+        if mine && !ids.contains(&id) {
+            ids.push(id);
+        }
     }
+    if ids.is_empty() {
+        return Err(Error::usage(format!(
+            "{} has no rejection of plan {} to withdraw",
+            safe(principal),
+            view::short_id(&loaded.plan_id)
+        )));
+    }
+    Ok(ids)
+}
+
+/// Record an event in this repository's audit log, signed with `key`, when run inside the
+/// plan's repository.
+pub fn audit(
+    ctx: &Ctx,
+    loaded: &Loaded,
+    key: &crate::sign::SigningKey,
+    event: &str,
+    principal: &str,
+) -> Result<()> {
+    let Some(repo) = plans_repo(ctx, &loaded.plan) else {
+        return Ok(());
+    };
     let store = crate::store::Store::new(repo.state_dir());
     let _lock = store.lock()?;
     store.audit(
-        ctx.now,
-        event,
-        Some(&loaded.plan_id),
-        Some(principal),
-        &loaded.plan.summary,
+        repo,
+        key,
+        crate::store::audit::Event {
+            now: ctx.now,
+            event,
+            plan_id: Some(&loaded.plan_id),
+            principal: Some(principal),
+            detail: &loaded.plan.summary,
+        },
     )
 }

@@ -22,6 +22,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
     let _lock = store.lock()?;
+    store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
     // (plan id hex, image, the backup ref to delete at its commit, if it is still there)
     let mut due: Vec<(String, BeforeImage, Option<RefOp>)> = Vec::new();
     for id in store.plan_ids()? {
@@ -76,6 +77,15 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         due.push((id, image, Some(op)));
     }
     let mut removed = Vec::new();
+    // Each removal is recorded in the audit log, signed by the caller's key (looked up only
+    // when there is something to remove).
+    let key = if due.is_empty() {
+        None
+    } else {
+        let k = ctx.signing_key(ui)?;
+        ctx.require_principal(&k, crate::plan::approval::APPLY_NAMESPACE, "gc")?;
+        Some(k)
+    };
     for (id, image, op) in due {
         repo.ref_transaction(op.as_slice())?;
         store.write_file(&id, "collected", b"collected\n")?;
@@ -84,7 +94,19 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             image.refs.len(),
             image.retention_days
         );
-        store.audit(ctx.now, "gc", Some(&image.plan_id), None, &detail)?;
+        if let Some(key) = &key {
+            store.audit(
+                repo,
+                key,
+                crate::store::audit::Event {
+                    now: ctx.now,
+                    event: "gc",
+                    plan_id: Some(&image.plan_id),
+                    principal: None,
+                    detail: &detail,
+                },
+            )?;
+        }
         removed.push((image.plan_id, image.refs.len()));
     }
     if ui.json {

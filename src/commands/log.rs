@@ -1,22 +1,55 @@
-//! `guardctl log`: the audit trail, with its hash chain verified; names the first broken link.
+//! `guardctl log [--verify]`: the audit trail, checked. Names the first bad entry and exits 65
+//! (the contract's code for tampered input) when the log is broken. Never mutates.
 
 use crate::context::Ctx;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::render::escape::safe;
+use crate::store::Store;
+use crate::store::audit::{self, Break, Record};
 use crate::ui::Ui;
 
-/// Show the audit trail and verify its hash chain.
+/// Show the audit trail and check it.
+///
+/// Always checked: every entry is signed by the key that acted, chains to the one before, and
+/// the last is the entry refs/guardctl/audit names (so truncating, deleting or rewriting the
+/// log shows). With --verify, also: each entry's key speaks for the principal it names, per
+/// the trusted identity sources, and every apply receipt in guardctl's state is in the log.
+/// A broken log exits 65, naming the first bad entry.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Also check each entry's key against the trusted identities, and that every receipt is
+    /// in the log
+    #[arg(long)]
+    pub verify: bool,
+}
 
-pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let repo = ctx.repo()?;
-    let path = repo.state_dir().join("audit.log");
-    let (entries, brk) = crate::store::audit::read(&path)?;
+    let store = Store::new(repo.state_dir());
+    let path = store.audit_path();
+    let log = audit::read(repo, &path)?;
+    let mut brk = log.brk.clone();
+    if args.verify && brk.is_none() {
+        let (signers, _) = ctx.allowed_signers()?;
+        ctx.report_signers(ui, true)?;
+        brk = audit::check_trust(&log.records, &signers).or(missing_receipt(&store, &log.records)?);
+    }
+    if let (true, Some(b)) = (ui.json, &brk) {
+        // One JSON document: the error, with the entries that can be trusted.
+        return Err(
+            audit::broken(&path, b).with_details(serde_json::json!({"break": b, "entries": log.records}))
+        );
+    }
     if ui.json {
-        ui.json_doc(&serde_json::json!({"entries": entries, "intact": brk.is_none(), "break": brk}))?;
+        ui.json_doc(&serde_json::json!({
+            "entries": log.records,
+            "intact": brk.is_none(),
+            "verified": args.verify && brk.is_none(),
+            "break": brk,
+            "pending": log.pending,
+        }))?;
     } else {
-        for e in &entries {
+        for e in &log.records {
             let plan = e
                 .plan_id
                 .as_deref()
@@ -33,19 +66,62 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             )?;
         }
         if brk.is_none() {
-            writeln!(ui.out(), "{} entries; the hash chain is intact.", entries.len())?;
+            let what = if args.verify {
+                "; every key speaks for its principal and every receipt is in the log"
+            } else {
+                ""
+            };
+            writeln!(
+                ui.out(),
+                "{} entries, signed, chained and anchored by {}{what}.",
+                log.records.len(),
+                audit::ANCHOR_REF
+            )?;
         }
+    }
+    if log.pending && brk.is_none() {
+        ui.notice(
+            "the last entry's append was interrupted before its anchor moved; the next entry completes it",
+        );
     }
     match brk {
         None => Ok(0),
-        Some(b) => Err(Error::internal(format!(
-            "the audit log is broken at line {}: {}",
-            b.line, b.reason
-        ))
-        .with_hint(format!(
-            "{} has been altered; entries from line {} on cannot be trusted",
-            path.display(),
-            b.line
-        ))),
+        Some(b) => Err(audit::broken(&path, &b)),
     }
+}
+
+/// The first receipt in guardctl's state that is not an entry of the log (an apply whose
+/// record was removed), at the place the receipt names.
+fn missing_receipt(store: &Store, records: &[Record]) -> Result<Option<Break>> {
+    let logged: std::collections::HashSet<&str> = records.iter().map(|r| r.payload.as_str()).collect();
+    let mut first: Option<Break> = None;
+    for id in store.plan_ids()? {
+        let Some(bytes) = store.read_file(&id, "receipt.json")? else {
+            continue;
+        };
+        let (payload, place) = match serde_json::from_slice::<crate::plan::envelope::Envelope>(&bytes) {
+            Ok(env) => {
+                let place = crate::plan::envelope::decode_payload(&env.payload)
+                    .ok()
+                    .and_then(|p| serde_json::from_slice::<crate::plan::approval::Receipt>(&p).ok())
+                    .and_then(|r| r.audit)
+                    .map(|a| a.seq);
+                (env.payload, place)
+            }
+            Err(_) => (String::new(), None),
+        };
+        if logged.contains(payload.as_str()) {
+            continue;
+        }
+        let b = Break {
+            line: place.unwrap_or(records.len() as u64 + 1),
+            reason: format!(
+                "the receipt of plan sha256:{id} is not in the log (its entry was removed or replaced)"
+            ),
+        };
+        if first.as_ref().is_none_or(|f| b.line < f.line) {
+            first = Some(b);
+        }
+    }
+    Ok(first)
 }

@@ -385,7 +385,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let key_id = fingerprint(&key.public);
     let (signers, _) = ctx.allowed_signers()?;
     let planner = match signers
-        .principals_for(&key.public, PLAN_NAMESPACE, now)
+        .principals_at(key.signer(), PLAN_NAMESPACE, &[now])
         .as_slice()
     {
         [] => {

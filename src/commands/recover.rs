@@ -15,11 +15,16 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
     let _lock = store.lock()?;
+    store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
     let key = ctx.signing_key(ui).ok();
+    if let Some(k) = &key {
+        ctx.require_principal(k, crate::plan::approval::APPLY_NAMESPACE, "recover")?;
+    }
     let done = Executor {
         repo,
         store: &store,
         now: ctx.now,
+        key: key.as_ref(),
     }
     .recover(key.as_ref(), &ctx.allowed_signers()?.0)?;
     if ui.json {

@@ -1,4 +1,6 @@
-//! `guardctl reject PLAN`: a signed veto. Any valid rejection blocks `apply`.
+//! `guardctl reject PLAN`: a signed veto. Any valid rejection blocks `apply`. Recorded in the
+//! plan file and, run inside the plan's repository, in its guardctl state too, so removing it
+//! from the file does not lift it. `reject --withdraw` lifts the caller's own rejections.
 
 use crate::context::Ctx;
 use crate::error::Result;
@@ -7,6 +9,10 @@ use crate::ui::Ui;
 use std::path::PathBuf;
 
 /// Record a signed rejection of the plan; any valid rejection blocks apply.
+///
+/// The rejection goes into the plan file and, when run inside the plan's repository, into
+/// guardctl's state there (so deleting it from the file does not lift it). Only a signed
+/// withdrawal by the same principal (`--withdraw`), or planning again, lifts it.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The plan file
@@ -14,13 +20,20 @@ pub struct Args {
     /// Why the plan is rejected
     #[arg(long, value_name = "TEXT")]
     pub comment: Option<String>,
+    /// Withdraw your own earlier rejection(s) of this plan instead (signed, like a rejection)
+    #[arg(long)]
+    pub withdraw: bool,
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     // A veto is always safe to record: no confirmation prompt.
     let record = super::approve::Record {
         plan_path: &args.plan,
-        decision: Decision::Reject,
+        decision: if args.withdraw {
+            Decision::Withdraw
+        } else {
+            Decision::Reject
+        },
         comment: args.comment,
         out: None,
         yes: true,

@@ -52,16 +52,19 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let store = Store::new(repo.state_dir());
     let id = resolve(&store, &args.plan)?;
     let _lock = store.lock()?;
+    store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
+    // The rollback's audit entry, and a receipt of an interrupted apply finished here, are
+    // signed with the caller's key.
+    let key = ctx.signing_key(ui)?;
+    ctx.require_principal(&key, crate::plan::approval::APPLY_NAMESPACE, "rollback")?;
     let ex = Executor {
         repo,
         store: &store,
         now: ctx.now,
+        key: Some(&key),
     };
-    // Finishing an interrupted apply signs a receipt; without a usable key, only rollbacks
-    // and not-yet-committed applies can be recovered here.
-    let key = ctx.signing_key(ui).ok();
     let (signers, _) = ctx.allowed_signers()?;
-    for (plan_id, outcome) in ex.recover(key.as_ref(), &signers)? {
+    for (plan_id, outcome) in ex.recover(Some(&key), &signers)? {
         ui.notice(&format!("recovered plan sha256:{plan_id}: {outcome}"));
     }
     if store.read_file(&id, "before-image.json")?.is_none() {

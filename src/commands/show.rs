@@ -2,7 +2,6 @@
 
 use crate::context::Ctx;
 use crate::error::{Error, Result};
-use crate::plan::envelope::PLAN_NAMESPACE;
 use crate::render::view::{self, Paging, ViewInput};
 use crate::ui::Ui;
 use std::path::PathBuf;
@@ -31,15 +30,16 @@ pub struct Args {
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let loaded = crate::planfile::load(&args.plan)?;
     let plan = &loaded.plan;
+    ctx.report_signers(ui, true)?;
 
     // The payload's planner principal is the planner's own claim: say so when the
     // allowed-signers file does not back it.
     if let Some(claimed) = &plan.planner.principal {
         let (signers, source) = ctx.allowed_signers()?;
-        let backed = signers.principals_for(&loaded.signer, PLAN_NAMESPACE, plan.created_at);
+        let backed = crate::gate::planner_principals(&signers, &loaded, ctx.now);
         if source.is_some() && !backed.contains(claimed) {
             ui.warn(&format!(
-                "the allowed-signers file does not confirm that the plan's key belongs to {}",
+                "the trusted identities do not confirm that the plan's key belongs to {} (at the plan's time and now)",
                 crate::render::escape::safe(claimed)
             ));
         }

@@ -17,8 +17,11 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let key = ctx.signing_key(ui)?;
+    ctx.report_signers(ui, !ui.json)?;
     let cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
     let store = crate::store::Store::new(ctx.repo()?.state_dir());
+    // apply refuses to act where its audit log is broken: so does verify (reading only).
+    store.audit_intact(ctx.repo()?, &ctx.allowed_signers()?.0)?;
     let consumed = crate::gate::consumed(&store, cleared.loaded.id_hex())?;
     if !consumed {
         crate::gate::drift(ctx, &cleared.loaded)?;
@@ -29,6 +32,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             "plan_id": id,
             "ok": true,
             "already_applied": consumed,
+            "allowed_signers": ctx.allowed_signers_source()?.map(|s| serde_json::json!({"location": s.location, "source": s.how})),
             "approved_by": cleared.report.approved_by,
             "groups": cleared.report.groups,
         }))?;

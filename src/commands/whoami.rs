@@ -34,19 +34,20 @@ const NAMESPACES: [&str; 3] = ["guardctl-plan", "guardctl-approval", "guardctl-a
 pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let key = ctx.signing_key(ui)?;
     let (signers, source) = ctx.allowed_signers()?;
+    ctx.report_signers(ui, false)?;
     let view = WhoamiView {
         key: key.path.display().to_string(),
         key_source: key.source.describe(),
         in_agent: key.in_agent,
         fingerprint: fingerprint(&key.public),
-        allowed_signers: source.as_ref().map(|s| s.path.display().to_string()),
+        allowed_signers: source.as_ref().map(|s| s.location.clone()),
         allowed_signers_source: source.as_ref().map(|s| s.how),
         principals: NAMESPACES
             .iter()
             .map(|ns| NamespacePrincipals {
                 namespace: ns,
                 principals: signers
-                    .principals_for(&key.public, ns, ctx.now)
+                    .principals_at(key.signer(), ns, &[ctx.now])
                     .iter()
                     .map(|p| crate::render::escape::safe(p))
                     .collect(),
@@ -66,7 +67,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     writeln!(w, "key          {} (from {}{agent})", view.key, view.key_source)?;
     writeln!(w, "fingerprint  {}", view.fingerprint)?;
     match (&view.allowed_signers, view.allowed_signers_source) {
-        (Some(p), Some(how)) => writeln!(w, "signers      {p} (from {how})")?,
+        (Some(p), Some(how)) => writeln!(w, "signers      {} (from {how})", crate::render::escape::safe(p))?,
         _ => writeln!(
             w,
             "signers      none configured: this key speaks for no principal"

@@ -14,6 +14,8 @@ pub const APPLY_NAMESPACE: &str = "guardctl-apply";
 pub enum Decision {
     Approve,
     Reject,
+    /// Lifts the signer's own rejections named in `withdraws` (nothing else).
+    Withdraw,
 }
 
 /// A signed statement by one principal about exactly one plan.
@@ -35,6 +37,10 @@ pub struct Approval {
     /// principal may approve. Still bound to the whole plan's id and hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,
+    /// For a withdrawal: the ids (`sha256:` of the payload) of the rejections it lifts, each
+    /// by the same principal.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withdraws: Vec<String>,
 }
 
 /// What an apply did, signed by the executor. Printed byte-identically on every replay.
@@ -59,6 +65,18 @@ pub struct Receipt {
     /// For an exec plan: how the command ended and digests of what it printed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exec: Option<ExecResult>,
+    /// The receipt's place in the audit log, which it is the entry of (its signature is the
+    /// entry's): `guardctl log --verify` finds every receipt there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<AuditLink>,
+}
+
+/// A place in the audit log: the entry's number and the id of the entry before it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditLink {
+    pub seq: u64,
+    pub prev: String,
 }
 
 /// How a planned command ended.
@@ -122,6 +140,7 @@ mod tests {
             created_at: time::macros::datetime!(2026-01-01 0:00 UTC),
             comment: None,
             groups: vec![],
+            withdraws: vec![],
         };
         let bytes = serde_json::to_vec(&a).unwrap();
         assert_eq!(serde_json::from_slice::<Approval>(&bytes).unwrap(), a);

@@ -17,8 +17,11 @@ use time::OffsetDateTime;
 pub struct CheckedApproval {
     pub approval: Approval,
     pub signer_fingerprint: String,
-    /// Principals the signing key speaks for in `guardctl-approval` at the approval's time.
+    /// Principals the signing key speaks for in `guardctl-approval` at the approval's time
+    /// and now.
     pub signer_principals: Vec<String>,
+    /// `sha256:` of the payload bytes: what a withdrawal names.
+    pub id: String,
 }
 
 /// Why an approval or rejection does not count.
@@ -39,6 +42,8 @@ pub enum Ignored {
     OutOfTime,
     /// The principal may approve none of the review groups the approval covers.
     NotEligible,
+    /// A rejection its own author withdrew (with a signed withdrawal naming it).
+    Withdrawn,
 }
 
 impl Ignored {
@@ -51,6 +56,7 @@ impl Ignored {
             Ignored::Duplicate => "already counted",
             Ignored::OutOfTime => "dated outside the plan's lifetime",
             Ignored::NotEligible => "not among the approvers of the groups it covers",
+            Ignored::Withdrawn => "rejection withdrawn by its author",
         }
     }
 }
@@ -88,39 +94,61 @@ impl ApprovalReport {
 
 /// Count approvals per review group. A valid approval counts in every group it covers (all,
 /// or those named by `approve --group`) whose approvers include its principal; any valid
-/// rejection vetoes the plan.
+/// rejection vetoes the plan unless a valid withdrawal by the same principal names it.
 pub fn evaluate_approvals(
     plan: &Plan,
     plan_id: &str,
     approvals: &[CheckedApproval],
+    planner_keys: &[String],
     clock_skew_secs: u64,
     now: OffsetDateTime,
 ) -> ApprovalReport {
+    let skew = time::Duration::seconds(clock_skew_secs as i64);
     let mut report = ApprovalReport {
         groups: plan.review.iter().map(status).collect(),
         ..Default::default()
     };
-    for c in approvals {
+    let invalid = |c: &CheckedApproval| {
         let a = &c.approval;
-        let why = if a.plan_id != plan_id || a.plan_hash != plan.plan_hash || a.repository != plan.repository
-        {
+        if a.plan_id != plan_id || a.plan_hash != plan.plan_hash || a.repository != plan.repository {
             Some(Ignored::OtherPlan)
         } else if a.key != c.signer_fingerprint {
             Some(Ignored::KeyMismatch)
         } else if !c.signer_principals.contains(&a.principal) {
             Some(Ignored::UnknownApprover)
-        } else if a.created_at < plan.created_at
+        } else if a.created_at < plan.created_at - skew
             || a.created_at >= plan.expires_at
-            || (a.created_at - now).whole_seconds() > clock_skew_secs as i64
+            || a.created_at > now + skew
         {
             Some(Ignored::OutOfTime)
-        } else if a.decision == Decision::Approve && Some(&a.principal) == plan.planner.principal.as_ref() {
+        } else if a.decision == Decision::Approve && by_planner(plan, c, planner_keys) {
             Some(Ignored::SelfApproval)
         } else {
             None
-        };
-        if let Some(why) = why {
+        }
+    };
+    // (principal, rejection id) lifted by a valid withdrawal of that principal.
+    let withdrawn: Vec<(&str, &str)> = approvals
+        .iter()
+        .filter(|c| c.approval.decision == Decision::Withdraw && invalid(c).is_none())
+        .flat_map(|c| {
+            c.approval
+                .withdraws
+                .iter()
+                .map(|id| (c.approval.principal.as_str(), id.as_str()))
+        })
+        .collect();
+    for c in approvals {
+        let a = &c.approval;
+        if let Some(why) = invalid(c) {
             report.ignored.push((a.principal.clone(), why));
+            continue;
+        }
+        if a.decision == Decision::Withdraw {
+            continue;
+        }
+        if a.decision == Decision::Reject && withdrawn.contains(&(a.principal.as_str(), c.id.as_str())) {
+            report.ignored.push((a.principal.clone(), Ignored::Withdrawn));
             continue;
         }
         if a.decision == Decision::Reject {
@@ -154,6 +182,22 @@ pub fn evaluate_approvals(
         }
     }
     report
+}
+
+/// Self-approval: signed with the plan's own key (under whatever principal), with any key
+/// listed for the planner's principal, or as (or by a key that may speak for) a principal
+/// equal to the planner's ignoring ASCII case.
+fn by_planner(plan: &Plan, c: &CheckedApproval, planner_keys: &[String]) -> bool {
+    let same = |p: &String| {
+        plan.planner
+            .principal
+            .as_ref()
+            .is_some_and(|planner| planner.eq_ignore_ascii_case(p))
+    };
+    plan.planner.key.as_ref() == Some(&c.signer_fingerprint)
+        || planner_keys.contains(&c.signer_fingerprint)
+        || same(&c.approval.principal)
+        || c.signer_principals.iter().any(same)
 }
 
 fn status(g: &ReviewGroup) -> GroupStatus {
@@ -194,8 +238,11 @@ pub enum Refusal {
 pub struct GateInput<'a> {
     pub plan: &'a Plan,
     pub plan_id: &'a str,
-    /// Principals the plan's signing key speaks for in `guardctl-plan` at `created_at`.
+    /// Principals the plan's signing key speaks for in `guardctl-plan` at `created_at` and now.
     pub planner_principals: &'a [String],
+    /// Fingerprints of every key the allowed-signers file lists for the planner's principal:
+    /// an approval signed by one of them is self-approval.
+    pub planner_keys: &'a [String],
     /// Principals the applying key speaks for in `guardctl-apply` now; `None` when only
     /// verifying on behalf of nobody in particular (then the executor check is skipped).
     pub applying_principals: Option<&'a [String]>,
@@ -236,7 +283,14 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
             }
         }
     }
-    let report = evaluate_approvals(plan, input.plan_id, input.approvals, skew, input.now);
+    let report = evaluate_approvals(
+        plan,
+        input.plan_id,
+        input.approvals,
+        input.planner_keys,
+        skew,
+        input.now,
+    );
     if !report.satisfied() {
         return Err(Refusal::Unapproved(report));
     }
@@ -370,9 +424,11 @@ mod tests {
                 created_at: T0 + time::Duration::minutes(1),
                 comment: None,
                 groups: vec![],
+                withdraws: vec![],
             },
             signer_fingerprint: key.into(),
             signer_principals: vec![who.into()],
+            id: format!("sha256:{who}-{key}-{decision:?}"),
         }
     }
 
@@ -393,6 +449,7 @@ mod tests {
             plan: p,
             plan_id: "sha256:id",
             planner_principals: &["alice".to_string()],
+            planner_keys: &["SHA256:a".to_string(), "SHA256:a3".to_string()],
             applying_principals: Some(applying),
             approvals,
             policy,
@@ -498,6 +555,59 @@ mod tests {
     }
 
     #[test]
+    fn self_approval_by_the_plans_key_a_planner_key_or_a_case_variant() {
+        let cases = [
+            // The plan's own key, listed under another principal.
+            approval("carol", "SHA256:a", Decision::Approve),
+            // Another key the allowed-signers file lists for the planner.
+            approval("carol", "SHA256:a3", Decision::Approve),
+            // The planner's principal in another case.
+            approval("Alice", "SHA256:x", Decision::Approve),
+        ];
+        for a in cases {
+            let r = run(&plan(), std::slice::from_ref(&a), &alice(), T0);
+            let Err(Refusal::Unapproved(rep)) = r else {
+                panic!("{r:?}")
+            };
+            assert_eq!(
+                rep.ignored,
+                vec![(a.approval.principal.clone(), Ignored::SelfApproval)]
+            );
+        }
+        // A key that may also speak for the planner (e.g. a certificate for both).
+        let mut both = approval("carol", "SHA256:c", Decision::Approve);
+        both.signer_principals.push("ALICE".into());
+        assert!(matches!(
+            run(&plan(), &[both], &alice(), T0),
+            Err(Refusal::Unapproved(_))
+        ));
+        // The planner may still veto their own plan.
+        let veto = approval("alice", "SHA256:a", Decision::Reject);
+        assert!(
+            matches!(run(&plan(), &[veto], &alice(), T0), Err(Refusal::Unapproved(r)) if r.rejected_by == ["alice"])
+        );
+    }
+
+    #[test]
+    fn approvals_dated_before_the_plan_minus_skew_or_after_now_plus_skew_do_not_count() {
+        let p = plan();
+        let at = |offset_secs: i64| {
+            let mut a = approval("bob", "SHA256:b", Decision::Approve);
+            a.approval.created_at = T0 + time::Duration::seconds(offset_secs);
+            a
+        };
+        // Within the skew of the plan's creation: counts (clocks differ between machines).
+        assert!(run(&p, &[at(-300)], &alice(), T0).is_ok());
+        for a in [at(-301), at(301)] {
+            let r = run(&p, &[a], &alice(), T0);
+            let Err(Refusal::Unapproved(rep)) = r else {
+                panic!("{r:?}")
+            };
+            assert_eq!(rep.ignored, vec![("bob".to_string(), Ignored::OutOfTime)]);
+        }
+    }
+
+    #[test]
     fn one_principal_with_two_keys_counts_once() {
         let mut policy = Policy::default();
         policy.approvals.required = 2;
@@ -539,6 +649,40 @@ mod tests {
         assert_eq!(
             why,
             vec![Ignored::OtherPlan, Ignored::UnknownApprover, Ignored::KeyMismatch]
+        );
+    }
+
+    #[test]
+    fn a_rejection_is_lifted_only_by_a_withdrawal_of_its_own_author_naming_it() {
+        let ok = approval("bob", "SHA256:b", Decision::Approve);
+        let veto = approval("carol", "SHA256:c", Decision::Reject);
+        let withdrawal = |who: &str, names: &str| {
+            let mut w = approval(who, &format!("SHA256:{who}"), Decision::Withdraw);
+            w.approval.withdraws = vec![names.to_string()];
+            w
+        };
+        let lifted = run(
+            &plan(),
+            &[ok.clone(), veto.clone(), withdrawal("carol", &veto.id)],
+            &alice(),
+            T0,
+        )
+        .unwrap();
+        assert_eq!(lifted.approved_by, vec!["bob"]);
+        assert_eq!(lifted.ignored, vec![("carol".to_string(), Ignored::Withdrawn)]);
+        // Someone else's withdrawal, or one naming another rejection, lifts nothing; nor
+        // does a withdrawal count as an approval.
+        for w in [withdrawal("bob", &veto.id), withdrawal("carol", "sha256:other")] {
+            let r = run(&plan(), &[ok.clone(), veto.clone(), w], &alice(), T0);
+            assert!(
+                matches!(&r, Err(Refusal::Unapproved(rep)) if rep.rejected_by == ["carol"]),
+                "{r:?}"
+            );
+        }
+        let r = run(&plan(), &[withdrawal("carol", &veto.id)], &alice(), T0);
+        assert!(
+            matches!(&r, Err(Refusal::Unapproved(rep)) if rep.approved_by.is_empty()),
+            "{r:?}"
         );
     }
 

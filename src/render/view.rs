@@ -125,7 +125,7 @@ impl GroupView {
 impl ApprovalsView {
     /// The standing of a plan nobody has approved yet.
     pub fn unapproved(plan: &Plan) -> ApprovalsView {
-        let report = crate::policy::evaluate_approvals(plan, "", &[], 0, plan.created_at);
+        let report = crate::policy::evaluate_approvals(plan, "", &[], &[], 0, plan.created_at);
         ApprovalsView::new(plan, &report, 0)
     }
 

@@ -147,6 +147,35 @@ impl Repo {
         }
     }
 
+    /// Point `refs/guardctl/audit` at a new blob holding `content` (what the audit log's last
+    /// entry is), compare-and-swap against `old` (`None`: the ref must not exist), with a
+    /// reflog, so every earlier head stays on record. Returns the blob's id.
+    pub fn advance_audit_anchor(&self, content: &[u8], old: Option<Oid>, message: &str) -> Result<Oid> {
+        let new = self.hash_object("blob", content)?;
+        let old = old.map(|o| o.to_string()).unwrap_or_default();
+        let out = self
+            .git()
+            .args([
+                "-c",
+                "core.fsync=committed,reference",
+                "update-ref",
+                "--create-reflog",
+                "-m",
+                message,
+                crate::store::audit::ANCHOR_REF,
+                &new,
+                &old,
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| Error::internal("cannot run git update-ref").caused_by(e))?;
+        if !out.status.success() {
+            return Err(update_ref_error(String::from_utf8_lossy(&out.stderr).trim())
+                .caused_by(format!("moving {}", crate::store::audit::ANCHOR_REF)));
+        }
+        Ok(Oid::from_str(&new)?)
+    }
+
     /// Write an object (a saved tag, on rollback) durably; returns its id.
     pub fn write_object(&self, kind: &str, content: &[u8]) -> Result<String> {
         self.hash_object(kind, content)

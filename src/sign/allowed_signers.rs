@@ -2,12 +2,21 @@
 //! ssh-keygen(1) ALLOWED SIGNERS), and the lookup "which principal does this key speak for,
 //! in this namespace, at this time".
 //!
-//! Stricter than OpenSSH on purpose: a principal must be exact (a wildcard or negated pattern
-//! would let one line speak for anyone, so the whole file is refused, naming the line), and an
-//! unknown option is an error rather than ignored. `valid-after`/`valid-before` without a
-//! trailing `Z` are read as UTC. `cert-authority` lines are parsed but never match a plain key.
+//! Stricter than OpenSSH on purpose: a principal must be exact (a line with a wildcard or
+//! negated pattern would let one line speak for anyone: it is ignored, and named in
+//! [`AllowedSigners::ignored`] so callers can warn), two principals that differ only by ASCII
+//! case are refused as ambiguous (naming both lines), and an unknown option is an error rather
+//! than ignored. `valid-after`/`valid-before` without a trailing `Z` are read as UTC.
+//!
+//! `cert-authority` lines work as in `ssh-keygen -Y verify`: a user certificate signed by the
+//! line's CA key speaks for each of the line's principals that the certificate lists, while
+//! both the line (`valid-*`, `namespaces=`) and the certificate (its validity) hold.
+//!
+//! Lookups take every time that must hold: guardctl checks a key at the time its signature
+//! claims *and* at the time of the check, so a retired key cannot back-date a signature.
 
-use ssh_key::PublicKey;
+use ssh_key::certificate::CertType;
+use ssh_key::{Certificate, PublicKey};
 use time::{Date, Month, OffsetDateTime, PrimitiveDateTime, Time};
 
 #[derive(Debug, Clone)]
@@ -24,9 +33,27 @@ pub struct Entry {
 #[derive(Debug, Clone, Default)]
 pub struct AllowedSigners {
     pub entries: Vec<Entry>,
+    /// Lines skipped because guardctl cannot honour them (wildcard or negated principals).
+    pub ignored: Vec<ParseError>,
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+/// Who signed: a plain key, or a certificate (whose subject key made the signature).
+#[derive(Debug, Clone, Copy)]
+pub struct Signer<'a> {
+    pub key: &'a PublicKey,
+    pub certificate: Option<&'a Certificate>,
+}
+
+impl<'a> Signer<'a> {
+    pub fn plain(key: &'a PublicKey) -> Signer<'a> {
+        Signer {
+            key,
+            certificate: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 #[error("line {line}: {message}")]
 pub struct ParseError {
     pub line: usize,
@@ -35,41 +62,142 @@ pub struct ParseError {
 
 impl AllowedSigners {
     pub fn parse(text: &str) -> Result<Self, ParseError> {
-        let mut entries = Vec::new();
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut ignored = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let mut entry = parse_line(line).map_err(|message| ParseError { line: i + 1, message })?;
-            entry.line = i + 1;
-            entries.push(entry);
+            match parse_line(line) {
+                Ok(mut entry) => {
+                    entry.line = i + 1;
+                    entries.push(entry);
+                }
+                Err(LineError::Pattern(message)) => ignored.push(ParseError { line: i + 1, message }),
+                Err(LineError::Invalid(message)) => return Err(ParseError { line: i + 1, message }),
+            }
         }
-        Ok(AllowedSigners { entries })
+        check_case_ambiguity(&entries)?;
+        Ok(AllowedSigners { entries, ignored })
     }
 
     /// The distinct principals `key` may speak for in `namespace` at `at`.
     pub fn principals_for(&self, key: &PublicKey, namespace: &str, at: OffsetDateTime) -> Vec<String> {
+        self.principals_at(Signer::plain(key), namespace, &[at])
+    }
+
+    /// The distinct principals `signer` may speak for in `namespace` at every one of `times`
+    /// (a key's line, or a certificate and its CA's line, must hold at each).
+    pub fn principals_at(&self, signer: Signer, namespace: &str, times: &[OffsetDateTime]) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for e in &self.entries {
-            if e.cert_authority || e.key.key_data() != key.key_data() {
+            if !e.holds(namespace, times) {
                 continue;
             }
-            if let Some(ns) = &e.namespaces
-                && !ns.iter().any(|n| n == namespace)
-            {
-                continue;
-            }
-            if e.valid_after.is_some_and(|t| at < t) || e.valid_before.is_some_and(|t| at >= t) {
-                continue;
-            }
-            for p in &e.principals {
+            let speaks: Vec<&String> = match (e.cert_authority, signer.certificate) {
+                (false, None) if e.key.key_data() == signer.key.key_data() => e.principals.iter().collect(),
+                (true, Some(cert)) if cert_valid(cert, signer.key, &e.key, times) => e
+                    .principals
+                    .iter()
+                    .filter(|p| cert.valid_principals().contains(p))
+                    .collect(),
+                _ => continue,
+            };
+            for p in speaks {
                 if !out.contains(p) {
                     out.push(p.clone());
                 }
             }
         }
         out
+    }
+
+    /// Fingerprints of every plain key listed for `principal` (ignoring ASCII case), under
+    /// any options: whatever such a key signs is that principal's doing.
+    pub fn keys_of(&self, principal: &str) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|e| !e.cert_authority && e.principals.iter().any(|p| p.eq_ignore_ascii_case(principal)))
+            .map(|e| super::sshsig::fingerprint(&e.key))
+            .collect()
+    }
+}
+
+impl Entry {
+    /// Whether the line's `namespaces=` admits `namespace` and its validity covers `times`.
+    fn holds(&self, namespace: &str, times: &[OffsetDateTime]) -> bool {
+        if let Some(ns) = &self.namespaces
+            && !ns.iter().any(|n| n == namespace)
+        {
+            return false;
+        }
+        times.iter().all(|&at| {
+            !(self.valid_after.is_some_and(|t| at < t) || self.valid_before.is_some_and(|t| at >= t))
+        })
+    }
+}
+
+/// A user certificate for `subject`, signed by `ca`, valid at each of `times` (what
+/// `ssh-keygen -Y verify` checks of a certificate, principals aside). The CA's signature over
+/// the certificate was checked when it was read (`sshsig::certificate`); here, that the CA is
+/// this line's.
+fn cert_valid(cert: &Certificate, subject: &PublicKey, ca: &PublicKey, times: &[OffsetDateTime]) -> bool {
+    if cert.cert_type() != CertType::User
+        || cert.public_key() != subject.key_data()
+        || cert.signature_key() != ca.key_data()
+    {
+        return false;
+    }
+    times.iter().all(|t| {
+        u64::try_from(t.unix_timestamp())
+            .is_ok_and(|secs| cert.valid_after() <= secs && secs < cert.valid_before())
+    })
+}
+
+/// Two spellings of one principal (differing only by ASCII case) would count as two people:
+/// refuse the file, naming both lines.
+fn check_case_ambiguity(entries: &[Entry]) -> Result<(), ParseError> {
+    let mut seen: std::collections::HashMap<String, (&str, usize)> = std::collections::HashMap::new();
+    for e in entries {
+        for p in &e.principals {
+            match seen.get(&p.to_ascii_lowercase()) {
+                Some((other, line)) if *other != p.as_str() => {
+                    return Err(ParseError {
+                        line: e.line,
+                        message: format!(
+                            "principal `{}` differs only by case from `{}` on line {line}: guardctl would count one person twice; spell it one way",
+                            crate::render::escape::safe(p),
+                            crate::render::escape::safe(other)
+                        ),
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    seen.insert(p.to_ascii_lowercase(), (p.as_str(), e.line));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Why a line is not used: a principal pattern guardctl ignores (with a warning), or an
+/// error that refuses the whole file.
+enum LineError {
+    Pattern(String),
+    Invalid(String),
+}
+
+impl From<String> for LineError {
+    fn from(s: String) -> Self {
+        LineError::Invalid(s)
+    }
+}
+
+impl From<&str> for LineError {
+    fn from(s: &str) -> Self {
+        LineError::Invalid(s.to_string())
     }
 }
 
@@ -95,7 +223,7 @@ fn is_key_type(s: &str) -> bool {
     s.starts_with("ssh-") || s.starts_with("ecdsa-") || s.starts_with("sk-")
 }
 
-fn parse_line(line: &str) -> Result<Entry, String> {
+fn parse_line(line: &str) -> Result<Entry, LineError> {
     let (principals_tok, rest) = token(line);
     let principals: Vec<String> = unquote(principals_tok)
         .split(',')
@@ -108,9 +236,10 @@ fn parse_line(line: &str) -> Result<Entry, String> {
     }
     for p in &principals {
         if p.contains(['*', '?']) || p.starts_with('!') {
-            return Err(format!(
-                "principal pattern `{p}` is refused: guardctl needs exact principals (no wildcards or negation)"
-            ));
+            return Err(LineError::Pattern(format!(
+                "principal pattern `{}` ignored: guardctl needs exact principals (no wildcards or negation)",
+                crate::render::escape::safe(p)
+            )));
         }
     }
     let (mut next, mut rest) = token(rest);
@@ -120,9 +249,7 @@ fn parse_line(line: &str) -> Result<Entry, String> {
         (next, rest) = token(rest);
     }
     if !is_key_type(next) {
-        return Err(format!(
-            "expected a key type (ssh-ed25519, ecdsa-sha2-..., ...), found `{next}`"
-        ));
+        return Err(format!("expected a key type (ssh-ed25519, ecdsa-sha2-..., ...), found `{next}`").into());
     }
     let (blob, _comment) = token(rest);
     if blob.is_empty() {
@@ -254,11 +381,45 @@ mod tests {
     }
 
     #[test]
-    fn wildcard_principal_refuses_the_file_naming_the_line() {
-        let e = AllowedSigners::parse(&format!("ok@x {KEY}\n*@example.com {KEY}\n")).unwrap_err();
-        assert_eq!(e.line, 2);
-        assert!(e.message.contains("refused"));
-        assert!(AllowedSigners::parse(&format!("!bad@x {KEY}")).is_err());
+    fn wildcard_and_negated_lines_are_ignored_naming_the_line() {
+        let s = AllowedSigners::parse(&format!("ok@x {KEY}\n*@example.com {KEY}\n!bad@x {KEY}\n")).unwrap();
+        assert_eq!(s.entries.len(), 1);
+        let lines: Vec<usize> = s.ignored.iter().map(|i| i.line).collect();
+        assert_eq!(lines, vec![2, 3]);
+        assert!(s.ignored[0].message.contains("ignored"));
+        let now = datetime!(2026-01-01 0:00 UTC);
+        assert_eq!(s.principals_for(&key(), "n", now), vec!["ok@x"]);
+    }
+
+    #[test]
+    fn principals_differing_only_by_case_refuse_the_file_naming_both_lines() {
+        let e = AllowedSigners::parse(&format!("alice@x {KEY}\n# c\nbob@x,Alice@X {KEY}\n")).unwrap_err();
+        assert_eq!(e.line, 3);
+        assert!(e.message.contains("line 1"), "{}", e.message);
+        assert!(e.message.contains("Alice@X"), "{}", e.message);
+        assert!(AllowedSigners::parse(&format!("alice@x {KEY}\nalice@x {KEY}\n")).is_ok());
+    }
+
+    #[test]
+    fn validity_must_hold_at_every_time_asked() {
+        let s = AllowedSigners::parse(&format!("bob@x valid-before=\"20260201\" {KEY}")).unwrap();
+        let then = datetime!(2026-01-15 0:00 UTC);
+        let now = datetime!(2026-02-15 0:00 UTC);
+        assert_eq!(s.principals_at(Signer::plain(&key()), "n", &[then]).len(), 1);
+        assert!(
+            s.principals_at(Signer::plain(&key()), "n", &[then, now])
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn keys_of_a_principal_ignore_case_and_options() {
+        let s = AllowedSigners::parse(&format!(
+            "alice@x namespaces=\"guardctl-plan\" {KEY}\nbob@x {KEY}\n"
+        ))
+        .unwrap();
+        assert_eq!(s.keys_of("ALICE@x").len(), 1);
+        assert!(s.keys_of("carol@x").is_empty());
     }
 
     #[test]

@@ -16,6 +16,18 @@ pub struct SigningKey {
     pub in_agent: bool,
     /// Where the key came from, for `whoami` and error messages.
     pub source: KeySource,
+    /// The OpenSSH certificate `path` holds, when it holds one (`public` is its subject key).
+    pub certificate: Option<ssh_key::Certificate>,
+}
+
+impl SigningKey {
+    /// The key as the allowed-signers lookup sees it (with its certificate, if any).
+    pub fn signer(&self) -> super::allowed_signers::Signer<'_> {
+        super::allowed_signers::Signer {
+            key: &self.public,
+            certificate: self.certificate.as_ref(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -114,6 +126,7 @@ fn from_git_config(value: &str, data_dir: Option<&Path>) -> Result<SigningKey, K
         public,
         in_agent: true,
         source: KeySource::GitConfig,
+        certificate: None,
     })
 }
 
@@ -138,6 +151,7 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
             public: private.public_key().clone(),
             in_agent: false,
             source,
+            certificate: None,
         });
     }
     if let Ok(public) = PublicKey::from_openssh(text.trim()) {
@@ -146,9 +160,42 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
             public,
             in_agent: true,
             source,
+            certificate: None,
         });
     }
-    Err(unreadable("not an OpenSSH private or public key".into()))
+    // An OpenSSH user certificate (`id_ed25519-cert.pub`): ssh-keygen signs with it and the
+    // private key beside it (`id_ed25519`), or the one in ssh-agent.
+    if let Some(cert) = certificate_file(&text) {
+        let beside = path
+            .to_str()
+            .and_then(|p| p.strip_suffix("-cert.pub"))
+            .is_some_and(|p| Path::new(p).is_file());
+        return Ok(SigningKey {
+            path: path.to_path_buf(),
+            public: PublicKey::from(cert.public_key().clone()),
+            in_agent: !beside,
+            source,
+            certificate: Some(cert),
+        });
+    }
+    Err(unreadable(
+        "not an OpenSSH private key, public key or certificate".into(),
+    ))
+}
+
+/// An OpenSSH certificate file (`<type>-cert-v01@openssh.com <base64> [comment]`), read as
+/// `sshsig::certificate` reads one (so a certificate valid forever works too).
+fn certificate_file(text: &str) -> Option<ssh_key::Certificate> {
+    use base64::Engine;
+    let mut parts = text.split_whitespace();
+    let kind = parts.next()?;
+    if !kind.ends_with("-cert-v01@openssh.com") {
+        return None;
+    }
+    let blob = base64::engine::general_purpose::STANDARD
+        .decode(parts.next()?)
+        .ok()?;
+    super::sshsig::certificate(&blob)
 }
 
 fn generate(path: &Path) -> Result<(), KeyError> {

@@ -1,9 +1,16 @@
 //! SSHSIG signatures: made by `ssh-keygen -Y sign` (so keys in ssh-agent, passphrase-protected
 //! keys and hardware keys work exactly as for git's SSH signing), verified in-process with the
 //! `ssh-key` crate.
+//!
+//! A signature made with an OpenSSH certificate carries the certificate where a plain
+//! signature carries the key; the `ssh-key` crate cannot read that, so such a signature is
+//! verified here with the certificate's subject key, and the certificate is handed back for
+//! the allowed-signers lookup (`cert-authority` lines) to judge.
 
 use super::key::SigningKey;
-use ssh_key::{HashAlg, PublicKey, SshSig};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use ssh_key::{Certificate, HashAlg, PublicKey, SshSig};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -71,7 +78,13 @@ pub enum VerifyError {
 /// Verify an armored SSHSIG over `data` in `namespace`; returns the public key that signed.
 /// Who that key belongs to is the allowed-signers file's business, not this function's.
 pub fn verify(armored: &str, namespace: &str, data: &[u8]) -> Result<PublicKey, VerifyError> {
-    let sig = SshSig::from_pem(armored.as_bytes()).map_err(|e| VerifyError::Malformed(e.to_string()))?;
+    let sig = match SshSig::from_pem(armored.as_bytes()) {
+        Ok(sig) => sig,
+        Err(e) => match with_subject_key(armored) {
+            Some((sig, _)) => sig,
+            None => return Err(VerifyError::Malformed(e.to_string())),
+        },
+    };
     if sig.namespace() != namespace {
         return Err(VerifyError::Namespace {
             found: sig.namespace().to_string(),
@@ -84,7 +97,197 @@ pub fn verify(armored: &str, namespace: &str, data: &[u8]) -> Result<PublicKey, 
     Ok(key)
 }
 
+/// The certificate an armored SSHSIG was made with, if it was made with one (the signature
+/// itself is checked by [`verify`]).
+pub fn certificate_of(armored: &str) -> Option<Certificate> {
+    with_subject_key(armored).map(|(_, cert)| cert)
+}
+
+/// An SSHSIG whose public key is a certificate, rewritten to carry the certificate's subject
+/// key (what made the signature), with the certificate.
+fn with_subject_key(armored: &str) -> Option<(SshSig, Certificate)> {
+    let body: String = armored
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("-----"))
+        .collect();
+    let blob = B64.decode(body).ok()?;
+    let rest = blob.strip_prefix(b"SSHSIG")?;
+    let (version, rest) = rest.split_at_checked(4)?;
+    let (key_blob, tail) = ssh_string(rest)?;
+    let (algorithm, _) = ssh_string(key_blob)?;
+    if !algorithm.ends_with(b"-cert-v01@openssh.com") {
+        return None;
+    }
+    let cert = certificate(key_blob)?;
+    let subject = PublicKey::from(cert.public_key().clone()).to_bytes().ok()?;
+    let mut plain = b"SSHSIG".to_vec();
+    plain.extend_from_slice(version);
+    plain.extend_from_slice(&u32::try_from(subject.len()).ok()?.to_be_bytes());
+    plain.extend_from_slice(&subject);
+    plain.extend_from_slice(tail);
+    let encoded = B64.encode(&plain);
+    let mut pem = String::from("-----BEGIN SSH SIGNATURE-----\n");
+    for chunk in encoded.as_bytes().chunks(70) {
+        pem.push_str(std::str::from_utf8(chunk).ok()?);
+        pem.push('\n');
+    }
+    pem.push_str("-----END SSH SIGNATURE-----\n");
+    Some((SshSig::from_pem(pem.as_bytes()).ok()?, cert))
+}
+
+/// A certificate from its wire encoding, returned only when the signature of the CA it names
+/// verifies over exactly these bytes (whether that CA is trusted is the allowed-signers
+/// lookup's business). A certificate valid "forever" (what `ssh-keygen -s` makes without `-V`:
+/// `valid_before` = 2^64-1) is read with `valid_before` = `i64::MAX` seconds, which the `ssh-key`
+/// crate can represent; its signature is still checked over the original bytes.
+pub fn certificate(blob: &[u8]) -> Option<Certificate> {
+    let layout = cert_layout(blob)?;
+    let mut readable = blob.to_vec();
+    if blob.get(layout.valid_before..layout.valid_before + 8)? == [0xff; 8] {
+        readable[layout.valid_before..layout.valid_before + 8]
+            .copy_from_slice(&(i64::MAX as u64).to_be_bytes());
+    }
+    let cert = Certificate::from_bytes(&readable).ok()?;
+    let ca = cert.signature_key();
+    signature::Verifier::verify(ca, &blob[..layout.signed_end], cert.signature()).ok()?;
+    Some(cert)
+}
+
+/// Where a certificate's `valid_before` field starts and its CA-signed part ends
+/// (PROTOCOL.certkeys): the key fields differ by algorithm.
+struct CertLayout {
+    valid_before: usize,
+    signed_end: usize,
+}
+
+fn cert_layout(blob: &[u8]) -> Option<CertLayout> {
+    let (algorithm, mut rest) = ssh_string(blob)?;
+    let key_fields = match std::str::from_utf8(algorithm).ok()? {
+        "ssh-ed25519-cert-v01@openssh.com" => 1,
+        "ssh-rsa-cert-v01@openssh.com"
+        | "sk-ssh-ed25519-cert-v01@openssh.com"
+        | "ecdsa-sha2-nistp256-cert-v01@openssh.com"
+        | "ecdsa-sha2-nistp384-cert-v01@openssh.com"
+        | "ecdsa-sha2-nistp521-cert-v01@openssh.com" => 2,
+        "sk-ecdsa-sha2-nistp256-cert-v01@openssh.com" => 3,
+        "ssh-dss-cert-v01@openssh.com" => 4,
+        _ => return None,
+    };
+    // nonce, then the key's own fields
+    for _ in 0..1 + key_fields {
+        rest = ssh_string(rest)?.1;
+    }
+    rest = rest.get(8 + 4..)?; // serial, type
+    rest = ssh_string(rest)?.1; // key id
+    rest = ssh_string(rest)?.1; // valid principals
+    rest = rest.get(8..)?; // valid after
+    let valid_before = blob.len() - rest.len();
+    rest = rest.get(8..)?;
+    for _ in 0..4 {
+        // critical options, extensions, reserved, signature key
+        rest = ssh_string(rest)?.1;
+    }
+    let signed_end = blob.len() - rest.len();
+    let (_, tail) = ssh_string(rest)?; // signature
+    tail.is_empty().then_some(CertLayout {
+        valid_before,
+        signed_end,
+    })
+}
+
+/// One SSH wire-format string (u32 length, bytes) and what follows it.
+fn ssh_string(b: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = b.split_at_checked(4)?;
+    let len = u32::from_be_bytes(len.try_into().ok()?) as usize;
+    rest.split_at_checked(len)
+}
+
 /// `SHA256:<base64>`, the form ssh-keygen prints and DSSE `keyid` carries.
 pub fn fingerprint(key: &PublicKey) -> String {
     key.fingerprint(HashAlg::Sha256).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn keygen(dir: &Path, args: &[&str]) {
+        let out = Command::new("ssh-keygen")
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    fn sign_with(path: &Path, data: &[u8]) -> String {
+        let key = super::super::key::load(path, super::super::key::KeySource::Flag).unwrap();
+        sign(&key, "guardctl-approval", data).unwrap()
+    }
+
+    #[test]
+    fn a_certificate_signature_verifies_with_its_subject_key_and_yields_the_certificate() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["ca", "user"] {
+            keygen(dir.path(), &["-q", "-t", "ed25519", "-N", "", "-f", name]);
+        }
+        keygen(
+            dir.path(),
+            &["-q", "-s", "ca", "-I", "u", "-n", "bob@x", "user.pub"],
+        );
+        let data = b"payload";
+        let by_cert = sign_with(&dir.path().join("user-cert.pub"), data);
+        let subject = verify(&by_cert, "guardctl-approval", data).unwrap();
+        let user = std::fs::read_to_string(dir.path().join("user.pub")).unwrap();
+        assert_eq!(
+            subject.key_data(),
+            PublicKey::from_openssh(user.trim()).unwrap().key_data()
+        );
+        let cert = certificate_of(&by_cert).unwrap();
+        assert_eq!(cert.valid_principals(), ["bob@x".to_string()]);
+        assert_eq!(
+            verify(&by_cert, "guardctl-approval", b"other"),
+            Err(VerifyError::Invalid)
+        );
+        // Made without -V: valid forever, which the ssh-key crate alone cannot read.
+        assert_eq!(cert.valid_before(), i64::MAX as u64);
+        let plain = sign_with(&dir.path().join("user"), data);
+        assert!(certificate_of(&plain).is_none());
+        assert!(verify(&plain, "guardctl-approval", data).is_ok());
+    }
+
+    #[test]
+    fn a_certificate_whose_bytes_the_ca_did_not_sign_is_not_one() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["ca", "user"] {
+            keygen(dir.path(), &["-q", "-t", "ed25519", "-N", "", "-f", name]);
+        }
+        keygen(
+            dir.path(),
+            &[
+                "-q",
+                "-s",
+                "ca",
+                "-I",
+                "u",
+                "-n",
+                "bob@x",
+                "-V",
+                "20260101:20270101",
+                "user.pub",
+            ],
+        );
+        let text = std::fs::read_to_string(dir.path().join("user-cert.pub")).unwrap();
+        let blob = B64.decode(text.split_whitespace().nth(1).unwrap()).unwrap();
+        let cert = certificate(&blob).unwrap();
+        assert_eq!(cert.valid_principals(), ["bob@x".to_string()]);
+        // "bob@x" becomes "eve@x": the CA's signature no longer holds.
+        let at = blob.windows(5).position(|w| w == b"bob@x").unwrap();
+        let mut forged = blob.clone();
+        forged[at..at + 3].copy_from_slice(b"eve");
+        assert!(certificate(&forged).is_none());
+        assert!(certificate(&blob[..blob.len() - 1]).is_none());
+    }
 }

@@ -3,9 +3,11 @@
 //!
 //! Invariants: every write is atomic (temp + rename + fsync) or an fsynced append; the lock is
 //! a real `flock` on `guardctl/lock`, held for the whole of an apply or rollback; nothing here
-//! touches refs or config (that is `repo::mutate`'s job alone).
+//! touches refs or config (that is `repo::mutate`'s job alone: the audit log's anchor ref is
+//! moved through it). Recorded rejections live in [`decisions`].
 
 pub mod audit;
+pub mod decisions;
 pub mod state;
 
 use crate::error::{Error, Result};
@@ -116,24 +118,37 @@ impl Store {
         state::parse_journal(&bytes, id_hex).map_err(|why| state::inconsistent(&path, why))
     }
 
-    /// Append an entry to the audit log (`audit.log`); the caller holds the store lock.
+    /// Sign an entry with `key` and append it to the audit log, moving its anchor ref
+    /// (through `repo::mutate`); the caller holds the store lock.
     pub fn audit(
         &self,
-        now: time::OffsetDateTime,
-        event: &str,
-        plan_id: Option<&str>,
-        principal: Option<&str>,
-        detail: &str,
+        repo: &crate::repo::Repo,
+        key: &crate::sign::SigningKey,
+        e: audit::Event,
     ) -> Result<()> {
-        audit::append(
-            &self.dir.join("audit.log"),
-            now,
-            event,
-            plan_id,
-            principal,
-            detail,
-        )
-        .map(|_| ())
+        audit::append(repo, &self.audit_path(), key, e)
+    }
+
+    /// `audit.log`: see [`audit`].
+    pub fn audit_path(&self) -> PathBuf {
+        self.dir.join("audit.log")
+    }
+
+    /// Refuse (exit 65) when the audit log is broken, or when an entry's key does not speak
+    /// for its principal per `signers`: checked before anything is changed, so a command that
+    /// could not record what it did does not do it, and a rewritten log is not extended.
+    pub fn audit_intact(
+        &self,
+        repo: &crate::repo::Repo,
+        signers: &crate::sign::AllowedSigners,
+    ) -> Result<()> {
+        let path = self.audit_path();
+        let log = audit::read(repo, &path)?;
+        log.refuse_if_broken(&path)?;
+        match audit::check_trust(&log.records, signers) {
+            None => Ok(()),
+            Some(b) => Err(audit::broken(&path, &b)),
+        }
     }
 
     /// Plan ids (hex) with state in the store.

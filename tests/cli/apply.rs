@@ -9,19 +9,19 @@ use serde_json::{Value, json};
 use std::fs;
 
 /// A repository with a plan by Alice (merged + gone branches) in plan.json.
-fn planned() -> TestEnv {
+pub fn planned() -> TestEnv {
     let env = standard_repo();
     let r = env.run("alice", &["plan", "stale-branches", "--merged", "--gone"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     env
 }
 
-fn approve(env: &TestEnv, user: &str) -> Run {
+pub fn approve(env: &TestEnv, user: &str) -> Run {
     env.run(user, &["approve", "plan.json", "--yes"])
 }
 
 /// Apply as `user`, asserting the repository is untouched when it is refused.
-fn refused_apply(env: &TestEnv, user: &str, args: &[&str], code: i32) -> Run {
+pub fn refused_apply(env: &TestEnv, user: &str, args: &[&str], code: i32) -> Run {
     let before = env.repository_state();
     let mut full = vec!["apply", "plan.json"];
     full.extend_from_slice(args);
@@ -35,21 +35,21 @@ fn refused_apply(env: &TestEnv, user: &str, args: &[&str], code: i32) -> Run {
     r
 }
 
-fn plan_value(env: &TestEnv) -> Value {
+pub fn plan_value(env: &TestEnv) -> Value {
     serde_json::from_str(&fs::read_to_string(env.repo.join("plan.json")).unwrap()).unwrap()
 }
 
-fn payload(v: &Value) -> Value {
+pub fn payload(v: &Value) -> Value {
     serde_json::from_slice(&B64.decode(v["payload"].as_str().unwrap()).unwrap()).unwrap()
 }
 
 /// An approval envelope signed by hand with `key`, for approvals `guardctl approve` would
 /// refuse to make.
-fn forged_approval(env: &TestEnv, key: &str, body: Value) -> Value {
+pub fn forged_approval(env: &TestEnv, key: &str, body: Value) -> Value {
     forged_in(env, key, body, "guardctl-approval")
 }
 
-fn forged_in(env: &TestEnv, key: &str, body: Value, namespace: &str) -> Value {
+pub fn forged_in(env: &TestEnv, key: &str, body: Value, namespace: &str) -> Value {
     let ty = "application/vnd.guardctl.approval.v1+json";
     let bytes = serde_json::to_vec(&body).unwrap();
     let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, bytes.len()).into_bytes();
@@ -63,7 +63,7 @@ fn fingerprint(env: &TestEnv, key: &str) -> String {
     crate::plan_file::fingerprint(&env.key(key))
 }
 
-fn approval_body(env: &TestEnv, principal: &str, key: &str, decision: &str) -> Value {
+pub fn approval_body(env: &TestEnv, principal: &str, key: &str, decision: &str) -> Value {
     let plan = plan_value(env);
     let p = payload(&plan);
     let id = format!(
@@ -74,7 +74,7 @@ fn approval_body(env: &TestEnv, principal: &str, key: &str, decision: &str) -> V
            "principal": principal, "key": fingerprint(env, key), "created_at": NOW})
 }
 
-fn hex_sha256(bytes: &[u8]) -> String {
+pub fn hex_sha256(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes)
         .iter()
@@ -83,14 +83,14 @@ fn hex_sha256(bytes: &[u8]) -> String {
 }
 
 /// Attach an approval of the plan by `principal`, signed by hand with `key`.
-fn attach_forged(env: &TestEnv, key: &str, principal: &str) {
+pub fn attach_forged(env: &TestEnv, key: &str, principal: &str) {
     attach(
         env,
         forged_approval(env, key, approval_body(env, principal, key, "approve")),
     );
 }
 
-fn attach(env: &TestEnv, approval: Value) {
+pub fn attach(env: &TestEnv, approval: Value) {
     let mut plan = plan_value(env);
     plan["approvals"].as_array_mut().unwrap().push(approval);
     fs::write(
@@ -100,7 +100,7 @@ fn attach(env: &TestEnv, approval: Value) {
     .unwrap();
 }
 
-fn branches(env: &TestEnv) -> String {
+pub fn branches(env: &TestEnv) -> String {
     env.git(&["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"])
 }
 
@@ -415,16 +415,16 @@ fn log_records_the_loop_and_detects_a_hand_edited_entry() {
         .iter()
         .map(|e| e["event"].as_str().unwrap())
         .collect();
-    // `plan` is read-only: it writes nothing into the repository, not even a log entry.
     assert_eq!(events, ["approve", "apply"]);
+    // Edit the second entry's first character of payload: its signature no longer holds.
     let path = env.repo.join(".git/guardctl/audit.log");
-    let text = fs::read_to_string(&path)
-        .unwrap()
-        .replacen("bob@example.com", "eve@example.com", 1);
-    fs::write(&path, text).unwrap();
+    let text = fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[1] = lines[1].replacen("\"payload\":\"ey", "\"payload\":\"eZ", 1);
+    fs::write(&path, lines.join("\n") + "\n").unwrap();
     let r = env.run("alice", &["log"]);
-    assert_eq!(r.code, 1, "{}", r.transcript());
-    assert!(r.stderr.contains("broken at line 1"), "{}", r.stderr);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert!(r.stderr.contains("broken at entry 2"), "{}", r.stderr);
 }
 
 #[test]
@@ -439,11 +439,7 @@ fn gc_removes_only_backups_past_their_retention() {
         3,
         "keeping the three deleted tips"
     );
-    let gc_at = |now: &str| {
-        let mut c = env.command();
-        c.env("GUARDCTL_TEST_NOW", now).arg("gc");
-        run(c)
-    };
+    let gc_at = |now: &str| env.run_env("alice", &[("GUARDCTL_TEST_NOW", now)], &["gc"]);
     let r = gc_at("2026-06-30T12:00:00Z");
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(backups().lines().count(), 1, "29 days: within retention");

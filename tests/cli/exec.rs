@@ -49,8 +49,12 @@ fn planned_and_approved(env: &TestEnv) {
 fn the_preview_is_the_manifest_and_apply_runs_the_command_once() {
     let env = with_script();
     let state = env.repository_state();
-    planned_and_approved(&env);
+    let r = env.run("alice", &PLAN);
+    assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(env.repository_state(), state, "plan exec changed the repository");
+    // (approve records in the audit log, moving guardctl's own ref refs/guardctl/audit)
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(trash(&env), ["a", "b"], "planning ran the command");
     let show = env.run("alice", &["show", "plan.json"]);
     assert!(

@@ -20,4 +20,5 @@ mod remote;
 mod show;
 mod state;
 mod tags;
+mod trust;
 mod whoami;

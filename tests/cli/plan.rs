@@ -352,8 +352,11 @@ fn plan_show_verify_log_and_whoami_leave_refs_config_reflogs_and_objects_identic
         let run = env.run("alice", args);
         assert!(run.code == 0, "{args:?}: {}", run.transcript());
     }
-    // verify runs every check of apply, drift included, and changes nothing either.
+    assert_eq!(before, env.repository_state());
+    // verify runs every check of apply, drift included, and changes nothing either. (approve
+    // records in the audit log, which moves guardctl's own ref refs/guardctl/audit.)
     assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let before = env.repository_state();
     let run = env.run("alice", &["verify", "plan.json"]);
     assert_eq!(run.code, 0, "{}", run.transcript());
     assert_eq!(before, env.repository_state());

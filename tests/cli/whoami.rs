@@ -46,12 +46,16 @@ fn namespaces_option_limits_what_a_key_may_sign() {
 }
 
 #[test]
-fn wildcard_principal_in_allowed_signers_is_refused_naming_the_line() {
+fn wildcard_principal_lines_are_ignored_with_a_warning_naming_the_line() {
     let env = TestEnv::new();
     let signers = env.path().join("wild");
     std::fs::write(
         &signers,
-        format!("# team\n*@example.com {}\n", env.public_key("alice")),
+        format!(
+            "# team\n*@example.com {}\nalice@example.com {}\n",
+            env.public_key("mallory"),
+            env.public_key("alice")
+        ),
     )
     .unwrap();
     let mut c = env.command();
@@ -61,34 +65,77 @@ fn wildcard_principal_in_allowed_signers_is_refused_naming_the_line() {
         .arg(&signers)
         .arg("whoami");
     let r = run(c);
-    assert_eq!(r.code, 64, "{}", r.transcript());
-    assert!(r.stderr.contains("line 2"), "{}", r.stderr);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stderr.contains("line 2 ignored"), "{}", r.stderr);
     assert!(r.stderr.contains("wildcards"), "{}", r.stderr);
+    assert!(
+        r.stdout.contains("guardctl-plan      alice@example.com"),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
-fn allowed_signers_found_through_env_git_config_and_work_tree() {
+fn principals_differing_only_by_case_refuse_the_file_naming_both_lines() {
+    let env = TestEnv::new();
+    env.allow_signer("Alice@Example.com", "mallory");
+    let r = env.run("mallory", &["whoami"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("line 4"), "{}", r.stderr);
+    assert!(r.stderr.contains("differs only by case"), "{}", r.stderr);
+    assert!(r.stderr.contains("line 1"), "{}", r.stderr);
+}
+
+#[test]
+fn identities_come_from_flag_env_admin_config_or_the_default_branch_only() {
     let env = TestEnv::new();
     let file = env.allowed_signers();
-    let principal = |c: &mut std::process::Command| {
+    let whoami = |c: &mut std::process::Command| {
         c.arg("--key").arg(env.key("alice")).args(["--json", "whoami"]);
-        let v = run(std::mem::replace(c, std::process::Command::new("true"))).json();
-        (
-            v["allowed_signers_source"].clone(),
-            v["principals"][0]["principals"][0].clone(),
-        )
+        let r = run(std::mem::replace(c, std::process::Command::new("true")));
+        (r.json(), r.stderr)
     };
+    // Planner-writable places are never read: the work tree and the repository's config.
     std::fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
     std::fs::copy(&file, env.repo.join(".guardctl/allowed_signers")).unwrap();
-    assert_eq!(principal(&mut env.command()).0, ".guardctl/allowed_signers");
     env.git(&["config", "gpg.ssh.allowedSignersFile", file.to_str().unwrap()]);
-    assert_eq!(
-        principal(&mut env.command()).0,
-        "git config gpg.ssh.allowedSignersFile"
+    let (v, stderr) = whoami(&mut env.command());
+    assert_eq!(v["allowed_signers_source"], serde_json::Value::Null, "{v}");
+    assert_eq!(v["principals"][0]["principals"].as_array().unwrap().len(), 0);
+    assert!(stderr.contains("repository's own config"), "{stderr}");
+    assert!(
+        stderr.contains("in the work tree is not a trusted source"),
+        "{stderr}"
     );
+    // Committed on the default branch: trusted (like the policy).
+    env.git(&["add", ".guardctl/allowed_signers"]);
+    env.git(&["commit", "-q", "-m", "identities"]);
+    let (v, _) = whoami(&mut env.command());
+    assert_eq!(v["allowed_signers_source"], "the default branch");
+    assert_eq!(v["allowed_signers"], "refs/heads/main:.guardctl/allowed_signers");
+    assert_eq!(v["principals"][0]["principals"][0], "alice@example.com");
+    // System or global git config wins over the committed file.
+    let global = env.path().join("gitconfig");
+    let admin = env.path().join("admin_signers");
+    std::fs::write(&admin, format!("ops@example.com {}\n", env.public_key("alice"))).unwrap();
+    std::fs::write(
+        &global,
+        format!("[gpg \"ssh\"]\n\tallowedSignersFile = {}\n", admin.display()),
+    )
+    .unwrap();
     let mut c = env.command();
-    c.env("GUARDCTL_ALLOWED_SIGNERS", &file);
-    let (src, who) = principal(&mut c);
-    assert_eq!(src, "GUARDCTL_ALLOWED_SIGNERS");
-    assert_eq!(who, "alice@example.com");
+    c.env("GIT_CONFIG_GLOBAL", &global);
+    let (v, _) = whoami(&mut c);
+    assert_eq!(
+        v["allowed_signers_source"],
+        "system or global git config gpg.ssh.allowedSignersFile"
+    );
+    assert_eq!(v["principals"][0]["principals"][0], "ops@example.com");
+    // The caller's own choice wins over everything.
+    let mut c = env.command();
+    c.env("GIT_CONFIG_GLOBAL", &global)
+        .env("GUARDCTL_ALLOWED_SIGNERS", &file);
+    let (v, _) = whoami(&mut c);
+    assert_eq!(v["allowed_signers_source"], "GUARDCTL_ALLOWED_SIGNERS");
+    assert_eq!(v["principals"][0]["principals"][0], "alice@example.com");
 }

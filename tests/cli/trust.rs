@@ -1,0 +1,712 @@
+//! Trust roots (issue 13): who may approve is decided by nothing the planner can write, a key
+//! counts only while valid, a rejection cannot be stripped, and SSH certificates work. Every
+//! attack is tried as a hostile planner would, and must be refused with its contract exit
+//! code, leaving the repository as it was.
+
+use crate::apply::{
+    approval_body, approve, attach, attach_forged, forged_approval, plan_value, planned, refused_apply,
+};
+use crate::fixtures::{Run, TestEnv, run, standard_repo};
+use std::fs;
+
+/// guardctl as `user`, with no `--allowed-signers`: the trusted sources decide.
+fn run_bare(env: &TestEnv, user: &str, args: &[&str]) -> Run {
+    let mut c = env.command();
+    c.arg("--key").arg(env.key(user)).args(args);
+    run(c)
+}
+
+/// `run_bare` apply, asserting a refusal with `code` that changes nothing.
+fn refused_bare_apply(env: &TestEnv, user: &str, code: i32) -> Run {
+    let before = env.repository_state();
+    let r = run_bare(env, user, &["apply", "plan.json"]);
+    assert_eq!(r.code, code, "{}", r.transcript());
+    assert_eq!(
+        before,
+        env.repository_state(),
+        "a refused apply changed the repository"
+    );
+    r
+}
+
+/// The standard repository with alice, bob and carol committed as trusted identities on the
+/// default branch, and a plan by Alice made with them.
+fn committed_identities() -> TestEnv {
+    let env = standard_repo();
+    fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+    fs::copy(env.allowed_signers(), env.repo.join(".guardctl/allowed_signers")).unwrap();
+    env.git(&["add", ".guardctl/allowed_signers"]);
+    env.git(&["commit", "-q", "-m", "Trusted identities"]);
+    let r = run_bare(&env, "alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env
+}
+
+#[test]
+fn identities_committed_on_the_default_branch_gate_the_plan() {
+    let env = committed_identities();
+    let r = run_bare(&env, "bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = run_bare(&env, "alice", &["verify", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr.contains(
+            "Trusted identities from refs/heads/main:.guardctl/allowed_signers (the default branch)"
+        ),
+        "{}",
+        r.stderr
+    );
+    let v = run_bare(&env, "alice", &["--json", "verify", "plan.json"]).json();
+    assert_eq!(v["allowed_signers"]["source"], "the default branch");
+    let r = run_bare(&env, "bob", &["show", "plan.json"]);
+    assert!(
+        r.stderr.contains("Trusted identities from refs/heads/main"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_work_tree_edit_of_the_allowed_signers_file_does_not_make_an_approver() {
+    let env = committed_identities();
+    // The planner makes their second key "bob" in the work tree copy (uncommitted).
+    let path = env.repo.join(".guardctl/allowed_signers");
+    let mut text = fs::read_to_string(&path).unwrap();
+    text += &format!("bob@example.com {}\n", env.public_key("mallory"));
+    fs::write(&path, text).unwrap();
+    let r = run_bare(&env, "mallory", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("in the work tree is not a trusted source"),
+        "{}",
+        r.stderr
+    );
+    attach_forged(&env, "mallory", "bob@example.com");
+    let r = refused_bare_apply(&env, "alice", 12);
+    assert!(
+        r.stderr.contains("bob@example.com (key not allowed"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn an_allowed_signers_file_named_in_the_repositorys_own_config_is_ignored() {
+    let env = committed_identities();
+    let evil = env.path().join("evil_signers");
+    fs::write(
+        &evil,
+        format!(
+            "alice@example.com {}\nbob@example.com {}\n",
+            env.public_key("alice"),
+            env.public_key("mallory")
+        ),
+    )
+    .unwrap();
+    env.git(&["config", "gpg.ssh.allowedSignersFile", evil.to_str().unwrap()]);
+    let r = run_bare(&env, "mallory", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(r.stderr.contains("repository's own config"), "{}", r.stderr);
+    attach_forged(&env, "mallory", "bob@example.com");
+    refused_bare_apply(&env, "alice", 12);
+}
+
+#[test]
+fn the_planners_key_under_a_second_principal_is_self_approval() {
+    // Without namespaces=: the key maps to two principals for approvals.
+    let env = planned();
+    env.allow_signer("dave@example.com", "alice");
+    assert_eq!(approve(&env, "alice").code, 64);
+    attach_forged(&env, "alice", "dave@example.com");
+    let r = refused_apply(&env, "alice", &[], 12);
+    assert!(
+        r.stderr.contains("dave@example.com (the planner cannot approve"),
+        "{}",
+        r.stderr
+    );
+
+    // With namespaces=: the key is "dave" for approvals only, and still the planner's key.
+    let env = planned();
+    env.allow_signer("dave@example.com namespaces=\"guardctl-approval\"", "alice");
+    let signers = env.allowed_signers();
+    let text = fs::read_to_string(&signers).unwrap().replacen(
+        "alice@example.com ssh-",
+        "alice@example.com namespaces=\"guardctl-plan,guardctl-apply\" ssh-",
+        1,
+    );
+    fs::write(&signers, text).unwrap();
+    let r = approve(&env, "alice");
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(r.stderr.contains("belongs to the planner"), "{}", r.stderr);
+    attach_forged(&env, "alice", "dave@example.com");
+    let r = refused_apply(&env, "alice", &[], 12);
+    assert!(
+        r.stderr.contains("dave@example.com (the planner cannot approve"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_case_variant_of_the_planners_principal_is_refused_as_ambiguous() {
+    let env = planned();
+    env.allow_signer("Alice@Example.com", "mallory");
+    let r = approve(&env, "mallory");
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("differs only by case"), "{}", r.stderr);
+    attach_forged(&env, "mallory", "Alice@Example.com");
+    let r = refused_apply(&env, "alice", &[], 64);
+    assert!(r.stderr.contains("line 4"), "{}", r.stderr);
+    assert!(r.stderr.contains("line 1"), "{}", r.stderr);
+}
+
+/// Plan at `planned_at` (lifetime 2 days), so approvals may claim times after it.
+fn planned_at(planned_at: &str) -> TestEnv {
+    let env = standard_repo();
+    let r = env.run_env(
+        "alice",
+        &[("GUARDCTL_TEST_NOW", planned_at)],
+        &["plan", "stale-branches", "--merged", "--expires-in", "2d"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env
+}
+
+fn limit_key(env: &TestEnv, principal: &str, option: &str) {
+    let signers = env.allowed_signers();
+    let text = fs::read_to_string(&signers).unwrap().replacen(
+        &format!("{principal} "),
+        &format!("{principal} {option} "),
+        1,
+    );
+    fs::write(&signers, text).unwrap();
+}
+
+#[test]
+fn an_expired_key_cannot_back_date_an_approval() {
+    let env = planned_at("2026-05-31T06:00:00Z");
+    // Bob's approval claims a time the plan already existed and his key was valid.
+    let mut body = approval_body(&env, "bob@example.com", "bob", "approve");
+    body["created_at"] = "2026-05-31T07:00:00Z".into();
+    attach(&env, forged_approval(&env, "bob", body));
+    assert_eq!(
+        env.run("alice", &["verify", "plan.json"]).code,
+        0,
+        "control: it counts while valid"
+    );
+    // Bob's key was retired at midnight: now it counts for nothing, whatever it claims.
+    limit_key(&env, "bob@example.com", "valid-before=\"20260601\"");
+    let r = refused_apply(&env, "alice", &[], 12);
+    assert!(
+        r.stderr.contains("bob@example.com (key not allowed"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn an_expired_planner_key_cannot_back_date_a_plan() {
+    let env = planned_at("2026-05-31T06:00:00Z");
+    assert_eq!(approve(&env, "bob").code, 0);
+    assert_eq!(env.run("alice", &["verify", "plan.json"]).code, 0, "control");
+    limit_key(&env, "alice@example.com", "valid-before=\"20260601\"");
+    let r = refused_apply(&env, "alice", &[], 65);
+    assert!(
+        r.stderr.contains("both when the plan claims it was made and now"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn approvals_dated_before_the_plan_or_in_the_future_do_not_count() {
+    for at in ["2026-06-01T11:54:00Z", "2026-06-01T12:06:00Z"] {
+        let env = planned();
+        let mut body = approval_body(&env, "bob@example.com", "bob", "approve");
+        body["created_at"] = at.into();
+        attach(&env, forged_approval(&env, "bob", body));
+        let r = refused_apply(&env, "alice", &[], 12);
+        assert!(r.stderr.contains("dated outside"), "{at}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn a_rejection_stripped_from_the_plan_file_still_vetoes() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    let r = env.run("carol", &["reject", "plan.json", "--comment", "no"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // The planner removes Carol's rejection from the file.
+    let mut plan = plan_value(&env);
+    plan["approvals"].as_array_mut().unwrap().truncate(1);
+    fs::write(
+        env.repo.join("plan.json"),
+        serde_json::to_string_pretty(&plan).unwrap(),
+    )
+    .unwrap();
+    let r = refused_apply(&env, "alice", &[], 12);
+    assert!(r.stderr.contains("rejected by carol@example.com"), "{}", r.stderr);
+    assert_eq!(env.run("alice", &["verify", "plan.json"]).code, 12);
+    let v = env.run("bob", &["--json", "show", "plan.json"]).json();
+    assert_eq!(v["approvals"]["rejected_by"][0], "carol@example.com", "{v}");
+}
+
+#[test]
+fn only_the_rejecting_principal_can_withdraw_a_rejection() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    assert_eq!(env.run("carol", &["reject", "plan.json"]).code, 0);
+    let r = env.run("bob", &["reject", "--withdraw", "plan.json"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("no rejection"), "{}", r.stderr);
+    refused_apply(&env, "alice", &[], 12);
+    let r = env.run("carol", &["reject", "--withdraw", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("Every approval the plan needs is in place"),
+        "{}",
+        r.stderr
+    );
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+/// A certificate authority and user keys made with ssh-keygen in the test's directory.
+struct Ca {
+    dir: std::path::PathBuf,
+}
+
+impl Ca {
+    fn new(env: &TestEnv) -> Ca {
+        let dir = env.path().join("ca");
+        fs::create_dir_all(&dir).unwrap();
+        for name in ["ca", "other_ca", "dave"] {
+            keygen(&dir, &["-q", "-t", "ed25519", "-N", "", "-C", name, "-f", name]);
+        }
+        Ca { dir }
+    }
+
+    fn public(&self, name: &str) -> String {
+        fs::read_to_string(self.dir.join(format!("{name}.pub")))
+            .unwrap()
+            .trim()
+            .to_string()
+    }
+
+    /// A user certificate for dave's key, signed by `ca`, for `principal`, valid `validity`;
+    /// returns the certificate's path (`<name>-cert.pub`, with dave's private key beside it).
+    fn certify(&self, name: &str, ca: &str, principal: &str, validity: &str) -> std::path::PathBuf {
+        fs::copy(self.dir.join("dave"), self.dir.join(name)).unwrap();
+        fs::copy(self.dir.join("dave.pub"), self.dir.join(format!("{name}.pub"))).unwrap();
+        let pubkey = format!("{name}.pub");
+        keygen(
+            &self.dir,
+            &[
+                "-q", "-s", ca, "-I", name, "-n", principal, "-V", validity, &pubkey,
+            ],
+        );
+        self.dir.join(format!("{name}-cert.pub"))
+    }
+}
+
+fn keygen(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("ssh-keygen")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ssh-keygen {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// guardctl with `key` (a path), the test's allowed-signers file.
+fn run_with_key(env: &TestEnv, key: &std::path::Path, args: &[&str]) -> Run {
+    let mut c = env.command();
+    c.arg("--key")
+        .arg(key)
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(args);
+    run(c)
+}
+
+/// What `ssh-keygen -Y verify` says of the last approval in plan.json, at the test clock.
+fn ssh_keygen_agrees(env: &TestEnv, principal: &str) -> bool {
+    use base64::Engine;
+    let plan = plan_value(env);
+    let approval = plan["approvals"].as_array().unwrap().last().unwrap().clone();
+    let ty = approval["payloadType"].as_str().unwrap();
+    let body = base64::engine::general_purpose::STANDARD
+        .decode(approval["payload"].as_str().unwrap())
+        .unwrap();
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, body.len()).into_bytes();
+    pae.extend_from_slice(&body);
+    let sig = env.path().join("approval.sig");
+    fs::write(&sig, approval["signatures"][0]["sig"].as_str().unwrap()).unwrap();
+    let mut child = std::process::Command::new("ssh-keygen")
+        .args([
+            "-Y",
+            "verify",
+            "-n",
+            "guardctl-approval",
+            "-I",
+            principal,
+            "-Overify-time=20260601120000",
+            "-f",
+        ])
+        .arg(env.allowed_signers())
+        .arg("-s")
+        .arg(&sig)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &pae).unwrap();
+    child.wait().unwrap().success()
+}
+
+#[test]
+fn a_user_certificate_from_a_trusted_ca_approves() {
+    let env = planned();
+    let ca = Ca::new(&env);
+    env.allow_signer("dave@example.com cert-authority", "alice");
+    // allow_signer adds a fixture key; replace it with the CA's public key.
+    let signers = env.allowed_signers();
+    let text = fs::read_to_string(&signers).unwrap().replace(
+        &format!("dave@example.com cert-authority {}", env.public_key("alice")),
+        &format!("dave@example.com cert-authority {}", ca.public("ca")),
+    );
+    fs::write(&signers, text).unwrap();
+    let cert = ca.certify("good", "ca", "dave@example.com", "20260101:20270101");
+    let r = run_with_key(&env, &cert, &["whoami"]);
+    assert!(
+        r.stdout.contains("guardctl-approval  dave@example.com"),
+        "{}",
+        r.transcript()
+    );
+    let r = run_with_key(&env, &cert, &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        ssh_keygen_agrees(&env, "dave@example.com"),
+        "ssh-keygen -Y verify disagrees"
+    );
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("dave@example.com"), "{}", r.stdout);
+}
+
+#[test]
+fn expired_foreign_or_other_principal_certificates_do_not_approve() {
+    let cases = [
+        ("expired", "ca", "dave@example.com", "20250101:20260101"),
+        ("other_principal", "ca", "eve@example.com", "20260101:20270101"),
+        ("other_ca", "other_ca", "dave@example.com", "20260101:20270101"),
+    ];
+    for (name, signing_ca, principal, validity) in cases {
+        let env = planned();
+        let ca = Ca::new(&env);
+        let signers = env.allowed_signers();
+        let mut text = fs::read_to_string(&signers).unwrap();
+        text += &format!(
+            "dave@example.com,eve@example.com cert-authority {}\n",
+            ca.public("ca")
+        );
+        fs::write(&signers, text).unwrap();
+        let cert = ca.certify(name, signing_ca, principal, validity);
+        let r = run_with_key(&env, &cert, &["approve", "plan.json", "--yes"]);
+        if name == "other_principal" {
+            // The certificate speaks for eve, whom the CA line lists: eve may approve, dave not.
+            assert_eq!(r.code, 0, "{name}: {}", r.transcript());
+            assert!(!ssh_keygen_agrees(&env, "dave@example.com"), "{name}");
+            let mut plan = plan_value(&env);
+            plan["approvals"].as_array_mut().unwrap().clear();
+            fs::write(
+                env.repo.join("plan.json"),
+                serde_json::to_string_pretty(&plan).unwrap(),
+            )
+            .unwrap();
+        } else {
+            assert_eq!(r.code, 12, "{name}: {}", r.transcript());
+        }
+        // An approval claiming dave, signed with that certificate, does not count.
+        attach(
+            &env,
+            forged_with(
+                &env,
+                &cert,
+                approval_body(&env, "dave@example.com", "alice", "approve"),
+            ),
+        );
+        assert!(
+            !ssh_keygen_agrees(&env, "dave@example.com"),
+            "{name}: ssh-keygen accepts it"
+        );
+        let r = refused_apply(&env, "alice", &[], 12);
+        assert!(
+            r.stderr.contains("dave@example.com (key not allowed"),
+            "{name}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn a_ca_lines_namespaces_are_honoured() {
+    let env = planned();
+    let ca = Ca::new(&env);
+    let signers = env.allowed_signers();
+    let mut text = fs::read_to_string(&signers).unwrap();
+    text += &format!(
+        "dave@example.com cert-authority,namespaces=\"guardctl-plan\" {}\n",
+        ca.public("ca")
+    );
+    fs::write(&signers, text).unwrap();
+    let cert = ca.certify("planner_only", "ca", "dave@example.com", "20260101:20270101");
+    let r = run_with_key(&env, &cert, &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    attach(
+        &env,
+        forged_with(
+            &env,
+            &cert,
+            approval_body(&env, "dave@example.com", "alice", "approve"),
+        ),
+    );
+    refused_apply(&env, "alice", &[], 12);
+}
+
+/// An approval envelope over `body`, signed with the key or certificate at `key`, naming the
+/// signing key's fingerprint.
+fn forged_with(env: &TestEnv, key: &std::path::Path, mut body: serde_json::Value) -> serde_json::Value {
+    use base64::Engine;
+    let fp = crate::plan_file::fingerprint(key);
+    body["key"] = fp.clone().into();
+    let _ = env;
+    let ty = "application/vnd.guardctl.approval.v1+json";
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, bytes.len()).into_bytes();
+    pae.extend_from_slice(&bytes);
+    let sig = crate::plan_file::ssh_sign(key, "guardctl-approval", &pae);
+    serde_json::json!({"payloadType": ty, "payload": base64::engine::general_purpose::STANDARD.encode(&bytes),
+        "signatures": [{"keyid": fp, "sig": sig}]})
+}
+
+/// A plan applied (approved by Bob, applied by Alice), then a second plan approved by Bob in
+/// plan2.json: the log holds Bob's approvals and Alice's apply.
+fn applied_with_a_second_plan() -> TestEnv {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env.git(&["branch", "feature/extra", "main"]);
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--merged", "-o", "plan2.json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", "plan2.json", "--yes"]).code, 0);
+    let v = env.run("alice", &["--json", "log", "--verify"]).json();
+    assert_eq!(v["verified"], true, "{v}");
+    env
+}
+
+fn audit_log(env: &TestEnv) -> std::path::PathBuf {
+    env.repo.join(".git/guardctl/audit.log")
+}
+
+/// After tampering: `log --verify` names entry `line`, and nothing more can be applied or
+/// rolled back (exit 65), leaving the repository as it was.
+fn assert_tamper_refused(env: &TestEnv, line: u64) {
+    let r = env.run("alice", &["--json", "log", "--verify"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert_eq!(
+        r.json()["error"]["details"]["break"]["line"],
+        line,
+        "{}",
+        r.transcript()
+    );
+    assert!(
+        r.stderr.contains(&format!("broken at entry {line}")),
+        "{}",
+        r.stderr
+    );
+    let before = env.repository_state();
+    let r = env.run("alice", &["verify", "plan2.json"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    let r = env.run("alice", &["apply", "plan2.json"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    let r = env.run("alice", &["rollback", "plan.json"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert_eq!(before, env.repository_state(), "a refusal changed the repository");
+}
+
+#[test]
+fn a_truncated_audit_log_is_detected_and_refuses_further_changes() {
+    let env = applied_with_a_second_plan();
+    let text = fs::read_to_string(audit_log(&env)).unwrap();
+    let first = text.lines().next().unwrap().to_string();
+    fs::write(audit_log(&env), first + "\n").unwrap();
+    let r = env.run("alice", &["log"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert_tamper_refused(&env, 2);
+}
+
+#[test]
+fn a_deleted_audit_log_is_detected_and_refuses_further_changes() {
+    let env = applied_with_a_second_plan();
+    fs::remove_file(audit_log(&env)).unwrap();
+    assert_tamper_refused(&env, 1);
+}
+
+/// Re-sign a log line's payload (edited by `edit`) with `key`, as a planner holding only their
+/// own keys could; returns the new line and its id.
+fn resign(env: &TestEnv, line: &str, key: &str, edit: impl Fn(&mut serde_json::Value)) -> (String, String) {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let env_v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let ty = env_v["payloadType"].as_str().unwrap().to_string();
+    let mut body: serde_json::Value =
+        serde_json::from_slice(&b64.decode(env_v["payload"].as_str().unwrap()).unwrap()).unwrap();
+    edit(&mut body);
+    let fp = crate::plan_file::fingerprint(&env.key(key));
+    body["key"] = fp.clone().into();
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, bytes.len()).into_bytes();
+    pae.extend_from_slice(&bytes);
+    let ns = if body["event"] == "approve" {
+        "guardctl-approval"
+    } else {
+        "guardctl-apply"
+    };
+    let sig = crate::plan_file::ssh_sign(&env.key(key), ns, &pae);
+    let line = serde_json::json!({"payloadType": ty, "payload": b64.encode(&bytes),
+        "signatures": [{"keyid": fp, "sig": sig}]});
+    (
+        line.to_string(),
+        format!("sha256:{}", crate::apply::hex_sha256(&bytes)),
+    )
+}
+
+/// Point the anchor ref at entry `seq` with id `id`, as anyone with write access could.
+fn move_anchor(env: &TestEnv, seq: usize, id: &str) {
+    let blob = env.path().join("anchor");
+    fs::write(&blob, format!("guardctl audit anchor v1\nseq {seq}\nid {id}\n")).unwrap();
+    let oid = env.git(&["hash-object", "-w", blob.to_str().unwrap()]);
+    env.git(&["update-ref", "refs/guardctl/audit", &oid]);
+}
+
+#[test]
+fn an_audit_log_rewritten_with_recomputed_hashes_is_detected() {
+    let env = applied_with_a_second_plan();
+    let text = fs::read_to_string(audit_log(&env)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "approve, apply, approve");
+    // The planner rewrites Bob's approval as Eve's and re-chains every entry after it, signing
+    // with the only keys they hold, and moves the anchor to the new head.
+    let (l1, id1) = resign(&env, lines[0], "alice", |b| {
+        b["principal"] = "eve@example.com".into()
+    });
+    let (l2, id2) = resign(&env, lines[1], "alice", |b| {
+        b["audit"]["prev"] = id1.clone().into()
+    });
+    let (l3, id3) = resign(&env, lines[2], "alice", |b| b["prev"] = id2.clone().into());
+    fs::write(audit_log(&env), format!("{l1}\n{l2}\n{l3}\n")).unwrap();
+    move_anchor(&env, 3, &id3);
+    assert_tamper_refused(&env, 1);
+
+    // Without re-signing (the hashes recomputed, Bob's signature kept): broken by itself.
+    let env = applied_with_a_second_plan();
+    let text = fs::read_to_string(audit_log(&env)).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    let (l1, _) = resign(&env, text.lines().next().unwrap(), "bob", |b| {
+        b["principal"] = "eve@example.com".into()
+    });
+    let mut forged: serde_json::Value = serde_json::from_str(&l1).unwrap();
+    forged["signatures"] = first["signatures"].clone();
+    let rest: Vec<&str> = text.lines().skip(1).collect();
+    fs::write(audit_log(&env), format!("{forged}\n{}\n", rest.join("\n"))).unwrap();
+    let r = env.run("alice", &["log"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert!(r.stderr.contains("broken at entry 1"), "{}", r.stderr);
+}
+
+#[test]
+fn an_apply_removed_from_the_audit_log_is_found_by_its_receipt() {
+    let env = applied_with_a_second_plan();
+    let text = fs::read_to_string(audit_log(&env)).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // Drop the apply (the receipt) and re-chain Bob's later approval onto the first entry:
+    // only Bob can sign as Bob, so the planner uses Bob's key here to isolate the receipt check.
+    let first_id = {
+        use base64::Engine;
+        let v: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(v["payload"].as_str().unwrap())
+            .unwrap();
+        format!("sha256:{}", crate::apply::hex_sha256(&bytes))
+    };
+    let (l2, id2) = resign(&env, lines[2], "bob", |b| {
+        b["prev"] = first_id.clone().into();
+        b["seq"] = 2.into();
+    });
+    fs::write(audit_log(&env), format!("{}\n{l2}\n", lines[0])).unwrap();
+    move_anchor(&env, 2, &id2);
+    assert_eq!(env.run("alice", &["log"]).code, 0, "the chain itself is intact");
+    let r = env.run("alice", &["--json", "log", "--verify"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert_eq!(r.json()["error"]["details"]["break"]["line"], 2);
+    assert!(r.stderr.contains("receipt of plan"), "{}", r.stderr);
+}
+
+#[test]
+fn every_entry_names_the_key_that_acted_and_the_anchor_keeps_a_reflog() {
+    let env = applied_with_a_second_plan();
+    let v = env.run("alice", &["--json", "log"]).json();
+    let events: Vec<(&str, &str)> = v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["event"].as_str().unwrap(), e["principal"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            ("approve", "bob@example.com"),
+            ("apply", "alice@example.com"),
+            ("approve", "bob@example.com")
+        ]
+    );
+    // The anchor moved once per entry, and git kept each earlier head in its reflog.
+    let reflog = fs::read_to_string(env.repo.join(".git/logs/refs/guardctl/audit")).unwrap();
+    assert_eq!(reflog.lines().count(), 3, "{reflog}");
+    let first = env.git(&["cat-file", "-p", "refs/guardctl/audit@{2}"]);
+    assert!(first.contains("seq 1\n"), "{first}");
+    // The receipt is the apply's entry.
+    let receipt: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(
+            fs::read_dir(env.repo.join(".git/guardctl/plans"))
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .path()
+                .join("receipt.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let line: serde_json::Value = serde_json::from_str(
+        fs::read_to_string(audit_log(&env))
+            .unwrap()
+            .lines()
+            .nth(1)
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(receipt["payload"], line["payload"]);
+    assert_eq!(receipt["signatures"], line["signatures"]);
+}
