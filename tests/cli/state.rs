@@ -3,7 +3,7 @@
 //! own, could make them) never make `gc`, `recover` or a rollback act. Each is refused with 16,
 //! naming the file, and nothing changes: no ref deleted, no config written, no receipt signed.
 
-use crate::fixtures::{NOW, Run, TestEnv, run, standard_repo};
+use crate::fixtures::{NOW, Run, TestEnv, standard_repo};
 use guardctl::sign::key::{KeySource, load};
 use serde_json::{Value, json};
 use std::fs;
@@ -104,10 +104,10 @@ fn refused_naming(r: &Run, file: &str) {
     assert!(r.stderr.contains("nothing was changed"), "{}", r.stderr);
 }
 
+/// `gc` at `now`, as alice (gc signs its audit entries, and checks the log against the
+/// trusted identities first).
 fn gc(env: &TestEnv, now: &str) -> Run {
-    let mut c = env.command();
-    c.env("GUARDCTL_TEST_NOW", now).arg("gc");
-    run(c)
+    env.run_env("alice", &[("GUARDCTL_TEST_NOW", now)], &["gc"])
 }
 
 #[test]

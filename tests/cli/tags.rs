@@ -40,7 +40,10 @@ fn old_tags_are_planned_by_age_and_signed_or_history_holding_ones_are_kept() {
     let text = env.run("alice", &["show", "plan.json"]).stdout;
     assert!(text.contains("Tags to delete (1)"), "{text}");
     assert!(text.contains("│ KIND ") && text.contains(" TAG "), "{text}");
-    assert!(text.contains("│ tag "), "every row names its kind: {text}");
+    assert!(
+        text.contains("│ lightweight tag "),
+        "every row names its kind: {text}"
+    );
 }
 
 #[test]
