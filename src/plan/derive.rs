@@ -34,7 +34,15 @@ fn is_upstream_key(key: &str) -> bool {
 /// and config with them; a remote's branches vanish from every clone and close pull requests.
 pub fn side_effects(op: &Operation, affected: &[Affected]) -> Vec<SideEffect> {
     let mut out = Vec::new();
-    if let Operation::Exec(e) = op {
+    // Every kind answers here (no wildcard): a new kind must say what deleting it does.
+    let command = match op {
+        Operation::Exec(e) => Some(e),
+        Operation::Tags(t) => {
+            return tag_side_effects(t.remote.is_some(), affected);
+        }
+        Operation::StaleBranches(_) | Operation::RemoteBranches(_) => None,
+    };
+    if let Some(e) = command {
         if e.before_image.is_some() {
             out.push(SideEffect {
                 kind: SideEffectKind::BeforeImageCommand,
@@ -50,17 +58,6 @@ pub fn side_effects(op: &Operation, affected: &[Affected]) -> Vec<SideEffect> {
         return out;
     }
     if affected.is_empty() {
-        return out;
-    }
-    if let Operation::Tags(t) = op {
-        if t.remote.is_some() {
-            out.push(SideEffect {
-                kind: SideEffectKind::ClonesKeepTags,
-                branches: affected.len() as u64,
-                commits: None,
-            });
-        }
-        out.extend(backup_only(affected));
         return out;
     }
     if op.remote().is_some() {
@@ -108,6 +105,24 @@ pub fn side_effects(op: &Operation, affected: &[Affected]) -> Vec<SideEffect> {
     out
 }
 
+/// Deleting tags: a remote's deleted tags live on in other clones; unmerged history survives
+/// only in the backup.
+fn tag_side_effects(remote: bool, affected: &[Affected]) -> Vec<SideEffect> {
+    let mut out = Vec::new();
+    if affected.is_empty() {
+        return out;
+    }
+    if remote {
+        out.push(SideEffect {
+            kind: SideEffectKind::ClonesKeepTags,
+            branches: affected.len() as u64,
+            commits: None,
+        });
+    }
+    out.extend(backup_only(affected));
+    out
+}
+
 /// Commits that only the backup will keep.
 fn backup_only(affected: &[Affected]) -> Option<SideEffect> {
     let losing: Vec<&Affected> = affected.iter().filter(|a| a.loses_work).collect();
@@ -142,15 +157,18 @@ pub fn risk(op: &Operation, affected: &[Affected], bulk_threshold: u64) -> Risk 
 pub fn risk_of(op: &Operation, affected: &[Affected], bulk: bool) -> Risk {
     // guardctl cannot bound what a command does: only the preview says. Its manifest makes
     // it bulk like any plan.
-    if let Operation::Exec(_) = op {
-        let mut reasons = vec!["command".to_string()];
-        if bulk {
-            reasons.push("bulk".to_string());
+    match op {
+        Operation::Exec(_) => {
+            let mut reasons = vec!["command".to_string()];
+            if bulk {
+                reasons.push("bulk".to_string());
+            }
+            return Risk {
+                level: RiskLevel::High,
+                reasons,
+            };
         }
-        return Risk {
-            level: RiskLevel::High,
-            reasons,
-        };
+        Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {}
     }
     let mut reasons = Vec::new();
     if affected.iter().any(|a| a.loses_work) {
@@ -169,13 +187,16 @@ pub fn risk_of(op: &Operation, affected: &[Affected], bulk: bool) -> Risk {
 
 /// "delete 4 branches (2 merged, 1 squash-merged, 1 gone upstream); 0 unmerged commits lost"
 pub fn summary(op: &Operation, affected: &[Affected]) -> String {
-    if let Operation::Exec(e) = op {
-        let lines = e.preview_output.text.lines().count() as u64;
-        return format!(
-            "run {} (preview: {lines} {})",
-            crate::render::escape::safe(&shell_words(&e.command)),
-            plural(lines, "line", "lines")
-        );
+    match op {
+        Operation::Exec(e) => {
+            let lines = e.preview_output.text.lines().count() as u64;
+            return format!(
+                "run {} (preview: {lines} {})",
+                crate::render::escape::safe(&shell_words(&e.command)),
+                plural(lines, "line", "lines")
+            );
+        }
+        Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {}
     }
     let (one, many) = op.nouns();
     if affected.is_empty() {

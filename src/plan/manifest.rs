@@ -66,7 +66,7 @@ pub fn ids(text: &str) -> Vec<String> {
 pub fn of(op: &Operation) -> Option<Vec<String>> {
     match op {
         Operation::Exec(x) => Some(ids(&x.preview_output.text)),
-        _ => None,
+        Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
     }
 }
 
