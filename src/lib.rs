@@ -16,9 +16,17 @@
 //! - [`ops`]: one module per operation: observe (read-only) and decide (pure).
 //! - [`policy`]: the policy in force and its hash.
 //! - [`sign`]: keys, allowed signers, SSHSIG sign (ssh-keygen) and verify (in-process).
-//! - [`repo`]: the only code that touches git.
+//! - [`gate`]: the checks `verify` and `apply` share: integrity, expiry, principal,
+//!   approvals, policy, then drift — the plan re-derived from its inputs and the repository now.
+//! - [`execute`]: the journaled, mutating sequences of `apply` and `rollback`, and `recover`.
+//! - [`store`]: guardctl's own state in `.git/guardctl` (lock, journals, markers, audit log),
+//!   every file of it untrusted input when read back.
+//! - [`repo`]: the only code that touches git; `repo::mutate` the only code that changes it.
 //! - [`render`]: view structs built from plans, human text from views, escaping.
 //! - [`fsutil`], [`duration`]: atomic writes, bounded reads; duration parsing.
+//!
+//! Trust: a plan file is untrusted input even when its signature verifies ([`plan::validate`]
+//! on every read, [`gate::drift`] at `verify`/`apply`); see README "Trust model".
 
 pub mod cli;
 pub mod commands;
