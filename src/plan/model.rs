@@ -678,6 +678,45 @@ pub mod test_data {
         a
     }
 
+    /// A plan of `affected` (merged against main) as `guardctl plan` writes it, every derived
+    /// field computed; planned by alice, for repository `r`, at 2026-06-01 12:00 UTC.
+    pub fn plan(affected: Vec<Affected>, policy_hash: &str) -> Plan {
+        use crate::plan::{derive, hash::plan_hash};
+        let op = merged_inputs();
+        let t0 = time::macros::datetime!(2026-06-01 12:00 UTC);
+        let alice = Party {
+            principal: Some("alice".into()),
+            key: Some("SHA256:a".into()),
+        };
+        Plan {
+            format_version: FORMAT_VERSION,
+            plan_hash: plan_hash("r", &op, policy_hash, &affected),
+            created_at: t0,
+            expires_at: t0 + time::Duration::minutes(15),
+            planner: alice.clone(),
+            executor: alice,
+            repository: "r".into(),
+            nonce: "0".repeat(32),
+            summary: derive::summary(&op, &affected),
+            diff: derive::diff(&affected),
+            side_effects: derive::side_effects(&op, &affected),
+            risk: derive::risk_of(&op, &affected, false),
+            review: vec![],
+            policy_source: PolicySource {
+                kind: PolicySourceKind::BuiltIn,
+                location: None,
+            },
+            before_image: BeforeImage {
+                namespace: BACKUP_NAMESPACE.into(),
+                retention_days: 30,
+            },
+            operation: op,
+            affected,
+            skipped: vec![],
+            policy_hash: policy_hash.into(),
+        }
+    }
+
     /// `--merged` against main, nothing else.
     pub fn merged_inputs() -> Operation {
         Operation::StaleBranches(StaleBranchesInputs {

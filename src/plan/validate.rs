@@ -414,42 +414,7 @@ mod tests {
 
     /// A plan as `guardctl plan` writes it, with every derived field computed.
     fn honest(affected: Vec<Affected>) -> Plan {
-        let op = test_data::merged_inputs();
-        let policy_hash = format!("sha256:{}", "0".repeat(64));
-        let t0 = datetime!(2026-06-01 12:00 UTC);
-        Plan {
-            format_version: FORMAT_VERSION,
-            plan_hash: plan_hash("r", &op, &policy_hash, &affected),
-            created_at: t0,
-            expires_at: t0 + time::Duration::minutes(15),
-            planner: Party {
-                principal: Some("alice".into()),
-                key: Some("SHA256:a".into()),
-            },
-            executor: Party {
-                principal: Some("alice".into()),
-                key: Some("SHA256:a".into()),
-            },
-            repository: "r".into(),
-            nonce: "0".repeat(32),
-            summary: derive::summary(&op, &affected),
-            diff: derive::diff(&affected),
-            side_effects: derive::side_effects(&op, &affected),
-            risk: derive::risk_of(&op, &affected, false),
-            review: vec![],
-            policy_source: PolicySource {
-                kind: PolicySourceKind::BuiltIn,
-                location: None,
-            },
-            before_image: BeforeImage {
-                namespace: BACKUP_NAMESPACE.into(),
-                retention_days: 30,
-            },
-            operation: op,
-            affected,
-            skipped: vec![],
-            policy_hash,
-        }
+        test_data::plan(affected, &format!("sha256:{}", "0".repeat(64)))
     }
 
     fn field(plan: &Plan) -> String {

@@ -367,40 +367,10 @@ mod tests {
 
     fn plan_under(policy: &Policy, affected: Vec<Affected>) -> Plan {
         Plan {
-            format_version: 1,
+            // What the approvals below are bound to.
             plan_hash: "sha256:h".into(),
-            created_at: T0,
-            expires_at: T0 + time::Duration::minutes(15),
-            planner: Party {
-                principal: Some("alice".into()),
-                key: Some("SHA256:a".into()),
-            },
-            executor: Party {
-                principal: Some("alice".into()),
-                key: Some("SHA256:a".into()),
-            },
-            repository: "r".into(),
-            nonce: "0".repeat(32),
-            operation: test_data::merged_inputs(),
-            summary: String::new(),
             review: super::super::route::review(policy, &affected).unwrap(),
-            affected,
-            skipped: vec![],
-            diff: vec![],
-            side_effects: vec![],
-            before_image: BeforeImage {
-                namespace: "refs/guardctl/backup".into(),
-                retention_days: 30,
-            },
-            risk: Risk {
-                level: RiskLevel::Low,
-                reasons: vec![],
-            },
-            policy_source: PolicySource {
-                kind: PolicySourceKind::BuiltIn,
-                location: None,
-            },
-            policy_hash: policy.hash(),
+            ..test_data::plan(affected, &policy.hash())
         }
     }
 
