@@ -406,7 +406,6 @@ fn derived(plan: &Plan) -> Result<(), Invalid> {
 mod tests {
     use super::*;
     use crate::plan::model::*;
-    use time::macros::datetime;
 
     fn valid(name: &str) -> bool {
         !name.contains("..") && !name.chars().any(|c| c.is_control())
