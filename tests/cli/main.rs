@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod apply;
+mod attack2;
 mod attack;
 mod consumed;
 mod docs;

@@ -1,0 +1,154 @@
+//! Second attack review of issues 13, 14 and 20: a hostile planner who can write their own
+//! clone (refs, `.git/config`) must not choose the trust roots or the policy of their plan.
+//! Every test here failed when written; each names the behaviour it demands.
+
+use crate::fixtures::{Run, TestEnv, run, standard_repo};
+use std::fs;
+
+/// guardctl as `user`, with no `--allowed-signers`: the trusted sources decide.
+fn run_bare(env: &TestEnv, user: &str, args: &[&str]) -> Run {
+    let mut c = env.command();
+    c.arg("--key").arg(env.key(user)).args(args);
+    run(c)
+}
+
+/// The standard repository with alice, bob and carol committed as trusted identities on
+/// main, pushed to `origin` (the shared truth), and `origin/HEAD` naming `origin/main`.
+fn identities_on_origin() -> TestEnv {
+    let env = standard_repo();
+    fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+    fs::copy(env.allowed_signers(), env.repo.join(".guardctl/allowed_signers")).unwrap();
+    env.git(&["add", ".guardctl/allowed_signers"]);
+    env.git(&["commit", "-q", "-m", "Trusted identities"]);
+    env.git(&["push", "-q", "origin", "main"]);
+    env.git(&["fetch", "-q", "origin"]);
+    env.git(&["remote", "set-head", "origin", "main"]);
+    env
+}
+
+/// The planner (alice) makes mallory's key a second "bob" in a commit of her own on
+/// `branch` (never pushed), plans, has mallory approve, and applies: must be refused.
+fn self_approval_through_a_planner_commit(env: &TestEnv, point_base_at_it: impl Fn(&TestEnv, &str)) {
+    let head = env.git(&["rev-parse", "HEAD"]).trim().to_string();
+    env.git(&["checkout", "-q", "-b", "evil"]);
+    let path = env.repo.join(".guardctl/allowed_signers");
+    let mut text = fs::read_to_string(&path).unwrap();
+    text += &format!("bob@example.com {}\n", env.public_key("mallory"));
+    fs::write(&path, text).unwrap();
+    env.git(&["commit", "-q", "-am", "a second bob"]);
+    let evil = env.git(&["rev-parse", "HEAD"]).trim().to_string();
+    env.git(&["checkout", "-q", "main"]);
+    env.git(&["reset", "-q", "--hard", &head]);
+    point_base_at_it(env, &evil);
+    let r = run_bare(env, "alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let before = env.repository_state();
+    let _ = run_bare(env, "mallory", &["approve", "plan.json", "--yes"]);
+    let r = run_bare(env, "alice", &["apply", "plan.json"]);
+    assert_ne!(
+        r.code, 0,
+        "the planner's own key approved through identities the planner committed locally:\n{}",
+        r.transcript()
+    );
+    assert_eq!(before, env.repository_state(), "a refused apply changed the repository");
+}
+
+#[test]
+fn committed_identities_come_from_the_remotes_default_branch_not_a_local_origin_head() {
+    let env = identities_on_origin();
+    // `refs/remotes/origin/HEAD` is a symbolic ref in the planner's clone.
+    self_approval_through_a_planner_commit(&env, |env, _| {
+        env.git(&["symbolic-ref", "refs/remotes/origin/HEAD", "refs/heads/evil"]);
+    });
+}
+
+#[test]
+fn committed_identities_come_from_the_remotes_default_branch_not_a_rewritten_tracking_ref() {
+    let env = identities_on_origin();
+    self_approval_through_a_planner_commit(&env, |env, evil| {
+        env.git(&["update-ref", "refs/remotes/origin/main", evil]);
+    });
+}
+
+#[test]
+fn committed_identities_are_not_read_from_an_unpushed_local_main() {
+    // No origin/HEAD (as after `git init` + `remote add` + push): the local main decides today.
+    let env = identities_on_origin();
+    env.git(&["remote", "set-head", "origin", "--delete"]);
+    self_approval_through_a_planner_commit(&env, |env, evil| {
+        env.git(&["update-ref", "refs/heads/main", evil]);
+        env.git(&["reset", "-q", "--hard", evil]);
+    });
+}
+
+#[test]
+fn committed_identities_ignore_init_default_branch_in_the_repositorys_own_config() {
+    let env = identities_on_origin();
+    env.git(&["remote", "set-head", "origin", "--delete"]);
+    self_approval_through_a_planner_commit(&env, |env, _| {
+        env.git(&["config", "init.defaultBranch", "evil"]);
+    });
+}
+
+const TWO_APPROVALS: &str = "version = 1\n\n[approvals]\nrequired = 2\n";
+
+/// `remote_repo` whose origin's main holds a policy requiring two approvals, and a bare
+/// `mine.git` the planner controls whose main is the commit before that policy.
+fn strict_origin_and_a_lax_remote() -> (TestEnv, String) {
+    let env = crate::fixtures::remote_repo();
+    let lax = env.git(&["rev-parse", "HEAD"]).trim().to_string();
+    env.commit(".guardctl/policy.toml", TWO_APPROVALS.trim_end(), "Alice", 1);
+    env.git(&["push", "-q", "origin", "main"]);
+    env.git(&["fetch", "-q", "origin"]);
+    let mine = env.path().join("mine.git");
+    env.git_in(env.path(), &["init", "-q", "--bare", "-b", "main", mine.to_str().unwrap()]);
+    let url = format!("file://{}", mine.display());
+    env.git(&["push", "-q", &url, &format!("{lax}:refs/heads/main")]);
+    (env, url)
+}
+
+/// Plan as alice, one approval by bob, apply as alice: the origin's policy wants two.
+fn one_approval_must_not_be_enough(env: &TestEnv) {
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let before = env.repository_state();
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert!(
+        r.code == 12 || r.code == 14,
+        "the origin's policy requires two approvals; the planner's config picked another:\n{}",
+        r.transcript()
+    );
+    assert_eq!(before, env.repository_state(), "a refused apply changed the repository");
+}
+
+#[test]
+fn guardctl_remote_in_the_repositorys_own_config_does_not_choose_the_policy() {
+    let (env, url) = strict_origin_and_a_lax_remote();
+    env.git(&["remote", "add", "mine", &url]);
+    env.git(&["config", "guardctl.remote", "mine"]);
+    one_approval_must_not_be_enough(&env);
+}
+
+#[test]
+fn an_insteadof_in_the_repositorys_own_config_does_not_choose_the_policy() {
+    let (env, url) = strict_origin_and_a_lax_remote();
+    let origin_url = format!("file://{}", env.origin().display());
+    env.git(&["config", &format!("url.{url}.insteadOf"), &origin_url]);
+    one_approval_must_not_be_enough(&env);
+}
+
+/// Control: without the planner's config edits, the origin's policy holds (passes today).
+#[test]
+fn control_the_origins_policy_requires_two_approvals() {
+    let (env, _) = strict_origin_and_a_lax_remote();
+    one_approval_must_not_be_enough(&env);
+}
+
+/// Control: without the planner's ref edits, mallory is no one (passes today).
+#[test]
+fn control_mallory_is_not_bob_on_the_origins_default_branch() {
+    let env = identities_on_origin();
+    self_approval_through_a_planner_commit(&env, |_, _| {});
+}
