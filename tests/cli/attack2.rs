@@ -152,3 +152,72 @@ fn control_mallory_is_not_bob_on_the_origins_default_branch() {
     let env = identities_on_origin();
     self_approval_through_a_planner_commit(&env, |_, _| {});
 }
+
+/// Terminal control in anything a plan carries (manifest ids, the command, the preview, the
+/// verify command) must never reach a reviewer's terminal raw.
+#[test]
+fn control_characters_in_an_exec_plan_never_reach_the_terminal_raw() {
+    let env = TestEnv::new();
+    fs::create_dir_all(env.repo.join("scripts")).unwrap();
+    // ESC ] 0 ; title BEL, a CSI clear, a CR overwrite, and a right-to-left override.
+    fs::write(
+        env.repo.join("scripts/p.sh"),
+        "#!/bin/sh\nprintf 'ok\\033]0;pwned\\007\\n\\033[2Jx\\n{\"id\": \"a\\\\u001b[31mred\"}\\nfine\\rEVIL\\nb\\342\\200\\256gnp.exe\\n'\n",
+    )
+    .unwrap();
+    let r = env.run(
+        "alice",
+        &["plan", "exec", "--preview", "sh scripts/p.sh", "--verify", "sh scripts/p.sh", "--", "sh", "scripts/p.sh", "\u{1b}[8mhidden"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let mut outputs = vec![r];
+    for args in [
+        &["show", "plan.json", "--all"][..],
+        &["show", "plan.json"][..],
+        &["approve", "plan.json", "--yes"][..],
+        &["verify", "plan.json"][..],
+    ] {
+        outputs.push(env.run("bob", args));
+    }
+    for r in outputs {
+        for (what, text) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\r') && !text.contains('\u{7}') && !text.contains('\u{202e}'),
+                "raw control characters on {what}:\n{}",
+                text.escape_debug()
+            );
+        }
+    }
+}
+
+/// A pinned "file" whose size says 0 but which reads without end (`/proc/self/pagemap` reads
+/// as 8 bytes per page of the whole address space: hundreds of GiB) must be refused by the
+/// pinning budget on the bytes read, not exhaust memory. Run under a 1.5 GB address-space
+/// limit so that today's unbounded read dies quickly instead of taking the machine with it.
+#[test]
+fn a_pinned_file_that_reads_without_end_is_refused_by_the_budget() {
+    let env = TestEnv::new();
+    let mut c = std::process::Command::new("prlimit");
+    c.arg("--as=1500000000")
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_guardctl"))
+        .current_dir(&env.repo)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &env.home)
+        .env("TZ", "UTC")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GUARDCTL_TEST_NOW", crate::fixtures::NOW)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["plan", "exec", "--preview", "echo x", "--pin", "/proc/self/pagemap", "--", "true"]);
+    let r = run(c);
+    assert!(
+        r.code == 64 && r.stderr.contains("goes over"),
+        "pinning an endless file must stop at the budget (usage error), not run out of memory:\n{}",
+        r.transcript()
+    );
+}
