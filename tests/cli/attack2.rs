@@ -221,3 +221,34 @@ fn a_pinned_file_that_reads_without_end_is_refused_by_the_budget() {
         r.transcript()
     );
 }
+
+/// The same self-approval against the shared remote: a `remote-branches` plan the planner
+/// applies from their own clone deletes branches on `origin` for everyone. The identities
+/// must be the remote's (as `ls-remote` reports its HEAD), as the policy already is.
+#[test]
+fn a_planner_minted_approver_cannot_delete_branches_on_the_shared_remote() {
+    let env = crate::fixtures::remote_repo();
+    fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+    fs::copy(env.allowed_signers(), env.repo.join(".guardctl/allowed_signers")).unwrap();
+    env.git(&["add", ".guardctl/allowed_signers"]);
+    env.git(&["commit", "-q", "-m", "Trusted identities"]);
+    env.git(&["push", "-q", "origin", "main"]);
+    env.git(&["fetch", "-q", "origin"]);
+    env.git(&["remote", "set-head", "origin", "main"]);
+    // The planner's own commit, never pushed, named by the clone's origin/HEAD.
+    env.git(&["checkout", "-q", "-b", "evil"]);
+    let path = env.repo.join(".guardctl/allowed_signers");
+    let mut text = fs::read_to_string(&path).unwrap();
+    text += &format!("bob@example.com {}\n", env.public_key("mallory"));
+    fs::write(&path, text).unwrap();
+    env.git(&["commit", "-q", "-am", "a second bob"]);
+    env.git(&["checkout", "-q", "main"]);
+    env.git(&["symbolic-ref", "refs/remotes/origin/HEAD", "refs/heads/evil"]);
+    let r = run_bare(&env, "alice", &["plan", "remote-branches", "--remote", "origin"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let before = env.remote_branches();
+    let _ = run_bare(&env, "mallory", &["approve", "plan.json", "--yes"]);
+    let r = run_bare(&env, "alice", &["apply", "plan.json"]);
+    assert_ne!(r.code, 0, "deleted on origin with a planner-minted approval:\n{}", r.transcript());
+    assert_eq!(before, env.remote_branches(), "origin's branches changed");
+}
