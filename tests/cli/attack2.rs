@@ -252,3 +252,22 @@ fn a_planner_minted_approver_cannot_delete_branches_on_the_shared_remote() {
     assert_ne!(r.code, 0, "deleted on origin with a planner-minted approval:\n{}", r.transcript());
     assert_eq!(before, env.remote_branches(), "origin's branches changed");
 }
+
+/// One person, two spellings of their identity: their key K speaks for `alice@example.com`
+/// and `alice@corp.example.com` (git's allowed-signers lists several e-mails for one key),
+/// and their second key speaks for `alice@example.com` only. A plan signed with K that claims
+/// the corp principal must not be approvable by the second key: K "may also speak for" the
+/// approver's principal, which is self-approval (docs/trust-model.md, check 2).
+#[test]
+fn an_approver_the_plans_own_key_also_speaks_for_is_self_approval() {
+    let env = crate::hostile::planned();
+    env.allow_signer("alice@corp.example.com", "alice");
+    env.allow_signer("alice@example.com", "mallory");
+    // `plan` refuses a key with two principals; the planner re-signs the claim instead.
+    crate::hostile::forge_raw(&env, |p| {
+        p.planner.principal = Some("alice@corp.example.com".into());
+    });
+    crate::apply::attach_forged(&env, "mallory", "alice@example.com");
+    let r = crate::apply::refused_apply(&env, "alice", &[], 12);
+    assert!(r.stderr.contains("own plan") || r.stderr.contains("self"), "{}", r.transcript());
+}
