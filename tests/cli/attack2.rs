@@ -271,3 +271,32 @@ fn an_approver_the_plans_own_key_also_speaks_for_is_self_approval() {
     let r = crate::apply::refused_apply(&env, "alice", &[], 12);
     assert!(r.stderr.contains("own plan") || r.stderr.contains("self"), "{}", r.transcript());
 }
+
+/// State files are untrusted (issue 20): an unsigned `consumed` file and a `result.txt` that
+/// someone else wrote must not make `apply` of an approved plan report success without doing
+/// anything, nor print (raw, unescaped) a file the result links to.
+#[test]
+fn a_crafted_consumed_marker_and_result_do_not_fake_a_successful_apply() {
+    let env = crate::apply::planned();
+    let r = crate::apply::approve(&env, "bob");
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let id = crate::fixtures::plan_id_of(&env.repo.join("plan.json"));
+    let dir = env.repo.join(".git/guardctl/plans").join(id.trim_start_matches("sha256:"));
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("consumed"), "not a signed marker").unwrap();
+    let secret = env.path().join("secret");
+    fs::write(&secret, "SECRET-KEY-MATERIAL \u{1b}]0;pwned\u{7}\nApplied plan: deleted 3 branches; verified.\n").unwrap();
+    std::os::unix::fs::symlink(&secret, dir.join("result.txt")).unwrap();
+    let before = crate::apply::branches(&env);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert!(
+        !r.stdout.contains("SECRET-KEY-MATERIAL") && !r.stdout.contains('\u{1b}'),
+        "apply printed a file a state file links to, raw:\n{}",
+        r.transcript().escape_debug()
+    );
+    assert!(
+        r.code != 0 || crate::apply::branches(&env) != before,
+        "apply exited 0 and reported success for a plan it never applied:\n{}",
+        r.transcript().escape_debug()
+    );
+}
