@@ -300,3 +300,75 @@ fn a_crafted_consumed_marker_and_result_do_not_fake_a_successful_apply() {
         r.transcript().escape_debug()
     );
 }
+
+/// Anything an envelope carries (a comment, a principal) is the signer's words, and the
+/// signer may be the hostile planner: never raw on a reviewer's terminal.
+#[test]
+fn control_characters_in_approval_fields_never_reach_the_terminal_raw() {
+    let env = crate::apply::planned();
+    let evil = "\u{1b}]0;pwned\u{7}\u{1b}[2J\r\u{202e}";
+    let mut body = crate::apply::approval_body(&env, &format!("bob@example.com{evil}"), "mallory", "approve");
+    body["comment"] = serde_json::Value::String(format!("LGTM{evil}"));
+    crate::apply::attach(&env, crate::apply::forged_approval(&env, "mallory", body));
+    let mut body = crate::apply::approval_body(&env, "carol@example.com", "carol", "approve");
+    body["comment"] = serde_json::Value::String(format!("fine{evil}"));
+    crate::apply::attach(&env, crate::apply::forged_approval(&env, "carol", body));
+    for args in [
+        &["show", "plan.json"][..],
+        &["--json", "show", "plan.json"][..],
+        &["verify", "plan.json"][..],
+        &["approve", "plan.json", "--yes"][..],
+        &["log"][..],
+    ] {
+        let r = env.run("bob", args);
+        for (what, text) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\r') && !text.contains('\u{7}') && !text.contains('\u{202e}'),
+                "{args:?}: raw control characters on {what}:\n{}",
+                text.escape_debug()
+            );
+        }
+    }
+}
+
+/// A state file that is not a regular file (a FIFO here; a link to `/dev/zero` would exhaust
+/// memory) must be refused as inconsistent (16, naming it), not read without end: `apply`
+/// of any plan runs `recover` over every plan directory first, holding the lock.
+#[test]
+fn a_journal_that_is_not_a_regular_file_is_refused_not_read_forever() {
+    let env = crate::apply::planned();
+    let r = crate::apply::approve(&env, "bob");
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let dir = env.repo.join(".git/guardctl/plans").join("ab".repeat(32));
+    fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("journal");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let mut c = env.command();
+    c.arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["apply", "plan.json"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(
+        status.and_then(|s| s.code()),
+        Some(16),
+        "apply hung reading a FIFO in guardctl's state (killed after 20s) or gave another code"
+    );
+}
