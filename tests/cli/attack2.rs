@@ -46,11 +46,16 @@ fn self_approval_through_a_planner_commit(env: &TestEnv, point_base_at_it: impl 
     let _ = run_bare(env, "mallory", &["approve", "plan.json", "--yes"]);
     let r = run_bare(env, "alice", &["apply", "plan.json"]);
     assert_ne!(
-        r.code, 0,
+        r.code,
+        0,
         "the planner's own key approved through identities the planner committed locally:\n{}",
         r.transcript()
     );
-    assert_eq!(before, env.repository_state(), "a refused apply changed the repository");
+    assert_eq!(
+        before,
+        env.repository_state(),
+        "a refused apply changed the repository"
+    );
 }
 
 #[test]
@@ -101,7 +106,10 @@ fn strict_origin_and_a_lax_remote() -> (TestEnv, String) {
     env.git(&["push", "-q", "origin", "main"]);
     env.git(&["fetch", "-q", "origin"]);
     let mine = env.path().join("mine.git");
-    env.git_in(env.path(), &["init", "-q", "--bare", "-b", "main", mine.to_str().unwrap()]);
+    env.git_in(
+        env.path(),
+        &["init", "-q", "--bare", "-b", "main", mine.to_str().unwrap()],
+    );
     let url = format!("file://{}", mine.display());
     env.git(&["push", "-q", &url, &format!("{lax}:refs/heads/main")]);
     (env, url)
@@ -120,7 +128,11 @@ fn one_approval_must_not_be_enough(env: &TestEnv) {
         "the origin's policy requires two approvals; the planner's config picked another:\n{}",
         r.transcript()
     );
-    assert_eq!(before, env.repository_state(), "a refused apply changed the repository");
+    assert_eq!(
+        before,
+        env.repository_state(),
+        "a refused apply changed the repository"
+    );
 }
 
 #[test]
@@ -167,7 +179,18 @@ fn control_characters_in_an_exec_plan_never_reach_the_terminal_raw() {
     .unwrap();
     let r = env.run(
         "alice",
-        &["plan", "exec", "--preview", "sh scripts/p.sh", "--verify", "sh scripts/p.sh", "--", "sh", "scripts/p.sh", "\u{1b}[8mhidden"],
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "sh scripts/p.sh",
+            "--verify",
+            "sh scripts/p.sh",
+            "--",
+            "sh",
+            "scripts/p.sh",
+            "\u{1b}[8mhidden",
+        ],
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
     let mut outputs = vec![r];
@@ -182,7 +205,10 @@ fn control_characters_in_an_exec_plan_never_reach_the_terminal_raw() {
     for r in outputs {
         for (what, text) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
             assert!(
-                !text.contains('\u{1b}') && !text.contains('\r') && !text.contains('\u{7}') && !text.contains('\u{202e}'),
+                !text.contains('\u{1b}')
+                    && !text.contains('\r')
+                    && !text.contains('\u{7}')
+                    && !text.contains('\u{202e}'),
                 "raw control characters on {what}:\n{}",
                 text.escape_debug()
             );
@@ -213,7 +239,16 @@ fn a_pinned_file_that_reads_without_end_is_refused_by_the_budget() {
         .arg(env.key("alice"))
         .arg("--allowed-signers")
         .arg(env.allowed_signers())
-        .args(["plan", "exec", "--preview", "echo x", "--pin", "/proc/self/pagemap", "--", "true"]);
+        .args([
+            "plan",
+            "exec",
+            "--preview",
+            "echo x",
+            "--pin",
+            "/proc/self/pagemap",
+            "--",
+            "true",
+        ]);
     let r = run(c);
     assert!(
         r.code == 64 && r.stderr.contains("goes over"),
@@ -249,7 +284,12 @@ fn a_planner_minted_approver_cannot_delete_branches_on_the_shared_remote() {
     let before = env.remote_branches();
     let _ = run_bare(&env, "mallory", &["approve", "plan.json", "--yes"]);
     let r = run_bare(&env, "alice", &["apply", "plan.json"]);
-    assert_ne!(r.code, 0, "deleted on origin with a planner-minted approval:\n{}", r.transcript());
+    assert_ne!(
+        r.code,
+        0,
+        "deleted on origin with a planner-minted approval:\n{}",
+        r.transcript()
+    );
     assert_eq!(before, env.remote_branches(), "origin's branches changed");
 }
 
@@ -269,7 +309,11 @@ fn an_approver_the_plans_own_key_also_speaks_for_is_self_approval() {
     });
     crate::apply::attach_forged(&env, "mallory", "alice@example.com");
     let r = crate::apply::refused_apply(&env, "alice", &[], 12);
-    assert!(r.stderr.contains("own plan") || r.stderr.contains("self"), "{}", r.transcript());
+    assert!(
+        r.stderr.contains("own plan") || r.stderr.contains("self"),
+        "{}",
+        r.transcript()
+    );
 }
 
 /// State files are untrusted (issue 20): an unsigned `consumed` file and a `result.txt` that
@@ -281,11 +325,18 @@ fn a_crafted_consumed_marker_and_result_do_not_fake_a_successful_apply() {
     let r = crate::apply::approve(&env, "bob");
     assert_eq!(r.code, 0, "{}", r.transcript());
     let id = crate::fixtures::plan_id_of(&env.repo.join("plan.json"));
-    let dir = env.repo.join(".git/guardctl/plans").join(id.trim_start_matches("sha256:"));
+    let dir = env
+        .repo
+        .join(".git/guardctl/plans")
+        .join(id.trim_start_matches("sha256:"));
     fs::create_dir_all(&dir).unwrap();
     fs::write(dir.join("consumed"), "not a signed marker").unwrap();
     let secret = env.path().join("secret");
-    fs::write(&secret, "SECRET-KEY-MATERIAL \u{1b}]0;pwned\u{7}\nApplied plan: deleted 3 branches; verified.\n").unwrap();
+    fs::write(
+        &secret,
+        "SECRET-KEY-MATERIAL \u{1b}]0;pwned\u{7}\nApplied plan: deleted 3 branches; verified.\n",
+    )
+    .unwrap();
     std::os::unix::fs::symlink(&secret, dir.join("result.txt")).unwrap();
     let before = crate::apply::branches(&env);
     let r = env.run("alice", &["apply", "plan.json"]);
@@ -323,7 +374,10 @@ fn control_characters_in_approval_fields_never_reach_the_terminal_raw() {
         let r = env.run("bob", args);
         for (what, text) in [("stdout", &r.stdout), ("stderr", &r.stderr)] {
             assert!(
-                !text.contains('\u{1b}') && !text.contains('\r') && !text.contains('\u{7}') && !text.contains('\u{202e}'),
+                !text.contains('\u{1b}')
+                    && !text.contains('\r')
+                    && !text.contains('\u{7}')
+                    && !text.contains('\u{202e}'),
                 "{args:?}: raw control characters on {what}:\n{}",
                 text.escape_debug()
             );

@@ -5,8 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod apply;
-mod attack2;
 mod attack;
+mod attack2;
 mod consumed;
 mod docs;
 mod exec;
