@@ -426,3 +426,25 @@ fn a_journal_that_is_not_a_regular_file_is_refused_not_read_forever() {
         "apply hung reading a FIFO in guardctl's state (killed after 20s) or gave another code"
     );
 }
+
+/// One key listed for two principals (git's allowed-signers allows `a@x,b@y KEY`) is one
+/// person: two approvals signed by that one key, one per principal, are one approval.
+#[test]
+fn two_approvals_by_one_key_under_two_principals_count_once() {
+    let env = TestEnv::new();
+    env.branch("feature/done", "main", 1, "Bob", 30);
+    env.merge("feature/done", 29);
+    env.commit(
+        ".guardctl/policy.toml",
+        "version = 1\n\n[approvals]\nrequired = 2",
+        "Alice",
+        1,
+    );
+    env.allow_signer("bob@corp.example.com", "bob");
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    for principal in ["bob@example.com", "bob@corp.example.com"] {
+        crate::apply::attach_forged(&env, "bob", principal);
+    }
+    crate::apply::refused_apply(&env, "alice", &[], 12);
+}
