@@ -448,3 +448,48 @@ fn two_approvals_by_one_key_under_two_principals_count_once() {
     }
     crate::apply::refused_apply(&env, "alice", &[], 12);
 }
+
+/// `sh -e script` is errexit, not code on the command line: the script is what runs and must
+/// be pinned like `sh script` (the README: "the script an interpreter is given"). Today `-e`
+/// is taken for perl's `-e CODE` for every interpreter, so the before-image script is neither
+/// pinned nor checked: edited after approval, it runs as edited and apply calls it verified.
+#[test]
+fn a_script_run_with_sh_dash_e_is_pinned() {
+    let env = TestEnv::new();
+    fs::create_dir_all(env.repo.join("scripts")).unwrap();
+    fs::write(env.repo.join("scripts/p.sh"), "echo item\n").unwrap();
+    fs::write(env.repo.join("scripts/b.sh"), "echo saved\n").unwrap();
+    fs::write(env.repo.join("scripts/x.sh"), "echo done\n").unwrap();
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "sh scripts/p.sh",
+            "--before-image",
+            "sh -e scripts/b.sh",
+            "--",
+            "sh",
+            "-e",
+            "scripts/x.sh",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // After approval (a teammate's push, a `git pull`, the planner): the script changes.
+    fs::write(
+        env.repo.join("scripts/b.sh"),
+        "echo unreviewed > pwned\necho saved\n",
+    )
+    .unwrap();
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert!(
+        !env.repo.join("pwned").exists(),
+        "unreviewed code ran at apply (exit {}):\n{}",
+        r.code,
+        r.transcript()
+    );
+    assert_eq!(r.code, 10, "{}", r.transcript());
+}
