@@ -493,3 +493,49 @@ fn a_script_run_with_sh_dash_e_is_pinned() {
     );
     assert_eq!(r.code, 10, "{}", r.transcript());
 }
+
+/// The same through a program or builtin that runs another (`exec`, `command`, `env`,
+/// `timeout`, `nice`): the script the wrapped interpreter runs must be pinned, or the plan
+/// refused; never run unpinned from the work tree.
+#[test]
+fn a_script_run_through_a_wrapper_is_pinned() {
+    for wrapper in ["exec sh", "command sh", "env sh", "timeout 60 sh", "nice sh"] {
+        let env = TestEnv::new();
+        fs::create_dir_all(env.repo.join("scripts")).unwrap();
+        fs::write(env.repo.join("scripts/p.sh"), "echo item\n").unwrap();
+        fs::write(env.repo.join("scripts/b.sh"), "echo saved\n").unwrap();
+        fs::write(env.repo.join("scripts/x.sh"), "echo done\n").unwrap();
+        let before_image = format!("{wrapper} scripts/b.sh");
+        let r = env.run(
+            "alice",
+            &[
+                "plan",
+                "exec",
+                "--preview",
+                "sh scripts/p.sh",
+                "--before-image",
+                &before_image,
+                "--",
+                "sh",
+                "scripts/x.sh",
+            ],
+        );
+        if r.code != 0 {
+            continue; // refusing to plan what cannot be pinned is also an answer
+        }
+        let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        fs::write(
+            env.repo.join("scripts/b.sh"),
+            "echo unreviewed > pwned\necho saved\n",
+        )
+        .unwrap();
+        let r = env.run("alice", &["apply", "plan.json"]);
+        assert!(
+            !env.repo.join("pwned").exists(),
+            "`{before_image}`: unreviewed code ran at apply (exit {}):\n{}",
+            r.code,
+            r.transcript()
+        );
+    }
+}
