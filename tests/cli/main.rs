@@ -6,6 +6,7 @@
 
 mod apply;
 mod attack;
+mod attack2;
 mod consumed;
 mod docs;
 mod exec;
