@@ -403,6 +403,40 @@ impl Executor<'_> {
         Ok((image, Some(marker)))
     }
 
+    /// The recorded result of an applied plan, as a replay prints it: rebuilt from the stored
+    /// receipt once its signature verifies, by the key the consumed marker names, for this
+    /// plan. Never the bytes of a result file, which anyone who can write `.git/guardctl`
+    /// could have written.
+    pub fn recorded_result(&self, id: &str, signers: &AllowedSigners, json: bool) -> Result<String> {
+        let (image, marker) = self.consumed(id, signers)?;
+        let path = self.store.plan_dir(id).join("receipt.json");
+        let bad = |why: String| state::inconsistent(&path, why);
+        let bytes = self
+            .store
+            .read_file(id, "receipt.json")?
+            .ok_or_else(|| bad("the plan is recorded as applied but has no receipt".into()))?;
+        let envelope: crate::plan::envelope::Envelope =
+            serde_json::from_slice(&bytes).map_err(|e| bad(format!("not a signed receipt ({e})")))?;
+        let verified =
+            dsse::verify(&envelope, RECEIPT_PAYLOAD_TYPE, APPLY_NAMESPACE).map_err(|e| bad(e.to_string()))?;
+        if verified.fingerprint != marker.key {
+            return Err(bad(format!(
+                "signed by {}, not by {}, the key that consumed the plan",
+                verified.fingerprint, marker.key
+            )));
+        }
+        let receipt: Receipt =
+            serde_json::from_slice(&verified.payload).map_err(|e| bad(format!("malformed ({e})")))?;
+        if receipt.plan_id != image.plan_id {
+            return Err(bad(format!("it is the receipt of {}", safe(&receipt.plan_id))));
+        }
+        Ok(if json {
+            crate::render::receipt::json(&receipt, &envelope)
+        } else {
+            crate::render::receipt::human(&receipt)
+        })
+    }
+
     /// A consumed plan's image and marker, for a step that comes after consumption.
     fn consumed(&self, id: &str, signers: &AllowedSigners) -> Result<(BeforeImage, Consumed)> {
         match self.trusted(id, signers)? {

@@ -45,8 +45,9 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     }
 
     if crate::gate::consumed(&store, &id)? {
+        let text = ex.recorded_result(&id, &signers, ui.json)?;
         ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)");
-        print_result(&store, &id, ui)?;
+        ui.out().write_all(text.as_bytes())?;
         return Ok(0);
     }
     let image = BeforeImage {

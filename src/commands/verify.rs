@@ -23,7 +23,16 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     // apply refuses to act where its audit log is broken: so does verify (reading only).
     store.audit_intact(ctx.repo()?, &ctx.allowed_signers()?.0)?;
     let consumed = crate::gate::consumed(&store, cleared.loaded.id_hex())?;
-    if !consumed {
+    if consumed {
+        // What apply would print must verify here too (a forged record is 16 for both).
+        let ex = crate::execute::Executor {
+            repo: ctx.repo()?,
+            store: &store,
+            now: ctx.now,
+            key: None,
+        };
+        ex.recorded_result(cleared.loaded.id_hex(), &ctx.allowed_signers()?.0, false)?;
+    } else {
         crate::gate::drift(ctx, &cleared.loaded)?;
     }
     let id = &cleared.loaded.plan_id;

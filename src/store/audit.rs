@@ -172,10 +172,12 @@ fn parse_anchor(bytes: &[u8], oid: git2::Oid) -> Option<Anchor> {
 /// Read the log and check what it proves by itself: each line a signed entry, signatures,
 /// numbering, chain, and the anchor.
 pub fn read(repo: &Repo, path: &Path) -> Result<Log> {
-    let text = match std::fs::read(path) {
+    // Untrusted input: a regular file, bounded (a FIFO or a link to /dev/zero must not hang
+    // or exhaust every later command).
+    let text = match crate::fsutil::read_bounded(path, super::MAX_STATE_BYTES) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e.into()),
+        Err(crate::fsutil::ReadError::NotFound(_)) => String::new(),
+        Err(e) => return Err(super::state::inconsistent(path, e)),
     };
     let mut log = check_lines(&text);
     log.anchor = anchor(repo)?;

@@ -15,6 +15,10 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// The largest state file guardctl reads back: a before-image or receipt of a 50,000-branch
+/// plan is tens of megabytes.
+pub const MAX_STATE_BYTES: u64 = 512 << 20;
+
 pub struct Store {
     dir: PathBuf,
 }
@@ -76,11 +80,14 @@ impl Store {
         }
     }
 
+    /// A plan's state file, read as the untrusted input it is: a regular file (no link, no
+    /// FIFO, no device), at most `MAX_STATE_BYTES`; anything else is an inconsistent state (16).
     pub fn read_file(&self, id_hex: &str, name: &str) -> Result<Option<Vec<u8>>> {
-        match std::fs::read(self.plan_dir(id_hex).join(name)) {
+        let path = self.plan_dir(id_hex).join(name);
+        match crate::fsutil::read_bounded(&path, MAX_STATE_BYTES) {
             Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.into()),
+            Err(crate::fsutil::ReadError::NotFound(_)) => Ok(None),
+            Err(e) => Err(state::inconsistent(&path, e)),
         }
     }
 
