@@ -275,15 +275,21 @@ pub fn planner_principals(
     signers.principals_at(signer, PLAN_NAMESPACE, &[loaded.plan.created_at, now])
 }
 
-/// Every key listed for the planner's principal, and the plan's own key.
+/// The plan's own key and every key listed for any name the planner goes by: the principal
+/// the plan claims and every other principal the plan's key is listed under (one key, one
+/// person: a key listed as alice@ and alice@corp approves nothing of a plan by either).
 fn planner_keys(signers: &AllowedSigners, plan: &Plan) -> Vec<String> {
-    let mut keys = plan
+    let mut names: Vec<String> = plan
         .planner
-        .principal
+        .key
         .as_deref()
-        .map(|p| signers.keys_of(p))
+        .map(|k| signers.principals_of_key(k))
         .unwrap_or_default();
+    names.extend(plan.planner.principal.clone());
+    let mut keys: Vec<String> = names.iter().flat_map(|p| signers.keys_of(p)).collect();
     keys.extend(plan.planner.key.clone());
+    keys.sort();
+    keys.dedup();
     keys
 }
 

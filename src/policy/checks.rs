@@ -138,6 +138,9 @@ pub fn evaluate_approvals(
                 .map(|id| (c.approval.principal.as_str(), id.as_str()))
         })
         .collect();
+    // One key is one person, whatever principals a file lists it under: its second approval
+    // under another name counts nothing.
+    let mut counted_key: std::collections::HashMap<&str, &str> = Default::default();
     for c in approvals {
         let a = &c.approval;
         if let Some(why) = invalid(c) {
@@ -157,6 +160,13 @@ pub fn evaluate_approvals(
             } else {
                 report.rejected_by.push(a.principal.clone());
             }
+            continue;
+        }
+        if counted_key
+            .get(c.signer_fingerprint.as_str())
+            .is_some_and(|p| *p != a.principal)
+        {
+            report.ignored.push((a.principal.clone(), Ignored::Duplicate));
             continue;
         }
         let (mut eligible, mut added) = (false, false);
@@ -179,6 +189,9 @@ pub fn evaluate_approvals(
             report.ignored.push((a.principal.clone(), Ignored::Duplicate));
         } else if !report.approved_by.contains(&a.principal) {
             report.approved_by.push(a.principal.clone());
+        }
+        if eligible {
+            counted_key.insert(&c.signer_fingerprint, &a.principal);
         }
     }
     report

@@ -113,6 +113,24 @@ impl AllowedSigners {
         out
     }
 
+    /// Every principal a plain line lists `fingerprint` under, whatever its options: all the
+    /// names that key's holder goes by.
+    pub fn principals_of_key(&self, fingerprint: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for e in self
+            .entries
+            .iter()
+            .filter(|e| !e.cert_authority && super::sshsig::fingerprint(&e.key) == fingerprint)
+        {
+            for p in &e.principals {
+                if !out.contains(p) {
+                    out.push(p.clone());
+                }
+            }
+        }
+        out
+    }
+
     /// Fingerprints of every plain key listed for `principal` (ignoring ASCII case), under
     /// any options: whatever such a key signs is that principal's doing.
     pub fn keys_of(&self, principal: &str) -> Vec<String> {
