@@ -22,6 +22,52 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    let applied = execute(&args, ctx, ui)?;
+    let store = Store::new(ctx.repo()?.state_dir());
+    if applied.replayed {
+        ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)");
+    }
+    print_result(&store, &applied.id, ui)?;
+    if applied.unverified {
+        Err(unverified(&applied.plan_id))
+    } else {
+        Ok(0)
+    }
+}
+
+/// What an apply did: applied the plan now, or found it applied before (a replay, which
+/// changes nothing). Its result is recorded in the store (`recorded_result`).
+pub struct Applied {
+    /// The plan id's hex digits (the store's name for it).
+    pub id: String,
+    pub plan_id: String,
+    pub replayed: bool,
+    /// This run applied the plan and the observed effect differs from it (exit 15). A
+    /// replay never is: it exits 0 whatever the recorded receipt says.
+    pub unverified: bool,
+}
+
+/// The error of an apply whose observed effect differs from the plan.
+pub fn unverified(plan_id: &str) -> Error {
+    Error::new(
+        Kind::Unverified,
+        "applied, but the observed effect differs from the plan",
+    )
+    .with_hint(format!(
+        "inspect the mismatches above; `guardctl rollback {plan_id}` restores the backups"
+    ))
+}
+
+/// The recorded result of an applied plan: `result.json` (`{"receipt", "envelope"}`, what
+/// `guardctl --json apply` prints) or the human `result.txt`.
+pub fn recorded_result(store: &Store, id: &str, json: bool) -> Result<Vec<u8>> {
+    let name = if json { "result.json" } else { "result.txt" };
+    Ok(store.read_file(id, name)?.unwrap_or_default())
+}
+
+/// Everything `apply` does but printing: the checks, recovery, then the journaled apply, or
+/// nothing when the plan was applied before.
+pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     let key = ctx.signing_key(ui)?;
     let cleared = crate::gate::preflight(ctx, &args.target, Some(&key))
         .inspect_err(|e| refusal(ctx, e, &args.target.plan))?;
@@ -41,9 +87,12 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     }
 
     if crate::gate::consumed(&store, &id)? {
-        ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)");
-        print_result(&store, &id, ui)?;
-        return Ok(0);
+        return Ok(Applied {
+            id,
+            plan_id: loaded.plan_id.clone(),
+            replayed: true,
+            unverified: false,
+        });
     }
     let image = BeforeImage {
         plan_id: loaded.plan_id.clone(),
@@ -92,20 +141,12 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         }
     }
     .inspect_err(|e| record_refusal(&ex, e, &loaded.plan_id))?;
-    drop(_lock);
-    print_result(&store, &id, ui)?;
-    if receipt.verified {
-        Ok(0)
-    } else {
-        Err(Error::new(
-            Kind::Unverified,
-            "applied, but the observed effect differs from the plan",
-        )
-        .with_hint(format!(
-            "inspect the mismatches above; `guardctl rollback {}` restores the backups",
-            receipt.plan_id
-        )))
-    }
+    Ok(Applied {
+        id,
+        plan_id: receipt.plan_id,
+        replayed: false,
+        unverified: !receipt.verified,
+    })
 }
 
 /// The annotated tag objects the plan deletes, read now: the before-image keeps them.
@@ -134,8 +175,7 @@ fn saved_tags(repo: &crate::repo::Repo, plan: &crate::plan::model::Plan) -> Resu
 }
 
 fn print_result(store: &Store, id: &str, ui: &mut Ui) -> Result<()> {
-    let name = if ui.json { "result.json" } else { "result.txt" };
-    let bytes = store.read_file(id, name)?.unwrap_or_default();
+    let bytes = recorded_result(store, id, ui.json)?;
     ui.out().write_all(&bytes)?;
     Ok(())
 }
