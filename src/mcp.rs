@@ -856,15 +856,20 @@ fn plan(
     };
     crate::planfile::write(&path, &made.file)?;
     ui.status(&format!("Saved plan {} to {}.", made.plan_id, path.display()));
-    Ok(plan_output(&made.view, &path, &repo_path(&ctx)?))
+    Ok(plan_output(
+        &made.view,
+        &made.plan.summary,
+        &path,
+        &repo_path(&ctx)?,
+    ))
 }
 
-fn plan_output(v: &ShowView, path: &Path, repo: &Path) -> PlanOutput {
+fn plan_output(v: &ShowView, summary: &str, path: &Path, repo: &Path) -> PlanOutput {
     PlanOutput {
         plan_id: v.plan_id.clone(),
         plan_file: path.display().to_string(),
         operation: v.operation.clone(),
-        summary: v.summary.clone(),
+        summary: summary.to_string(),
         counts: Counts {
             affected: v.total_affected,
             skipped: v.skipped.total,

@@ -3,7 +3,7 @@
 //! while a human approves from the CLI in between. The agent's key is mallory's, given the
 //! principal `agent@example.com` limited to planning and applying.
 
-use crate::fixtures::{TestEnv, run, standard_repo};
+use crate::fixtures::{TestEnv, payload_of, run, standard_repo};
 use guardctl::mcp::{SHOW_FIELDS, TOOLS};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
@@ -211,8 +211,12 @@ async fn agent_plans_human_approves_in_a_terminal_agent_applies_and_a_replay_ret
     assert!(planned["plan_id"].as_str().unwrap().starts_with("sha256:"));
     assert_eq!(planned["counts"]["affected"], 3, "{planned:#}");
     assert_eq!(planned["risk"]["level"], "low");
+    assert_eq!(planned["summary"], payload_of(Path::new(&plan_file))["summary"]);
     assert!(
-        planned["summary"].as_str().unwrap().contains("delete 3 branches"),
+        planned["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("delete 3 branches"),
         "{planned:#}"
     );
     assert_eq!(planned["approvals_needed"][0]["missing"], 1);
