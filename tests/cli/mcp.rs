@@ -41,7 +41,11 @@ fn server_command(env: &TestEnv, user: &str) -> tokio::process::Command {
 }
 
 async fn connect(env: &TestEnv, user: &str) -> (Client, tokio::process::ChildStderr) {
-    let (transport, stderr) = TokioChildProcess::builder(server_command(env, user))
+    connect_with(server_command(env, user)).await
+}
+
+async fn connect_with(command: tokio::process::Command) -> (Client, tokio::process::ChildStderr) {
+    let (transport, stderr) = TokioChildProcess::builder(command)
         .stderr(Stdio::piped())
         .spawn()
         .expect("start guardctl mcp");
@@ -317,6 +321,42 @@ async fn drift_after_approval_is_a_tool_error_with_kind_drift_and_changes_nothin
 
     let verify = tool_error(&call(&client, "verify_plan", json!({"plan": plan_file})).await);
     assert_eq!(verify["error"]["kind"], "drift");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_expired_plan_is_a_tool_error_with_kind_expired_so_the_agent_plans_again() {
+    let env = agent_repo();
+    let (client, _stderr) = connect(&env, "mallory").await;
+    let planned = ok(&call(
+        &client,
+        "plan_stale_branches",
+        json!({"merged": true, "expires_in": "15m"}),
+    )
+    .await);
+    let plan_file = planned["plan_file"].as_str().unwrap().to_string();
+    let approved = env.run("bob", &["approve", &plan_file, "--yes"]);
+    assert_eq!(approved.code, 0, "{}", approved.transcript());
+    client.cancel().await.unwrap();
+
+    // A server whose clock reads an hour later (the fixtures' NOW is 12:00).
+    let mut later = server_command(&env, "mallory");
+    later.env("GUARDCTL_TEST_NOW", "2026-06-01T13:00:00Z");
+    let (client, _stderr) = connect_with(later).await;
+    let status = ok(&call(&client, "plan_status", json!({"plan": plan_file})).await);
+    assert_eq!(status["state"], "expired");
+    assert_eq!(status["expired"], true);
+    let before = branches(&env);
+    let expired = tool_error(&call(&client, "apply_plan", json!({"plan": plan_file})).await);
+    assert_eq!(expired["error"]["kind"], "expired", "{expired:#}");
+    assert_eq!(expired["error"]["exit_code"], 11);
+    assert!(
+        expired["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("guardctl plan")
+    );
+    assert_eq!(branches(&env), before);
     client.cancel().await.unwrap();
 }
 
