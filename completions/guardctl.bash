@@ -37,6 +37,9 @@ _guardctl() {
             guardctl,log)
                 cmd="guardctl__subcmd__log"
                 ;;
+            guardctl,mcp)
+                cmd="guardctl__subcmd__mcp"
+                ;;
             guardctl,plan)
                 cmd="guardctl__subcmd__plan"
                 ;;
@@ -78,6 +81,9 @@ _guardctl() {
                 ;;
             guardctl__subcmd__help,log)
                 cmd="guardctl__subcmd__help__subcmd__log"
+                ;;
+            guardctl__subcmd__help,mcp)
+                cmd="guardctl__subcmd__help__subcmd__mcp"
                 ;;
             guardctl__subcmd__help,plan)
                 cmd="guardctl__subcmd__help__subcmd__plan"
@@ -149,7 +155,7 @@ _guardctl() {
 
     case "${cmd}" in
         guardctl)
-            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version plan show approve reject verify apply rollback recover log whoami gc completions demo help"
+            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -369,7 +375,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__help)
-            opts="plan show approve reject verify apply rollback recover log whoami gc completions demo help"
+            opts="plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -467,6 +473,20 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__help__subcmd__log)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__help__subcmd__mcp)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -636,6 +656,40 @@ _guardctl() {
             ;;
         guardctl__subcmd__log)
             opts="-C -q -h -V --verify --repo --json --color --quiet --key --allowed-signers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__mcp)
+            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -127,6 +127,16 @@ impl Ctx {
         Ok(self.signers()?.1.clone())
     }
 
+    /// `-C`, `--key` and `--allowed-signers` as given: a long-running `guardctl mcp` makes a
+    /// `Ctx` of them per tool call, so each call reads the clock once, as a command does.
+    pub fn flags(&self) -> (Option<PathBuf>, Option<PathBuf>, Option<PathBuf>) {
+        (
+            self.repo_path.clone(),
+            self.key_flag.clone(),
+            self.allowed_signers_flag.clone(),
+        )
+    }
+
     /// The parsed allowed-signers file, or an empty one when none is configured. Read once
     /// per run.
     pub fn allowed_signers(&self) -> Result<(AllowedSigners, Option<SignersSource>)> {

@@ -24,6 +24,7 @@
 //! - [`repo`]: the only code that touches git; `repo::mutate` the only code that changes it.
 //! - [`render`]: view structs built from plans, human text from views, escaping.
 //! - [`fsutil`], [`duration`]: atomic writes, bounded reads; duration parsing.
+//! - [`mcp`]: `guardctl mcp`, the plan/show/status/verify/apply tools over MCP (rmcp, tokio).
 //!
 //! Trust: a plan file is untrusted input even when its signature verifies ([`plan::validate`]
 //! on every read, [`gate::drift`] at `verify`/`apply`); see README "Trust model".
@@ -36,6 +37,7 @@ pub mod error;
 pub mod execute;
 pub mod fsutil;
 pub mod gate;
+pub mod mcp;
 pub mod ops;
 pub mod plan;
 pub mod planfile;
@@ -59,7 +61,12 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return clap_failure(e, args.iter().any(|a| a == "--json")),
     };
-    let mut ui = Ui::new(cli.json, cli.quiet, cli.color);
+    let mut ui = if matches!(cli.command, Command::Mcp(_)) {
+        // stdout carries the protocol: the Ui must neither hold its lock nor write to it.
+        Ui::without_stdout(cli.quiet, cli.color)
+    } else {
+        Ui::new(cli.json, cli.quiet, cli.color)
+    };
     let ctx = context::Ctx::new(cli.repo, cli.key, cli.allowed_signers);
     let result = match cli.command {
         Command::Plan(a) => commands::plan::run(a, &ctx, &mut ui),
@@ -75,6 +82,7 @@ pub fn main() -> ExitCode {
         Command::Whoami(a) => commands::whoami::run(a, &ctx, &mut ui),
         Command::Completions(a) => commands::completions::run(a, &mut ui),
         Command::Demo(a) => commands::demo::run(a, &mut ui),
+        Command::Mcp(a) => commands::mcp::run(a, &ctx, &mut ui),
     };
     let code = match result {
         Ok(code) => code,

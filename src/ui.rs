@@ -89,6 +89,24 @@ impl Ui {
         }
     }
 
+    /// A Ui for a process whose stdout carries a protocol (`guardctl mcp`): status, notices
+    /// and warnings go to stderr as usual; anything written as data is discarded, so nothing
+    /// but protocol messages ever reaches stdout.
+    pub fn without_stdout(quiet: bool, choice: ColorChoice) -> Self {
+        let no_color = std::env::var("NO_COLOR").ok();
+        Ui {
+            json: false,
+            quiet,
+            color: false,
+            err_color: decide_color(choice, no_color.as_deref(), io::stderr().is_terminal()),
+            stdout: PipeSafe {
+                inner: Box::new(io::sink()),
+                broken: false,
+            },
+            stderr: Box::new(io::stderr()),
+        }
+    }
+
     /// Whether a person may be asked a question: a terminal on stdin and not in CI.
     pub fn can_prompt() -> bool {
         io::stdin().is_terminal() && std::env::var_os("CI").is_none()

@@ -22,6 +22,55 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    let applied = execute(&args, ctx, ui)?;
+    if applied.replayed {
+        ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)");
+    }
+    let out = if ui.json { &applied.json } else { &applied.human };
+    ui.out().write_all(out.as_bytes())?;
+    if applied.unverified {
+        Err(unverified(&applied.plan_id, applied.command))
+    } else {
+        Ok(0)
+    }
+}
+
+/// What an apply did: applied the plan now, or found it applied before (a replay, which
+/// changes nothing), with its result as `apply` prints it.
+pub struct Applied {
+    /// The plan id's hex digits (the store's name for it).
+    pub id: String,
+    pub plan_id: String,
+    pub replayed: bool,
+    /// This run applied the plan and the observed effect differs from it (exit 15). A
+    /// replay never is: it exits 0 whatever the recorded receipt says.
+    pub unverified: bool,
+    /// The plan ran a command (it has no rollback).
+    pub command: bool,
+    /// The human result.
+    pub human: String,
+    /// `{"receipt", "envelope"}`: what `guardctl --json apply` prints.
+    pub json: String,
+}
+
+/// The error of an apply whose observed effect differs from the plan.
+pub fn unverified(plan_id: &str, command: bool) -> Error {
+    Error::new(
+        Kind::Unverified,
+        "applied, but the observed effect differs from the plan",
+    )
+    .with_hint(if command {
+        // A command has no rollback: its --before-image is the way back.
+        "inspect the mismatches above; a command cannot be rolled back (see its --before-image output)"
+            .to_string()
+    } else {
+        format!("inspect the mismatches above; `guardctl rollback {plan_id}` restores the backups")
+    })
+}
+
+/// Everything `apply` does but printing: the checks, recovery, then the journaled apply, or
+/// nothing when the plan was applied before.
+pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     let key = ctx.signing_key(ui)?;
     ctx.report_signers(ui, false)?;
     let cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
@@ -45,10 +94,15 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     }
 
     if crate::gate::consumed(&store, &id)? {
-        let text = ex.recorded_result(&id, &signers, ui.json)?;
-        ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)");
-        ui.out().write_all(text.as_bytes())?;
-        return Ok(0);
+        return Ok(Applied {
+            id: id.clone(),
+            plan_id: loaded.plan_id.clone(),
+            replayed: true,
+            unverified: false,
+            command: false,
+            human: ex.recorded_result(&id, &signers, false)?,
+            json: ex.recorded_result(&id, &signers, true)?,
+        });
     }
     let image = BeforeImage {
         plan_id: loaded.plan_id.clone(),
@@ -96,24 +150,20 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             ex.apply(&id, image, &key, &mut drift)
         }
     }?;
-    drop(_lock);
-    print_result(&store, &id, ui)?;
-    if receipt.verified {
-        Ok(0)
-    } else {
-        Err(Error::new(
-            Kind::Unverified,
-            "applied, but the observed effect differs from the plan",
-        )
-        .with_hint(match &receipt.exec {
-            // A command has no rollback: its --before-image is the way back.
-            Some(_) => "inspect the mismatches above; a command cannot be rolled back (see its --before-image output)".to_string(),
-            None => format!(
-                "inspect the mismatches above; `guardctl rollback {}` restores the backups",
-                receipt.plan_id
-            ),
-        }))
-    }
+    // Written by this run under the lock; a replay rebuilds them from the verified receipt.
+    let recorded = |name: &str| -> Result<String> {
+        let bytes = store.read_file(&id, name)?.unwrap_or_default();
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    Ok(Applied {
+        human: recorded("result.txt")?,
+        json: recorded("result.json")?,
+        id,
+        plan_id: receipt.plan_id,
+        replayed: false,
+        unverified: !receipt.verified,
+        command: receipt.exec.is_some(),
+    })
 }
 
 /// The annotated tag objects the plan deletes, read now: the before-image keeps them.
@@ -139,11 +189,4 @@ fn saved_tags(repo: &crate::repo::Repo, plan: &crate::plan::model::Plan) -> Resu
         });
     }
     Ok(out)
-}
-
-fn print_result(store: &Store, id: &str, ui: &mut Ui) -> Result<()> {
-    let name = if ui.json { "result.json" } else { "result.txt" };
-    let bytes = store.read_file(id, name)?.unwrap_or_default();
-    ui.out().write_all(&bytes)?;
-    Ok(())
 }

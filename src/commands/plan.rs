@@ -361,6 +361,37 @@ fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    let (out, detailed_exitcode) = (args.out.clone(), args.detailed_exitcode);
+    let made = make(args, ctx, ui)?;
+    crate::planfile::write(&out, &made.file)?;
+    if ui.json {
+        ui.json_doc(&made.view)?;
+    } else {
+        let color = ui.color;
+        crate::render::human::render(&made.view, color, ui.out())?;
+    }
+    ui.status(&format!(
+        "\nSaved plan {} to {}. Review it with `guardctl show {}`.",
+        made.plan_id,
+        out.display(),
+        out.display()
+    ));
+    Ok(if detailed_exitcode && made.count > 0 { 2 } else { 0 })
+}
+
+/// A signed plan, not yet written anywhere, and the view `plan` prints of it.
+pub struct Made {
+    pub plan: Plan,
+    pub plan_id: String,
+    pub file: crate::plan::envelope::PlanFile,
+    pub view: view::ShowView,
+    /// How many resources it affects (for an exec plan, its manifest's ids).
+    pub count: usize,
+}
+
+/// Observe, decide and sign: everything `plan` does but writing the file and printing (which
+/// `run` does, and `guardctl mcp` does its own way). `args.out` is not used.
+pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
     let repo = ctx.repo()?;
     // A remote's plan is judged by that remote's policy, read from it now.
     let bound_to = match &args.operation {
@@ -517,8 +548,6 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         policy_hash,
     };
     let (file, plan_id) = crate::planfile::sign(&plan, &key)?;
-    crate::planfile::write(&args.out, &file)?;
-
     let view = view::build(ViewInput {
         plan: &plan,
         plan_id: &plan_id,
@@ -528,19 +557,13 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         paging: Paging::Auto,
         show_all_skipped: false,
     });
-    if ui.json {
-        ui.json_doc(&view)?;
-    } else {
-        let color = ui.color;
-        crate::render::human::render(&view, color, ui.out())?;
-    }
-    ui.status(&format!(
-        "\nSaved plan {} to {}. Review it with `guardctl show {}`.",
+    Ok(Made {
+        plan,
         plan_id,
-        args.out.display(),
-        args.out.display()
-    ));
-    Ok(if args.detailed_exitcode && count > 0 { 2 } else { 0 })
+        file,
+        view,
+        count,
+    })
 }
 
 /// Say so when the work tree holds a policy file that is not the one in force: editing it

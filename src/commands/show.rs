@@ -28,6 +28,18 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    let v = view(&args, ctx, ui)?;
+    if ui.json {
+        ui.json_doc(&v)?;
+    } else {
+        let color = ui.color;
+        crate::render::human::render(&v, color, ui.out())?;
+    }
+    Ok(0)
+}
+
+/// The view `show` prints (also `show --json`'s document), built from the verified plan file.
+pub fn view(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<view::ShowView> {
     let loaded = crate::planfile::load(&args.plan)?;
     let plan = &loaded.plan;
     ctx.report_signers(ui, true)?;
@@ -69,11 +81,5 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         }
         v.since = Some(crate::render::since::build(&old.plan, &old.plan_id, plan));
     }
-    if ui.json {
-        ui.json_doc(&v)?;
-    } else {
-        let color = ui.color;
-        crate::render::human::render(&v, color, ui.out())?;
-    }
-    Ok(0)
+    Ok(v)
 }

@@ -15,7 +15,15 @@ pub struct Args {
     pub target: crate::gate::Target,
 }
 
-pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+/// A plan that passed every check `apply` makes.
+pub struct Verified {
+    pub cleared: crate::gate::Cleared,
+    /// Already applied: `apply` would print its recorded result.
+    pub consumed: bool,
+}
+
+/// Every check `apply` makes, with the key in use as the one applying; nothing is printed.
+pub fn check(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Verified> {
     let key = ctx.signing_key(ui)?;
     ctx.report_signers(ui, !ui.json)?;
     let cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
@@ -35,6 +43,11 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     } else {
         crate::gate::drift(ctx, &cleared.loaded)?;
     }
+    Ok(Verified { cleared, consumed })
+}
+
+pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    let Verified { cleared, consumed } = check(&args, ctx, ui)?;
     let id = &cleared.loaded.plan_id;
     if ui.json {
         ui.json_doc(&serde_json::json!({

@@ -1,0 +1,1154 @@
+//! `guardctl mcp`: guardctl's plan, show, status, verify and apply as Model Context Protocol
+//! tools, served over stdio with the official Rust SDK (`rmcp`).
+//!
+//! What it is not: a way to approve. There is no approve or reject tool in any configuration
+//! (a test asserts the exact tool list): an approval comes only from another principal's key,
+//! through `guardctl approve` in a terminal. Exposing `apply_plan` is safe for that reason: it
+//! runs exactly the checks `guardctl apply` runs, with this server's key as the one applying.
+//!
+//! Every tool calls the library function behind the CLI command it mirrors
+//! (`commands::plan::make`, `commands::show::view`, `commands::verify::check`,
+//! `commands::apply::execute`, `gate::approval_status`), never the binary: plan files are
+//! verified exactly as the CLI verifies them (`planfile::load`), and the gate is the same gate.
+//!
+//! Invariants: stdout carries only protocol messages (each call's `Ui` discards data and
+//! writes status to stderr); each call gets a fresh `Ctx`, so each reads the clock once; a
+//! guardctl failure is a tool error (`isError: true`) whose text is the `--json` error
+//! document plus `exit_code`, `meaning` and `hint` (see [`error_document`]), so a model can
+//! re-plan on drift or expiry. Plans go to `<data dir>/plans/<plan id>.json` unless the call
+//! names `out`, so planning writes nothing inside the repository.
+
+use crate::commands;
+use crate::commands::plan::{
+    ExecArgs, OperationArgs, RemoteBranchesArgs, SelectionArgs, StaleBranchesArgs, TagsArgs,
+};
+use crate::context::Ctx;
+use crate::error::{Error, Kind, Result};
+use crate::gate::Target;
+use crate::plan::derive::shell_words;
+use crate::render::view::{GroupView, ShowView, rfc3339};
+use crate::ui::{ColorChoice, Ui};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::IntoCallToolResult;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock};
+use rmcp::schemars::{self, JsonSchema};
+use rmcp::{ErrorData, Json, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Every tool the server offers. Approve and reject are not among them,
+/// and never will be.
+pub const TOOLS: [&str; 8] = [
+    "plan_stale_branches",
+    "plan_remote_branches",
+    "plan_tags",
+    "plan_exec",
+    "show_plan",
+    "plan_status",
+    "verify_plan",
+    "apply_plan",
+];
+
+/// What every call needs to make its own `Ctx` and `Ui`: the global flags `guardctl mcp` was
+/// started with.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub repo: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    pub allowed_signers: Option<PathBuf>,
+    pub quiet: bool,
+    pub color: ColorChoice,
+    /// Where plans go when a call names no `out`.
+    pub plans_dir: Option<PathBuf>,
+}
+
+impl Settings {
+    fn ctx(&self) -> Ctx {
+        Ctx::new(self.repo.clone(), self.key.clone(), self.allowed_signers.clone())
+    }
+
+    fn ui(&self) -> Ui {
+        Ui::without_stdout(self.quiet, self.color)
+    }
+}
+
+/// The default place for the plans an agent makes: guardctl's data directory, outside any
+/// repository (`~/.local/share/guardctl/plans` on Linux).
+pub fn default_plans_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "guardctl").map(|d| d.data_dir().join("plans"))
+}
+
+/// Serve the tools on stdin/stdout until the client closes stdin.
+pub fn serve(settings: Settings) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::internal("cannot start the MCP server's runtime").caused_by(e))?;
+    runtime.block_on(async {
+        let running = Server::new(settings)
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| Error::internal("the MCP session did not start").caused_by(e))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| Error::internal("the MCP server failed").caused_by(e))?;
+        Ok(())
+    })
+}
+
+#[derive(Clone)]
+pub struct Server {
+    settings: Arc<Settings>,
+    tool_router: ToolRouter<Server>,
+}
+
+/// A guardctl failure as an MCP tool error.
+pub struct ToolError(pub Error);
+
+impl IntoCallToolResult for ToolError {
+    fn into_call_tool_result(self) -> std::result::Result<CallToolResponse, ErrorData> {
+        let text = serde_json::to_string_pretty(&error_document(&self.0)).unwrap_or_default();
+        Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into())
+    }
+}
+
+/// `{"error": {"kind", "exit_code", "meaning", "message", "hint", "details"}}`: the `--json`
+/// error document, with the exit code the CLI would give, what it means, and the hint.
+pub fn error_document(e: &Error) -> Value {
+    let mut doc = e.to_json();
+    doc["error"]["exit_code"] = json!(e.exit_code());
+    doc["error"]["meaning"] = json!(meaning(e.kind));
+    doc["error"]["hint"] = json!(e.hint);
+    doc
+}
+
+/// What an error kind means for the caller, and what to do about it (CONTRACT.md §3).
+pub fn meaning(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Internal => "unexpected failure (I/O, git, internal)",
+        Kind::Declined => "a prompt was declined",
+        Kind::Usage => "usage error: bad arguments; fix them and call again",
+        Kind::InvalidPlan => {
+            "bad input: a malformed, tampered or unsigned plan or approval, an unknown format, or a plan for another repository"
+        }
+        Kind::Drift => {
+            "refused: the repository no longer matches the plan and nothing was changed; plan again and have the new plan approved"
+        }
+        Kind::Expired => {
+            "refused: the plan or an approval expired; plan again and have the new plan approved"
+        }
+        Kind::Unapproved => {
+            "refused: approvals insufficient (none, self-approval, unknown approver, or a rejection); a human must run the approve command"
+        }
+        Kind::WrongPrincipal => "refused: this server's key is not the plan's executor",
+        Kind::Policy => {
+            "refused: the policy changed since planning, or forbids the plan; plan again within the policy"
+        }
+        Kind::Unverified => {
+            "applied, but the observed effect differs from the plan; recorded for `guardctl recover`, tell a human"
+        }
+        Kind::NeedsRecovery => {
+            "refused: an interrupted apply must be recovered first (`guardctl recover`), or the repository is locked"
+        }
+    }
+}
+
+// ---- tool inputs ---------------------------------------------------------------------------
+
+/// Local branches that are safe to delete.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StaleBranchesParams {
+    /// The branch others are compared with (default: the remote HEAD's target, else
+    /// init.defaultBranch, else main or master)
+    #[serde(default)]
+    pub base: Option<String>,
+    /// Branches whose tip is reachable from the base (the default criterion)
+    #[serde(default)]
+    pub merged: bool,
+    /// Branches whose combined change is already in the base (squash or rebase merged)
+    #[serde(default)]
+    pub squash_merged: bool,
+    /// Branches whose upstream is configured but no longer exists
+    #[serde(default)]
+    pub gone: bool,
+    /// Branches whose last commit is older than this, e.g. 90d
+    #[serde(default)]
+    pub older_than: Option<String>,
+    /// Allow branches with commits not in the base (each is flagged as losing work)
+    #[serde(default)]
+    pub include_unmerged: bool,
+    /// Only branches matching these globs (`*` does not cross `/`)
+    #[serde(default, rename = "match")]
+    pub match_globs: Vec<String>,
+    /// Never branches matching these globs
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Protect branches matching these globs, in addition to the policy's
+    #[serde(default)]
+    pub protect: Vec<String>,
+    /// How long the plan stays valid, e.g. 15m, 2h, 1d (default 15m, bounded by policy)
+    #[serde(default)]
+    pub expires_in: Option<String>,
+    /// Where to write the plan (relative: to the repository's top directory); default
+    /// guardctl's data directory, outside the repository
+    #[serde(default)]
+    pub out: Option<String>,
+}
+
+/// A remote's branches that are safe to delete, as the remote holds them now.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteBranchesParams {
+    /// The remote, by name (its URL identifies the plan); fetch it first
+    pub remote: String,
+    /// The remote branch others are compared with, e.g. main (default: the remote's HEAD)
+    #[serde(default)]
+    pub base: Option<String>,
+    /// Branches whose tip is reachable from the base (the default criterion)
+    #[serde(default)]
+    pub merged: bool,
+    /// Branches whose combined change is already in the base
+    #[serde(default)]
+    pub squash_merged: bool,
+    /// Branches whose last commit is older than this, e.g. 90d
+    #[serde(default)]
+    pub older_than: Option<String>,
+    /// Allow branches with commits not in the base (each is flagged as losing work)
+    #[serde(default)]
+    pub include_unmerged: bool,
+    /// Only branches matching these globs
+    #[serde(default, rename = "match")]
+    pub match_globs: Vec<String>,
+    /// Never branches matching these globs
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Protect branches matching these globs, in addition to the policy's
+    #[serde(default)]
+    pub protect: Vec<String>,
+    /// How long the plan stays valid, e.g. 15m, 2h, 1d (default 15m, bounded by policy)
+    #[serde(default)]
+    pub expires_in: Option<String>,
+    /// Where to write the plan (relative: to the repository's top directory); default
+    /// guardctl's data directory
+    #[serde(default)]
+    pub out: Option<String>,
+}
+
+/// Tags that are safe to delete, here or on a remote. Name `match` and/or `older_than`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TagsParams {
+    /// A remote's tags, by remote name (fetch first); default: this repository's
+    #[serde(default)]
+    pub remote: Option<String>,
+    /// Tags whose name matches these globs
+    #[serde(default, rename = "match")]
+    pub match_globs: Vec<String>,
+    /// Tags older than this, e.g. 2y (the tagger's date, else the commit's)
+    #[serde(default)]
+    pub older_than: Option<String>,
+    /// Never tags matching these globs
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Protect tags matching these globs, in addition to the policy's
+    #[serde(default)]
+    pub protect: Vec<String>,
+    /// Only annotated tags
+    #[serde(default)]
+    pub annotated: bool,
+    /// Only lightweight tags
+    #[serde(default)]
+    pub lightweight: bool,
+    /// Allow signed tags
+    #[serde(default)]
+    pub include_signed: bool,
+    /// Allow tags whose commits no branch reaches (each is flagged as losing work)
+    #[serde(default)]
+    pub include_unmerged: bool,
+    /// How long the plan stays valid, e.g. 15m, 2h, 1d (default 15m, bounded by policy)
+    #[serde(default)]
+    pub expires_in: Option<String>,
+    /// Where to write the plan (relative: to the repository's top directory); default
+    /// guardctl's data directory
+    #[serde(default)]
+    pub out: Option<String>,
+}
+
+/// Any destructive command, gated by its preview.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecParams {
+    /// A shell command whose output lists what the command will do (the manifest the
+    /// reviewer approves). It runs now, while planning.
+    pub preview: String,
+    /// The command and its arguments (run without a shell)
+    #[schemars(length(min = 1))]
+    pub command: Vec<String>,
+    /// A shell command run first at apply time (e.g. a dump); it must succeed
+    #[serde(default)]
+    pub before_image: Option<String>,
+    /// Environment variables the commands get (PATH always)
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Bind the plan to this remote's URL instead of this clone
+    #[serde(default)]
+    pub remote: Option<String>,
+    /// Files or directories to pin too, e.g. helpers a script sources
+    #[serde(default)]
+    pub pin: Vec<String>,
+    /// A shell command run after the command; its output lists the manifest's resources still
+    /// present (the observed effect)
+    #[serde(default)]
+    pub verify: Option<String>,
+    /// How long the plan stays valid, e.g. 15m, 2h, 1d (default 15m, bounded by policy)
+    #[serde(default)]
+    pub expires_in: Option<String>,
+    /// Where to write the plan (relative: to the repository's top directory); default
+    /// guardctl's data directory
+    #[serde(default)]
+    pub out: Option<String>,
+}
+
+/// A plan file.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanParams {
+    /// The plan file (`plan_file` from a plan tool; relative: to the repository's top directory)
+    pub plan: String,
+}
+
+/// A plan file and its detached approvals.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GateParams {
+    /// The plan file (`plan_file` from a plan tool; relative: to the repository's top directory)
+    pub plan: String,
+    /// Detached approval files (`guardctl approve --out FILE`); approvals appended to the
+    /// plan file count without this
+    #[serde(default)]
+    pub approvals: Vec<String>,
+}
+
+/// A plan file and which part of it to show.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ShowParams {
+    /// The plan file (`plan_file` from a plan tool; relative: to the repository's top directory)
+    pub plan: String,
+    /// Page N of the affected resources (50 per page); default: a summary of large plans
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub page: Option<u32>,
+    /// List every affected and skipped resource (not with `page`)
+    #[serde(default)]
+    pub all: bool,
+    /// An earlier plan of the same operation: also show what changed since it
+    #[serde(default)]
+    pub since: Option<String>,
+}
+
+// ---- tool outputs --------------------------------------------------------------------------
+
+/// A review group of a plan: who must approve, who did, how many are missing.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Group {
+    pub group: String,
+    pub required: u32,
+    pub approved_by: Vec<String>,
+    pub missing: u32,
+    /// Who may approve; empty: any known principal but the planner
+    pub approvers: Vec<String>,
+}
+
+impl From<&GroupView> for Group {
+    fn from(g: &GroupView) -> Group {
+        Group {
+            group: g.name.clone(),
+            required: g.required,
+            approved_by: g.approved_by.clone(),
+            missing: g.missing,
+            approvers: g.approvers.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReasonCount {
+    pub reason: String,
+    pub count: usize,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Counts {
+    /// Resources the plan would delete
+    pub affected: usize,
+    /// Resources considered and not planned (see `show_plan`)
+    pub skipped: usize,
+    pub by_reason: Vec<ReasonCount>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Risk {
+    /// low, medium or high
+    pub level: String,
+    pub reasons: Vec<String>,
+}
+
+/// A plan written and signed with this server's key, waiting for a human's approval.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PlanOutput {
+    pub plan_id: String,
+    /// Where the plan was written: pass it to the other tools
+    pub plan_file: String,
+    pub operation: String,
+    /// Generated from the plan's data
+    pub summary: String,
+    pub counts: Counts,
+    pub risk: Risk,
+    pub expires_at: String,
+    /// Review groups whose approvals are still missing: every one must be approved
+    pub approvals_needed: Vec<Group>,
+    /// What a human runs in a terminal to review and approve exactly this plan
+    pub approve_command: String,
+}
+
+/// Where a plan stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Approvals are missing: a human must run `approve_command`
+    AwaitingApproval,
+    /// Every review group is approved: `apply_plan` would proceed (unless the repository drifted)
+    Approved,
+    /// A valid rejection vetoes it: plan again if the change is still wanted
+    Rejected,
+    /// Past `expires_at`: plan again
+    Expired,
+    /// Applied: `apply_plan` returns the recorded receipt
+    Applied,
+    /// Its apply was refused under the lock (drift) and the plan is used up: plan again
+    Aborted,
+    /// Its apply was interrupted: a human must run `guardctl recover`
+    Interrupted,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct StatusOutput {
+    pub plan_id: String,
+    pub plan_file: String,
+    pub operation: String,
+    pub summary: String,
+    pub state: State,
+    pub expires_at: String,
+    pub expired: bool,
+    /// Seconds until expiry (negative: expired that long ago)
+    pub expires_in_secs: i64,
+    /// Every review group, with the approvals present and missing
+    pub groups: Vec<Group>,
+    /// Distinct principals whose approvals count
+    pub approved_by: Vec<String>,
+    /// Principals whose rejection vetoes the plan
+    pub rejected_by: Vec<String>,
+    /// Approvals present that do not count, and why
+    pub not_counted: Vec<String>,
+    /// Attached approvals that are damaged or not signed in the approval namespace
+    pub invalid_approvals: usize,
+    /// What a human runs in a terminal to review and approve this plan
+    pub approve_command: String,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct VerifyOutput {
+    pub plan_id: String,
+    /// Always true: a failed check is a tool error with its kind
+    pub ok: bool,
+    /// Applied before: `apply_plan` would return the recorded receipt
+    pub already_applied: bool,
+    pub approved_by: Vec<String>,
+    pub groups: Vec<Group>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ApplyOutput {
+    pub plan_id: String,
+    /// The plan was applied before: this is the recorded receipt and nothing changed now
+    pub replayed: bool,
+    /// The observed effect equals the plan
+    pub verified: bool,
+    /// The signed receipt's payload (what `guardctl --json apply` prints under `receipt`)
+    pub receipt: Value,
+    /// The receipt as a DSSE envelope signed in namespace guardctl-apply
+    pub envelope: Value,
+    /// What a human runs to restore what the plan deleted (none for an exec plan)
+    pub undo_command: Option<String>,
+}
+
+/// `show_plan`'s result: exactly the document `guardctl --json show` prints.
+#[derive(Debug, Serialize)]
+#[serde(transparent)]
+pub struct ShowOutput(pub Value);
+
+/// The top-level fields of `ShowView` as `show --json` writes them (the MCP tests check this list
+/// against real documents).
+pub const SHOW_FIELDS: &[(&str, &str)] = &[
+    ("plan_id", "string"),
+    ("plan_hash", "string"),
+    ("summary", "string"),
+    ("operation", "string"),
+    ("resource", "string"),
+    ("resources", "string"),
+    ("repository", "string"),
+    ("remote", "string"),
+    ("base", "string"),
+    ("criteria", "array"),
+    ("selection", "array"),
+    ("planner", "object"),
+    ("executor", "object"),
+    ("created_at", "string"),
+    ("expires_at", "string"),
+    ("expires_in_secs", "integer"),
+    ("expired", "boolean"),
+    ("approvals", "object"),
+    ("policy", "object"),
+    ("risk", "object"),
+    ("total_affected", "integer"),
+    ("counts_by_reason", "array"),
+    ("rows", "object"),
+    ("extremes", "object"),
+    ("side_effects", "array"),
+    ("before_image", "string"),
+    ("skipped", "object"),
+    ("exec", "object"),
+    ("since", "object"),
+];
+
+/// Fields `show --json` writes only for some plans.
+const SHOW_OPTIONAL: [&str; 3] = ["remote", "exec", "since"];
+
+impl JsonSchema for ShowOutput {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ShowPlanOutput".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let fields = SHOW_FIELDS.iter();
+        let properties: serde_json::Map<String, Value> = fields
+            .clone()
+            .map(|(name, ty)| (name.to_string(), json!({ "type": ty })))
+            .collect();
+        let required: Vec<&str> = fields
+            .map(|(name, _)| *name)
+            .filter(|n| !SHOW_OPTIONAL.contains(n))
+            .collect();
+        schemars::json_schema!({
+            "type": "object",
+            "description": "The plan as `guardctl --json show` prints it: summary, approvals per review group, policy, risk, a page of rows, extremes, side effects, skipped resources",
+            "properties": properties,
+            "required": required,
+        })
+    }
+}
+
+// ---- the server ----------------------------------------------------------------------------
+
+#[tool_router]
+impl Server {
+    pub fn new(settings: Settings) -> Server {
+        Server {
+            settings: Arc::new(settings),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Run `f` on a blocking thread (git, ssh-keygen and the file system block), so the
+    /// protocol stays responsive while a tool works.
+    async fn blocking<T, F>(&self, f: F) -> Result<Json<T>, ToolError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Settings) -> Result<T> + Send + 'static,
+    {
+        let settings = self.settings.clone();
+        match tokio::task::spawn_blocking(move || f(&settings)).await {
+            Ok(Ok(v)) => Ok(Json(v)),
+            Ok(Err(e)) => Err(ToolError(e)),
+            Err(e) => Err(ToolError(
+                Error::internal("the tool's worker thread failed").caused_by(e),
+            )),
+        }
+    }
+
+    /// Plan deleting local branches that are safe to delete (merged, squash-merged, gone,
+    /// older than). Writes a signed plan and changes nothing in the repository. Returns the
+    /// plan id, summary, counts, risk, the approvals still needed and the command a human
+    /// runs to approve it.
+    #[tool(annotations(
+        title = "Plan deleting stale local branches",
+        read_only_hint = true,
+        destructive_hint = false,
+        open_world_hint = false
+    ))]
+    async fn plan_stale_branches(
+        &self,
+        Parameters(p): Parameters<StaleBranchesParams>,
+    ) -> Result<Json<PlanOutput>, ToolError> {
+        self.blocking(move |s| {
+            let selection = selection(
+                p.merged,
+                p.older_than.as_deref(),
+                p.squash_merged,
+                p.include_unmerged,
+                [p.match_globs, p.exclude, p.protect],
+            )?;
+            let op = OperationArgs::StaleBranches(StaleBranchesArgs {
+                base: p.base,
+                gone: p.gone,
+                selection,
+            });
+            plan(s, op, p.expires_in.as_deref(), p.out.as_deref())
+        })
+        .await
+    }
+
+    /// Plan deleting a remote's branches that are safe to delete, judged as the remote holds
+    /// them now (run `git fetch` first). Writes a signed plan bound to the remote's URL and
+    /// changes nothing. Returns what plan_stale_branches returns.
+    #[tool(annotations(
+        title = "Plan deleting a remote's stale branches",
+        read_only_hint = true,
+        destructive_hint = false,
+        open_world_hint = true
+    ))]
+    async fn plan_remote_branches(
+        &self,
+        Parameters(p): Parameters<RemoteBranchesParams>,
+    ) -> Result<Json<PlanOutput>, ToolError> {
+        self.blocking(move |s| {
+            let selection = selection(
+                p.merged,
+                p.older_than.as_deref(),
+                p.squash_merged,
+                p.include_unmerged,
+                [p.match_globs, p.exclude, p.protect],
+            )?;
+            let op = OperationArgs::RemoteBranches(RemoteBranchesArgs {
+                remote: p.remote,
+                base: p.base,
+                selection,
+            });
+            plan(s, op, p.expires_in.as_deref(), p.out.as_deref())
+        })
+        .await
+    }
+
+    /// Plan deleting tags (here, or a remote's with `remote`); name `match` and/or
+    /// `older_than`. Signed tags and tags whose commits no branch reaches are kept unless
+    /// allowed. Writes a signed plan and changes nothing. Returns what plan_stale_branches
+    /// returns.
+    #[tool(annotations(
+        title = "Plan deleting tags",
+        read_only_hint = true,
+        destructive_hint = false,
+        open_world_hint = true
+    ))]
+    async fn plan_tags(&self, Parameters(p): Parameters<TagsParams>) -> Result<Json<PlanOutput>, ToolError> {
+        self.blocking(move |s| {
+            let op = OperationArgs::Tags(TagsArgs {
+                remote: p.remote,
+                match_globs: p.match_globs,
+                older_than: duration(p.older_than.as_deref(), "older_than")?,
+                exclude: p.exclude,
+                protect: p.protect,
+                annotated: p.annotated,
+                lightweight: p.lightweight,
+                include_signed: p.include_signed,
+                include_unmerged: p.include_unmerged,
+            });
+            if p.annotated && p.lightweight {
+                return Err(Error::usage("`annotated` and `lightweight` exclude each other"));
+            }
+            plan(s, op, p.expires_in.as_deref(), p.out.as_deref())
+        })
+        .await
+    }
+
+    /// Plan running a destructive command, gated by its preview: RUNS the preview command now
+    /// (its harmlessness is the caller's word) and records its output as the manifest the
+    /// reviewer approves. Writes a signed plan. Returns what plan_stale_branches returns.
+    /// Not read-only: the preview is an arbitrary command.
+    #[tool(annotations(
+        title = "Plan a destructive command (runs its preview)",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = false,
+        open_world_hint = true
+    ))]
+    async fn plan_exec(&self, Parameters(p): Parameters<ExecParams>) -> Result<Json<PlanOutput>, ToolError> {
+        self.blocking(move |s| {
+            if p.command.is_empty() {
+                return Err(Error::usage("`command` needs at least the program to run"));
+            }
+            let op = OperationArgs::Exec(ExecArgs {
+                remote: p.remote,
+                preview: p.preview,
+                before_image: p.before_image,
+                env: p.env,
+                command: p.command,
+                pin: p.pin,
+                verify: p.verify,
+                verify_prints: None,
+            });
+            plan(s, op, p.expires_in.as_deref(), p.out.as_deref())
+        })
+        .await
+    }
+
+    /// Show a plan as a reviewer sees it (the document `guardctl --json show` prints), after
+    /// verifying it: summary, approvals per review group, risk, a page of the resources,
+    /// extremes, side effects and what was not planned. Large plans are paged (`page`).
+    #[tool(annotations(
+        title = "Show a plan",
+        read_only_hint = true,
+        destructive_hint = false,
+        open_world_hint = false
+    ))]
+    async fn show_plan(&self, Parameters(p): Parameters<ShowParams>) -> Result<Json<ShowOutput>, ToolError> {
+        self.blocking(move |s| show(s, p)).await
+    }
+
+    /// Where a plan stands: its state (awaiting_approval, approved, rejected, expired,
+    /// applied, ...), each review group's approvals present and missing, rejections, expiry,
+    /// and the command a human runs to approve it. Does not check the repository for drift
+    /// (verify_plan does).
+    #[tool(annotations(
+        title = "A plan's approvals and expiry",
+        read_only_hint = true,
+        destructive_hint = false,
+        open_world_hint = false
+    ))]
+    async fn plan_status(
+        &self,
+        Parameters(p): Parameters<PlanParams>,
+    ) -> Result<Json<StatusOutput>, ToolError> {
+        self.blocking(move |s| status(s, &p.plan)).await
+    }
+
+    /// Run every check apply_plan runs (integrity, expiry, principal, approvals, policy,
+    /// drift), with this server's key as the one applying, without changing anything. A
+    /// failed check is a tool error carrying error.kind (drift, expired, unapproved, ...).
+    #[tool(annotations(
+        title = "Check a plan as apply would",
+        read_only_hint = true,
+        destructive_hint = false
+    ))]
+    async fn verify_plan(
+        &self,
+        Parameters(p): Parameters<GateParams>,
+    ) -> Result<Json<VerifyOutput>, ToolError> {
+        self.blocking(move |s| verify(s, p)).await
+    }
+
+    /// Apply exactly the approved plan, with this server's key as the executor: re-checks
+    /// everything, backs up, deletes, verifies and records a signed receipt. Refuses (a tool
+    /// error with error.kind) on drift, expiry, missing approvals, a wrong executor or a
+    /// changed policy. Calling it again returns the same recorded receipt and changes nothing.
+    #[tool(annotations(
+        title = "Apply an approved plan",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = true
+    ))]
+    async fn apply_plan(
+        &self,
+        Parameters(p): Parameters<GateParams>,
+    ) -> Result<Json<ApplyOutput>, ToolError> {
+        self.blocking(move |s| apply(s, p)).await
+    }
+}
+
+#[tool_handler(router = self.tool_router, name = "guardctl", instructions = "guardctl puts a two-person gate in front of destructive git operations. \
+Plan with a plan_* tool (it writes a signed plan and changes nothing), then ask a human to run the \
+returned approve_command in a terminal: there is no approve tool, and this server's key cannot \
+approve its own plans. Poll plan_status; when its state is approved, call apply_plan. Errors carry \
+error.kind: on drift or expired, plan again and ask for a new approval.")]
+impl ServerHandler for Server {}
+
+// ---- the tools' bodies (blocking) ----------------------------------------------------------
+
+fn duration(value: Option<&str>, field: &str) -> Result<Option<std::time::Duration>> {
+    value
+        .map(|v| crate::duration::parse(v).map_err(|e| Error::usage(format!("`{field}`: {e}"))))
+        .transpose()
+}
+
+fn selection(
+    merged: bool,
+    older_than: Option<&str>,
+    squash_merged: bool,
+    include_unmerged: bool,
+    [match_globs, exclude, protect]: [Vec<String>; 3],
+) -> Result<SelectionArgs> {
+    Ok(SelectionArgs {
+        merged,
+        older_than: duration(older_than, "older_than")?,
+        squash_merged,
+        include_unmerged,
+        match_globs,
+        exclude,
+        protect,
+    })
+}
+
+/// `path` as the tools take it: absolute, or relative to the repository's top directory
+/// (else the server's working directory).
+fn resolve(ctx: &Ctx, path: &str) -> Result<PathBuf> {
+    let p = PathBuf::from(path);
+    if p.is_absolute() {
+        return Ok(p);
+    }
+    let base = match ctx.repo() {
+        Ok(repo) => repo.display_path(),
+        Err(_) => ctx.start_dir()?,
+    };
+    Ok(base.join(p))
+}
+
+/// The exact command a human runs in a terminal to review and approve the plan.
+pub fn approve_command(repo: &Path, plan: &Path) -> String {
+    guardctl_command(repo, "approve", &plan.display().to_string())
+}
+
+/// `guardctl -C <repo> <command> <arg>`, quoted for a POSIX shell.
+fn guardctl_command(repo: &Path, command: &str, arg: &str) -> String {
+    // Components drop the trailing `/` libgit2 gives a work tree.
+    let repo: PathBuf = repo.components().collect();
+    shell_words(&[
+        "guardctl".into(),
+        "-C".into(),
+        repo.display().to_string(),
+        command.into(),
+        arg.into(),
+    ])
+}
+
+fn repo_path(ctx: &Ctx) -> Result<PathBuf> {
+    Ok(ctx.repo()?.display_path())
+}
+
+fn plan(
+    s: &Settings,
+    operation: OperationArgs,
+    expires_in: Option<&str>,
+    out: Option<&str>,
+) -> Result<PlanOutput> {
+    let ctx = s.ctx();
+    let mut ui = s.ui();
+    let args = commands::plan::Args {
+        operation,
+        out: PathBuf::new(),
+        expires_in: duration(expires_in, "expires_in")?,
+        executor: None,
+        detailed_exitcode: false,
+    };
+    let made = commands::plan::make(args, &ctx, &mut ui)?;
+    let path = match out {
+        Some(out) => resolve(&ctx, out)?,
+        None => {
+            let dir = s.plans_dir.clone().ok_or_else(|| {
+                Error::usage("no data directory for plans (HOME is not set)").with_hint("pass `out`")
+            })?;
+            create_private_dir(&dir)?;
+            dir.join(format!("{}.json", made.plan_id.trim_start_matches("sha256:")))
+        }
+    };
+    crate::planfile::write(&path, &made.file)?;
+    ui.status(&format!("Saved plan {} to {}.", made.plan_id, path.display()));
+    Ok(plan_output(
+        &made.view,
+        &made.plan.summary,
+        &path,
+        &repo_path(&ctx)?,
+    ))
+}
+
+fn plan_output(v: &ShowView, summary: &str, path: &Path, repo: &Path) -> PlanOutput {
+    PlanOutput {
+        plan_id: v.plan_id.clone(),
+        plan_file: path.display().to_string(),
+        operation: v.operation.clone(),
+        summary: summary.to_string(),
+        counts: Counts {
+            affected: v.total_affected,
+            skipped: v.skipped.total,
+            by_reason: v
+                .counts_by_reason
+                .iter()
+                .map(|c| ReasonCount {
+                    reason: c.reason.to_string(),
+                    count: c.count,
+                })
+                .collect(),
+        },
+        risk: Risk {
+            level: v.risk.level.to_string(),
+            reasons: v.risk.reasons.clone(),
+        },
+        expires_at: v.expires_at.clone(),
+        approvals_needed: v
+            .approvals
+            .groups
+            .iter()
+            .filter(|g| g.missing > 0)
+            .map(Group::from)
+            .collect(),
+        approve_command: approve_command(repo, path),
+    }
+}
+
+fn create_private_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| Error::internal(format!("cannot create {}", dir.display())).caused_by(e))
+}
+
+fn show(s: &Settings, p: ShowParams) -> Result<ShowOutput> {
+    let ctx = s.ctx();
+    let mut ui = s.ui();
+    if p.page == Some(0) {
+        return Err(Error::usage("`page` counts from 1"));
+    }
+    if p.all && p.page.is_some() {
+        return Err(Error::usage("`all` and `page` exclude each other"));
+    }
+    let args = commands::show::Args {
+        plan: resolve(&ctx, &p.plan)?,
+        all: p.all,
+        page: p.page,
+        since: p.since.map(|since| resolve(&ctx, &since)).transpose()?,
+    };
+    let view = commands::show::view(&args, &ctx, &mut ui)?;
+    let value =
+        serde_json::to_value(&view).map_err(|e| Error::internal("cannot encode the view").caused_by(e))?;
+    Ok(ShowOutput(value))
+}
+
+fn status(s: &Settings, plan: &str) -> Result<StatusOutput> {
+    let ctx = s.ctx();
+    let path = resolve(&ctx, plan)?;
+    let loaded = crate::planfile::load(&path)?;
+    let approvals = crate::gate::approval_status(&ctx, &loaded)?;
+    let p = &loaded.plan;
+    let applied = match ctx.repo() {
+        Ok(repo) => {
+            let store = crate::store::Store::new(repo.state_dir());
+            match crate::gate::consumed(&store, loaded.id_hex()) {
+                Ok(true) => Some(State::Applied),
+                Ok(false) => None,
+                Err(e) if e.kind == Kind::Drift => Some(State::Aborted),
+                Err(e) if e.kind == Kind::NeedsRecovery => Some(State::Interrupted),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(_) => None,
+    };
+    let expired = ctx.now >= p.expires_at;
+    let state = applied.unwrap_or(if !approvals.rejected_by.is_empty() {
+        State::Rejected
+    } else if expired {
+        State::Expired
+    } else if approvals.groups.iter().all(|g| g.missing == 0) {
+        State::Approved
+    } else {
+        State::AwaitingApproval
+    });
+    let repo = match ctx.repo() {
+        Ok(r) => r.display_path(),
+        Err(_) => ctx.start_dir()?,
+    };
+    Ok(StatusOutput {
+        plan_id: loaded.plan_id.clone(),
+        plan_file: path.display().to_string(),
+        operation: p.operation.kind().to_string(),
+        summary: p.summary.clone(),
+        state,
+        expires_at: rfc3339(p.expires_at),
+        expired,
+        expires_in_secs: (p.expires_at - ctx.now).whole_seconds(),
+        groups: approvals.groups.iter().map(Group::from).collect(),
+        approved_by: approvals.approved_by.clone(),
+        rejected_by: approvals.rejected_by.clone(),
+        not_counted: approvals.not_counted.clone(),
+        invalid_approvals: approvals.invalid,
+        approve_command: approve_command(&repo, &path),
+    })
+}
+
+fn target(ctx: &Ctx, p: GateParams) -> Result<Target> {
+    Ok(Target {
+        plan: resolve(ctx, &p.plan)?,
+        approvals: p
+            .approvals
+            .iter()
+            .map(|a| resolve(ctx, a))
+            .collect::<Result<_>>()?,
+    })
+}
+
+fn verify(s: &Settings, p: GateParams) -> Result<VerifyOutput> {
+    let ctx = s.ctx();
+    let mut ui = s.ui();
+    let args = commands::verify::Args {
+        target: target(&ctx, p)?,
+    };
+    let v = commands::verify::check(&args, &ctx, &mut ui)?;
+    Ok(VerifyOutput {
+        plan_id: v.cleared.loaded.plan_id.clone(),
+        ok: true,
+        already_applied: v.consumed,
+        approved_by: v.cleared.report.approved_by.clone(),
+        groups: v
+            .cleared
+            .report
+            .groups
+            .iter()
+            .map(|g| Group {
+                group: g.name.clone(),
+                required: g.required,
+                approved_by: g.approved_by.clone(),
+                missing: g.missing,
+                approvers: g.approvers.clone(),
+            })
+            .collect(),
+    })
+}
+
+fn apply(s: &Settings, p: GateParams) -> Result<ApplyOutput> {
+    let ctx = s.ctx();
+    let mut ui = s.ui();
+    let args = commands::apply::Args {
+        target: target(&ctx, p)?,
+    };
+    let applied = commands::apply::execute(&args, &ctx, &mut ui)?;
+    let repo = ctx.repo()?;
+    let doc: Value = serde_json::from_slice(applied.json.as_bytes())
+        .map_err(|e| Error::internal("the recorded result of this apply is unreadable").caused_by(e))?;
+    let receipt = doc.get("receipt").cloned().unwrap_or_default();
+    if applied.unverified {
+        let command = receipt.get("exec").is_some_and(|e| !e.is_null());
+        return Err(commands::apply::unverified(&applied.plan_id, command)
+            .with_details(json!({ "receipt": receipt })));
+    }
+    if applied.replayed {
+        ui.notice("this plan was already applied; returning the recorded result (nothing was changed now)");
+    }
+    let undo_command = receipt
+        .get("exec")
+        .is_none()
+        .then(|| guardctl_command(&repo.display_path(), "rollback", &applied.plan_id));
+    Ok(ApplyOutput {
+        plan_id: applied.plan_id,
+        replayed: applied.replayed,
+        verified: receipt.get("verified").and_then(Value::as_bool).unwrap_or(false),
+        envelope: doc.get("envelope").cloned().unwrap_or_default(),
+        receipt,
+        undo_command,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_document_carries_kind_exit_code_meaning_and_hint() {
+        let e = Error::new(Kind::Drift, "the repository no longer matches the plan")
+            .caused_by("refs/heads/x oid: planned a, now b")
+            .with_hint("re-run `guardctl plan`");
+        let doc = error_document(&e);
+        assert_eq!(doc["error"]["kind"], "drift");
+        assert_eq!(doc["error"]["exit_code"], 10);
+        assert_eq!(doc["error"]["hint"], "re-run `guardctl plan`");
+        assert!(
+            doc["error"]["meaning"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("plan again")
+        );
+        assert!(
+            doc["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("planned a, now b")
+        );
+    }
+
+    #[test]
+    fn error_without_hint_has_a_null_hint() {
+        let doc = error_document(&Error::internal("boom"));
+        assert_eq!(doc["error"]["exit_code"], 1);
+        assert!(doc["error"]["hint"].is_null());
+    }
+
+    #[test]
+    fn approve_command_quotes_paths_a_shell_would_split() {
+        let cmd = approve_command(Path::new("/work/my repo/"), Path::new("/data/plans/ab.json"));
+        assert_eq!(cmd, "guardctl -C '/work/my repo' approve /data/plans/ab.json");
+        let cmd = approve_command(Path::new("/r/it's"), Path::new("/p.json"));
+        assert_eq!(cmd, r"guardctl -C '/r/it'\''s' approve /p.json");
+    }
+
+    #[test]
+    fn tool_list_is_exactly_the_eight_tools_and_never_approve() {
+        let server = Server::new(Settings {
+            repo: None,
+            key: None,
+            allowed_signers: None,
+            quiet: true,
+            color: ColorChoice::Never,
+            plans_dir: None,
+        });
+        let mut names: Vec<String> = server
+            .tool_router
+            .list_all()
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        names.sort();
+        let mut expected: Vec<&str> = TOOLS.to_vec();
+        expected.sort();
+        assert_eq!(names, expected);
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.contains("approve") || n.contains("reject"))
+        );
+    }
+
+    #[test]
+    fn input_schemas_refuse_unknown_fields_and_require_the_plan() {
+        let schema = rmcp::handler::server::tool::schema_for_type::<GateParams>();
+        assert_eq!(schema.get("additionalProperties"), Some(&json!(false)));
+        assert_eq!(schema.get("required"), Some(&json!(["plan"])));
+        let parsed: std::result::Result<GateParams, _> =
+            serde_json::from_value(json!({"plan": "p.json", "approve": true}));
+        assert!(parsed.is_err(), "an unknown field must be refused");
+    }
+
+    #[test]
+    fn a_duration_that_does_not_parse_is_a_usage_error() {
+        let e = duration(Some("soon"), "older_than").err();
+        assert_eq!(e.map(|e| e.kind), Some(Kind::Usage));
+        assert_eq!(
+            duration(Some("2h"), "x").ok().flatten().map(|d| d.as_secs()),
+            Some(7200)
+        );
+        assert!(duration(None, "x").ok().flatten().is_none());
+    }
+}

@@ -1,0 +1,472 @@
+//! `guardctl mcp` spoken to by a real MCP client: rmcp's own client (a dev-dependency) starts
+//! the real binary as a subprocess over stdio, initializes, lists the tools and calls them,
+//! while a human approves from the CLI in between. The agent's key is mallory's, given the
+//! principal `agent@example.com` limited to planning and applying.
+
+use crate::fixtures::{TestEnv, payload_of, run, standard_repo};
+use guardctl::mcp::{SHOW_FIELDS, TOOLS};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use sha2::Digest;
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+const AGENT: &str = "agent@example.com namespaces=\"guardctl-plan,guardctl-apply\"";
+
+type Client = RunningService<RoleClient, ()>;
+
+/// `guardctl --key <key of user> --allowed-signers <file> mcp` in the repository, with the
+/// fixtures' cleared environment and test clock; stderr is kept for `stderr_of`.
+fn server_command(env: &TestEnv, user: &str) -> tokio::process::Command {
+    let std = env.command();
+    let mut c = tokio::process::Command::new(std.get_program());
+    c.current_dir(&env.repo).env_clear();
+    for (k, v) in std.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    c.arg("--key")
+        .arg(env.key(user))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .arg("mcp");
+    c
+}
+
+async fn connect(env: &TestEnv, user: &str) -> (Client, tokio::process::ChildStderr) {
+    connect_with(server_command(env, user)).await
+}
+
+async fn connect_with(command: tokio::process::Command) -> (Client, tokio::process::ChildStderr) {
+    let (transport, stderr) = TokioChildProcess::builder(command)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start guardctl mcp");
+    let client = ().serve(transport).await.expect("MCP initialize");
+    (client, stderr.expect("piped stderr"))
+}
+
+/// The standard repository with the agent's principal added to the allowed-signers file.
+fn agent_repo() -> TestEnv {
+    let env = standard_repo();
+    env.allow_signer(AGENT, "mallory");
+    env
+}
+
+async fn call(client: &Client, tool: &str, args: Value) -> CallToolResult {
+    let Value::Object(map) = args else {
+        panic!("arguments must be an object")
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(map))
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e}"))
+}
+
+/// The structured content of a successful call.
+fn ok(r: &CallToolResult) -> Value {
+    assert_ne!(r.is_error, Some(true), "expected success, got {r:?}");
+    r.structured_content.clone().expect("structured content")
+}
+
+/// The error document of a failed call: `{"error": {"kind", "exit_code", ...}}`.
+fn tool_error(r: &CallToolResult) -> Value {
+    assert_eq!(r.is_error, Some(true), "expected a tool error, got {r:?}");
+    let text = &r.content[0].as_text().expect("text content").text;
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+fn branches(env: &TestEnv) -> String {
+    env.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads"])
+}
+
+/// Every file under `dir` with its mode, size, mtime and content digest.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let m = fs::symlink_metadata(&p).unwrap();
+            let digest = if m.is_file() {
+                format!("{:x}", sha2::Sha256::digest(fs::read(&p).unwrap()))
+            } else {
+                String::new()
+            };
+            if m.is_dir() {
+                stack.push(p.clone());
+            }
+            let line = format!(
+                "{:o} {} {}.{} {digest}",
+                m.mode(),
+                m.len(),
+                m.mtime(),
+                m.mtime_nsec()
+            );
+            out.insert(p.strip_prefix(dir).unwrap().to_path_buf(), line);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn lists_exactly_the_gate_tools_with_strict_schemas_and_annotations() {
+    let env = agent_repo();
+    let (client, _stderr) = connect(&env, "mallory").await;
+    let info = client.peer_info().expect("initialized");
+    assert_eq!(
+        info.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("guardctl")
+    );
+    assert!(
+        info.instructions
+            .as_deref()
+            .unwrap_or("")
+            .contains("no approve tool")
+    );
+
+    let tools = client.list_all_tools().await.unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort();
+    let mut expected = TOOLS.to_vec();
+    expected.sort();
+    assert_eq!(names, expected);
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains("approve") || n.contains("reject")),
+        "an agent must never be offered a way to approve: {names:?}"
+    );
+
+    let required = |t: &str| -> Vec<&str> {
+        match t {
+            "plan_remote_branches" => vec!["remote"],
+            "plan_exec" => vec!["preview", "command"],
+            "show_plan" | "plan_status" | "verify_plan" | "apply_plan" => vec!["plan"],
+            _ => vec![],
+        }
+    };
+    for t in &tools {
+        let input = &t.input_schema;
+        assert_eq!(input.get("type"), Some(&json!("object")), "{}", t.name);
+        assert_eq!(
+            input.get("additionalProperties"),
+            Some(&json!(false)),
+            "{}",
+            t.name
+        );
+        let mut req: Vec<&str> = input
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        req.sort();
+        let mut want = required(&t.name);
+        want.sort();
+        assert_eq!(req, want, "required fields of {}", t.name);
+        let output = t
+            .output_schema
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} has no output schema", t.name));
+        assert_eq!(output.get("type"), Some(&json!("object")), "{}", t.name);
+
+        let a = t
+            .annotations
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} has no annotations", t.name));
+        match t.name.as_ref() {
+            "apply_plan" => {
+                assert_eq!(a.read_only_hint, Some(false));
+                assert_eq!(a.destructive_hint, Some(true));
+                assert_eq!(a.idempotent_hint, Some(true));
+            }
+            // The preview is an arbitrary command that runs at plan time.
+            "plan_exec" => {
+                assert_eq!(a.read_only_hint, Some(false));
+                assert_eq!(a.destructive_hint, Some(true));
+            }
+            other => {
+                assert_eq!(a.read_only_hint, Some(true), "{other} is read-only");
+                assert_ne!(a.destructive_hint, Some(true), "{other}");
+            }
+        }
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn agent_plans_human_approves_in_a_terminal_agent_applies_and_a_replay_returns_the_same_receipt() {
+    let env = agent_repo();
+    let (client, _stderr) = connect(&env, "mallory").await;
+
+    let planned = ok(&call(&client, "plan_stale_branches", json!({"merged": true})).await);
+    let plan_file = planned["plan_file"].as_str().unwrap().to_string();
+    assert!(
+        Path::new(&plan_file).starts_with(&env.home),
+        "plans go to guardctl's data dir, not the repository: {plan_file}"
+    );
+    assert!(planned["plan_id"].as_str().unwrap().starts_with("sha256:"));
+    assert_eq!(planned["counts"]["affected"], 3, "{planned:#}");
+    assert_eq!(planned["risk"]["level"], "low");
+    assert_eq!(planned["summary"], payload_of(Path::new(&plan_file))["summary"]);
+    assert!(
+        planned["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("delete 3 branches"),
+        "{planned:#}"
+    );
+    assert_eq!(planned["approvals_needed"][0]["missing"], 1);
+    // `guardctl -C <the repository> approve <the plan file>`, ready to paste.
+    let command = planned["approve_command"].as_str().unwrap();
+    let (repo, plan_arg) = command
+        .strip_prefix("guardctl -C ")
+        .and_then(|rest| rest.split_once(" approve "))
+        .unwrap_or_else(|| panic!("not an approve command: {command}"));
+    assert_eq!(plan_arg, plan_file);
+    assert_eq!(
+        Path::new(repo).canonicalize().unwrap(),
+        env.repo.canonicalize().unwrap()
+    );
+
+    let status = ok(&call(&client, "plan_status", json!({"plan": plan_file})).await);
+    assert_eq!(status["state"], "awaiting_approval");
+    assert_eq!(status["groups"][0]["missing"], 1);
+    assert_eq!(status["groups"][0]["approved_by"], json!([]));
+    assert_eq!(status["expired"], false);
+
+    let refused = tool_error(&call(&client, "apply_plan", json!({"plan": plan_file})).await);
+    assert_eq!(refused["error"]["kind"], "unapproved");
+    assert_eq!(refused["error"]["exit_code"], 12);
+    assert!(
+        refused["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("guardctl approve")
+    );
+
+    // The human, in a terminal: the approve command as given, with bob's key.
+    let approved = env.run("bob", &["-C", repo, "approve", &plan_file, "--yes"]);
+    assert_eq!(approved.code, 0, "{}", approved.transcript());
+
+    let status = ok(&call(&client, "plan_status", json!({"plan": plan_file})).await);
+    assert_eq!(status["state"], "approved");
+    assert_eq!(status["approved_by"], json!(["bob@example.com"]));
+    let verified = ok(&call(&client, "verify_plan", json!({"plan": plan_file})).await);
+    assert_eq!(verified["ok"], true);
+    assert_eq!(verified["already_applied"], false);
+
+    let before = branches(&env);
+    let first = ok(&call(&client, "apply_plan", json!({"plan": plan_file})).await);
+    assert_eq!(first["replayed"], false);
+    assert_eq!(first["verified"], true);
+    assert_eq!(first["receipt"]["executor"], "agent@example.com");
+    assert_eq!(first["receipt"]["approved_by"], json!(["bob@example.com"]));
+    assert_eq!(first["receipt"]["deleted"].as_array().unwrap().len(), 3);
+    let after = branches(&env);
+    assert_ne!(before, after);
+    for gone in ["feature/done", "fix/old", "feature/gone-merged"] {
+        assert!(!after.lines().any(|b| b == gone), "{gone} still exists:\n{after}");
+    }
+    assert!(
+        first["undo_command"]
+            .as_str()
+            .unwrap()
+            .contains(" rollback sha256:")
+    );
+
+    let second = ok(&call(&client, "apply_plan", json!({"plan": plan_file})).await);
+    assert_eq!(second["replayed"], true);
+    assert_eq!(second["receipt"], first["receipt"]);
+    assert_eq!(second["envelope"], first["envelope"]);
+    assert_eq!(branches(&env), after, "a replay changes nothing");
+    let status = ok(&call(&client, "plan_status", json!({"plan": plan_file})).await);
+    assert_eq!(status["state"], "applied");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn drift_after_approval_is_a_tool_error_with_kind_drift_and_changes_nothing() {
+    let env = agent_repo();
+    let (client, _stderr) = connect(&env, "mallory").await;
+    let planned = ok(&call(&client, "plan_stale_branches", json!({"merged": true})).await);
+    let plan_file = planned["plan_file"].as_str().unwrap().to_string();
+    let approved = env.run("bob", &["approve", &plan_file, "--yes"]);
+    assert_eq!(approved.code, 0, "{}", approved.transcript());
+
+    // Someone commits to a planned branch after the approval.
+    env.git(&["checkout", "-q", "fix/old"]);
+    env.commit("late.txt", "late work", "Carol", 1);
+    env.git(&["checkout", "-q", "main"]);
+    let before = env.repository_state();
+
+    let drift = tool_error(&call(&client, "apply_plan", json!({"plan": plan_file})).await);
+    assert_eq!(drift["error"]["kind"], "drift", "{drift:#}");
+    assert_eq!(drift["error"]["exit_code"], 10);
+    assert!(
+        drift["error"]["message"].as_str().unwrap().contains("fix/old"),
+        "{drift:#}"
+    );
+    assert!(drift["error"]["hint"].as_str().unwrap().contains("guardctl plan"));
+    assert!(drift["error"]["meaning"].as_str().unwrap().contains("plan again"));
+    assert_eq!(env.repository_state(), before, "a refused apply changes nothing");
+    assert!(branches(&env).lines().any(|b| b == "fix/old"));
+
+    let verify = tool_error(&call(&client, "verify_plan", json!({"plan": plan_file})).await);
+    assert_eq!(verify["error"]["kind"], "drift");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_expired_plan_is_a_tool_error_with_kind_expired_so_the_agent_plans_again() {
+    let env = agent_repo();
+    let (client, _stderr) = connect(&env, "mallory").await;
+    let planned = ok(&call(
+        &client,
+        "plan_stale_branches",
+        json!({"merged": true, "expires_in": "15m"}),
+    )
+    .await);
+    let plan_file = planned["plan_file"].as_str().unwrap().to_string();
+    let approved = env.run("bob", &["approve", &plan_file, "--yes"]);
+    assert_eq!(approved.code, 0, "{}", approved.transcript());
+    client.cancel().await.unwrap();
+
+    // A server whose clock reads an hour later (the fixtures' NOW is 12:00).
+    let mut later = server_command(&env, "mallory");
+    later.env("GUARDCTL_TEST_NOW", "2026-06-01T13:00:00Z");
+    let (client, _stderr) = connect_with(later).await;
+    let status = ok(&call(&client, "plan_status", json!({"plan": plan_file})).await);
+    assert_eq!(status["state"], "expired");
+    assert_eq!(status["expired"], true);
+    let before = branches(&env);
+    let expired = tool_error(&call(&client, "apply_plan", json!({"plan": plan_file})).await);
+    assert_eq!(expired["error"]["kind"], "expired", "{expired:#}");
+    assert_eq!(expired["error"]["exit_code"], 11);
+    assert!(
+        expired["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("guardctl plan")
+    );
+    assert_eq!(branches(&env), before);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn plan_show_status_and_verify_leave_the_repository_byte_for_byte_unchanged() {
+    let env = agent_repo();
+    let (client, _stderr) = connect(&env, "mallory").await;
+    let state = env.repository_state();
+    let files = tree(&env.repo);
+
+    let planned = ok(&call(
+        &client,
+        "plan_stale_branches",
+        json!({"merged": true, "squash_merged": true}),
+    )
+    .await);
+    let plan_file = planned["plan_file"].as_str().unwrap().to_string();
+    ok(&call(&client, "show_plan", json!({"plan": plan_file})).await);
+    ok(&call(&client, "show_plan", json!({"plan": plan_file, "page": 1})).await);
+    ok(&call(&client, "plan_status", json!({"plan": plan_file})).await);
+    tool_error(&call(&client, "verify_plan", json!({"plan": plan_file})).await);
+    assert_eq!(env.repository_state(), state);
+    assert_eq!(tree(&env.repo), files, "no file in the repository changed");
+
+    // After a human approval (which writes guardctl's audit log and moves its anchor ref),
+    // a passing verify too.
+    let approved = env.run("bob", &["approve", &plan_file, "--yes"]);
+    assert_eq!(approved.code, 0, "{}", approved.transcript());
+    let state = env.repository_state();
+    let files = tree(&env.repo);
+    ok(&call(&client, "verify_plan", json!({"plan": plan_file})).await);
+    ok(&call(&client, "show_plan", json!({"plan": plan_file, "all": true})).await);
+    ok(&call(&client, "plan_status", json!({"plan": plan_file})).await);
+    assert_eq!(env.repository_state(), state);
+    assert_eq!(tree(&env.repo), files, "no file in the repository changed");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn show_plan_is_the_document_show_json_prints() {
+    let env = agent_repo();
+    let (client, _stderr) = connect(&env, "mallory").await;
+    let planned = ok(&call(&client, "plan_stale_branches", json!({"merged": true})).await);
+    let plan_file = planned["plan_file"].as_str().unwrap().to_string();
+    let shown = ok(&call(&client, "show_plan", json!({"plan": plan_file})).await);
+    let cli = env.run("mallory", &["--json", "show", &plan_file]);
+    assert_eq!(cli.code, 0, "{}", cli.transcript());
+    assert_eq!(shown, cli.json());
+
+    let keys: Vec<&str> = shown.as_object().unwrap().keys().map(String::as_str).collect();
+    let declared: Vec<&str> = SHOW_FIELDS.iter().map(|(name, _)| *name).collect();
+    for k in &keys {
+        assert!(declared.contains(k), "show_plan's output schema lacks `{k}`");
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn bad_arguments_and_unknown_plans_are_errors_never_a_crash() {
+    let env = agent_repo();
+    let (client, _stderr) = connect(&env, "mallory").await;
+    // An unknown field is refused as the strict input schema says (rmcp's own tool error).
+    let unknown = call(&client, "plan_stale_branches", json!({"approve": true})).await;
+    assert_eq!(unknown.is_error, Some(true), "{unknown:?}");
+    let text = &unknown.content[0].as_text().unwrap().text;
+    assert!(text.contains("unknown field `approve`"), "{text}");
+    let bad = tool_error(&call(&client, "plan_stale_branches", json!({"older_than": "soon"})).await);
+    assert_eq!(bad["error"]["kind"], "usage");
+    assert_eq!(bad["error"]["exit_code"], 64);
+    let missing = tool_error(&call(&client, "show_plan", json!({"plan": "no-such-plan.json"})).await);
+    assert_eq!(missing["error"]["kind"], "invalid_plan", "{missing:#}");
+    fs::write(env.path().join("tampered.json"), "{\"payloadType\": 1}").unwrap();
+    let tampered = env.path().join("tampered.json");
+    let r = tool_error(&call(&client, "apply_plan", json!({"plan": tampered.to_str().unwrap()})).await);
+    assert_eq!(r["error"]["kind"], "invalid_plan");
+    // The server is still serving.
+    ok(&call(&client, "plan_stale_branches", json!({})).await);
+    client.cancel().await.unwrap();
+}
+
+#[test]
+fn startup_warns_when_the_servers_key_may_also_approve() {
+    let env = agent_repo();
+    // bob's key has every namespace; stdin is closed, so the server stops right away.
+    let mut c = env.command();
+    c.arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .arg("mcp");
+    let r = run(c);
+    assert!(
+        r.stderr.contains("may also sign approvals")
+            && r.stderr.contains("namespaces=\"guardctl-plan,guardctl-apply\""),
+        "{}",
+        r.transcript()
+    );
+    assert_eq!(r.stdout, "", "stdout is for protocol messages only");
+
+    let mut c = env.command();
+    c.arg("--key")
+        .arg(env.key("mallory"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .arg("mcp");
+    let r = run(c);
+    assert!(
+        !r.stderr.contains("may also sign approvals"),
+        "{}",
+        r.transcript()
+    );
+    assert_eq!(r.stdout, "");
+}
