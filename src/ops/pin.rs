@@ -189,11 +189,28 @@ impl Budget {
     }
 }
 
+/// Read `p`, charging the budget for the bytes actually read (a file's size can say 0 and
+/// its content not end: `/proc/self/pagemap`). Reads stop one buffer past what is left; the
+/// buffer is whole (not `take(left + 1)`): some special files refuse reads of odd sizes.
 fn read_file(p: &Path, budget: &mut Budget) -> Result<Vec<u8>> {
-    let len = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    budget.take(len, p)?;
-    std::fs::read(p)
-        .map_err(|e| Error::usage(format!("cannot read {}", safe(&p.to_string_lossy()))).caused_by(e))
+    use std::io::Read;
+    let err =
+        |e: std::io::Error| Error::usage(format!("cannot read {}", safe(&p.to_string_lossy()))).caused_by(e);
+    let left = MAX_BYTES.saturating_sub(budget.bytes);
+    let mut f = std::fs::File::open(p).map_err(err)?;
+    let mut bytes = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    while bytes.len() as u64 <= left {
+        let n = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(err(e)),
+        };
+        bytes.extend_from_slice(&buf[..n]);
+    }
+    budget.take(bytes.len() as u64, p)?;
+    Ok(bytes)
 }
 
 /// Every file under `dir`, sorted, relative and with its digest. Links to files count as
