@@ -1051,6 +1051,117 @@ mod tests {
     }
 
     #[test]
+    fn code_options_are_per_interpreter() {
+        for (base, w) in [
+            ("sh", "-c"),
+            ("bash", "-ec"),
+            ("dash", "-xc"),
+            ("perl", "-e"),
+            ("perl", "-E"),
+            ("perl", "-ne"),
+            ("ruby", "-e"),
+            ("node", "-e"),
+            ("node", "--eval"),
+            ("python3", "-c"),
+            ("python3", "-m"),
+            ("python", "-Bc"),
+        ] {
+            assert!(is_code_option(base, w), "{base} {w}");
+        }
+        for (base, w) in [
+            ("sh", "-e"),
+            ("sh", "-eu"),
+            ("bash", "--norc"),
+            ("bash", "-o"),
+            ("zsh", "-E"),
+            ("python3", "-E"),
+            ("python3", "-u"),
+            ("python3", "-Werror"),
+            ("perl", "-Ilib"),
+            ("perl", "-w"),
+            ("ruby", "-E"),
+            ("node", "--inspect"),
+        ] {
+            assert!(!is_code_option(base, w), "{base} {w}");
+        }
+    }
+
+    #[test]
+    fn wrappers_are_looked_through_to_the_command_they_run() {
+        fn programs(line: &str) -> (Vec<&str>, bool) {
+            let words: Vec<Option<&str>> = line.split(' ').map(Some).collect();
+            let (at, runs) = chain(&words);
+            (at.iter().map(|&i| words[i].unwrap()).collect(), runs)
+        }
+        assert_eq!(programs("sh x.sh"), (vec!["sh"], true));
+        assert_eq!(programs("exec sh x.sh"), (vec!["exec", "sh"], true));
+        assert_eq!(programs("command -p sh x.sh"), (vec!["command", "sh"], true));
+        assert_eq!(
+            programs("env -i -u HOME A=1 B=2 sh x.sh"),
+            (vec!["env", "sh"], true)
+        );
+        assert_eq!(
+            programs("timeout -s KILL --preserve-status 60 sh x.sh"),
+            (vec!["timeout", "sh"], true)
+        );
+        assert_eq!(programs("nice -n 5 sh x.sh"), (vec!["nice", "sh"], true));
+        assert_eq!(programs("nice -5 sh x.sh"), (vec!["nice", "sh"], true));
+        assert_eq!(
+            programs("nohup stdbuf -oL -e 0 setsid time -p sh x.sh"),
+            (vec!["nohup", "stdbuf", "setsid", "time", "sh"], true)
+        );
+        assert_eq!(programs("xargs -0 -n 1 sh x.sh"), (vec!["xargs", "sh"], true));
+        assert_eq!(programs("nice -- sh x.sh"), (vec!["nice", "sh"], true));
+        // Runs no command, or one guardctl cannot read.
+        assert_eq!(programs("command -v sh"), (vec!["command"], false));
+        assert_eq!(programs("env -S sh x.sh"), (vec!["env"], false));
+        let words = [Some("env"), None, Some("x.sh")];
+        assert_eq!(chain(&words), (vec![0], false));
+    }
+
+    #[test]
+    fn scripts_are_pinned_after_options_and_through_wrappers() {
+        let (_t, top) = setup();
+        let path = std::env::var_os("PATH");
+        let command: Vec<String> = ["env", "A=1", "sh", "-e", "scripts/prune.sh"]
+            .map(String::from)
+            .to_vec();
+        let preview = "timeout 60 sh -eu scripts/run; exec sh scripts/lib/a.sh";
+        let a = analyze(&top, &top, path.as_deref(), commands(&command, preview, &[])).unwrap();
+        let at = |name: &str| a.pinned.iter().position(|p| p.name == name);
+        assert_eq!(a.argv[2], at("sh"));
+        assert_eq!(a.argv[4], at("scripts/prune.sh"));
+        assert!(at("timeout").is_some());
+        assert!(at("scripts/run").is_some() && at("scripts/lib/a.sh").is_some());
+        assert!(a.refuse_unpinned().is_ok());
+        // A file named where guardctl cannot tell it is not run is refused at planning.
+        let a = analyze(
+            &top,
+            &top,
+            path.as_deref(),
+            commands(
+                &command,
+                "env -S 'sh scripts/lib/a.sh' ; cat scripts/lib/a.sh",
+                &[],
+            ),
+        )
+        .unwrap();
+        let e = a.refuse_unpinned().unwrap_err();
+        assert!(e.message.contains("scripts/lib/a.sh"), "{}", e.message);
+        // A directory, or a file under .git, is not refused.
+        std::fs::create_dir_all(top.join(".git")).unwrap();
+        std::fs::write(top.join(".git/HEAD"), "x").unwrap();
+        let a = analyze(
+            &top,
+            &top,
+            path.as_deref(),
+            commands(&command, "ls scripts .git/HEAD", &[]),
+        )
+        .unwrap();
+        assert!(a.refuse_unpinned().is_ok());
+    }
+
+    #[test]
     fn a_program_shadowed_by_an_earlier_path_entry_is_a_difference() {
         let (_t, top) = setup();
         for d in ["early", "late"] {
