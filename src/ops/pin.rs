@@ -3,8 +3,11 @@
 //! [`analyze`] derives, from a plan's commands, every file that runs: the program of the
 //! command and of each simple command in the preview, before-image and verify strings (bare
 //! names resolved through `PATH` as the shell would, builtins excepted), the shell that runs
-//! those strings, the script an interpreter runs (`sh x.sh`, `python3 x.py`, `. lib.sh`), and
-//! every `--pin` path (directories as trees). Each is recorded with its content digest and,
+//! those strings, the script an interpreter runs (`sh x.sh`, `sh -e x.sh`, `python3 x.py`,
+//! `. lib.sh`; code options are per interpreter), each looked for through known wrappers
+//! (`env`, `exec`, `command`, `nice`, `timeout`, ...), and every `--pin` path (directories
+//! as trees). A literal word of those strings that names a work-tree file and is not pinned
+//! is listed, for planning to refuse ([`Analysis::refuse_unpinned`]). Each is recorded with its content digest and,
 //! for a symbolic link, the link and its target.
 //!
 //! [`Staged`] copies exactly those files into a fresh private directory (mode 0700, under the
