@@ -103,11 +103,8 @@ const WRAPPERS: [(&str, &[&str], usize); 10] = [
             "-d",
             "--delimiter",
             "-E",
-            "-e",
             "-I",
-            "-i",
             "-L",
-            "-l",
             "-n",
             "--max-args",
             "-P",
@@ -150,7 +147,7 @@ pub(crate) fn chain(words: &[Option<&str>]) -> (Vec<usize>, bool) {
             {
                 return (out, false);
             }
-            // `nice -5` is an adjustment, `nice -n 5` takes an argument, so does `-n5` not.
+            // `nice -n 5` takes the next word; `-n5`, `-5` and `--adjustment=5` do not.
             i += if with_arg.contains(w) { 2 } else { 1 };
         }
         if *name == "env" {
@@ -1114,6 +1111,8 @@ mod tests {
             (vec!["nohup", "stdbuf", "setsid", "time", "sh"], true)
         );
         assert_eq!(programs("xargs -0 -n 1 sh x.sh"), (vec!["xargs", "sh"], true));
+        // GNU xargs' -i, -e and -l take their argument in the same word, if any.
+        assert_eq!(programs("xargs -i sh x.sh"), (vec!["xargs", "sh"], true));
         assert_eq!(programs("nice -- sh x.sh"), (vec!["nice", "sh"], true));
         // Runs no command, or one guardctl cannot read.
         assert_eq!(programs("command -v sh"), (vec!["command"], false));
