@@ -226,6 +226,7 @@ pub fn observe(top: &Path, cwd: &Path, req: &Request) -> Result<ExecInputs> {
         pin: &pins,
     };
     let analysis = pin::analyze(top, &dir, path_of(&env), commands)?;
+    analysis.refuse_unpinned()?;
     let pinned = analysis.pinned.clone();
     let staged = Staged::new(analysis, &pinned)?.map_err(|d| {
         Error::usage("a pinned file changed while it was copied; plan again")

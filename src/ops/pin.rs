@@ -3,8 +3,11 @@
 //! [`analyze`] derives, from a plan's commands, every file that runs: the program of the
 //! command and of each simple command in the preview, before-image and verify strings (bare
 //! names resolved through `PATH` as the shell would, builtins excepted), the shell that runs
-//! those strings, the script an interpreter runs (`sh x.sh`, `python3 x.py`, `. lib.sh`), and
-//! every `--pin` path (directories as trees). Each is recorded with its content digest and,
+//! those strings, the script an interpreter runs (`sh x.sh`, `sh -e x.sh`, `python3 x.py`,
+//! `. lib.sh`; code options are per interpreter), each looked for through known wrappers
+//! (`env`, `exec`, `command`, `nice`, `timeout`, ...), and every `--pin` path (directories
+//! as trees). A literal word of those strings that names a work-tree file and is not pinned
+//! is listed, for planning to refuse ([`Analysis::refuse_unpinned`]). Each is recorded with its content digest and,
 //! for a symbolic link, the link and its target.
 //!
 //! [`Staged`] copies exactly those files into a fresh private directory (mode 0700, under the
@@ -45,8 +48,127 @@ const INTERPRETERS: [&str; 18] = [
     "ruby", "node", "php", "lua", "Rscript",
 ];
 
-/// Options after which an interpreter runs code from the command line, not a file.
-const CODE_OPTIONS: [&str; 6] = ["-c", "-e", "-E", "-m", "-r", "--eval"];
+/// Shells: code on the command line is `-c`, alone or in a cluster (`-ec`).
+const SHELLS: [&str; 7] = ["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash"];
+
+/// Whether the option `w` of the interpreter `base` says its code is on the command line (so
+/// no operand is a script). Other options are skipped and the script is still looked for.
+fn is_code_option(base: &str, w: &str) -> bool {
+    // In a cluster (`-Bc`), the first letter of `takes_rest` takes the rest of the word as
+    // its argument (`-W error`, `-Ilib`): letters after it are not options.
+    let cluster = |code: &[char], takes_rest: &[char]| {
+        !w.starts_with("--")
+            && w[1..]
+                .chars()
+                .find(|c| code.contains(c) || takes_rest.contains(c))
+                .is_some_and(|c| code.contains(&c))
+    };
+    if SHELLS.contains(&base) {
+        return !w.starts_with("--") && w.len() > 1 && w[1..].contains('c');
+    }
+    if base == "python" || base.starts_with("python2") || base.starts_with("python3") {
+        return cluster(&['c', 'm'], &['W', 'X']);
+    }
+    match base {
+        "perl" => cluster(&['e', 'E'], &['I', 'M', 'm', 'i', 'x', 'd', 'D', 'C', '0', 'l']),
+        "ruby" => cluster(&['e'], &['I', 'r', 'C', 'E', 'x', 'T', 'W', '0', 'l']),
+        "node" => ["-e", "-p", "--eval", "--print"].contains(&w) || w.starts_with("--eval="),
+        "php" => ["-r", "-R", "-B", "-E"].contains(&w),
+        "lua" | "Rscript" => w == "-e",
+        _ => false,
+    }
+}
+
+/// Programs that run the command after their options (and, for some, one more operand):
+/// `(name, options that take the next word as their argument, operands before the command)`.
+const WRAPPERS: [(&str, &[&str], usize); 10] = [
+    (
+        "env",
+        &["-u", "--unset", "-C", "--chdir", "-S", "--split-string"],
+        0,
+    ),
+    ("exec", &["-a"], 0),
+    ("command", &[], 0),
+    ("nice", &["-n", "--adjustment"], 0),
+    ("nohup", &[], 0),
+    ("timeout", &["-s", "--signal", "-k", "--kill-after"], 1),
+    ("time", &["-f", "--format", "-o", "--output"], 0),
+    ("stdbuf", &["-i", "-o", "-e", "--input", "--output", "--error"], 0),
+    ("setsid", &[], 0),
+    (
+        "xargs",
+        &[
+            "-a",
+            "--arg-file",
+            "-d",
+            "--delimiter",
+            "-E",
+            "-I",
+            "-L",
+            "-n",
+            "--max-args",
+            "-P",
+            "--max-procs",
+            "-s",
+            "--max-chars",
+        ],
+        0,
+    ),
+];
+
+/// The index of each program a simple command runs: its first word, then, while that is a
+/// known wrapper (`env`, `exec`, `command`, `nice`, `timeout 60`, ...), the command it runs
+/// after its options. The chain stops at a word that is not a literal, and is cut short
+/// (`None` for the command) when a wrapper's options make it run no command (`command -v`)
+/// or a command guardctl cannot read (`env -S STRING`).
+pub(crate) fn chain(words: &[Option<&str>]) -> (Vec<usize>, bool) {
+    let mut out = vec![0];
+    let mut at = 0;
+    loop {
+        let Some(Some(program)) = words.get(at) else {
+            return (out, true);
+        };
+        let base = program.rsplit('/').next().unwrap_or(program);
+        let Some((name, with_arg, operands)) = WRAPPERS.iter().find(|w| w.0 == base) else {
+            return (out, true);
+        };
+        let mut i = at + 1;
+        // Options.
+        while let Some(Some(w)) = words.get(i) {
+            if *w == "--" {
+                i += 1;
+                break;
+            }
+            if !w.starts_with('-') || *w == "-" {
+                break;
+            }
+            if (*name == "command" && (w.contains('v') || w.contains('V')))
+                || (*name == "env" && (*w == "-S" || w.starts_with("--split-string") || w.starts_with("-S")))
+            {
+                return (out, false);
+            }
+            // `nice -n 5` takes the next word; `-n5`, `-5` and `--adjustment=5` do not.
+            i += if with_arg.contains(w) { 2 } else { 1 };
+        }
+        if *name == "env" {
+            while let Some(Some(w)) = words.get(i) {
+                if !w.contains('=') {
+                    break;
+                }
+                i += 1;
+            }
+        }
+        i += operands;
+        match words.get(i) {
+            Some(Some(_)) => {
+                out.push(i);
+                at = i;
+            }
+            Some(None) => return (out, false),
+            None => return (out, true),
+        }
+    }
+}
 
 /// Which command string of a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +233,29 @@ pub struct Analysis {
     spans: Vec<(Script, Vec<Span>)>,
     /// The shell that runs the command strings.
     shell: usize,
+    /// Literal words of the command strings that name a regular file of the work tree (not
+    /// under `.git`) and are not pinned as a program or a script. Planning refuses them
+    /// ([`Analysis::refuse_unpinned`]): guardctl cannot tell that they are not run. Apply
+    /// does not (a file a before-image creates is data), it compares the pinned files.
+    unpinned: Vec<(Script, String)>,
+}
+
+impl Analysis {
+    /// At planning time: refuse a command string that names a file of the work tree that is
+    /// not pinned (it could be a script run in a way not recognised, then unpinned).
+    pub fn refuse_unpinned(&self) -> Result<()> {
+        match self.unpinned.first() {
+            None => Ok(()),
+            Some((which, word)) => Err(Error::usage(format!(
+                "the {} names {}, a file in the work tree that is not pinned: guardctl cannot tell that it is not run",
+                which.label(),
+                safe(word)
+            ))
+            .with_hint(
+                "give a script as an interpreter's operand (`sh x.sh`, `env sh x.sh`); leave data files out of the command strings (name their directory, or read them from a script)",
+            )),
+        }
+    }
 }
 
 /// `sha256:` and the first 12 characters of a digest, for messages (by characters: a digest
@@ -189,11 +334,28 @@ impl Budget {
     }
 }
 
+/// Read `p`, charging the budget for the bytes actually read (a file's size can say 0 and
+/// its content not end: `/proc/self/pagemap`). Reads stop one buffer past what is left; the
+/// buffer is whole (not `take(left + 1)`): some special files refuse reads of odd sizes.
 fn read_file(p: &Path, budget: &mut Budget) -> Result<Vec<u8>> {
-    let len = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    budget.take(len, p)?;
-    std::fs::read(p)
-        .map_err(|e| Error::usage(format!("cannot read {}", safe(&p.to_string_lossy()))).caused_by(e))
+    use std::io::Read;
+    let err =
+        |e: std::io::Error| Error::usage(format!("cannot read {}", safe(&p.to_string_lossy()))).caused_by(e);
+    let left = MAX_BYTES.saturating_sub(budget.bytes);
+    let mut f = std::fs::File::open(p).map_err(err)?;
+    let mut bytes = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    while bytes.len() as u64 <= left {
+        let n = match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(err(e)),
+        };
+        bytes.extend_from_slice(&buf[..n]);
+    }
+    budget.take(bytes.len() as u64, p)?;
+    Ok(bytes)
 }
 
 /// Every file under `dir`, sorted, relative and with its digest. Links to files count as
@@ -337,22 +499,20 @@ impl Builder<'_> {
     }
 
     /// For an interpreter, the script it runs: its first operand naming a file, unless an
-    /// option says the code is on the command line. Returns (word index, pinned entry).
+    /// option says the code is on the command line. `words` start at the interpreter.
+    /// Returns (word index, pinned entry).
     fn script(&mut self, words: &[Option<&str>]) -> Result<Option<(usize, usize)>> {
         let Some(Some(program)) = words.first() else {
             return Ok(None);
         };
         let base = program.rsplit('/').next().unwrap_or(program);
-        let shell_like = ["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash"].contains(&base);
         if !(INTERPRETERS.contains(&base) || base.starts_with("python3.")) {
             return Ok(None);
         }
         for (i, w) in words.iter().enumerate().skip(1) {
             let Some(w) = w else { return Ok(None) };
-            if w.starts_with('-') {
-                let code =
-                    CODE_OPTIONS.contains(w) || (shell_like && !w.starts_with("--") && w.contains('c'));
-                if code {
+            if w.starts_with('-') && *w != "-" {
+                if is_code_option(base, w) {
                     return Ok(None);
                 }
                 continue;
@@ -364,6 +524,52 @@ impl Builder<'_> {
         }
         Ok(None)
     }
+
+    /// Every program a simple command runs (through wrappers) and the script its last one
+    /// runs: (word index, pinned entry) for each word to rewrite. The first word is pinned
+    /// by the caller (`first`: whether to pin it here).
+    fn command_words(
+        &mut self,
+        words: &[Option<&str>],
+        in_shell: bool,
+        first: bool,
+    ) -> Result<Vec<(usize, usize)>> {
+        let mut out = Vec::new();
+        let (programs, runs) = chain(words);
+        let mut shell_lookup = in_shell;
+        for (n, &i) in programs.iter().enumerate() {
+            let Some(w) = words[i] else { break };
+            if (n > 0 || first)
+                && let Some(p) = self.program(w, shell_lookup)?
+            {
+                out.push((i, p));
+            }
+            // Only the shell's own `exec` and `command` run builtins; `env` and the
+            // others look every name up in PATH.
+            shell_lookup = in_shell && n == 0 && ["exec", "command"].contains(&w);
+        }
+        let last = *programs.last().unwrap_or(&0);
+        if runs && let Some((i, p)) = self.script(&words[last..])? {
+            out.push((last + i, p));
+        }
+        Ok(out)
+    }
+}
+
+/// Whether `word` names a regular file inside the work tree `top` (not under `.git`).
+fn names_work_tree_file(top: &Path, dir: &Path, word: &str) -> bool {
+    if word.is_empty() {
+        return false;
+    }
+    let abs = dir.join(word);
+    if !std::fs::metadata(&abs).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let Ok(real) = std::fs::canonicalize(&abs) else {
+        return false;
+    };
+    real.strip_prefix(top)
+        .is_ok_and(|rel| rel.components().next() != Some(Component::Normal(OsStr::new(".git"))))
 }
 
 /// Every file the plan's commands run, found now, and where each command names one.
@@ -396,7 +602,7 @@ pub fn analyze(top: &Path, dir: &Path, path_env: Option<&OsStr>, c: Commands) ->
         )
     })?);
     let words: Vec<Option<&str>> = c.command.iter().map(|w| Some(w.as_str())).collect();
-    if let Some((i, p)) = b.script(&words)? {
+    for (i, p) in b.command_words(&words, false, false)? {
         argv[i] = Some(p);
     }
     let shell = match find_on_path("sh", path_env, &dir) {
@@ -408,18 +614,25 @@ pub fn analyze(top: &Path, dir: &Path, path_env: Option<&OsStr>, c: Commands) ->
         }
     };
     let mut spans = Vec::new();
+    let mut unpinned = Vec::new();
     for which in [Script::Preview, Script::BeforeImage, Script::Verify] {
         let Some(script) = which.of(&c) else { continue };
         let mut rewrites = Vec::new();
         for cmd in shell::commands(script) {
             let values: Vec<Option<&str>> = cmd.iter().map(|w| w.value.as_deref()).collect();
-            if let Some(Some(program)) = values.first()
-                && let Some(p) = b.program(program, true)?
-            {
-                rewrites.push((cmd[0].start, cmd[0].end, p));
-            }
-            if let Some((i, p)) = b.script(&values)? {
+            let named = b.command_words(&values, true, true)?;
+            for &(i, p) in &named {
                 rewrites.push((cmd[i].start, cmd[i].end, p));
+            }
+            // The backstop: any other word naming a file of the work tree might be code
+            // run in a way not recognised above, which would run unpinned (see `unpinned`).
+            for (i, v) in values.iter().enumerate() {
+                if let Some(v) = v
+                    && !named.iter().any(|n| n.0 == i)
+                    && names_work_tree_file(&top, &dir, v)
+                {
+                    unpinned.push((which, v.to_string()));
+                }
             }
         }
         spans.push((which, rewrites));
@@ -440,6 +653,7 @@ pub fn analyze(top: &Path, dir: &Path, path_env: Option<&OsStr>, c: Commands) ->
         argv,
         spans,
         shell,
+        unpinned,
     })
 }
 
@@ -834,6 +1048,119 @@ mod tests {
         assert_eq!(a.argv[2], None);
         // `. file` sources a file: pinned, from the preview.
         assert!(a.pinned.iter().any(|p| p.name == "scripts/prune.sh"));
+    }
+
+    #[test]
+    fn code_options_are_per_interpreter() {
+        for (base, w) in [
+            ("sh", "-c"),
+            ("bash", "-ec"),
+            ("dash", "-xc"),
+            ("perl", "-e"),
+            ("perl", "-E"),
+            ("perl", "-ne"),
+            ("ruby", "-e"),
+            ("node", "-e"),
+            ("node", "--eval"),
+            ("python3", "-c"),
+            ("python3", "-m"),
+            ("python", "-Bc"),
+        ] {
+            assert!(is_code_option(base, w), "{base} {w}");
+        }
+        for (base, w) in [
+            ("sh", "-e"),
+            ("sh", "-eu"),
+            ("bash", "--norc"),
+            ("bash", "-o"),
+            ("zsh", "-E"),
+            ("python3", "-E"),
+            ("python3", "-u"),
+            ("python3", "-Werror"),
+            ("perl", "-Ilib"),
+            ("perl", "-w"),
+            ("ruby", "-E"),
+            ("node", "--inspect"),
+        ] {
+            assert!(!is_code_option(base, w), "{base} {w}");
+        }
+    }
+
+    #[test]
+    fn wrappers_are_looked_through_to_the_command_they_run() {
+        fn programs(line: &str) -> (Vec<&str>, bool) {
+            let words: Vec<Option<&str>> = line.split(' ').map(Some).collect();
+            let (at, runs) = chain(&words);
+            (at.iter().map(|&i| words[i].unwrap()).collect(), runs)
+        }
+        assert_eq!(programs("sh x.sh"), (vec!["sh"], true));
+        assert_eq!(programs("exec sh x.sh"), (vec!["exec", "sh"], true));
+        assert_eq!(programs("command -p sh x.sh"), (vec!["command", "sh"], true));
+        assert_eq!(
+            programs("env -i -u HOME A=1 B=2 sh x.sh"),
+            (vec!["env", "sh"], true)
+        );
+        assert_eq!(
+            programs("timeout -s KILL --preserve-status 60 sh x.sh"),
+            (vec!["timeout", "sh"], true)
+        );
+        assert_eq!(programs("nice -n 5 sh x.sh"), (vec!["nice", "sh"], true));
+        assert_eq!(programs("nice -5 sh x.sh"), (vec!["nice", "sh"], true));
+        assert_eq!(
+            programs("nohup stdbuf -oL -e 0 setsid time -p sh x.sh"),
+            (vec!["nohup", "stdbuf", "setsid", "time", "sh"], true)
+        );
+        assert_eq!(programs("xargs -0 -n 1 sh x.sh"), (vec!["xargs", "sh"], true));
+        // GNU xargs' -i, -e and -l take their argument in the same word, if any.
+        assert_eq!(programs("xargs -i sh x.sh"), (vec!["xargs", "sh"], true));
+        assert_eq!(programs("nice -- sh x.sh"), (vec!["nice", "sh"], true));
+        // Runs no command, or one guardctl cannot read.
+        assert_eq!(programs("command -v sh"), (vec!["command"], false));
+        assert_eq!(programs("env -S sh x.sh"), (vec!["env"], false));
+        let words = [Some("env"), None, Some("x.sh")];
+        assert_eq!(chain(&words), (vec![0], false));
+    }
+
+    #[test]
+    fn scripts_are_pinned_after_options_and_through_wrappers() {
+        let (_t, top) = setup();
+        let path = std::env::var_os("PATH");
+        let command: Vec<String> = ["env", "A=1", "sh", "-e", "scripts/prune.sh"]
+            .map(String::from)
+            .to_vec();
+        let preview = "timeout 60 sh -eu scripts/run; exec sh scripts/lib/a.sh";
+        let a = analyze(&top, &top, path.as_deref(), commands(&command, preview, &[])).unwrap();
+        let at = |name: &str| a.pinned.iter().position(|p| p.name == name);
+        assert_eq!(a.argv[2], at("sh"));
+        assert_eq!(a.argv[4], at("scripts/prune.sh"));
+        assert!(at("timeout").is_some());
+        assert!(at("scripts/run").is_some() && at("scripts/lib/a.sh").is_some());
+        assert!(a.refuse_unpinned().is_ok());
+        // A file named where guardctl cannot tell it is not run is refused at planning.
+        let a = analyze(
+            &top,
+            &top,
+            path.as_deref(),
+            commands(
+                &command,
+                "env -S 'sh scripts/lib/a.sh' ; cat scripts/lib/a.sh",
+                &[],
+            ),
+        )
+        .unwrap();
+        let e = a.refuse_unpinned().unwrap_err();
+        assert!(e.message.contains("scripts/lib/a.sh"), "{}", e.message);
+        // A directory, or a file under .git, is not refused.
+        std::fs::create_dir_all(top.join(".git")).unwrap();
+        std::fs::write(top.join(".git/HEAD"), "x").unwrap();
+        let a = analyze(
+            &top,
+            &top,
+            path.as_deref(),
+            commands(&command, "ls scripts .git/HEAD", &[]),
+        )
+        .unwrap();
+        assert!(a.refuse_unpinned().is_ok());
     }
 
     #[test]

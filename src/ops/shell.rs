@@ -334,6 +334,19 @@ mod tests {
     }
 
     #[test]
+    fn a_wrapper_keeps_its_options_and_assignments_as_words() {
+        // Only leading assignments are the shell's; after `env` they are the wrapper's words,
+        // which pin.rs reads to find the command it runs.
+        assert_eq!(
+            values("A=1 env -i B=2 sh -e x.sh; timeout 60 nice -n 5 sh x.sh"),
+            vec![
+                lit(&["env", "-i", "B=2", "sh", "-e", "x.sh"]),
+                lit(&["timeout", "60", "nice", "-n", "5", "sh", "x.sh"]),
+            ]
+        );
+    }
+
+    #[test]
     fn here_document_bodies_are_data() {
         assert_eq!(
             values("cat <<'EOF' | sort\nrm -rf x\nEOF\nls"),
