@@ -192,13 +192,32 @@ impl Ctx {
                 "system or global git config gpg.ssh.allowedSignersFile",
             );
         }
+        // As the policy: on the shared remote's default branch as the remote reports it, never
+        // a ref or setting of this clone that the planner can move.
+        if let Some(name) = policy_remote(repo)? {
+            return Ok(
+                committed_on_remote(repo, &name, SIGNERS_PATH, SIGNERS_MAX_BYTES, Kind::Usage)?.map(
+                    |(location, bytes)| {
+                        (
+                            SignersSource {
+                                location,
+                                how: COMMITTED,
+                            },
+                            bytes,
+                        )
+                    },
+                ),
+            );
+        }
+        // A repository with no remote: its own default branch, which whoever can commit to it
+        // controls (the source says so).
         if let Ok((base, oid)) = repo.resolve_base(None)
             && let Some(bytes) = repo.committed_file(oid, SIGNERS_PATH, SIGNERS_MAX_BYTES)?
         {
             return Ok(Some((
                 SignersSource {
                     location: format!("{base}:{SIGNERS_PATH}"),
-                    how: COMMITTED,
+                    how: COMMITTED_LOCAL,
                 },
                 bytes,
             )));
@@ -265,11 +284,9 @@ impl Ctx {
         }
         if let Ok(in_tree) = std::fs::read(repo.display_path().join(SIGNERS_PATH)) {
             let committed = match source {
-                Some(s) if s.how == COMMITTED => repo
-                    .resolve_base(None)
-                    .ok()
-                    .and_then(|(_, oid)| repo.committed_file(oid, SIGNERS_PATH, SIGNERS_MAX_BYTES).ok())
-                    .flatten(),
+                Some(s) if s.how == COMMITTED || s.how == COMMITTED_LOCAL => {
+                    self.find_signers().ok().flatten().map(|(_, bytes)| bytes)
+                }
                 _ => None,
             };
             if committed.as_deref() != Some(in_tree.as_slice()) {
@@ -314,10 +331,63 @@ impl Ctx {
 /// The remote whose default branch holds the policy of local plans: the one named by
 /// `guardctl.remote`, else `origin` if there is one; `None` for a local-only repository.
 pub fn policy_remote(repo: &Repo) -> Result<Option<String>> {
-    if let Some(name) = repo.config_string("guardctl.remote")? {
+    // An administrator's choice (system or global config), never the repository's own config,
+    // which the planner can point at a remote of their own.
+    if let Some(name) = repo.admin_config("guardctl.remote")? {
         return Ok(Some(name));
     }
     Ok(repo.remote_names()?.into_iter().find(|n| n == "origin"))
+}
+
+/// A trust root committed on the shared default branch: `path` as committed on the default
+/// branch of remote `name` **as the remote reports it now** (`git ls-remote`, then this
+/// clone's objects at that id). Returns where it was read (`<url> <branch>:<path>`) and its
+/// bytes; `None` when the remote has no HEAD or the file is not committed there. Refused when
+/// the repository's own config rewrites the remote's URL (`insteadOf`: whoever can write
+/// this clone could point it at a repository of their own), or when the commit is not fetched.
+pub fn committed_on_remote(
+    repo: &Repo,
+    name: &str,
+    path: &str,
+    max: usize,
+    kind: Kind,
+) -> Result<Option<(String, Vec<u8>)>> {
+    let url = repo.remote_fetch_url(name)?;
+    let raw = repo
+        .config_string(&format!("remote.{name}.url"))?
+        .unwrap_or_default();
+    if let Some(prefix) = repo
+        .local_url_rewrites()?
+        .into_iter()
+        .find(|p| !p.is_empty() && raw.starts_with(p.as_str()))
+    {
+        return Err(Error::new(
+            kind,
+            format!(
+                "the repository's own config rewrites the URL of remote `{}` (url.*.insteadOf {}): guardctl reads {path} only from the remote itself",
+                safe(name),
+                safe(&prefix)
+            ),
+        )
+        .with_hint("move the insteadOf rule to your global git config, or remove it"));
+    }
+    let Some((head, oid)) = repo.ls_remote_head(&url)? else {
+        return Ok(None);
+    };
+    if !repo.has_object(oid) {
+        return Err(Error::new(
+            kind,
+            format!(
+                "{path} in force is on {} of remote `{}` at {oid}, which this clone has not fetched",
+                safe(&head),
+                safe(name)
+            ),
+        )
+        .with_hint(format!("run `git fetch {}`, then run guardctl again", safe(name))));
+    }
+    Ok(repo
+        .committed_file(oid, path, max)?
+        .map(|bytes| (format!("{url} {head}:{path}"), bytes)))
 }
 
 /// Where the policy comes from, never the planner's uncommitted work tree nor a ref the
@@ -356,30 +426,8 @@ fn load_policy(repo: &Repo, remote: Option<&str>) -> Result<InForce> {
     if let Some(name) = remote {
         // Read only: the push URL does not matter here (a remote's own plan is refused
         // elsewhere when it differs).
-        let url = repo.remote_fetch_url(&name)?;
-        let Some((head, oid)) = repo.ls_remote_head(&url)? else {
-            return Ok(built_in());
-        };
-        if !repo.has_object(oid) {
-            return Err(Error::new(
-                Kind::Policy,
-                format!(
-                    "the policy in force is on {} of remote `{}` at {oid}, which this clone has not fetched",
-                    safe(&head),
-                    safe(&name)
-                ),
-            )
-            .with_hint(format!(
-                "run `git fetch {}`, then run guardctl again",
-                safe(&name)
-            )));
-        }
-        return match repo.committed_file(oid, POLICY_PATH, POLICY_MAX_BYTES)? {
-            Some(bytes) => parse_policy(
-                bytes,
-                PolicySourceKind::Committed,
-                format!("{url} {head}:{POLICY_PATH}"),
-            ),
+        return match committed_on_remote(repo, &name, POLICY_PATH, POLICY_MAX_BYTES, Kind::Policy)? {
+            Some((location, bytes)) => parse_policy(bytes, PolicySourceKind::Committed, location),
             None => Ok(built_in()),
         };
     }
@@ -440,6 +488,8 @@ fn expand_home(p: &str) -> PathBuf {
 
 /// How the committed identities are described (`SignersSource::how`).
 const COMMITTED: &str = "the default branch";
+/// A local-only repository's committed identities: whoever can commit there controls them.
+const COMMITTED_LOCAL: &str = "the local default branch (local: the planner controls it)";
 
 /// Where a repository keeps its trusted identities (committed, read from the default branch).
 pub const SIGNERS_PATH: &str = ".guardctl/allowed_signers";

@@ -101,6 +101,15 @@ impl Repo {
     }
 
     /// `git config --null <args>`: `None` when nothing matched (git's exit status 1).
+    /// The prefixes `url.<base>.insteadOf` rewrites, as set in the repository's own config
+    /// (`--local`): what anyone who can write this clone can point elsewhere.
+    pub fn local_url_rewrites(&self) -> Result<Vec<String>> {
+        let out = self
+            .read_config(&["--local", "--get-regexp", r"^url\..*\.insteadof$"])?
+            .unwrap_or_default();
+        Ok(entries(&out).map(|(_, v)| v).collect())
+    }
+
     fn read_config(&self, args: &[&str]) -> Result<Option<Vec<u8>>> {
         let out = self
             .git()

@@ -37,6 +37,8 @@ fn committed_identities() -> TestEnv {
     fs::copy(env.allowed_signers(), env.repo.join(".guardctl/allowed_signers")).unwrap();
     env.git(&["add", ".guardctl/allowed_signers"]);
     env.git(&["commit", "-q", "-m", "Trusted identities"]);
+    // Trusted once on the shared remote's default branch, as the remote reports it.
+    env.git(&["push", "-q", "origin", "main"]);
     let r = run_bare(&env, "alice", &["plan", "stale-branches", "--merged"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     env
@@ -50,9 +52,9 @@ fn identities_committed_on_the_default_branch_gate_the_plan() {
     let r = run_bare(&env, "alice", &["verify", "plan.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert!(
-        r.stderr.contains(
-            "Trusted identities from refs/heads/main:.guardctl/allowed_signers (the default branch)"
-        ),
+        r.stderr
+            .contains("refs/heads/main:.guardctl/allowed_signers (the default branch)")
+            && r.stderr.contains("origin.git"),
         "{}",
         r.stderr
     );
@@ -60,7 +62,7 @@ fn identities_committed_on_the_default_branch_gate_the_plan() {
     assert_eq!(v["allowed_signers"]["source"], "the default branch");
     let r = run_bare(&env, "bob", &["show", "plan.json"]);
     assert!(
-        r.stderr.contains("Trusted identities from refs/heads/main"),
+        r.stderr.contains("Trusted identities from") && r.stderr.contains("refs/heads/main"),
         "{}",
         r.stderr
     );

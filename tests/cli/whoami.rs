@@ -107,11 +107,15 @@ fn identities_come_from_flag_env_admin_config_or_the_default_branch_only() {
         stderr.contains("in the work tree is not a trusted source"),
         "{stderr}"
     );
-    // Committed on the default branch: trusted (like the policy).
+    // Committed on the default branch of a repository with no remote: trusted (like the
+    // policy), and said to be the planner's to change.
     env.git(&["add", ".guardctl/allowed_signers"]);
     env.git(&["commit", "-q", "-m", "identities"]);
     let (v, _) = whoami(&mut env.command());
-    assert_eq!(v["allowed_signers_source"], "the default branch");
+    assert_eq!(
+        v["allowed_signers_source"],
+        "the local default branch (local: the planner controls it)"
+    );
     assert_eq!(v["allowed_signers"], "refs/heads/main:.guardctl/allowed_signers");
     assert_eq!(v["principals"][0]["principals"][0], "alice@example.com");
     // System or global git config wins over the committed file.
