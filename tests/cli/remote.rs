@@ -377,6 +377,48 @@ fn a_remote_that_pushes_elsewhere_or_to_several_urls_is_refused_and_nothing_is_d
 
 #[test]
 fn a_plan_is_bound_to_the_url_after_insteadof_and_show_names_it() {
+    // The rewrite comes from the user's global config (one in the repository's own config,
+    // which the planner writes, is refused: it could point the policy elsewhere).
+    let env = remote_repo();
+    let global = env.path().join("gitconfig");
+    std::fs::write(
+        &global,
+        format!(
+            "[url \"file://{}/\"]\n\tinsteadOf = example:\n",
+            env.path().display()
+        ),
+    )
+    .unwrap();
+    let global = global.to_str().unwrap().to_string();
+    let with_global = [("GIT_CONFIG_GLOBAL", global.as_str())];
+    env.git(&["remote", "set-url", "origin", "example:origin.git"]);
+    let url = format!("file://{}", env.origin().display());
+    let r = env.run_env(
+        "alice",
+        &with_global,
+        &["plan", "remote-branches", "--remote", "origin", "--json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.json()["repository"], url);
+    let text = env.run_env("bob", &with_global, &["show", "plan.json"]).stdout;
+    assert!(
+        text.contains(&format!(
+            "changes    {url} (the one URL apply observes and pushes to)"
+        )),
+        "{text}"
+    );
+    let r = env.run_env("bob", &with_global, &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run_env("alice", &with_global, &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        names(&env.remote_branches()),
+        ["feature/live", "main", "release/1.0"]
+    );
+}
+
+#[test]
+fn an_insteadof_in_the_repositorys_own_config_never_chooses_the_policy_remote() {
     let env = remote_repo();
     env.git(&[
         "config",
@@ -384,21 +426,7 @@ fn a_plan_is_bound_to_the_url_after_insteadof_and_show_names_it() {
         "example:",
     ]);
     env.git(&["remote", "set-url", "origin", "example:origin.git"]);
-    let url = format!("file://{}", env.origin().display());
-    let view = plan(&env);
-    assert_eq!(view["repository"], url);
-    let text = env.run("bob", &["show", "plan.json"]).stdout;
-    assert!(
-        text.contains(&format!(
-            "changes    {url} (the one URL apply observes and pushes to)"
-        )),
-        "{text}"
-    );
-    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
-    let r = env.run("alice", &["apply", "plan.json"]);
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    assert_eq!(
-        names(&env.remote_branches()),
-        ["feature/live", "main", "release/1.0"]
-    );
+    let r = env.run("alice", &["plan", "remote-branches", "--remote", "origin"]);
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert!(r.stderr.contains("insteadOf"), "{}", r.stderr);
 }
