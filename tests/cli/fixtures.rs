@@ -49,31 +49,62 @@ fn assert_hooks() {
     );
 }
 
-/// The signed payload of a plan file (or of an approval envelope), as JSON.
-pub fn payload_of(path: &Path) -> serde_json::Value {
+/// The exact signed payload bytes of a plan file (or of an approval envelope).
+pub fn payload_bytes(path: &Path) -> Vec<u8> {
     use base64::Engine;
     let text = fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let payload = base64::engine::general_purpose::STANDARD
+    base64::engine::general_purpose::STANDARD
         .decode(v["payload"].as_str().unwrap())
-        .unwrap();
-    serde_json::from_slice(&payload).unwrap()
+        .unwrap()
+}
+
+/// The signed payload of a plan file (or of an approval envelope), as JSON.
+pub fn payload_of(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&payload_bytes(path)).unwrap()
 }
 
 /// The plan id (`sha256:<hex>` of the payload bytes) of a plan file.
 pub fn plan_id_of(path: &Path) -> String {
-    use base64::Engine;
     use sha2::Digest;
-    let text = fs::read_to_string(path).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let payload = base64::engine::general_purpose::STANDARD
-        .decode(v["payload"].as_str().unwrap())
-        .unwrap();
-    let digest = sha2::Sha256::digest(&payload);
+    let digest = sha2::Sha256::digest(payload_bytes(path));
     format!(
         "sha256:{}",
         digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
     )
+}
+
+/// Every file, directory and link under `dir`: kind, mode, size, mtime and content digest.
+pub fn file_tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, String> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let m = fs::symlink_metadata(&p).unwrap();
+            let digest = if m.is_file() {
+                format!(
+                    "{:x}",
+                    <sha2::Sha256 as sha2::Digest>::digest(fs::read(&p).unwrap())
+                )
+            } else {
+                String::new()
+            };
+            if m.is_dir() {
+                stack.push(p.clone());
+            }
+            let rel = p.strip_prefix(dir).unwrap().to_path_buf();
+            let line = format!(
+                "{:o} {} {}.{} {digest}",
+                std::os::unix::fs::MetadataExt::mode(&m),
+                m.len(),
+                std::os::unix::fs::MetadataExt::mtime(&m),
+                std::os::unix::fs::MetadataExt::mtime_nsec(&m)
+            );
+            out.insert(rel, line);
+        }
+    }
+    out
 }
 
 impl TestEnv {

@@ -3,18 +3,15 @@
 //! while a human approves from the CLI in between. The agent's key is mallory's, given the
 //! principal `agent@example.com` limited to planning and applying.
 
-use crate::fixtures::{TestEnv, payload_of, run, standard_repo};
+use crate::fixtures::{TestEnv, file_tree as tree, payload_of, run, standard_repo};
 use guardctl::mcp::{SHOW_FIELDS, TOOLS};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use sha2::Digest;
-use std::collections::BTreeMap;
 use std::fs;
-use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
 const AGENT: &str = "agent@example.com namespaces=\"guardctl-plan,guardctl-apply\"";
@@ -85,35 +82,6 @@ fn tool_error(r: &CallToolResult) -> Value {
 
 fn branches(env: &TestEnv) -> String {
     env.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads"])
-}
-
-/// Every file under `dir` with its mode, size, mtime and content digest.
-fn tree(dir: &Path) -> BTreeMap<PathBuf, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            let m = fs::symlink_metadata(&p).unwrap();
-            let digest = if m.is_file() {
-                format!("{:x}", sha2::Sha256::digest(fs::read(&p).unwrap()))
-            } else {
-                String::new()
-            };
-            if m.is_dir() {
-                stack.push(p.clone());
-            }
-            let line = format!(
-                "{:o} {} {}.{} {digest}",
-                m.mode(),
-                m.len(),
-                m.mtime(),
-                m.mtime_nsec()
-            );
-            out.insert(p.strip_prefix(dir).unwrap().to_path_buf(), line);
-        }
-    }
-    out
 }
 
 #[tokio::test]

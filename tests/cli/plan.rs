@@ -447,15 +447,7 @@ fn repository_identity_survives_a_move_and_differs_between_clones() {
         .arg(env.key("alice"))
         .args(["plan", "stale-branches"]);
     assert_eq!(crate::fixtures::run(c).code, 0);
-    let text = std::fs::read_to_string(moved.join("plan.json")).unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    use base64::Engine;
-    let p: Value = serde_json::from_slice(
-        &base64::engine::general_purpose::STANDARD
-            .decode(v["payload"].as_str().unwrap())
-            .unwrap(),
-    )
-    .unwrap();
+    let p = crate::fixtures::payload_of(&moved.join("plan.json"));
     assert_eq!(p["repository"], first);
 
     let clone = env.path().join("clone");
@@ -471,14 +463,7 @@ fn repository_identity_survives_a_move_and_differs_between_clones() {
         "origin/main",
     ]);
     assert_eq!(crate::fixtures::run(c).code, 0);
-    let text = std::fs::read_to_string(clone.join("plan.json")).unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    let p: Value = serde_json::from_slice(
-        &base64::engine::general_purpose::STANDARD
-            .decode(v["payload"].as_str().unwrap())
-            .unwrap(),
-    )
-    .unwrap();
+    let p = crate::fixtures::payload_of(&clone.join("plan.json"));
     assert_ne!(p["repository"], first);
 }
 

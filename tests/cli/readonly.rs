@@ -4,43 +4,12 @@
 //! ignores file modes), the commands run as `nobody` through `setpriv`, so the kernel, not
 //! guardctl's good manners, is what refuses a write.
 
-use crate::fixtures::{NOW, TestEnv, run, standard_repo};
-use sha2::Digest;
+use crate::fixtures::{NOW, TestEnv, file_tree as tree, run, standard_repo};
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// Every file, directory and link under `dir`: kind, mode, size, mtime and content digest.
-fn tree(dir: &Path) -> BTreeMap<PathBuf, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            let m = fs::symlink_metadata(&p).unwrap();
-            let digest = if m.is_file() {
-                format!("{:x}", sha2::Sha256::digest(fs::read(&p).unwrap()))
-            } else {
-                String::new()
-            };
-            if m.is_dir() {
-                stack.push(p.clone());
-            }
-            let rel = p.strip_prefix(dir).unwrap().to_path_buf();
-            let line = format!(
-                "{:o} {} {}.{} {digest}",
-                m.mode(),
-                m.len(),
-                m.mtime(),
-                m.mtime_nsec()
-            );
-            out.insert(rel, line);
-        }
-    }
-    out
-}
 
 fn chmod_tree(dir: &Path, writable: bool) {
     let status = Command::new("chmod")
