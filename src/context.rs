@@ -38,6 +38,9 @@ pub struct Ctx {
 pub struct SignersSource {
     pub location: String,
     pub how: &'static str,
+    /// sha256 of the bytes read, so a work-tree copy can be compared without reading the
+    /// source again (for a committed file, that is another `git ls-remote`).
+    pub sha256: String,
 }
 
 impl Ctx {
@@ -150,7 +153,12 @@ impl Ctx {
         }
         let loaded = match self.find_signers()? {
             None => (AllowedSigners::default(), None),
-            Some((src, bytes)) => {
+            Some((location, how, bytes)) => {
+                let src = SignersSource {
+                    location,
+                    how,
+                    sha256: crate::plan::envelope::sha256_id(&bytes),
+                };
                 let text = String::from_utf8(bytes)
                     .map_err(|_| Error::usage(format!("{} is not UTF-8", src.location)))?;
                 let signers = AllowedSigners::parse(&text).map_err(|e| {
@@ -164,19 +172,15 @@ impl Ctx {
         Ok(self.signers.get_or_init(|| loaded))
     }
 
-    fn find_signers(&self) -> Result<Option<(SignersSource, Vec<u8>)>> {
-        let from_file = |path: PathBuf, how: &'static str| -> Result<Option<(SignersSource, Vec<u8>)>> {
-            let bytes = crate::fsutil::read_bounded(&path, SIGNERS_MAX_BYTES as u64).map_err(|e| {
-                Error::usage(format!("cannot read the allowed-signers file named by {how}")).caused_by(e)
-            })?;
-            Ok(Some((
-                SignersSource {
-                    location: path.display().to_string(),
-                    how,
-                },
-                bytes,
-            )))
-        };
+    /// Where the trusted identities are (location, how it was found) and their bytes.
+    fn find_signers(&self) -> Result<Option<(String, &'static str, Vec<u8>)>> {
+        let from_file =
+            |path: PathBuf, how: &'static str| -> Result<Option<(String, &'static str, Vec<u8>)>> {
+                let bytes = crate::fsutil::read_bounded(&path, SIGNERS_MAX_BYTES as u64).map_err(|e| {
+                    Error::usage(format!("cannot read the allowed-signers file named by {how}")).caused_by(e)
+                })?;
+                Ok(Some((path.display().to_string(), how, bytes)))
+            };
         if let Some(p) = &self.allowed_signers_flag {
             return from_file(p.clone(), "--allowed-signers");
         }
@@ -196,17 +200,8 @@ impl Ctx {
         // a ref or setting of this clone that the planner can move.
         if let Some(name) = policy_remote(repo)? {
             return Ok(
-                committed_on_remote(repo, &name, SIGNERS_PATH, SIGNERS_MAX_BYTES, Kind::Usage)?.map(
-                    |(location, bytes)| {
-                        (
-                            SignersSource {
-                                location,
-                                how: COMMITTED,
-                            },
-                            bytes,
-                        )
-                    },
-                ),
+                committed_on_remote(repo, &name, SIGNERS_PATH, SIGNERS_MAX_BYTES, Kind::Usage)?
+                    .map(|(location, bytes)| (location, COMMITTED, bytes)),
             );
         }
         // A repository with no remote: its own default branch, which whoever can commit to it
@@ -214,13 +209,7 @@ impl Ctx {
         if let Ok((base, oid)) = repo.resolve_base(None)
             && let Some(bytes) = repo.committed_file(oid, SIGNERS_PATH, SIGNERS_MAX_BYTES)?
         {
-            return Ok(Some((
-                SignersSource {
-                    location: format!("{base}:{SIGNERS_PATH}"),
-                    how: COMMITTED_LOCAL,
-                },
-                bytes,
-            )));
+            return Ok(Some((format!("{base}:{SIGNERS_PATH}"), COMMITTED_LOCAL, bytes)));
         }
         Ok(None)
     }
@@ -283,13 +272,11 @@ impl Ctx {
             ));
         }
         if let Ok(in_tree) = std::fs::read(repo.display_path().join(SIGNERS_PATH)) {
-            let committed = match source {
-                Some(s) if s.how == COMMITTED || s.how == COMMITTED_LOCAL => {
-                    self.find_signers().ok().flatten().map(|(_, bytes)| bytes)
-                }
-                _ => None,
-            };
-            if committed.as_deref() != Some(in_tree.as_slice()) {
+            let same_as_committed = source.as_ref().is_some_and(|s| {
+                (s.how == COMMITTED || s.how == COMMITTED_LOCAL)
+                    && s.sha256 == crate::plan::envelope::sha256_id(&in_tree)
+            });
+            if !same_as_committed {
                 ui.warn(&format!(
                     "{SIGNERS_PATH} in the work tree is not a trusted source and is ignored (only what is committed on the default branch counts, when no other source is set)"
                 ));
