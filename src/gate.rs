@@ -36,6 +36,15 @@ pub struct Cleared {
     pub executor: Option<String>,
 }
 
+impl Cleared {
+    /// Verified and parsed: `verify` and `apply` never write the plan file back, so its
+    /// encoded payload (tens of megabytes for a 50,000-branch plan) can go once nothing
+    /// needs the signed bytes.
+    pub fn forget_payload(&mut self) {
+        self.loaded.file.payload = String::new();
+    }
+}
+
 /// Every approval envelope: those attached to the plan file, then detached ones, then the
 /// rejections and withdrawals recorded in this repository's state (each envelope once).
 fn approval_envelopes(ctx: &Ctx, loaded: &Loaded, extra: &[PathBuf]) -> Result<Vec<(String, Envelope)>> {
@@ -149,15 +158,25 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
         }
     }
     let planner_keys = planner_keys(&signers, &loaded.plan);
+    // Counted against the groups `apply` would require now: the plan's own, plus the bulk
+    // group when the planner's other live plans make it bulk.
+    let part_of = match ctx.policy_for(loaded.plan.operation.bound_to_remote()) {
+        Ok(p) => part_of(ctx, loaded, &signers, &p.policy)?,
+        Err(_) => None,
+    };
+    let in_review = crate::policy::across::in_review(&loaded.plan, part_of.as_ref());
+    let plan = in_review.as_ref().unwrap_or(&loaded.plan);
     let report = crate::policy::evaluate_approvals(
-        &loaded.plan,
+        plan,
         &loaded.plan_id,
         &checked,
         &planner_keys,
         clock_skew(ctx),
         ctx.now,
     );
-    Ok(ApprovalsView::new(&loaded.plan, &report, invalid))
+    let mut view = ApprovalsView::new(plan, &report, invalid);
+    view.part_of = part_of.map(|p| crate::render::view::PartOfView::new(&loaded.plan, &p));
+    Ok(view)
 }
 
 /// The policy's clock skew when it can be read here; the default otherwise (`show` works
@@ -233,6 +252,7 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
     let applying_principals =
         applying.map(|k| signers.principals_at(k.signer(), APPLY_NAMESPACE, &[ctx.now]));
     let policy = &ctx.policy_for(loaded.plan.operation.bound_to_remote())?.policy;
+    let part_of = part_of(ctx, &loaded, &signers, policy)?;
     let report = crate::policy::gate(GateInput {
         plan: &loaded.plan,
         plan_id: &loaded.plan_id,
@@ -242,18 +262,44 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
         approvals: &approvals,
         policy,
         now: ctx.now,
+        part_of: part_of.as_ref(),
     })
-    .map_err(|r| refusal(r, &loaded))?;
+    .map_err(|r| refusal(r, &loaded, part_of.as_ref()))?;
     let executor = applying_principals.and_then(|_| loaded.plan.executor.principal.clone());
-    // Verified and parsed: `verify` and `apply` never write the plan file back, so its
-    // encoded payload (tens of megabytes for a 50,000-branch plan) can go.
-    let mut loaded = loaded;
-    loaded.file.payload = String::new();
     Ok(Cleared {
         loaded,
         report,
         executor,
     })
+}
+
+/// Where the plan stands among its planner's other live plans this clone has seen
+/// (`bulk.across_plans`): `None` outside a repository, when there are none, or when the plan
+/// was consumed here (a replay, or an apply `recover` must finish, is judged as it was
+/// applied: its outcome no longer depends on plans made since).
+pub fn part_of(
+    ctx: &Ctx,
+    loaded: &Loaded,
+    signers: &AllowedSigners,
+    policy: &Policy,
+) -> Result<Option<crate::policy::across::PartOf>> {
+    let Ok(repo) = ctx.repo() else {
+        return Ok(None);
+    };
+    let state = repo.state_dir();
+    if crate::store::Store::new(state.clone()).is_consumed(loaded.id_hex()) {
+        return Ok(None);
+    }
+    let seen = crate::store::seen::live(&state, ctx.now, loaded.id_hex())?;
+    let others: Vec<(&str, &Plan)> = seen.plans.iter().map(|l| (l.plan_id.as_str(), &l.plan)).collect();
+    Ok(crate::policy::across::part_of(
+        &loaded.plan,
+        &loaded.plan_id,
+        &others,
+        &planner_keys(signers, &loaded.plan),
+        policy,
+        ctx.now,
+    ))
 }
 
 /// Who the plan's key (or certificate) speaks for in `guardctl-plan`, at the time the plan
@@ -293,7 +339,7 @@ fn planner_keys(signers: &AllowedSigners, plan: &Plan) -> Vec<String> {
     keys
 }
 
-fn refusal(r: Refusal, loaded: &Loaded) -> Error {
+fn refusal(r: Refusal, loaded: &Loaded, part_of: Option<&crate::policy::across::PartOf>) -> Error {
     let replan = "re-run `guardctl plan`";
     match r {
         Refusal::PlannerUnconfirmed { claimed: None } => Error::new(
@@ -357,9 +403,25 @@ fn refusal(r: Refusal, loaded: &Loaded) -> Error {
             if !ignored.is_empty() {
                 msg += &format!("; not counted: {}", ignored.join(", "));
             }
+            if let Some(p) = part_of.filter(|p| p.group.is_some()) {
+                msg += &format!(
+                    " (bulk: part of {} plans by {} totalling {} resources, seen in this repository: {})",
+                    p.plans,
+                    safe(loaded.plan.planner.principal.as_deref().unwrap_or("(no principal)")),
+                    p.resources,
+                    p.others
+                        .iter()
+                        .map(|id| crate::render::view::short_id(id))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            }
             let unmet: Vec<&str> = report.unmet().map(|g| g.name.as_str()).collect();
             let mut details = serde_json::to_value(&report).unwrap_or_default();
             details["unmet_groups"] = json!(unmet);
+            if let Some(p) = part_of {
+                details["part_of"] = json!({"plans": p.plans, "resources": p.resources, "others": p.others, "needs_bulk": p.group.is_some()});
+            }
             Error::new(Kind::Unapproved, msg)
                 .with_details(details)
                 .with_hint(format!(

@@ -73,11 +73,15 @@ pub fn unverified(plan_id: &str, command: bool) -> Error {
 pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     let key = ctx.signing_key(ui)?;
     ctx.report_signers(ui, false)?;
-    let cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
+    let mut cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
+    let repo = ctx.repo()?;
+    // An applied plan stays one of its planner's live plans here until it expires: the bulk
+    // class of their other plans counts it (`bulk.across_plans`).
+    crate::store::seen::record(&repo.state_dir(), &cleared.loaded, ctx.now)?;
+    cleared.forget_payload();
     let loaded = &cleared.loaded;
     let plan = &loaded.plan;
     let id = loaded.id_hex().to_string();
-    let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
     let _lock = store.lock()?;
     // What cannot be recorded is not done: a broken audit log refuses before any change.

@@ -116,7 +116,17 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         );
     }
     if decision == Decision::Approve {
-        check_eligible(plan, &principal, &groups)?;
+        // Eligible for the groups `apply` will count: with the bulk group when the planner's
+        // other live plans seen here make this one bulk.
+        let part_of = match (
+            plans_repo(ctx, plan),
+            ctx.policy_for(plan.operation.bound_to_remote()),
+        ) {
+            (Some(_), Ok(p)) => crate::gate::part_of(ctx, &loaded, &signers, &p.policy)?,
+            _ => None,
+        };
+        let in_review = crate::policy::across::in_review(plan, part_of.as_ref());
+        check_eligible(in_review.as_ref().unwrap_or(plan), &principal, &groups)?;
     }
     let withdraws = match decision {
         Decision::Withdraw => own_rejections(ctx, &loaded, &signers, &principal)?,
@@ -138,6 +148,12 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     show_plan(ui, &loaded, ctx)?;
     if decision == Decision::Approve && !yes {
         confirm(&loaded)?;
+    }
+
+    // A reviewed plan is one of its planner's live plans here: the bulk class of their
+    // other plans counts it (`bulk.across_plans`).
+    if let Some(repo) = plans_repo(ctx, plan) {
+        crate::store::seen::record(&repo.state_dir(), &loaded, ctx.now)?;
     }
 
     let approval = Approval {

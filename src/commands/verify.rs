@@ -26,7 +26,8 @@ pub struct Verified {
 pub fn check(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Verified> {
     let key = ctx.signing_key(ui)?;
     ctx.report_signers(ui, !ui.json)?;
-    let cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
+    let mut cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
+    cleared.forget_payload();
     let store = crate::store::Store::new(ctx.repo()?.state_dir());
     // apply refuses to act where its audit log is broken: so does verify (reading only).
     store.audit_intact(ctx.repo()?, &ctx.allowed_signers()?.0)?;

@@ -263,6 +263,9 @@ pub struct GateInput<'a> {
     /// The policy in force now.
     pub policy: &'a Policy,
     pub now: OffsetDateTime,
+    /// The planner's other live plans this clone has seen ([`super::across`]): when they
+    /// make the plan bulk, its approvals must also satisfy the bulk group.
+    pub part_of: Option<&'a super::across::PartOf>,
 }
 
 /// Every check but drift, in the contract's order. Returns the approval report on success.
@@ -296,8 +299,9 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
             }
         }
     }
+    let in_review = super::across::in_review(plan, input.part_of);
     let report = evaluate_approvals(
-        plan,
+        in_review.as_ref().unwrap_or(plan),
         input.plan_id,
         input.approvals,
         input.planner_keys,
@@ -437,6 +441,7 @@ mod tests {
             approvals,
             policy,
             now,
+            part_of: None,
         })
     }
 

@@ -78,6 +78,7 @@ struct RawBulk {
     threshold: Option<Spanned<u64>>,
     required: Spanned<u32>,
     from: List,
+    across_plans: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -206,6 +207,7 @@ impl Validator<'_> {
                     .map(Spanned::into_inner)
                     .unwrap_or(DEFAULT_BULK_THRESHOLD),
                 approvals: Some(self.requirement(&p, b.required, b.from)?),
+                across_plans: b.across_plans.unwrap_or(true),
             };
         }
         let mut names = BTreeSet::new();

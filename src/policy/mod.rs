@@ -12,6 +12,7 @@
 //! The policy's hash (over the normalised data, so comments and formatting do not count) goes
 //! into every plan; `apply` refuses with `policy` (14) when the policy in force differs.
 
+pub mod across;
 pub mod checks;
 pub mod file;
 pub mod route;
@@ -75,6 +76,16 @@ pub struct Bulk {
     pub threshold: u64,
     /// What a bulk plan needs on top of its other groups; `None` = nothing more.
     pub approvals: Option<Requirement>,
+    /// Count a planner's other live plans in this repository too (`bulk.across_plans`, on by
+    /// default): splitting one deletion into several small plans must not keep each under
+    /// the threshold and away from the bulk approvers. Left out of the policy hash while on,
+    /// so policies written before the option existed keep their hash.
+    #[serde(skip_serializing_if = "is_true")]
+    pub across_plans: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// A review rule: resources matching every given selector form a review group.
@@ -110,6 +121,7 @@ impl Default for Policy {
             bulk: Bulk {
                 threshold: DEFAULT_BULK_THRESHOLD,
                 approvals: None,
+                across_plans: true,
             },
             routes: Vec::new(),
         }

@@ -52,9 +52,10 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
         ("risk", risk),
         ("policy", policy_line(&view.policy)),
         ("approvals", approvals_line(&view.approvals)),
+        ("part of", part_of_line(&view.approvals, view.resources)),
         ("plan hash", view.plan_hash.clone()),
     ] {
-        if k == "inputs" && v.is_empty() {
+        if (k == "inputs" || k == "part of") && v.is_empty() {
             continue;
         }
         writeln!(w, "  {k:<10} {v}")?;
@@ -400,6 +401,25 @@ fn policy_line(p: &super::view::PolicyView) -> String {
         (s, None) => s.to_string(),
     };
     format!("{}, {status}", p.source)
+}
+
+/// "2 plans by alice totalling 4 branches": the planner's other live plans seen here.
+fn part_of_line(a: &super::view::ApprovalsView, resources: &str) -> String {
+    let Some(p) = &a.part_of else {
+        return String::new();
+    };
+    let ids: Vec<String> = p.others.iter().map(|id| super::view::short_id(id)).collect();
+    let mut line = format!(
+        "{} plans by {} totalling {} {resources} (also {})",
+        p.plans,
+        p.planner,
+        p.resources,
+        ids.join(", ")
+    );
+    if p.needs_bulk {
+        line.push_str("; together they are bulk: the bulk group must approve this one too");
+    }
+    line
 }
 
 fn approvals_line(a: &super::view::ApprovalsView) -> String {

@@ -91,6 +91,35 @@ pub struct ApprovalsView {
     pub not_counted: Vec<String>,
     /// Attached envelopes whose signature or payload is invalid.
     pub invalid: usize,
+    /// The planner's other live plans this clone has seen (`bulk.across_plans`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part_of: Option<PartOfView>,
+}
+
+/// "Part of N plans by alice totalling M": what the bulk class counts across plans.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartOfView {
+    /// This plan and the planner's other live plans.
+    pub plans: usize,
+    /// The resources they affect together.
+    pub resources: u64,
+    pub planner: String,
+    /// The other plans' ids.
+    pub others: Vec<String>,
+    /// Whether they make this plan need the bulk group (listed with the other groups).
+    pub needs_bulk: bool,
+}
+
+impl PartOfView {
+    pub fn new(plan: &Plan, p: &crate::policy::across::PartOf) -> PartOfView {
+        PartOfView {
+            plans: p.plans,
+            resources: p.resources,
+            planner: safe(plan.planner.principal.as_deref().unwrap_or("(no principal)")),
+            others: p.others.clone(),
+            needs_bulk: p.group.is_some(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -159,6 +188,7 @@ impl ApprovalsView {
                 .map(|(p, why)| format!("{} ({})", safe(p), why.describe()))
                 .collect(),
             invalid,
+            part_of: None,
         }
     }
 

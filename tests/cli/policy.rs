@@ -208,6 +208,122 @@ fn a_bulk_plan_needs_the_bulk_count_of_approvals() {
     apply_expect(&env, 0);
 }
 
+/// alice plans `topic/[ab]`-style halves of a bulk deletion as separate plans.
+fn plan_part(env: &TestEnv, user: &str, glob: &str, out: &str) {
+    let r = env.run(user, &["plan", "stale-branches", "--match", glob, "-o", out]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+fn apply_file(env: &TestEnv, file: &str, code: i32) -> Run {
+    let before = env.repository_state();
+    let r = env.run("alice", &["apply", file]);
+    assert_eq!(r.code, code, "{}", r.transcript());
+    if code != 0 {
+        assert_eq!(
+            before,
+            env.repository_state(),
+            "a refused apply changed the repository"
+        );
+    }
+    r
+}
+
+#[test]
+fn a_bulk_deletion_split_into_two_plans_still_needs_the_bulk_approvals() {
+    // Threshold 3, bulk needs 2: four branches as 2 + 2 are one bulk deletion.
+    let env = bulk_repo(4);
+    plan_part(&env, "alice", "topic/[01]", "a.json");
+    plan_part(&env, "alice", "topic/[23]", "b.json");
+    for f in ["a.json", "b.json"] {
+        let r = env.run("bob", &["approve", f, "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    // Each is under the threshold; together they are not.
+    let r = env.run("bob", &["show", "a.json"]);
+    assert!(
+        r.stdout
+            .contains("part of    2 plans by alice@example.com totalling 4 branches"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("together they are bulk"), "{}", r.stdout);
+    let j = env.run("bob", &["--json", "show", "a.json"]).json();
+    assert_eq!(j["approvals"]["part_of"]["plans"], 2);
+    assert_eq!(j["approvals"]["part_of"]["needs_bulk"], true);
+    let r = apply_file(&env, "a.json", 12);
+    assert!(r.stderr.contains("bulk needs 1 more"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("part of 2 plans by alice@example.com totalling 4"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(env.run("carol", &["approve", "a.json", "--yes"]).code, 0);
+    apply_file(&env, "a.json", 0);
+    // Applying one part does not free the other: it was part of the same deletion.
+    let r = apply_file(&env, "b.json", 12);
+    assert!(r.stderr.contains("bulk needs 1 more"), "{}", r.stderr);
+    assert_eq!(env.run("carol", &["approve", "b.json", "--yes"]).code, 0);
+    apply_file(&env, "b.json", 0);
+    assert_eq!(heads(&env), "refs/heads/main");
+    // The first part's replay is its recorded result, not a new judgement.
+    assert_eq!(env.run("alice", &["apply", "a.json"]).code, 0);
+}
+
+#[test]
+fn plans_by_different_planners_or_already_expired_do_not_add_up() {
+    let env = bulk_repo(4);
+    plan_part(&env, "alice", "topic/[01]", "a.json");
+    plan_part(&env, "carol", "topic/[23]", "c.json");
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "stale-branches",
+            "--match",
+            "topic/[23]",
+            "--expires-in",
+            "1m",
+            "-o",
+            "old.json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    for f in ["a.json", "c.json", "old.json"] {
+        assert_eq!(env.run("bob", &["approve", f, "--yes"]).code, 0);
+    }
+    // Two minutes on, alice's other plan has expired; carol's is not alice's.
+    let later = [("GUARDCTL_TEST_NOW", "2026-06-01T12:02:00Z")];
+    let r = env.run_env("bob", &later, &["show", "a.json"]);
+    assert!(!r.stdout.contains("part of"), "{}", r.stdout);
+    let r = env.run_env("alice", &later, &["apply", "a.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+#[test]
+fn a_policy_that_counts_plans_one_by_one_lets_each_part_pass() {
+    let env = TestEnv::new();
+    for i in 0..4 {
+        let name = format!("topic/{i}");
+        env.branch(&name, "main", 1, "Dev", 20);
+        env.merge(&name, 19);
+    }
+    commit_policy(
+        &env,
+        "version = 1\n[bulk]\nthreshold = 3\nrequired = 2\nacross_plans = false\n",
+    );
+    plan_part(&env, "alice", "topic/[01]", "a.json");
+    plan_part(&env, "alice", "topic/[23]", "b.json");
+    for f in ["a.json", "b.json"] {
+        assert_eq!(env.run("bob", &["approve", f, "--yes"]).code, 0);
+    }
+    let r = env.run("bob", &["show", "a.json"]);
+    assert!(r.stdout.contains("part of    2 plans"), "{}", r.stdout);
+    assert!(!r.stdout.contains("together they are bulk"), "{}", r.stdout);
+    apply_file(&env, "a.json", 0);
+    apply_file(&env, "b.json", 0);
+}
+
 #[test]
 fn a_plan_at_the_bulk_threshold_is_not_bulk() {
     let env = bulk_repo(3);
