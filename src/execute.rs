@@ -42,6 +42,8 @@ use time::OffsetDateTime;
 
 /// Where apply records how a command ended, for the receipt (and a recovery).
 const EXEC_RESULT: &str = "exec-result.json";
+/// The payload type of the signed command result.
+const EXEC_RESULT_PAYLOAD_TYPE: &str = "application/vnd.guardctl.exec-result.v1+json";
 
 pub struct Executor<'a> {
     pub repo: &'a Repo,
@@ -327,10 +329,37 @@ impl Executor<'_> {
             },
         };
         result.verification = exec::verify(&staged, inputs, &dir, &env)?;
-        let bytes = serde_json::to_vec(&result).unwrap_or_default();
+        // Signed like the consumed marker: a recovery that finishes this apply puts the
+        // result into a receipt signed with this key, so it must be this run's own, not a
+        // file someone wrote into the state directory ("status 0") after a crash.
+        let payload = serde_json::to_vec(&result)
+            .map_err(|e| Error::internal("cannot encode the command's result").caused_by(e))?;
+        let envelope = dsse::sign(EXEC_RESULT_PAYLOAD_TYPE, APPLY_NAMESPACE, &payload, key)
+            .map_err(|e| Error::internal("cannot sign the command's result").caused_by(e))?;
+        let bytes = serde_json::to_vec_pretty(&envelope)
+            .map_err(|e| Error::internal("cannot encode the command's result").caused_by(e))?;
         self.store.write_file(id, EXEC_RESULT, &bytes)?;
         self.step(id, "command-finished")?;
         self.finish(id, &image, key)
+    }
+
+    /// The command's result as the applying run recorded it: an envelope signed by `key`
+    /// (the key this apply or recovery signs the receipt with, the consumed marker's). A
+    /// result that does not verify is 16, naming the file: it decides what the receipt says.
+    fn signed_exec_result(&self, id: &str, bytes: &[u8], key: &SigningKey) -> Result<ExecResult> {
+        let path = self.store.plan_dir(id).join(EXEC_RESULT);
+        let bad = |why: String| crate::store::state::inconsistent(&path, why);
+        let envelope: crate::plan::envelope::Envelope =
+            serde_json::from_slice(bytes).map_err(|e| bad(format!("not a signed result ({e})")))?;
+        let v = dsse::verify(&envelope, EXEC_RESULT_PAYLOAD_TYPE, APPLY_NAMESPACE)
+            .map_err(|e| bad(e.to_string()))?;
+        if v.fingerprint != crate::sign::sshsig::fingerprint(&key.public) {
+            return Err(bad(format!(
+                "signed by {}, not by the key that consumed the plan",
+                v.fingerprint
+            )));
+        }
+        serde_json::from_slice(&v.payload).map_err(|e| bad(format!("malformed result ({e})")))
     }
 
     /// Mark the plan consumed with a marker signed by the applying key, binding the plan id to
@@ -562,16 +591,22 @@ impl Executor<'_> {
 
     /// After the refs are committed: remove config, observe, sign and store the receipt.
     pub fn finish(&self, id: &str, image: &BeforeImage, key: &SigningKey) -> Result<Receipt> {
+        // Checked before anything else is done or journaled: a result that does not verify
+        // leaves the state exactly as the crash did.
+        let exec: Option<ExecResult> = match self.store.read_file(id, EXEC_RESULT)? {
+            Some(bytes) => Some(self.signed_exec_result(id, &bytes, key)?),
+            None if image.command.is_some() => {
+                return Err(state::inconsistent(
+                    &self.store.plan_dir(id).join(EXEC_RESULT),
+                    "the command finished but its result is missing",
+                ));
+            }
+            None => None,
+        };
         let names: Vec<String> = image.config.iter().map(|(n, _)| n.clone()).collect();
         self.repo.remove_branch_sections(&names)?;
         self.step(id, "config-removed")?;
         let mut mismatches = self.observe(image, &names)?;
-        let exec: Option<ExecResult> = self
-            .store
-            .read_file(id, EXEC_RESULT)?
-            .map(|b| serde_json::from_slice(&b))
-            .transpose()
-            .map_err(|e| Error::internal("the recorded command result is unreadable").caused_by(e))?;
         if let Some(r) = &exec {
             match (r.status, &r.error) {
                 (Some(0), _) => {}

@@ -247,6 +247,71 @@ fn a_crash_around_the_command_is_recovered_without_running_it_twice() {
     }
 }
 
+#[test]
+fn a_command_result_rewritten_after_a_crash_is_refused_by_recover_and_signs_nothing() {
+    let env = with_script();
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "echo nothing to do",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let killed = env.run_env(
+        "alice",
+        &[("GUARDCTL_TEST_CRASH_AFTER", "command-finished")],
+        &["apply", "plan.json"],
+    );
+    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    let dir = env
+        .repo
+        .join(".git/guardctl/plans")
+        .join(crate::fixtures::plan_id_of(&env.repo.join("plan.json")).trim_start_matches("sha256:"));
+    let result = dir.join("exec-result.json");
+    let signed = fs::read_to_string(&result).unwrap();
+    assert!(
+        signed.contains("payloadType"),
+        "the result is a signed envelope: {signed}"
+    );
+    // Someone with write access to the state turns the failure into a success.
+    fs::write(
+        &result,
+        r#"{"command":["sh","-c","exit 3"],"status":0,"error":null,"stdout":"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855","stdout_bytes":0,"stderr":"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855","stderr_bytes":0,"verification":null}"#,
+    )
+    .unwrap();
+    let before = crate::fixtures::file_tree(&env.repo.join(".git/guardctl"));
+    let r = env.run("alice", &["recover"]);
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(r.stderr.contains("exec-result.json"), "{}", r.stderr);
+    assert!(!dir.join("receipt.json").exists() && !dir.join("result.txt").exists());
+    assert_eq!(
+        before,
+        crate::fixtures::file_tree(&env.repo.join(".git/guardctl"))
+    );
+    // Nor does removing it leave a receipt without the command's outcome.
+    fs::remove_file(&result).unwrap();
+    let r = env.run("alice", &["recover"]);
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(r.stderr.contains("exec-result.json"), "{}", r.stderr);
+    // The genuine result, put back, is finished into a receipt that says the command failed.
+    fs::write(&result, signed).unwrap();
+    let r = env.run("alice", &["recover"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("alice", &["--json", "apply", "plan.json"]);
+    assert_eq!(
+        r.json()["receipt"]["mismatches"][0],
+        "the command exited with status 3"
+    );
+}
+
 /// For CI: a plan bound to the remote's URL is applied from another clone of it, where the
 /// same script and the same preview output are checked again; one bound to its own clone is
 /// refused there.
