@@ -48,6 +48,25 @@ fn sha256_hex(bytes: &[u8]) -> String {
     crate::plan::envelope::hex(&Sha256::digest(bytes))
 }
 
+/// A file's digest, streamed: an argument naming a large data file costs time, not memory.
+fn file_sha256(path: &Path) -> Result<String> {
+    let cannot = |e: std::io::Error| Error::usage(format!("cannot read {}", path.display())).caused_by(e);
+    use std::os::unix::fs::OpenOptionsExt;
+    // Non-blocking open and a regular-file check on the open file: a FIFO swapped in after
+    // the caller's check must not hang planning or apply.
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(cannot)?;
+    if !file.metadata().map_err(cannot)?.is_file() {
+        return Err(Error::usage(format!("{} is not a regular file", path.display())));
+    }
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).map_err(cannot)?;
+    Ok(crate::plan::envelope::hex(&hasher.finalize()))
+}
+
 /// `cwd` relative to the work tree's `top`, which it must be inside.
 fn relative_workdir(top: &Path, cwd: &Path) -> Result<String> {
     let (top, cwd) = (canonical(top)?, canonical(cwd)?);
@@ -109,13 +128,11 @@ fn file_digests(top: &Path, dir: &Path, command: &[String]) -> Result<Vec<FileDi
         if !path.is_file() || rel.starts_with(".git") {
             continue;
         }
-        let bytes = std::fs::read(&path)
-            .map_err(|e| Error::usage(format!("cannot read {}", path.display())).caused_by(e))?;
         let rel = rel.to_string_lossy().into_owned();
         if !out.iter().any(|f| f.path == rel) {
             out.push(FileDigest {
                 path: rel,
-                sha256: sha256_hex(&bytes),
+                sha256: file_sha256(&path)?,
             });
         }
     }
