@@ -2,7 +2,7 @@
 //!
 //! It owns the one `now` of the run (logic never reads the clock itself), opens the
 //! repository lazily (so `show` and `whoami` work outside one), and performs the contract's
-//! lookups for the signing key and the allowed-signers file (CONTRACT.md §5).
+//! lookups for the signing key and the allowed-signers file (docs/trust-model.md).
 //!
 //! Test hooks (a clock override) exist only with the `test-hooks` cargo feature, which release
 //! builds never enable: a shipped binary honouring a clock override would revive expired plans.
@@ -85,7 +85,7 @@ impl Ctx {
         self.repo().ok()
     }
 
-    /// The signing key per CONTRACT.md §5, announcing a freshly generated default key.
+    /// The signing key per docs/trust-model.md, announcing a freshly generated default key.
     pub fn signing_key(&self, ui: &mut Ui) -> Result<SigningKey> {
         let env = std::env::var_os("GUARDCTL_KEY").map(PathBuf::from);
         // git's config is consulted only when it can matter: reading it means a process.
@@ -120,7 +120,7 @@ impl Ctx {
         Ok(key)
     }
 
-    /// Locate the trusted identities (CONTRACT.md §5), never from anything the planner can
+    /// Locate the trusted identities (docs/trust-model.md), never from anything the planner can
     /// write: `--allowed-signers`, `GUARDCTL_ALLOWED_SIGNERS` (the caller's own choice), the
     /// file named by `gpg.ssh.allowedSignersFile` in system or global git config (read outside
     /// the repository, as the policy is), then `.guardctl/allowed_signers` as committed on the

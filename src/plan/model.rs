@@ -1,4 +1,4 @@
-//! The plan payload: plain serde data, exactly what is signed (CONTRACT.md §6).
+//! The plan payload: plain serde data, exactly what is signed (docs/plan-format.md).
 //!
 //! Not here: reading files, signatures, git. Every struct denies unknown fields and serde's
 //! derive refuses duplicate keys, so a payload either parses into exactly these types or is
@@ -575,7 +575,7 @@ impl RiskLevel {
     }
 }
 
-/// One review group: a part of the plan and the approvals it needs (CONTRACT.md §6, issue 5).
+/// One review group: a part of the plan and the approvals it needs (docs/plan-format.md, "Backup, review and policy").
 /// Computed from the policy and the affected resources; `apply` recomputes it from the policy
 /// in force and refuses when it differs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
