@@ -415,7 +415,7 @@ fn load_policy(repo: &Repo, remote: Option<&str>) -> Result<InForce> {
         // elsewhere when it differs).
         return match committed_on_remote(repo, &name, POLICY_PATH, POLICY_MAX_BYTES, Kind::Policy)? {
             Some((location, bytes)) => parse_policy(bytes, PolicySourceKind::Committed, location),
-            None => Ok(built_in()),
+            None => built_in(),
         };
     }
     if let Ok((base, oid)) = repo.resolve_base(None)
@@ -423,19 +423,25 @@ fn load_policy(repo: &Repo, remote: Option<&str>) -> Result<InForce> {
     {
         return parse_policy(bytes, PolicySourceKind::Local, format!("{base}:{POLICY_PATH}"));
     }
-    Ok(built_in())
+    built_in()
 }
 
-fn built_in() -> InForce {
+fn built_in() -> Result<InForce> {
     let policy = Policy::default();
-    InForce {
-        hash: policy.hash(),
+    Ok(InForce {
+        hash: hash_of(&policy)?,
         policy,
         source: PolicySource {
             kind: PolicySourceKind::BuiltIn,
             location: None,
         },
-    }
+    })
+}
+
+fn hash_of(policy: &Policy) -> Result<String> {
+    policy
+        .hash()
+        .map_err(|e| Error::internal("cannot hash the policy").caused_by(e))
 }
 
 fn parse_policy(bytes: Vec<u8>, kind: PolicySourceKind, location: String) -> Result<InForce> {
@@ -447,7 +453,7 @@ fn parse_policy(bytes: Vec<u8>, kind: PolicySourceKind, location: String) -> Res
         .and_then(|text| crate::policy::file::parse(&text));
     match parsed {
         Ok(policy) => Ok(InForce {
-            hash: policy.hash(),
+            hash: hash_of(&policy)?,
             policy,
             source: PolicySource {
                 kind,

@@ -99,6 +99,14 @@ impl Error {
         Self::new(Kind::InvalidPlan, message)
     }
 
+    /// For `map_err` on an I/O call: `cannot <what> <path>`, the OS error as the cause. There is
+    /// no blanket conversion from `io::Error`: an error that does not say which file failed
+    /// leaves the user nothing to act on.
+    pub fn io(what: &str, path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Error + use<> {
+        let message = format!("cannot {what} {}", path.display());
+        move |e| Error::internal(message).caused_by(e)
+    }
+
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self
@@ -140,12 +148,6 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
-
-impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Self {
-        Error::internal("I/O error").caused_by(e)
-    }
-}
 
 impl From<git2::Error> for Error {
     fn from(e: git2::Error) -> Self {

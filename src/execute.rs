@@ -327,7 +327,7 @@ impl Executor<'_> {
             },
         };
         result.verification = exec::verify(&staged, inputs, &dir, &env)?;
-        let bytes = serde_json::to_vec(&result).unwrap_or_default();
+        let bytes = serde_json::to_vec(&result).map_err(|e| encode_failed(EXEC_RESULT, e))?;
         self.store.write_file(id, EXEC_RESULT, &bytes)?;
         self.step(id, "command-finished")?;
         self.finish(id, &image, key)
@@ -351,7 +351,7 @@ impl Executor<'_> {
             .map_err(|e| Error::internal("cannot encode the consumed marker").caused_by(e))?;
         let envelope = dsse::sign(CONSUMED_PAYLOAD_TYPE, APPLY_NAMESPACE, &payload, key)
             .map_err(|e| Error::internal("cannot sign the consumed marker").caused_by(e))?;
-        let bytes = serde_json::to_vec_pretty(&envelope).unwrap_or_default();
+        let bytes = serde_json::to_vec_pretty(&envelope).map_err(|e| encode_failed("consumed", e))?;
         self.store.mark_consumed(id, &bytes)
     }
 
@@ -431,7 +431,7 @@ impl Executor<'_> {
             return Err(bad(format!("it is the receipt of {}", safe(&receipt.plan_id))));
         }
         Ok(if json {
-            crate::render::receipt::json(&receipt, &envelope)
+            crate::render::receipt::json(&receipt, &envelope).map_err(|e| encode_failed("result.json", e))?
         } else {
             crate::render::receipt::human(&receipt)
         })
@@ -621,12 +621,14 @@ impl Executor<'_> {
             signed.map_err(|e| Error::internal("applied, but cannot sign the receipt").caused_by(e))?;
         human.map_err(|_| Error::internal("cannot write the result"))??;
         crate::store::audit::append_envelope(self.repo, &self.store.audit_path(), &log, &envelope)?;
-        let pretty = serde_json::to_vec_pretty(&envelope).unwrap_or_default();
+        let pretty = serde_json::to_vec_pretty(&envelope).map_err(|e| encode_failed("receipt.json", e))?;
         self.store.write_file(id, "receipt.json", &pretty)?;
         self.store.write_file(
             id,
             "result.json",
-            crate::render::receipt::json(&receipt, &envelope).as_bytes(),
+            crate::render::receipt::json(&receipt, &envelope)
+                .map_err(|e| encode_failed("result.json", e))?
+                .as_bytes(),
         )?;
         self.step(id, "done")?;
         Ok(receipt)
@@ -733,7 +735,7 @@ impl Executor<'_> {
             }
         }
         self.restore_tag_objects(image, &missing)?;
-        let bytes = serde_json::to_vec(&missing).unwrap_or_default();
+        let bytes = serde_json::to_vec(&missing).map_err(|e| encode_failed("rollback.json", e))?;
         self.store.write_file(id, "rollback.json", &bytes)?;
         self.step(id, "rollback-started")?;
         let restored = match self.remote_target(image)? {
@@ -1092,4 +1094,10 @@ fn need_key(key: Option<&SigningKey>) -> Result<&SigningKey> {
     key.ok_or_else(|| {
         Error::usage("finishing an interrupted apply signs its receipt: a signing key is needed")
     })
+}
+
+/// A state file that cannot be encoded is an error: an empty file in its place would read
+/// back as "nothing recorded".
+fn encode_failed(file: &str, e: serde_json::Error) -> Error {
+    Error::internal(format!("cannot encode guardctl's state file {file}")).caused_by(e)
 }

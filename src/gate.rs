@@ -232,7 +232,7 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
     let planner_keys = planner_keys(&signers, &loaded.plan);
     let applying_principals =
         applying.map(|k| signers.principals_at(k.signer(), APPLY_NAMESPACE, &[ctx.now]));
-    let policy = &ctx.policy_for(loaded.plan.operation.bound_to_remote())?.policy;
+    let in_force = ctx.policy_for(loaded.plan.operation.bound_to_remote())?;
     let report = crate::policy::gate(GateInput {
         plan: &loaded.plan,
         plan_id: &loaded.plan_id,
@@ -240,7 +240,8 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
         planner_keys: &planner_keys,
         applying_principals: applying_principals.as_deref(),
         approvals: &approvals,
-        policy,
+        policy: &in_force.policy,
+        policy_hash: &in_force.hash,
         now: ctx.now,
     })
     .map_err(|r| refusal(r, &loaded))?;

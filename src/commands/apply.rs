@@ -152,7 +152,12 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     }?;
     // Written by this run under the lock; a replay rebuilds them from the verified receipt.
     let recorded = |name: &str| -> Result<String> {
-        let bytes = store.read_file(&id, name)?.unwrap_or_default();
+        let bytes = store.read_file(&id, name)?.ok_or_else(|| {
+            crate::store::state::inconsistent(
+                &store.plan_dir(&id).join(name),
+                "the run that applied the plan did not record it",
+            )
+        })?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     };
     Ok(Applied {

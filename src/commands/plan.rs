@@ -368,7 +368,8 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         ui.json_doc(&made.view)?;
     } else {
         let color = ui.color;
-        crate::render::human::render(&made.view, color, ui.out())?;
+        crate::render::human::render(&made.view, color, ui.out().writer())
+            .map_err(crate::ui::output_error)?;
     }
     ui.status(&format!(
         "\nSaved plan {} to {}. Review it with `guardctl show {}`.",
@@ -522,7 +523,8 @@ pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
     let side_effects = derive::side_effects(&operation, &outcome.affected);
     let plan = Plan {
         format_version: FORMAT_VERSION,
-        plan_hash: plan_hash(&repository, &operation, &policy_hash, &outcome.affected),
+        plan_hash: plan_hash(&repository, &operation, &policy_hash, &outcome.affected)
+            .map_err(|e| Error::internal("cannot hash the plan").caused_by(e))?,
         created_at: now,
         expires_at: now + expiry,
         planner: Party {
@@ -573,7 +575,7 @@ fn warn_uncommitted_policy(repo: &crate::repo::Repo, in_force: &InForce, ui: &mu
         return;
     };
     let differs = match crate::policy::file::parse(&text) {
-        Ok(p) => p.hash() != in_force.hash,
+        Ok(p) => p.hash().ok().as_ref() != Some(&in_force.hash),
         Err(_) => true,
     };
     if differs {

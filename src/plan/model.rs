@@ -690,7 +690,7 @@ pub mod test_data {
         };
         Plan {
             format_version: FORMAT_VERSION,
-            plan_hash: plan_hash("r", &op, policy_hash, &affected),
+            plan_hash: plan_hash("r", &op, policy_hash, &affected).unwrap(),
             created_at: t0,
             expires_at: t0 + time::Duration::minutes(15),
             planner: alice.clone(),

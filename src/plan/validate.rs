@@ -344,7 +344,8 @@ fn inputs(op: &Operation) -> Result<Option<&[Criterion]>, Invalid> {
 /// Every field guardctl computes from the plan's own data must be exactly what it computes.
 fn derived(plan: &Plan) -> Result<(), Invalid> {
     let (op, affected) = (&plan.operation, plan.affected.as_slice());
-    let expected_hash = plan_hash(&plan.repository, op, &plan.policy_hash, affected);
+    let expected_hash = plan_hash(&plan.repository, op, &plan.policy_hash, affected)
+        .map_err(|e| invalid("plan_hash", format!("cannot be computed: {e}")))?;
     if plan.plan_hash != expected_hash {
         return Err(invalid(
             "plan_hash",

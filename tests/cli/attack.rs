@@ -560,7 +560,8 @@ fn overstated_commit_counts_that_overflow_are_refused_not_a_panic_or_a_wrapped_s
         extra.upstream = None;
         p.affected.push(extra);
         p.plan_hash =
-            guardctl::plan::hash::plan_hash(&p.repository, &p.operation, &p.policy_hash, &p.affected);
+            guardctl::plan::hash::plan_hash(&p.repository, &p.operation, &p.policy_hash, &p.affected)
+                .unwrap();
     });
     let r = env.run("bob", &["show", "plan.json"]);
     assert_ne!(r.code, 101, "show panicked:\n{}", r.transcript());
