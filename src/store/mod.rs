@@ -94,12 +94,12 @@ impl Store {
     }
 
     /// Append one fsynced line to a plan's journal: what step is about to happen or happened.
-    pub fn journal(&self, id_hex: &str, step: &str, now: time::OffsetDateTime) -> Result<()> {
+    pub fn journal(&self, id_hex: &str, step: state::Step, now: time::OffsetDateTime) -> Result<()> {
         let dir = self.plan_dir(id_hex);
         std::fs::create_dir_all(&dir).map_err(Error::io("create", &dir))?;
         let line = serde_json::json!({
             "plan": format!("sha256:{id_hex}"),
-            "step": step,
+            "step": step.as_str(),
             "time": crate::render::view::rfc3339(now),
         });
         let path = dir.join("journal");
@@ -116,7 +116,7 @@ impl Store {
 
     /// The steps journaled for a plan, in order, parsed strictly (`state::parse_journal`):
     /// a journal that is not exactly what guardctl writes is `needs_recovery`, naming it.
-    pub fn journal_steps(&self, id_hex: &str) -> Result<Vec<String>> {
+    pub fn journal_steps(&self, id_hex: &str) -> Result<Vec<state::Step>> {
         let path = self.plan_dir(id_hex).join("journal");
         if !state::is_plan_id_hex(id_hex) {
             return Err(state::inconsistent(
