@@ -468,19 +468,18 @@ pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
         repo.display_path().display()
     ));
     let spinner = ui.spinner(&format!("observing {resources}"));
-    let outcome = match (&operation, base_oid) {
-        (Operation::Tags(inputs), _) => tags::run(repo, inputs, remote_refs.as_ref().into(), now)?,
-        (Operation::Exec(_), _) => stale_branches::Outcome::default(),
-        (op, Some(base_oid)) => {
-            let selection = op
-                .selection()
-                .ok_or_else(|| Error::internal("not a branch operation"))?;
+    // Every kind answers (no wildcard): a new kind must say how it is observed.
+    let outcome = match &operation {
+        Operation::Tags(inputs) => tags::run(repo, inputs, remote_refs.as_ref().into(), now)?,
+        Operation::Exec(_) => stale_branches::Outcome::default(),
+        Operation::StaleBranches(selection)
+        | Operation::RemoteBranches(RemoteBranchesInputs { selection, .. }) => {
+            let base_oid = base_oid.ok_or_else(|| Error::internal("a branch operation without a base"))?;
             let mut outcome =
                 stale_branches::run(repo, selection, remote_refs.as_ref().into(), base_oid, now)?;
             stale_branches::fill_people_not_in_base(repo, base_oid, &mut outcome.affected)?;
             outcome
         }
-        (_, None) => return Err(Error::internal("a branch operation without a base")),
     };
     if let Some(s) = spinner {
         s.finish_and_clear();

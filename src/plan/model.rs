@@ -126,6 +126,31 @@ impl Operation {
         }
     }
 
+    /// A command plan's inputs; `None` for the kinds that delete refs.
+    pub fn command(&self) -> Option<&ExecInputs> {
+        match self {
+            Operation::Exec(x) => Some(x),
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
+        }
+    }
+
+    /// Whether each affected resource records tag facts (`affected[].tag`): tags, and only tags.
+    pub fn records_tag_facts(&self) -> bool {
+        match self {
+            Operation::Tags(_) => true,
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Exec(_) => false,
+        }
+    }
+
+    /// Whether affected resources may record an upstream and `branch.<name>.*` config: only
+    /// this repository's own branches have them.
+    pub fn records_branch_config(&self) -> bool {
+        match self {
+            Operation::StaleBranches(_) => true,
+            Operation::RemoteBranches(_) | Operation::Tags(_) | Operation::Exec(_) => false,
+        }
+    }
+
     /// What one affected resource is, as `show` names it on every row.
     pub fn resource_kind(&self) -> &'static str {
         match self {
