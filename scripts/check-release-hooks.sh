@@ -26,3 +26,10 @@ if grep -q -a "GUARDCTL_TEST_" "$bin"; then
   exit 1
 fi
 echo "ok: release build contains no GUARDCTL_TEST_* hook"
+
+# The hooks cannot be compiled into a release build at all (src/lib.rs: compile_error!), so
+# `--all-features --release` fails rather than shipping them.
+if cargo build --release --quiet --features test-hooks 2>/dev/null; then
+  echo "FAIL: a release build with --features test-hooks compiled"; exit 1
+fi
+echo "ok: a release build with --features test-hooks does not compile"

@@ -2,7 +2,7 @@
 //!
 //! It owns the one `now` of the run (logic never reads the clock itself), opens the
 //! repository lazily (so `show` and `whoami` work outside one), and performs the contract's
-//! lookups for the signing key and the allowed-signers file (CONTRACT.md §5).
+//! lookups for the signing key and the allowed-signers file (docs/trust-model.md).
 //!
 //! Test hooks (a clock override) exist only with the `test-hooks` cargo feature, which release
 //! builds never enable: a shipped binary honouring a clock override would revive expired plans.
@@ -85,7 +85,7 @@ impl Ctx {
         self.repo().ok()
     }
 
-    /// The signing key per CONTRACT.md §5, announcing a freshly generated default key.
+    /// The signing key per docs/trust-model.md, announcing a freshly generated default key.
     pub fn signing_key(&self, ui: &mut Ui) -> Result<SigningKey> {
         let env = std::env::var_os("GUARDCTL_KEY").map(PathBuf::from);
         // git's config is consulted only when it can matter: reading it means a process.
@@ -120,7 +120,7 @@ impl Ctx {
         Ok(key)
     }
 
-    /// Locate the trusted identities (CONTRACT.md §5), never from anything the planner can
+    /// Locate the trusted identities (docs/trust-model.md), never from anything the planner can
     /// write: `--allowed-signers`, `GUARDCTL_ALLOWED_SIGNERS` (the caller's own choice), the
     /// file named by `gpg.ssh.allowedSignersFile` in system or global git config (read outside
     /// the repository, as the policy is), then `.guardctl/allowed_signers` as committed on the
@@ -415,7 +415,7 @@ fn load_policy(repo: &Repo, remote: Option<&str>) -> Result<InForce> {
         // elsewhere when it differs).
         return match committed_on_remote(repo, &name, POLICY_PATH, POLICY_MAX_BYTES, Kind::Policy)? {
             Some((location, bytes)) => parse_policy(bytes, PolicySourceKind::Committed, location),
-            None => Ok(built_in()),
+            None => built_in(),
         };
     }
     if let Ok((base, oid)) = repo.resolve_base(None)
@@ -423,19 +423,25 @@ fn load_policy(repo: &Repo, remote: Option<&str>) -> Result<InForce> {
     {
         return parse_policy(bytes, PolicySourceKind::Local, format!("{base}:{POLICY_PATH}"));
     }
-    Ok(built_in())
+    built_in()
 }
 
-fn built_in() -> InForce {
+fn built_in() -> Result<InForce> {
     let policy = Policy::default();
-    InForce {
-        hash: policy.hash(),
+    Ok(InForce {
+        hash: hash_of(&policy)?,
         policy,
         source: PolicySource {
             kind: PolicySourceKind::BuiltIn,
             location: None,
         },
-    }
+    })
+}
+
+fn hash_of(policy: &Policy) -> Result<String> {
+    policy
+        .hash()
+        .map_err(|e| Error::internal("cannot hash the policy").caused_by(e))
 }
 
 fn parse_policy(bytes: Vec<u8>, kind: PolicySourceKind, location: String) -> Result<InForce> {
@@ -447,7 +453,7 @@ fn parse_policy(bytes: Vec<u8>, kind: PolicySourceKind, location: String) -> Res
         .and_then(|text| crate::policy::file::parse(&text));
     match parsed {
         Ok(policy) => Ok(InForce {
-            hash: policy.hash(),
+            hash: hash_of(&policy)?,
             policy,
             source: PolicySource {
                 kind,

@@ -1,73 +1,67 @@
 //! The one error type of guardctl, and the only place that maps failures to exit codes.
 //!
 //! Every failure a user can see is an [`Error`]: a stable [`Kind`] (which fixes the exit code
-//! and the JSON `error.kind` of CONTRACT.md §3), a message saying what happened, optional
+//! and the JSON `error.kind` of docs/exit-codes.md), a message saying what happened, optional
 //! `caused by` lines, a hint saying what to do next, and structured details for `--json`.
 //! Library modules keep small error types of their own and convert with `From`.
 
 use serde_json::Value;
 use std::fmt;
 
-/// The contract's error kinds. Adding one is a contract change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// I/O, git, or any unexpected failure.
-    Internal,
-    /// A prompt was declined.
-    Declined,
-    /// Bad flags or arguments.
-    Usage,
-    /// Malformed, tampered or unsigned plan or approval; unknown format; another repository.
-    InvalidPlan,
-    /// Observed state no longer matches the plan.
-    Drift,
-    /// Plan or approval expired.
-    Expired,
-    /// Approvals insufficient.
-    Unapproved,
-    /// The one applying is not the plan's executor.
-    WrongPrincipal,
-    /// Policy changed since planning, or forbids the plan.
-    Policy,
-    /// Applied, but the observed effect differs from the plan.
-    Unverified,
-    /// An interrupted apply must be recovered first, or the repository is locked.
-    NeedsRecovery,
+/// Declares [`Kind`] from one table, so the variants, their exit codes, their JSON names and
+/// [`Kind::ALL`] (which the docs test checks against docs/exit-codes.md) cannot disagree.
+macro_rules! kinds {
+    ($($(#[doc = $doc:literal])* $variant:ident => $code:literal, $name:literal;)*) => {
+        /// The error kinds of docs/exit-codes.md. Adding one is an interface change.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Kind {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl Kind {
+            /// Every kind, in the order of docs/exit-codes.md.
+            pub const ALL: &'static [Kind] = &[$(Kind::$variant),*];
+
+            /// The process exit code (docs/exit-codes.md).
+            pub fn exit_code(self) -> u8 {
+                match self {
+                    $(Kind::$variant => $code,)*
+                }
+            }
+
+            /// The JSON `error.kind` string (docs/exit-codes.md).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Kind::$variant => $name,)*
+                }
+            }
+        }
+    };
 }
 
-impl Kind {
-    /// The process exit code (CONTRACT.md §3).
-    pub fn exit_code(self) -> u8 {
-        match self {
-            Kind::Internal | Kind::Declined => 1,
-            Kind::Usage => 64,
-            Kind::InvalidPlan => 65,
-            Kind::Drift => 10,
-            Kind::Expired => 11,
-            Kind::Unapproved => 12,
-            Kind::WrongPrincipal => 13,
-            Kind::Policy => 14,
-            Kind::Unverified => 15,
-            Kind::NeedsRecovery => 16,
-        }
-    }
-
-    /// The JSON `error.kind` string (CONTRACT.md §3).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Internal => "internal",
-            Kind::Declined => "declined",
-            Kind::Usage => "usage",
-            Kind::InvalidPlan => "invalid_plan",
-            Kind::Drift => "drift",
-            Kind::Expired => "expired",
-            Kind::Unapproved => "unapproved",
-            Kind::WrongPrincipal => "wrong_principal",
-            Kind::Policy => "policy",
-            Kind::Unverified => "unverified",
-            Kind::NeedsRecovery => "needs_recovery",
-        }
-    }
+kinds! {
+    /// I/O, git, or any unexpected failure.
+    Internal => 1, "internal";
+    /// A prompt was declined.
+    Declined => 1, "declined";
+    /// Bad flags or arguments.
+    Usage => 64, "usage";
+    /// Malformed, tampered or unsigned plan or approval; unknown format; another repository.
+    InvalidPlan => 65, "invalid_plan";
+    /// Observed state no longer matches the plan.
+    Drift => 10, "drift";
+    /// Plan or approval expired.
+    Expired => 11, "expired";
+    /// Approvals insufficient.
+    Unapproved => 12, "unapproved";
+    /// The one applying is not the plan's executor.
+    WrongPrincipal => 13, "wrong_principal";
+    /// Policy changed since planning, or forbids the plan.
+    Policy => 14, "policy";
+    /// Applied, but the observed effect differs from the plan.
+    Unverified => 15, "unverified";
+    /// An interrupted apply must be recovered first, or the repository is locked.
+    NeedsRecovery => 16, "needs_recovery";
 }
 
 /// A user-visible failure.
@@ -103,6 +97,14 @@ impl Error {
 
     pub fn invalid_plan(message: impl Into<String>) -> Self {
         Self::new(Kind::InvalidPlan, message)
+    }
+
+    /// For `map_err` on an I/O call: `cannot <what> <path>`, the OS error as the cause. There is
+    /// no blanket conversion from `io::Error`: an error that does not say which file failed
+    /// leaves the user nothing to act on.
+    pub fn io(what: &str, path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Error + use<> {
+        let message = format!("cannot {what} {}", path.display());
+        move |e| Error::internal(message).caused_by(e)
     }
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
@@ -147,12 +149,6 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-impl From<std::io::Error> for Error {
-    fn from(e: std::io::Error) -> Self {
-        Error::internal("I/O error").caused_by(e)
-    }
-}
-
 impl From<git2::Error> for Error {
     fn from(e: git2::Error) -> Self {
         Error::internal("git error").caused_by(e.message())
@@ -178,6 +174,7 @@ mod tests {
             (Kind::Unverified, 15, "unverified"),
             (Kind::NeedsRecovery, 16, "needs_recovery"),
         ];
+        assert_eq!(Kind::ALL.len(), table.len());
         for (kind, code, name) in table {
             assert_eq!(kind.exit_code(), code, "{name}");
             assert_eq!(kind.as_str(), name);

@@ -36,7 +36,7 @@ use crate::repo::Repo;
 use crate::repo::mutate::{BackupCommit, RefOp, RemoteOp, push_args};
 use crate::sign::AllowedSigners;
 use crate::sign::{SigningKey, dsse};
-use crate::store::state::{self, CONSUMED_PAYLOAD_TYPE, Consumed};
+use crate::store::state::{self, CONSUMED_PAYLOAD_TYPE, Consumed, Step, StepOf};
 use crate::store::{BeforeImage, Store};
 use time::OffsetDateTime;
 
@@ -73,9 +73,9 @@ fn crash_point(step: &str) {
 fn crash_point(_step: &str) {}
 
 impl Executor<'_> {
-    fn step(&self, id: &str, step: &str) -> Result<()> {
+    fn step(&self, id: &str, step: Step) -> Result<()> {
         self.store.journal(id, step, self.now)?;
-        crash_point(step);
+        crash_point(step.as_str());
         Ok(())
     }
 
@@ -132,7 +132,7 @@ impl Executor<'_> {
         let prepared = drift_check()
             .and_then(|()| {
                 self.store.write_before_image(id, &image)?;
-                self.step(id, "before-image-written")
+                self.step(id, Step::BeforeImageWritten)
             })
             .and_then(|()| pending.prepared())
             .and_then(|p| self.still_not_checked_out(&image).map(|()| p));
@@ -144,7 +144,7 @@ impl Executor<'_> {
                 // nor a before-image is of use to a recovery (which ignores a refused step).
                 self.store.remove_file(id, "git.pid")?;
                 self.store.remove_file(id, "before-image.json")?;
-                self.store.journal(id, "refused", self.now)?;
+                self.store.journal(id, Step::Refused, self.now)?;
                 if let Some(b) = &backup {
                     self.repo.discard_backup_commit(b)?;
                 }
@@ -152,12 +152,12 @@ impl Executor<'_> {
             }
         };
         self.consume(id, key)?;
-        self.step(id, "consumed")?;
+        self.step(id, Step::Consumed)?;
         if let Err(e) = prepared.commit() {
             self.abort(id, &e)?;
             return Err(e);
         }
-        self.step(id, "refs-committed")?;
+        self.step(id, Step::RefsCommitted)?;
         self.finish(id, &image, key)
     }
 
@@ -217,9 +217,9 @@ impl Executor<'_> {
         };
         image.backup_commit = commit.as_ref().map(|c| c.oid.clone());
         self.store.write_before_image(id, &image)?;
-        self.step(id, "before-image-written")?;
+        self.step(id, Step::BeforeImageWritten)?;
         self.consume(id, key)?;
-        self.step(id, "consumed")?;
+        self.step(id, Step::Consumed)?;
         if let (Some(refname), Some(commit)) = (image.backup_ref.clone(), commit) {
             let create = RefOp::Create {
                 refname,
@@ -229,7 +229,7 @@ impl Executor<'_> {
                 self.abort(id, &e)?;
                 return Err(e);
             }
-            self.step(id, "backup-created")?;
+            self.step(id, Step::BackupCreated)?;
             if let Err(e) = self
                 .repo
                 .push_atomic(url, &ops, &mut |pid| self.record_git(id, pid))
@@ -238,7 +238,7 @@ impl Executor<'_> {
                 return Err(e);
             }
         }
-        self.step(id, "refs-committed")?;
+        self.step(id, Step::RefsCommitted)?;
         self.finish(id, &image, key)
     }
 
@@ -272,7 +272,7 @@ impl Executor<'_> {
             self.store.write_file(id, "before-image-output", &out.stdout)?;
             if !out.status.success() {
                 // Nothing destructive ran and the plan is not used: it can be applied again.
-                self.store.journal(id, "refused", self.now)?;
+                self.store.journal(id, Step::Refused, self.now)?;
                 return Err(Error::internal(format!(
                     "the before-image command failed ({}); the command was not run",
                     out.status
@@ -291,17 +291,17 @@ impl Executor<'_> {
                 })
                 .collect();
             if !changed.is_empty() {
-                self.store.journal(id, "refused", self.now)?;
+                self.store.journal(id, Step::Refused, self.now)?;
                 return Err(crate::gate::drift_error(&changed).with_hint(
                     "the before-image command changed the private copy; the command was not run",
                 ));
             }
         }
         self.store.write_before_image(id, &image)?;
-        self.step(id, "before-image-written")?;
+        self.step(id, Step::BeforeImageWritten)?;
         self.consume(id, key)?;
-        self.step(id, "consumed")?;
-        self.step(id, "command-started")?;
+        self.step(id, Step::Consumed)?;
+        self.step(id, Step::CommandStarted)?;
         let mut result = match exec::run_command(&staged, &inputs.command, &dir, &env) {
             Ok(out) => {
                 self.store.write_file(id, "command-stdout", &out.stdout)?;
@@ -339,7 +339,7 @@ impl Executor<'_> {
         let bytes = serde_json::to_vec_pretty(&envelope)
             .map_err(|e| Error::internal("cannot encode the command's result").caused_by(e))?;
         self.store.write_file(id, EXEC_RESULT, &bytes)?;
-        self.step(id, "command-finished")?;
+        self.step(id, Step::CommandFinished)?;
         self.finish(id, &image, key)
     }
 
@@ -380,7 +380,7 @@ impl Executor<'_> {
             .map_err(|e| Error::internal("cannot encode the consumed marker").caused_by(e))?;
         let envelope = dsse::sign(CONSUMED_PAYLOAD_TYPE, APPLY_NAMESPACE, &payload, key)
             .map_err(|e| Error::internal("cannot sign the consumed marker").caused_by(e))?;
-        let bytes = serde_json::to_vec_pretty(&envelope).unwrap_or_default();
+        let bytes = serde_json::to_vec_pretty(&envelope).map_err(|e| encode_failed("consumed", e))?;
         self.store.mark_consumed(id, &bytes)
     }
 
@@ -460,7 +460,7 @@ impl Executor<'_> {
             return Err(bad(format!("it is the receipt of {}", safe(&receipt.plan_id))));
         }
         Ok(if json {
-            crate::render::receipt::json(&receipt, &envelope)
+            crate::render::receipt::json(&receipt, &envelope).map_err(|e| encode_failed("result.json", e))?
         } else {
             crate::render::receipt::human(&receipt)
         })
@@ -586,7 +586,7 @@ impl Executor<'_> {
         let record = serde_json::json!({"kind": e.kind.as_str(), "message": e.message, "causes": e.causes});
         self.store
             .write_file(id, "aborted.json", record.to_string().as_bytes())?;
-        self.store.journal(id, "aborted", self.now)
+        self.store.journal(id, Step::Aborted, self.now)
     }
 
     /// After the refs are committed: remove config, observe, sign and store the receipt.
@@ -605,7 +605,7 @@ impl Executor<'_> {
         };
         let names: Vec<String> = image.config.iter().map(|(n, _)| n.clone()).collect();
         self.repo.remove_branch_sections(&names)?;
-        self.step(id, "config-removed")?;
+        self.step(id, Step::ConfigRemoved)?;
         let mut mismatches = self.observe(image, &names)?;
         if let Some(r) = &exec {
             match (r.status, &r.error) {
@@ -656,14 +656,16 @@ impl Executor<'_> {
             signed.map_err(|e| Error::internal("applied, but cannot sign the receipt").caused_by(e))?;
         human.map_err(|_| Error::internal("cannot write the result"))??;
         crate::store::audit::append_envelope(self.repo, &self.store.audit_path(), &log, &envelope)?;
-        let pretty = serde_json::to_vec_pretty(&envelope).unwrap_or_default();
+        let pretty = serde_json::to_vec_pretty(&envelope).map_err(|e| encode_failed("receipt.json", e))?;
         self.store.write_file(id, "receipt.json", &pretty)?;
         self.store.write_file(
             id,
             "result.json",
-            crate::render::receipt::json(&receipt, &envelope).as_bytes(),
+            crate::render::receipt::json(&receipt, &envelope)
+                .map_err(|e| encode_failed("result.json", e))?
+                .as_bytes(),
         )?;
-        self.step(id, "done")?;
+        self.step(id, Step::Done)?;
         Ok(receipt)
     }
 
@@ -768,9 +770,9 @@ impl Executor<'_> {
             }
         }
         self.restore_tag_objects(image, &missing)?;
-        let bytes = serde_json::to_vec(&missing).unwrap_or_default();
+        let bytes = serde_json::to_vec(&missing).map_err(|e| encode_failed("rollback.json", e))?;
         self.store.write_file(id, "rollback.json", &bytes)?;
-        self.step(id, "rollback-started")?;
+        self.step(id, Step::RollbackStarted)?;
         let restored = match self.remote_target(image)? {
             None => {
                 let ops: Vec<RefOp> = missing
@@ -800,10 +802,10 @@ impl Executor<'_> {
             }
         };
         if let Err(e) = restored {
-            self.store.journal(id, "rollback-abandoned", self.now)?;
+            self.store.journal(id, Step::RollbackAbandoned, self.now)?;
             return Err(e);
         }
-        self.step(id, "rollback-refs-restored")?;
+        self.step(id, Step::RollbackRefsRestored)?;
         self.restore_config(id, image)?;
         let detail = format!(
             "restored {} branches ({} already present)",
@@ -870,7 +872,7 @@ impl Executor<'_> {
             }
         }
         self.repo.add_config(&add)?;
-        self.step(id, "rolled-back")
+        self.step(id, Step::RolledBack)
     }
 
     /// Finish or abandon every interrupted apply or rollback. Returns what was done, per plan.
@@ -885,28 +887,34 @@ impl Executor<'_> {
         let mut done = Vec::new();
         for id in self.store.plan_ids()? {
             let steps = self.store.journal_steps(&id)?;
-            let Some(last) = steps.last().map(String::as_str) else {
+            let Some(&last) = steps.last() else {
                 // Killed while git held the refs for a transaction never committed: let that
                 // git finish aborting before anyone touches those refs again.
                 self.wait_for_orphaned_git(&id)?;
                 continue;
             };
-            let actionable = matches!(
-                last,
-                "before-image-written"
-                    | "consumed"
-                    | "backup-created"
-                    | "command-started"
-                    | "command-finished"
-                    | "refs-committed"
-                    | "config-removed"
-                    | "rollback-started"
-                    | "rollback-refs-restored"
-            );
-            if !actionable {
+            // Every step answers (no wildcard): a new step must say what recovery does after it.
+            let settled = match last {
+                Step::Done
+                | Step::Refused
+                | Step::Aborted
+                | Step::RecoveredUnstarted
+                | Step::RolledBack
+                | Step::RollbackAbandoned => true,
+                Step::BeforeImageWritten
+                | Step::Consumed
+                | Step::BackupCreated
+                | Step::CommandStarted
+                | Step::CommandFinished
+                | Step::RefsCommitted
+                | Step::ConfigRemoved
+                | Step::RollbackStarted
+                | Step::RollbackRefsRestored => false,
+            };
+            if settled {
                 continue;
             }
-            if last == "before-image-written" && !self.store.is_consumed(&id) {
+            if last == Step::BeforeImageWritten && !self.store.is_consumed(&id) {
                 self.trusted(&id, signers)?;
                 let outcome = self.recover_unstarted(&id)?;
                 self.audit("recover", Some(&format!("sha256:{id}")), None, &outcome)?;
@@ -916,10 +924,10 @@ impl Executor<'_> {
             let (image, marker) = self.consumed(&id, signers)?;
             self.check_kind(&id, &image, &steps)?;
             let outcome = match last {
-                "before-image-written" | "consumed" | "backup-created" => {
+                Step::BeforeImageWritten | Step::Consumed | Step::BackupCreated => {
                     self.recover_apply(&id, &image, &marker, key)?
                 }
-                "command-started" => {
+                Step::CommandStarted => {
                     // It may have run to the end, partly, or not at all: never run it twice.
                     let e = Error::new(
                         Kind::NeedsRecovery,
@@ -928,12 +936,12 @@ impl Executor<'_> {
                     self.abort(&id, &e)?;
                     "the command was interrupted while it ran; it was not run again: check its effects by hand".to_string()
                 }
-                "command-finished" => {
+                Step::CommandFinished => {
                     let key = self.receipt_key(&id, &image, &marker, key)?;
                     self.finish(&id, &image, key)?;
                     "completed the interrupted apply (the command had finished)".to_string()
                 }
-                "refs-committed" | "config-removed" => {
+                Step::RefsCommitted | Step::ConfigRemoved => {
                     let key = self.receipt_key(&id, &image, &marker, key)?;
                     let (deleted, backed) = self.committed(&image)?;
                     if deleted != image.refs.len() || backed != image.refs.len() {
@@ -948,11 +956,17 @@ impl Executor<'_> {
                     self.finish(&id, &image, key)?;
                     "completed the interrupted apply".to_string()
                 }
-                "rollback-started" => self.recover_rollback(&id, &image)?,
-                _ => {
+                Step::RollbackStarted => self.recover_rollback(&id, &image)?,
+                Step::RollbackRefsRestored => {
                     self.restore_config(&id, &image)?;
                     "completed the interrupted rollback".to_string()
                 }
+                Step::Done
+                | Step::Refused
+                | Step::Aborted
+                | Step::RecoveredUnstarted
+                | Step::RolledBack
+                | Step::RollbackAbandoned => continue,
             };
             self.audit("recover", Some(&format!("sha256:{id}")), None, &outcome)?;
             done.push((id, outcome));
@@ -961,14 +975,12 @@ impl Executor<'_> {
     }
 
     /// An exec plan's journal has command steps and no ref steps; a ref plan's the reverse.
-    fn check_kind(&self, id: &str, image: &BeforeImage, steps: &[String]) -> Result<()> {
-        let exec_step = |s: &String| s.starts_with("command-");
-        let ref_step =
-            |s: &String| s == "refs-committed" || s == "backup-created" || s.starts_with("rollback-");
-        let wrong = match image.command {
-            Some(_) => steps.iter().find(|s| ref_step(s)),
-            None => steps.iter().find(|s| exec_step(s)),
+    fn check_kind(&self, id: &str, image: &BeforeImage, steps: &[Step]) -> Result<()> {
+        let foreign = match image.command {
+            Some(_) => StepOf::Refs,
+            None => StepOf::Command,
         };
+        let wrong = steps.iter().find(|s| s.belongs_to() == foreign);
         match wrong {
             Some(step) => Err(state::inconsistent(
                 &self.store.plan_dir(id).join("journal"),
@@ -1026,7 +1038,7 @@ impl Executor<'_> {
     fn recover_unstarted(&self, id: &str) -> Result<String> {
         self.wait_for_orphaned_git(id)?;
         self.store.remove_file(id, "before-image.json")?;
-        self.store.journal(id, "recovered-unstarted", self.now)?;
+        self.store.journal(id, Step::RecoveredUnstarted, self.now)?;
         Ok("abandoned an apply interrupted before it began; nothing had changed".into())
     }
 
@@ -1050,7 +1062,7 @@ impl Executor<'_> {
         let (deleted, backed) = self.committed(image)?;
         if deleted == image.refs.len() && backed == image.refs.len() {
             let key = self.receipt_key(id, image, marker, key)?;
-            self.store.journal(id, "refs-committed", self.now)?;
+            self.store.journal(id, Step::RefsCommitted, self.now)?;
             self.finish(id, image, key)?;
             return Ok("the deletions had been committed: completed the apply".into());
         }
@@ -1092,11 +1104,11 @@ impl Executor<'_> {
             .filter(|r| targets.contains_key(&r.refname))
             .count();
         if restored == missing.len() {
-            self.store.journal(id, "rollback-refs-restored", self.now)?;
+            self.store.journal(id, Step::RollbackRefsRestored, self.now)?;
             self.restore_config(id, image)?;
             return Ok("the branches had been restored: completed the rollback".into());
         }
-        self.store.journal(id, "rollback-abandoned", self.now)?;
+        self.store.journal(id, Step::RollbackAbandoned, self.now)?;
         Ok("the rollback had not restored anything yet: abandoned it; run rollback again".into())
     }
 
@@ -1127,4 +1139,10 @@ fn need_key(key: Option<&SigningKey>) -> Result<&SigningKey> {
     key.ok_or_else(|| {
         Error::usage("finishing an interrupted apply signs its receipt: a signing key is needed")
     })
+}
+
+/// A state file that cannot be encoded is an error: an empty file in its place would read
+/// back as "nothing recorded".
+fn encode_failed(file: &str, e: serde_json::Error) -> Error {
+    Error::internal(format!("cannot encode guardctl's state file {file}")).caused_by(e)
 }

@@ -1,6 +1,6 @@
 //! The checks `apply` performs, shared with `verify` so both give the same exit code:
 //! integrity, expiry, principal, approvals, policy (`preflight`), then drift (`drift`).
-//! `apply` takes the repository lock between the two, as CONTRACT.md §4 orders.
+//! `apply` takes the repository lock between the two, as README "Safety model" orders.
 
 use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
@@ -251,8 +251,8 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
     let planner_keys = planner_keys(&signers, &loaded.plan);
     let applying_principals =
         applying.map(|k| signers.principals_at(k.signer(), APPLY_NAMESPACE, &[ctx.now]));
-    let policy = &ctx.policy_for(loaded.plan.operation.bound_to_remote())?.policy;
-    let part_of = part_of(ctx, &loaded, &signers, policy)?;
+    let in_force = ctx.policy_for(loaded.plan.operation.bound_to_remote())?;
+    let part_of = part_of(ctx, &loaded, &signers, &in_force.policy)?;
     let report = crate::policy::gate(GateInput {
         plan: &loaded.plan,
         plan_id: &loaded.plan_id,
@@ -260,7 +260,8 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
         planner_keys: &planner_keys,
         applying_principals: applying_principals.as_deref(),
         approvals: &approvals,
-        policy,
+        policy: &in_force.policy,
+        policy_hash: &in_force.hash,
         now: ctx.now,
         part_of: part_of.as_ref(),
     })

@@ -29,6 +29,12 @@
 //! Trust: a plan file is untrusted input even when its signature verifies ([`plan::validate`]
 //! on every read, [`gate::drift`] at `verify`/`apply`); see README "Trust model".
 
+// The test hooks (a clock override, fault injection) would let anyone revive an expired plan:
+// a build without debug assertions (a release profile) must not contain them, whatever
+// features were asked for (`--all-features` included).
+#[cfg(all(feature = "test-hooks", not(debug_assertions)))]
+compile_error!("the `test-hooks` feature is for tests only; it cannot be built without debug assertions");
+
 pub mod cli;
 pub mod commands;
 pub mod context;

@@ -126,7 +126,7 @@ pub fn error_document(e: &Error) -> Value {
     doc
 }
 
-/// What an error kind means for the caller, and what to do about it (CONTRACT.md §3).
+/// What an error kind means for the caller, and what to do about it (docs/exit-codes.md).
 pub fn meaning(kind: Kind) -> &'static str {
     match kind {
         Kind::Internal => "unexpected failure (I/O, git, internal)",

@@ -145,7 +145,7 @@ pub fn append_approval(path: &Path, plan_id: &str, approval: Envelope) -> Result
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let lock = std::fs::File::open(dir)?;
+    let lock = std::fs::File::open(dir).map_err(Error::io("open", dir))?;
     lock.lock()
         .map_err(|e| Error::internal(format!("cannot lock {}", dir.display())).caused_by(e))?;
     let mut current = load(path)?;

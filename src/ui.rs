@@ -138,17 +138,20 @@ impl Ui {
         Some(pb)
     }
 
-    /// The data stream. Render functions write here.
-    pub fn out(&mut self) -> &mut dyn Write {
-        &mut self.stdout
+    /// The data stream. `writeln!(ui.out(), ...)?` fails with an error naming standard
+    /// output; render functions get the plain writer from [`Out::writer`].
+    pub fn out(&mut self) -> Out<'_> {
+        Out(&mut self.stdout)
     }
 
     /// Print one JSON document on stdout.
-    pub fn json_doc(&mut self, value: &impl serde::Serialize) -> io::Result<()> {
-        let bytes = crate::render::escape::json_pretty(value).map_err(io::Error::other)?;
-        self.stdout.write_all(&bytes)?;
-        self.stdout.write_all(b"\n")?;
-        self.stdout.flush()
+    pub fn json_doc(&mut self, value: &impl serde::Serialize) -> Result<(), Error> {
+        let bytes = crate::render::escape::json_pretty(value)
+            .map_err(|e| Error::internal("cannot serialise the JSON output").caused_by(e))?;
+        let mut out = self.out();
+        out.write_all(&bytes)?;
+        out.write_all(b"\n")?;
+        out.flush()
     }
 
     /// A status line on stderr (silenced by `-q`).
@@ -193,6 +196,36 @@ impl Ui {
 
     fn paint_err(&self, text: &str, sgr: &str) -> String {
         paint(self.err_color, sgr, text)
+    }
+}
+
+/// Standard output as commands write to it. Its inherent `write_fmt` makes `writeln!` return
+/// guardctl's [`Error`], naming standard output, rather than a bare I/O error that would not
+/// say what failed.
+pub struct Out<'a>(&'a mut dyn Write);
+
+/// A failed write of the command's output.
+pub fn output_error(e: io::Error) -> Error {
+    Error::internal("cannot write to standard output").caused_by(e)
+}
+
+impl Out<'_> {
+    pub fn write_fmt(&mut self, args: std::fmt::Arguments<'_>) -> Result<(), Error> {
+        self.0.write_fmt(args).map_err(output_error)
+    }
+
+    pub fn write_all(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.0.write_all(bytes).map_err(output_error)
+    }
+
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.0.flush().map_err(output_error)
+    }
+
+    /// The plain writer, for render functions that write to `&mut dyn Write`; map their
+    /// errors with [`output_error`].
+    pub fn writer(&mut self) -> &mut dyn Write {
+        self.0
     }
 }
 

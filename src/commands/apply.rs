@@ -1,4 +1,4 @@
-//! `guardctl apply PLAN`: apply exactly the approved plan (CONTRACT.md §4). Checks in the
+//! `guardctl apply PLAN`: apply exactly the approved plan (README "Safety model"). Checks in the
 //! contract's order, then under the repository lock: recover any interrupted apply, replay if
 //! consumed, then the journaled sequence in `execute`: drift (checked while git locks the refs
 //! of the one compare-and-swap transaction), before-image, consumed marker, commit, config
@@ -156,7 +156,12 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     }?;
     // Written by this run under the lock; a replay rebuilds them from the verified receipt.
     let recorded = |name: &str| -> Result<String> {
-        let bytes = store.read_file(&id, name)?.unwrap_or_default();
+        let bytes = store.read_file(&id, name)?.ok_or_else(|| {
+            crate::store::state::inconsistent(
+                &store.plan_dir(&id).join(name),
+                "the run that applied the plan did not record it",
+            )
+        })?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     };
     Ok(Applied {

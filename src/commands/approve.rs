@@ -265,11 +265,11 @@ fn show_plan(ui: &mut Ui, loaded: &Loaded, ctx: &Ctx) -> Result<()> {
     });
     if ui.json {
         let mut buf = Vec::new();
-        crate::render::human::render(&v, false, &mut buf)?;
+        crate::render::human::render(&v, false, &mut buf).map_err(crate::ui::output_error)?;
         ui.status(String::from_utf8_lossy(&buf).trim_end());
     } else {
         let color = ui.color;
-        crate::render::human::render(&v, color, ui.out())?;
+        crate::render::human::render(&v, color, ui.out().writer()).map_err(crate::ui::output_error)?;
         ui.out().flush()?;
     }
     if let Some(w) = policy_warning {

@@ -14,6 +14,6 @@ pub struct Args {
 
 pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
     let mut cmd = crate::cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "guardctl", ui.out());
+    clap_complete::generate(args.shell, &mut cmd, "guardctl", ui.out().writer());
     Ok(0)
 }

@@ -55,7 +55,8 @@ impl Demo {
     }
 
     fn commit(&self, file: &str, text: &str, author: &str, days_ago: i64) -> Result<()> {
-        std::fs::write(self.repo.join(file), text)?;
+        let path = self.repo.join(file);
+        std::fs::write(&path, text).map_err(Error::io("write", &path))?;
         self.git(&self.repo, &["add", file], days_ago)?;
         let msg = format!("Update {file}");
         self.git_as(&self.repo, &["commit", "-q", "-m", &msg], days_ago, author)?;
@@ -169,10 +170,11 @@ impl Demo {
     /// Run this binary as the user would, showing the command first; a step that does not
     /// end with the status the demo expects stops the demo.
     fn guardctl(&self, ui: &mut Ui, key: &Path, args: &[&str], expect: i32) -> Result<()> {
-        let w = ui.out();
+        let mut w = ui.out();
         writeln!(w, "\n$ guardctl {}", args.join(" "))?;
         w.flush()?;
-        let exe = std::env::current_exe()?;
+        let exe = std::env::current_exe()
+            .map_err(|e| Error::internal("cannot locate the guardctl executable").caused_by(e))?;
         let status = Command::new(exe)
             .current_dir(&self.repo)
             .args(args)
@@ -182,7 +184,8 @@ impl Demo {
             .arg(self.root.join("allowed_signers"))
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
-            .status()?;
+            .status()
+            .map_err(|e| Error::internal(format!("cannot run guardctl {}", args.join(" "))).caused_by(e))?;
         let code = status.code().unwrap_or(-1);
         writeln!(ui.out(), "(exit status {code})")?;
         if code != expect {
@@ -206,7 +209,10 @@ fn say(ui: &mut Ui, text: &str) -> Result<()> {
 }
 
 pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
-    let dir = tempfile::Builder::new().prefix("guardctl-demo-").tempdir()?;
+    let dir = tempfile::Builder::new()
+        .prefix("guardctl-demo-")
+        .tempdir()
+        .map_err(Error::io("create a directory in", &std::env::temp_dir()))?;
     let root = dir.path().to_path_buf();
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let demo = Demo {
@@ -222,12 +228,17 @@ pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
     demo.build()?;
     let alice = demo.keygen("alice")?;
     let bob = demo.keygen("bob")?;
+    let public = |key: &Path| {
+        let path = key.with_extension("pub");
+        std::fs::read_to_string(&path).map_err(Error::io("read", &path))
+    };
     let signers = format!(
         "alice@example.com {}bob@example.com {}",
-        std::fs::read_to_string(format!("{}.pub", alice.display()))?,
-        std::fs::read_to_string(format!("{}.pub", bob.display()))?
+        public(&alice)?,
+        public(&bob)?
     );
-    std::fs::write(root.join("allowed_signers"), signers)?;
+    let path = root.join("allowed_signers");
+    std::fs::write(&path, signers).map_err(Error::io("write", &path))?;
     writeln!(
         ui.out(),
         "Branches: merged (feature/login, fix/typo), squash-merged (feature/search), gone upstream\n\
@@ -282,9 +293,11 @@ pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
         ui,
         "A tampered plan is refused with exit 65, before anything in it is trusted",
     )?;
-    let text = std::fs::read_to_string(demo.repo.join("plan.json"))?;
+    let path = demo.repo.join("plan.json");
+    let text = std::fs::read_to_string(&path).map_err(Error::io("read", &path))?;
     let tampered = text.replacen("\"payload\": \"ey", "\"payload\": \"EY", 1);
-    std::fs::write(demo.repo.join("tampered.json"), tampered)?;
+    let path = demo.repo.join("tampered.json");
+    std::fs::write(&path, tampered).map_err(Error::io("write", &path))?;
     demo.guardctl(ui, &bob, &["show", "tampered.json"], 65)?;
 
     say(
@@ -359,7 +372,8 @@ pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
 
 /// Decode the envelope, rebuild the PAE bytes and run `ssh-keygen -Y verify` on them.
 fn verify_with_ssh_keygen(demo: &Demo) -> Result<String> {
-    let bytes = std::fs::read(demo.repo.join("plan.json"))?;
+    let path = demo.repo.join("plan.json");
+    let bytes = std::fs::read(&path).map_err(Error::io("read", &path))?;
     let file = crate::plan::envelope::parse_plan_file(&bytes)
         .map_err(|e| Error::internal("demo plan unreadable").caused_by(e))?;
     let payload = crate::plan::envelope::decode_payload(&file.payload)
@@ -367,7 +381,7 @@ fn verify_with_ssh_keygen(demo: &Demo) -> Result<String> {
     let pae = crate::plan::envelope::pae(&file.payload_type, &payload);
     let sig_path = demo.root.join("plan.sig");
     let sig = file.signatures.first().map(|s| s.sig.clone()).unwrap_or_default();
-    std::fs::write(&sig_path, sig)?;
+    std::fs::write(&sig_path, sig).map_err(Error::io("write", &sig_path))?;
     let mut child = Command::new("ssh-keygen")
         .args([
             "-Y",
@@ -384,11 +398,13 @@ fn verify_with_ssh_keygen(demo: &Demo) -> Result<String> {
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .spawn()?;
+        .spawn()
+        .map_err(|e| Error::internal("cannot run ssh-keygen -Y verify").caused_by(e))?;
+    let ssh_keygen = |e| Error::internal("ssh-keygen -Y verify failed").caused_by(e);
     if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(&pae)?;
+        stdin.write_all(&pae).map_err(ssh_keygen)?;
     }
-    let out = child.wait_with_output()?;
+    let out = child.wait_with_output().map_err(ssh_keygen)?;
     Ok(format!(
         "$ ssh-keygen -Y verify -n guardctl-plan -I alice@example.com -f allowed_signers -s plan.sig < PAE bytes\n{}",
         String::from_utf8_lossy(&out.stdout).trim()

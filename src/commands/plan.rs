@@ -368,7 +368,8 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         ui.json_doc(&made.view)?;
     } else {
         let color = ui.color;
-        crate::render::human::render(&made.view, color, ui.out())?;
+        crate::render::human::render(&made.view, color, ui.out().writer())
+            .map_err(crate::ui::output_error)?;
     }
     ui.status(&format!(
         "\nSaved plan {} to {}. Review it with `guardctl show {}`.",
@@ -467,19 +468,18 @@ pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
         repo.display_path().display()
     ));
     let spinner = ui.spinner(&format!("observing {resources}"));
-    let outcome = match (&operation, base_oid) {
-        (Operation::Tags(inputs), _) => tags::run(repo, inputs, remote_refs.as_ref().into(), now)?,
-        (Operation::Exec(_), _) => stale_branches::Outcome::default(),
-        (op, Some(base_oid)) => {
-            let selection = op
-                .selection()
-                .ok_or_else(|| Error::internal("not a branch operation"))?;
+    // Every kind answers (no wildcard): a new kind must say how it is observed.
+    let outcome = match &operation {
+        Operation::Tags(inputs) => tags::run(repo, inputs, remote_refs.as_ref().into(), now)?,
+        Operation::Exec(_) => stale_branches::Outcome::default(),
+        Operation::StaleBranches(selection)
+        | Operation::RemoteBranches(RemoteBranchesInputs { selection, .. }) => {
+            let base_oid = base_oid.ok_or_else(|| Error::internal("a branch operation without a base"))?;
             let mut outcome =
                 stale_branches::run(repo, selection, remote_refs.as_ref().into(), base_oid, now)?;
             stale_branches::fill_people_not_in_base(repo, base_oid, &mut outcome.affected)?;
             outcome
         }
-        (_, None) => return Err(Error::internal("a branch operation without a base")),
     };
     if let Some(s) = spinner {
         s.finish_and_clear();
@@ -522,7 +522,8 @@ pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
     let side_effects = derive::side_effects(&operation, &outcome.affected);
     let plan = Plan {
         format_version: FORMAT_VERSION,
-        plan_hash: plan_hash(&repository, &operation, &policy_hash, &outcome.affected),
+        plan_hash: plan_hash(&repository, &operation, &policy_hash, &outcome.affected)
+            .map_err(|e| Error::internal("cannot hash the plan").caused_by(e))?,
         created_at: now,
         expires_at: now + expiry,
         planner: Party {
@@ -573,7 +574,7 @@ fn warn_uncommitted_policy(repo: &crate::repo::Repo, in_force: &InForce, ui: &mu
         return;
     };
     let differs = match crate::policy::file::parse(&text) {
-        Ok(p) => p.hash() != in_force.hash,
+        Ok(p) => p.hash().ok().as_ref() != Some(&in_force.hash),
         Err(_) => true,
     };
     if differs {

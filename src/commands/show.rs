@@ -33,7 +33,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         ui.json_doc(&v)?;
     } else {
         let color = ui.color;
-        crate::render::human::render(&v, color, ui.out())?;
+        crate::render::human::render(&v, color, ui.out().writer()).map_err(crate::ui::output_error)?;
     }
     Ok(0)
 }

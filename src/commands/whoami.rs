@@ -58,7 +58,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         ui.json_doc(&view)?;
         return Ok(0);
     }
-    let w = ui.out();
+    let mut w = ui.out();
     let agent = if view.in_agent {
         ", private key in ssh-agent"
     } else {

@@ -1,4 +1,4 @@
-//! Approval, rejection and receipt payloads (CONTRACT.md §6): plain serde data, strict.
+//! Approval, rejection and receipt payloads (docs/plan-format.md): plain serde data, strict.
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;

@@ -45,7 +45,7 @@ pub fn plan_hash(
     operation: &Operation,
     policy_hash: &str,
     affected: &[Affected],
-) -> String {
+) -> Result<String, serde_json::Error> {
     plan_hash_of(
         repository,
         operation,
@@ -61,7 +61,7 @@ pub fn plan_hash_of<'a>(
     operation: &Operation,
     policy_hash: &str,
     resources: impl Iterator<Item = ResourceState<'a>>,
-) -> String {
+) -> Result<String, serde_json::Error> {
     let mut resources: Vec<ResourceState> = resources.collect();
     resources.sort_by(|a, b| a.refname.cmp(b.refname));
     let input = HashInput {
@@ -71,11 +71,14 @@ pub fn plan_hash_of<'a>(
         policy_hash,
         resources,
     };
-    // Streamed into the hasher: at 50,000 branches the serialisation is megabytes.
-    // Serialising plain structs of strings into a hasher cannot fail.
+    // Streamed into the hasher: at 50,000 branches the serialisation is megabytes. A failure
+    // is returned, never hashed over: the hash would then cover only part of the state.
     let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
-    let _ = serde_json::to_writer(&mut hasher, &input);
-    format!("sha256:{}", super::envelope::hex(&sha2::Digest::finalize(hasher)))
+    serde_json::to_writer(&mut hasher, &input)?;
+    Ok(format!(
+        "sha256:{}",
+        super::envelope::hex(&sha2::Digest::finalize(hasher))
+    ))
 }
 
 #[cfg(test)]
@@ -104,33 +107,42 @@ mod tests {
             selection: op().selection().unwrap().clone(),
         });
         let a = [branch("a", "1", 0)];
-        assert_ne!(plan_hash("r", &op(), "p", &a), plan_hash("r", &remote, "p", &a));
+        assert_ne!(
+            plan_hash("r", &op(), "p", &a).unwrap(),
+            plan_hash("r", &remote, "p", &a).unwrap()
+        );
     }
 
     #[test]
     fn same_state_in_any_order_gives_same_hash() {
         let a = [branch("a", "1", 0), branch("b", "2", 0)];
         let b = [branch("b", "2", 0), branch("a", "1", 0)];
-        assert_eq!(plan_hash("r", &op(), "p", &a), plan_hash("r", &op(), "p", &b));
+        assert_eq!(
+            plan_hash("r", &op(), "p", &a).unwrap(),
+            plan_hash("r", &op(), "p", &b).unwrap()
+        );
     }
 
     #[test]
     fn oid_reason_repository_and_policy_change_the_hash() {
-        let base = plan_hash("r", &op(), "p", &[branch("a", "1", 0)]);
-        assert_ne!(base, plan_hash("r", &op(), "p", &[branch("a", "2", 0)]));
-        assert_ne!(base, plan_hash("other", &op(), "p", &[branch("a", "1", 0)]));
-        assert_ne!(base, plan_hash("r", &op(), "q", &[branch("a", "1", 0)]));
+        let base = plan_hash("r", &op(), "p", &[branch("a", "1", 0)]).unwrap();
+        assert_ne!(base, plan_hash("r", &op(), "p", &[branch("a", "2", 0)]).unwrap());
+        assert_ne!(
+            base,
+            plan_hash("other", &op(), "p", &[branch("a", "1", 0)]).unwrap()
+        );
+        assert_ne!(base, plan_hash("r", &op(), "q", &[branch("a", "1", 0)]).unwrap());
         let mut gone = branch("a", "1", 0);
         gone.reasons = vec![Criterion::Gone];
-        assert_ne!(base, plan_hash("r", &op(), "p", &[gone]));
+        assert_ne!(base, plan_hash("r", &op(), "p", &[gone]).unwrap());
     }
 
     #[test]
     fn commit_counts_do_not_change_the_hash() {
         // The base moving forward changes counts, and is not drift.
         assert_eq!(
-            plan_hash("r", &op(), "p", &[branch("a", "1", 0)]),
-            plan_hash("r", &op(), "p", &[branch("a", "1", 3)])
+            plan_hash("r", &op(), "p", &[branch("a", "1", 0)]).unwrap(),
+            plan_hash("r", &op(), "p", &[branch("a", "1", 3)]).unwrap()
         );
     }
 }

@@ -1,4 +1,4 @@
-//! The plan payload: plain serde data, exactly what is signed (CONTRACT.md §6).
+//! The plan payload: plain serde data, exactly what is signed (docs/plan-format.md).
 //!
 //! Not here: reading files, signatures, git. Every struct denies unknown fields and serde's
 //! derive refuses duplicate keys, so a payload either parses into exactly these types or is
@@ -123,6 +123,31 @@ impl Operation {
             Operation::StaleBranches(_) | Operation::RemoteBranches(_) => Some("refs/heads/"),
             Operation::Tags(_) => Some("refs/tags/"),
             Operation::Exec(_) => None,
+        }
+    }
+
+    /// A command plan's inputs; `None` for the kinds that delete refs.
+    pub fn command(&self) -> Option<&ExecInputs> {
+        match self {
+            Operation::Exec(x) => Some(x),
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
+        }
+    }
+
+    /// Whether each affected resource records tag facts (`affected[].tag`): tags, and only tags.
+    pub fn records_tag_facts(&self) -> bool {
+        match self {
+            Operation::Tags(_) => true,
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Exec(_) => false,
+        }
+    }
+
+    /// Whether affected resources may record an upstream and `branch.<name>.*` config: only
+    /// this repository's own branches have them.
+    pub fn records_branch_config(&self) -> bool {
+        match self {
+            Operation::StaleBranches(_) => true,
+            Operation::RemoteBranches(_) | Operation::Tags(_) | Operation::Exec(_) => false,
         }
     }
 
@@ -575,7 +600,7 @@ impl RiskLevel {
     }
 }
 
-/// One review group: a part of the plan and the approvals it needs (CONTRACT.md §6, issue 5).
+/// One review group: a part of the plan and the approvals it needs (docs/plan-format.md, "Backup, review and policy").
 /// Computed from the policy and the affected resources; `apply` recomputes it from the policy
 /// in force and refuses when it differs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -690,7 +715,7 @@ pub mod test_data {
         };
         Plan {
             format_version: FORMAT_VERSION,
-            plan_hash: plan_hash("r", &op, policy_hash, &affected),
+            plan_hash: plan_hash("r", &op, policy_hash, &affected).unwrap(),
             created_at: t0,
             expires_at: t0 + time::Duration::minutes(15),
             planner: alice.clone(),

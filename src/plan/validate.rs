@@ -89,8 +89,8 @@ fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), I
         };
     };
     let criteria = inputs(op)?;
-    let tags = matches!(op, Operation::Tags(_));
-    let local = matches!(op, Operation::StaleBranches(_));
+    let tags = op.records_tag_facts();
+    let local = op.records_branch_config();
     let mut seen = HashSet::with_capacity(plan.affected.len());
     for (i, a) in plan.affected.iter().enumerate() {
         let field = |name: &str| format!("affected[{i}].{name}");
@@ -294,7 +294,7 @@ fn inputs(op: &Operation) -> Result<Option<&[Criterion]>, Invalid> {
             format!("must be sorted, distinct criteria of a {} plan", op.kind()),
         ));
     }
-    let tags = matches!(op, Operation::Tags(_));
+    let tags = op.records_tag_facts();
     let by_age = c.contains(&Criterion::OlderThan);
     match selection.older_than_secs {
         Some(s) if s == 0 || s > crate::duration::MAX_SECS => {
@@ -344,7 +344,8 @@ fn inputs(op: &Operation) -> Result<Option<&[Criterion]>, Invalid> {
 /// Every field guardctl computes from the plan's own data must be exactly what it computes.
 fn derived(plan: &Plan) -> Result<(), Invalid> {
     let (op, affected) = (&plan.operation, plan.affected.as_slice());
-    let expected_hash = plan_hash(&plan.repository, op, &plan.policy_hash, affected);
+    let expected_hash = plan_hash(&plan.repository, op, &plan.policy_hash, affected)
+        .map_err(|e| invalid("plan_hash", format!("cannot be computed: {e}")))?;
     if plan.plan_hash != expected_hash {
         return Err(invalid(
             "plan_hash",

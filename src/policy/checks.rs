@@ -262,6 +262,8 @@ pub struct GateInput<'a> {
     pub approvals: &'a [CheckedApproval],
     /// The policy in force now.
     pub policy: &'a Policy,
+    /// Its hash, computed once where it was read.
+    pub policy_hash: &'a str,
     pub now: OffsetDateTime,
     /// The planner's other live plans this clone has seen ([`super::across`]): when they
     /// make the plan bulk, its approvals must also satisfy the bulk group.
@@ -311,11 +313,10 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
     if !report.satisfied() {
         return Err(Refusal::Unapproved(report));
     }
-    let now_hash = input.policy.hash();
-    if plan.policy_hash != now_hash {
+    if plan.policy_hash != input.policy_hash {
         return Err(Refusal::PolicyChanged {
             planned: plan.policy_hash.clone(),
-            now: now_hash,
+            now: input.policy_hash.to_string(),
         });
     }
     conforms(plan, input.policy).map_err(Refusal::Forbidden)?;
@@ -387,7 +388,7 @@ mod tests {
             // What the approvals below are bound to.
             plan_hash: "sha256:h".into(),
             review: super::super::route::review(policy, &affected).unwrap(),
-            ..test_data::plan(affected, &policy.hash())
+            ..test_data::plan(affected, &policy.hash().unwrap())
         }
     }
 
@@ -440,6 +441,7 @@ mod tests {
             applying_principals: Some(applying),
             approvals,
             policy,
+            policy_hash: &policy.hash().unwrap(),
             now,
             part_of: None,
         })

@@ -401,8 +401,8 @@ required = 1
     fn minimal_file_is_the_default_policy() {
         assert_eq!(parse("version = 1\n").unwrap(), Policy::default());
         assert_eq!(
-            parse("# comment\nversion = 1\n").unwrap().hash(),
-            Policy::default().hash()
+            parse("# comment\nversion = 1\n").unwrap().hash().unwrap(),
+            Policy::default().hash().unwrap()
         );
     }
 

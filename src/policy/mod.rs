@@ -130,10 +130,11 @@ impl Default for Policy {
 
 impl Policy {
     /// `sha256:<hex>` over the normalised policy: formatting and comments do not count.
-    pub fn hash(&self) -> String {
+    /// A failure is returned, never hashed over: every policy would then share one hash.
+    pub fn hash(&self) -> Result<String, serde_json::Error> {
         let mut bytes = b"guardctl-policy-v1\n".to_vec();
-        bytes.extend(serde_json::to_vec(self).unwrap_or_default());
-        crate::plan::envelope::sha256_id(&bytes)
+        serde_json::to_writer(&mut bytes, self)?;
+        Ok(crate::plan::envelope::sha256_id(&bytes))
     }
 
     /// The expiry a plan gets: the requested one, or the default; never above the maximum.
@@ -186,10 +187,10 @@ mod tests {
     #[test]
     fn hash_is_stable_and_changes_with_content() {
         let p = Policy::default();
-        assert_eq!(p.hash(), Policy::default().hash());
+        assert_eq!(p.hash().unwrap(), Policy::default().hash().unwrap());
         let mut q = Policy::default();
         q.approvals.required = 2;
-        assert_ne!(p.hash(), q.hash());
+        assert_ne!(p.hash().unwrap(), q.hash().unwrap());
     }
 
     #[test]

@@ -107,8 +107,9 @@ pub fn human(r: &Receipt) -> String {
     s
 }
 
-pub fn json(r: &Receipt, envelope: &Envelope) -> String {
+pub fn json(r: &Receipt, envelope: &Envelope) -> Result<String, serde_json::Error> {
     let doc = serde_json::json!({"receipt": r, "envelope": envelope});
-    let bytes = super::escape::json_pretty(&doc).unwrap_or_default();
-    String::from_utf8(bytes).unwrap_or_default() + "\n"
+    let bytes = super::escape::json_pretty(&doc)?;
+    // serde_json writes UTF-8; lossy only to avoid a second error type for the impossible.
+    Ok(String::from_utf8_lossy(&bytes).into_owned() + "\n")
 }

@@ -3,7 +3,7 @@
 //! over the sorted ref names; for two previews of a command, line by line.
 
 use super::escape::safe;
-use crate::plan::model::{Affected, Operation, Plan};
+use crate::plan::model::{Affected, Plan};
 use serde::Serialize;
 use similar::{Algorithm, DiffTag, capture_diff_slices};
 
@@ -43,7 +43,8 @@ fn preview_changes(old: &str, new: &str) -> Vec<Change> {
 }
 
 pub fn build(old: &Plan, old_id: &str, new: &Plan) -> SinceView {
-    if let (Operation::Exec(o), Operation::Exec(n)) = (&old.operation, &new.operation) {
+    // Two command plans compare previews; any other pair compares affected refs.
+    if let (Some(o), Some(n)) = (old.operation.command(), new.operation.command()) {
         let changes = preview_changes(&o.preview_output.text, &n.preview_output.text);
         let count = |k: &str| changes.iter().filter(|c| c.change == k).count();
         return SinceView {

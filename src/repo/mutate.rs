@@ -200,10 +200,11 @@ impl Repo {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| Error::internal("cannot run git hash-object").caused_by(e))?;
+        let failed = |e| Error::internal("git hash-object -w --stdin failed").caused_by(e);
         if let Some(mut stdin) = child.stdin.take() {
-            stdin.write_all(content)?;
+            stdin.write_all(content).map_err(failed)?;
         }
-        let out = child.wait_with_output()?;
+        let out = child.wait_with_output().map_err(failed)?;
         if !out.status.success() {
             return Err(
                 Error::internal("git hash-object failed").caused_by(crate::render::escape::safe(
@@ -223,7 +224,7 @@ impl Repo {
         }
         let path = self.common_dir().join("config");
         let lock_path = self.common_dir().join("config.lock");
-        let text = std::fs::read_to_string(&path)?;
+        let text = std::fs::read_to_string(&path).map_err(Error::io("read", &path))?;
         let drop: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
         let kept = without_branch_sections(&text, &drop);
         if kept == text {
@@ -244,9 +245,11 @@ impl Repo {
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .open(&tmp)?;
-            f.write_all(kept.as_bytes())?;
-            f.sync_all()?;
+                .open(&tmp)
+                .map_err(Error::io("create", &tmp))?;
+            f.write_all(kept.as_bytes())
+                .and_then(|()| f.sync_all())
+                .map_err(Error::io("write", &tmp))?;
             let linked = std::fs::hard_link(&tmp, &lock_path);
             let _ = std::fs::remove_file(&tmp);
             match linked {
@@ -275,7 +278,8 @@ impl Repo {
             let out = self
                 .git()
                 .args(["config", "--local", "--add", key, value])
-                .output()?;
+                .output()
+                .map_err(|e| Error::internal("cannot run git config --local --add").caused_by(e))?;
             if !out.status.success() {
                 return Err(Error::internal(format!(
                     "cannot restore config {}",
@@ -325,7 +329,10 @@ impl PendingTransaction {
         let mut line = String::new();
         loop {
             line.clear();
-            if self.stdout.read_line(&mut line)? == 0 {
+            let read = self.stdout.read_line(&mut line).map_err(|e| {
+                Error::internal("cannot read the output of git update-ref --stdin").caused_by(e)
+            })?;
+            if read == 0 {
                 return Err(self.failed());
             }
             if line.trim_end() == "prepare: ok" {

@@ -1,4 +1,4 @@
-//! Identity and signatures (CONTRACT.md §5): which key signs, who a key speaks for, and
+//! Identity and signatures (docs/trust-model.md): which key signs, who a key speaks for, and
 //! SSHSIG signing (through `ssh-keygen`, so ssh-agent works) and verification (in-process).
 //!
 //! Not here: git. Values from git config reach this module as plain strings via `Ctx`.

@@ -382,13 +382,18 @@ pub fn append_envelope(repo: &Repo, path: &Path, log: &Log, env: &Envelope) -> R
         .map_err(|e| Error::internal("cannot decode an audit entry").caused_by(e))?;
     let id = sha256_id(&payload);
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        std::fs::create_dir_all(dir).map_err(Error::io("create", dir))?;
     }
     let line = serde_json::to_string(env)
         .map_err(|e| Error::internal("cannot encode an audit entry").caused_by(e))?;
-    let mut f = OpenOptions::new().create(true).append(true).open(path)?;
-    f.write_all(format!("{line}\n").as_bytes())?;
-    f.sync_data()?;
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(Error::io("open", path))?;
+    f.write_all(format!("{line}\n").as_bytes())
+        .and_then(|()| f.sync_data())
+        .map_err(Error::io("append to", path))?;
     let old = log.anchor.as_ref().map(|a| a.oid);
     repo.advance_audit_anchor(
         anchor_content(link.seq, &id).as_bytes(),

@@ -38,7 +38,7 @@ pub fn load(state_dir: &Path, plan_id_hex: &str) -> Result<Vec<(String, Envelope
             .filter(|p| p.extension().is_some_and(|x| x == "json"))
             .collect(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(e) => return Err(Error::from(e).caused_by(dir.display())),
+        Err(e) => return Err(Error::io("read the directory", &dir)(e)),
     };
     paths.sort();
     paths

@@ -40,13 +40,14 @@ impl Store {
 
     /// Take the repository's guardctl lock, waiting for another guardctl to finish.
     pub fn lock(&self) -> Result<StoreLock> {
-        std::fs::create_dir_all(&self.dir)?;
+        std::fs::create_dir_all(&self.dir).map_err(Error::io("create", &self.dir))?;
         let path = self.dir.join("lock");
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(&path)?;
+            .open(&path)
+            .map_err(Error::io("open", &path))?;
         file.lock()
             .map_err(|e| Error::internal(format!("cannot lock {}", path.display())).caused_by(e))?;
         Ok(StoreLock { _file: file })
@@ -75,8 +76,9 @@ impl Store {
     }
 
     pub fn remove_file(&self, id_hex: &str, name: &str) -> Result<()> {
-        match std::fs::remove_file(self.plan_dir(id_hex).join(name)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
+        let path = self.plan_dir(id_hex).join(name);
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io("remove", &path)(e)),
             _ => Ok(()),
         }
     }
@@ -93,26 +95,29 @@ impl Store {
     }
 
     /// Append one fsynced line to a plan's journal: what step is about to happen or happened.
-    pub fn journal(&self, id_hex: &str, step: &str, now: time::OffsetDateTime) -> Result<()> {
+    pub fn journal(&self, id_hex: &str, step: state::Step, now: time::OffsetDateTime) -> Result<()> {
         let dir = self.plan_dir(id_hex);
-        std::fs::create_dir_all(&dir)?;
+        std::fs::create_dir_all(&dir).map_err(Error::io("create", &dir))?;
         let line = serde_json::json!({
             "plan": format!("sha256:{id_hex}"),
-            "step": step,
+            "step": step.as_str(),
             "time": crate::render::view::rfc3339(now),
         });
+        let path = dir.join("journal");
         let mut f = OpenOptions::new()
             .create(true)
             .append(true)
-            .open(dir.join("journal"))?;
-        f.write_all(format!("{line}\n").as_bytes())?;
-        f.sync_data()?;
+            .open(&path)
+            .map_err(Error::io("open", &path))?;
+        f.write_all(format!("{line}\n").as_bytes())
+            .and_then(|()| f.sync_data())
+            .map_err(Error::io("append to", &path))?;
         Ok(())
     }
 
     /// The steps journaled for a plan, in order, parsed strictly (`state::parse_journal`):
     /// a journal that is not exactly what guardctl writes is `needs_recovery`, naming it.
-    pub fn journal_steps(&self, id_hex: &str) -> Result<Vec<String>> {
+    pub fn journal_steps(&self, id_hex: &str) -> Result<Vec<state::Step>> {
         let path = self.plan_dir(id_hex).join("journal");
         if !state::is_plan_id_hex(id_hex) {
             return Err(state::inconsistent(
@@ -162,14 +167,15 @@ impl Store {
     /// Plan ids (hex) with state in the store.
     pub fn plan_ids(&self) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        match std::fs::read_dir(self.dir.join("plans")) {
+        let dir = self.dir.join("plans");
+        match std::fs::read_dir(&dir) {
             Ok(rd) => {
                 for e in rd.flatten() {
                     out.push(e.file_name().to_string_lossy().into_owned());
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(Error::io("read the directory", &dir)(e)),
         }
         out.sort();
         Ok(out)

@@ -30,24 +30,106 @@ pub const CONSUMED_PAYLOAD_TYPE: &str = "application/vnd.guardctl.consumed.v1+js
 /// Where guardctl keeps backups; fixed, never read from a plan or a state file.
 pub const BACKUP_NAMESPACE: &str = "refs/guardctl/backup";
 
-/// Every step an apply, rollback or recovery journals.
-pub const STEPS: &[&str] = &[
-    "before-image-written",
-    "consumed",
-    "backup-created",
-    "refs-committed",
-    "config-removed",
-    "done",
-    "refused",
-    "aborted",
-    "recovered-unstarted",
-    "command-started",
-    "command-finished",
-    "rollback-started",
-    "rollback-refs-restored",
-    "rolled-back",
-    "rollback-abandoned",
-];
+/// Every step an apply, rollback or recovery journals, in the journal as its kebab-case name.
+/// `recover` matches on these exhaustively: a new step must say what recovery does after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    BeforeImageWritten,
+    Consumed,
+    BackupCreated,
+    RefsCommitted,
+    ConfigRemoved,
+    Done,
+    Refused,
+    Aborted,
+    RecoveredUnstarted,
+    CommandStarted,
+    CommandFinished,
+    RollbackStarted,
+    RollbackRefsRestored,
+    RolledBack,
+    RollbackAbandoned,
+}
+
+impl Step {
+    pub const ALL: [Step; 15] = [
+        Step::BeforeImageWritten,
+        Step::Consumed,
+        Step::BackupCreated,
+        Step::RefsCommitted,
+        Step::ConfigRemoved,
+        Step::Done,
+        Step::Refused,
+        Step::Aborted,
+        Step::RecoveredUnstarted,
+        Step::CommandStarted,
+        Step::CommandFinished,
+        Step::RollbackStarted,
+        Step::RollbackRefsRestored,
+        Step::RolledBack,
+        Step::RollbackAbandoned,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::BeforeImageWritten => "before-image-written",
+            Step::Consumed => "consumed",
+            Step::BackupCreated => "backup-created",
+            Step::RefsCommitted => "refs-committed",
+            Step::ConfigRemoved => "config-removed",
+            Step::Done => "done",
+            Step::Refused => "refused",
+            Step::Aborted => "aborted",
+            Step::RecoveredUnstarted => "recovered-unstarted",
+            Step::CommandStarted => "command-started",
+            Step::CommandFinished => "command-finished",
+            Step::RollbackStarted => "rollback-started",
+            Step::RollbackRefsRestored => "rollback-refs-restored",
+            Step::RolledBack => "rolled-back",
+            Step::RollbackAbandoned => "rollback-abandoned",
+        }
+    }
+
+    /// The step a journal line names; `None` for a name guardctl never writes.
+    pub fn parse(name: &str) -> Option<Step> {
+        Step::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+
+    /// Which operations journal it: command steps belong to exec plans, ref steps to plans
+    /// that delete refs, the rest to both.
+    pub fn belongs_to(self) -> StepOf {
+        match self {
+            Step::CommandStarted | Step::CommandFinished => StepOf::Command,
+            Step::BackupCreated
+            | Step::RefsCommitted
+            | Step::RollbackStarted
+            | Step::RollbackRefsRestored
+            | Step::RolledBack
+            | Step::RollbackAbandoned => StepOf::Refs,
+            Step::BeforeImageWritten
+            | Step::Consumed
+            | Step::ConfigRemoved
+            | Step::Done
+            | Step::Refused
+            | Step::Aborted
+            | Step::RecoveredUnstarted => StepOf::Any,
+        }
+    }
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What kind of plan journals a step (see [`Step::belongs_to`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepOf {
+    Command,
+    Refs,
+    Any,
+}
 
 /// The signed statement "this key consumed plan `plan_id`, whose before-image has these
 /// bytes", written before any ref changes.
@@ -94,7 +176,7 @@ pub fn is_plan_id_hex(s: &str) -> bool {
 
 /// Parse a journal strictly: one JSON object per line, for this plan, with a known step and
 /// an RFC 3339 time; the steps must follow [`check_sequence`].
-pub fn parse_journal(bytes: &[u8], id_hex: &str) -> Result<Vec<String>, String> {
+pub fn parse_journal(bytes: &[u8], id_hex: &str) -> Result<Vec<Step>, String> {
     let text = std::str::from_utf8(bytes).map_err(|_| "the journal is not UTF-8".to_string())?;
     if !text.is_empty() && !text.ends_with('\n') {
         return Err("the journal's last line is incomplete".into());
@@ -107,12 +189,12 @@ pub fn parse_journal(bytes: &[u8], id_hex: &str) -> Result<Vec<String>, String> 
         if l.plan != plan {
             return Err(format!("line {}: it journals plan {}", i + 1, l.plan));
         }
-        if !STEPS.contains(&l.step.as_str()) {
-            return Err(format!("line {}: unknown step `{}`", i + 1, l.step));
-        }
+        let Some(step) = Step::parse(&l.step) else {
+            return Err(format!("line {}: unknown step `{}`", i + 1, safe(&l.step)));
+        };
         OffsetDateTime::parse(&l.time, &time::format_description::well_known::Rfc3339)
             .map_err(|_| format!("line {}: bad time `{}`", i + 1, l.time))?;
-        steps.push(l.step);
+        steps.push(step);
     }
     check_sequence(&steps)?;
     Ok(steps)
@@ -120,7 +202,7 @@ pub fn parse_journal(bytes: &[u8], id_hex: &str) -> Result<Vec<String>, String> 
 
 /// The steps must follow the order `execute` writes them in (recovery included): nothing
 /// is committed before the plan is consumed, nothing follows an abort but a rollback, and so on.
-pub fn check_sequence(steps: &[String]) -> Result<(), String> {
+pub fn check_sequence(steps: &[Step]) -> Result<(), String> {
     #[derive(Debug, Clone, Copy)]
     enum S {
         Idle,
@@ -138,20 +220,20 @@ pub fn check_sequence(steps: &[String]) -> Result<(), String> {
     use S::*;
     let mut s = Idle;
     for (i, step) in steps.iter().enumerate() {
-        s = match (s, step.as_str()) {
-            (Idle, "before-image-written") => Written,
-            (Idle | Written, "refused") | (Written, "recovered-unstarted") => Idle,
-            (Written, "consumed") => Consumed,
-            (Consumed, "backup-created") => BackupCreated,
-            (Consumed, "command-started") => CommandStarted,
-            (CommandStarted, "command-finished") => CommandFinished,
-            (Written | Consumed | BackupCreated, "refs-committed") => Committed,
-            (Written | Consumed | BackupCreated | CommandStarted, "aborted") => Settled,
-            (Committed | CommandFinished | ConfigRemoved, "config-removed") => ConfigRemoved,
-            (ConfigRemoved, "done") => Settled,
-            (Settled, "rollback-started") => RollingBack,
-            (RollingBack, "rollback-refs-restored") => RefsRestored,
-            (RollingBack, "rollback-abandoned") | (RefsRestored, "rolled-back") => Settled,
+        s = match (s, *step) {
+            (Idle, Step::BeforeImageWritten) => Written,
+            (Idle | Written, Step::Refused) | (Written, Step::RecoveredUnstarted) => Idle,
+            (Written, Step::Consumed) => Consumed,
+            (Consumed, Step::BackupCreated) => BackupCreated,
+            (Consumed, Step::CommandStarted) => CommandStarted,
+            (CommandStarted, Step::CommandFinished) => CommandFinished,
+            (Written | Consumed | BackupCreated, Step::RefsCommitted) => Committed,
+            (Written | Consumed | BackupCreated | CommandStarted, Step::Aborted) => Settled,
+            (Committed | CommandFinished | ConfigRemoved, Step::ConfigRemoved) => ConfigRemoved,
+            (ConfigRemoved, Step::Done) => Settled,
+            (Settled, Step::RollbackStarted) => RollingBack,
+            (RollingBack, Step::RollbackRefsRestored) => RefsRestored,
+            (RollingBack, Step::RollbackAbandoned) | (RefsRestored, Step::RolledBack) => Settled,
             (state, step) => {
                 return Err(format!("line {}: step `{step}` cannot follow {state:?}", i + 1));
             }
@@ -247,8 +329,10 @@ mod tests {
 
     const ID: &str = "a7262397b490c23eb1be94eeed151a0a8138abd2271934356445be590b777f14";
 
-    fn steps(s: &[&str]) -> Vec<String> {
-        s.iter().map(|s| s.to_string()).collect()
+    fn steps(s: &[&str]) -> Vec<Step> {
+        s.iter()
+            .map(|s| Step::parse(s).unwrap_or_else(|| panic!("unknown step {s}")))
+            .collect()
     }
 
     fn image() -> BeforeImage {
@@ -349,6 +433,14 @@ mod tests {
     }
 
     #[test]
+    fn every_step_round_trips_through_its_journal_name() {
+        for step in Step::ALL {
+            assert_eq!(Step::parse(step.as_str()), Some(step));
+        }
+        assert_eq!(Step::parse("teleported"), None);
+    }
+
+    #[test]
     fn journal_lines_are_strict_and_bound_to_the_plan() {
         let line = |plan: &str, step: &str| {
             format!("{{\"plan\":\"sha256:{plan}\",\"step\":\"{step}\",\"time\":\"2026-06-01T12:00:00Z\"}}\n")
@@ -356,7 +448,7 @@ mod tests {
         let good = line(ID, "before-image-written") + &line(ID, "consumed");
         assert_eq!(
             parse_journal(good.as_bytes(), ID).unwrap(),
-            ["before-image-written", "consumed"]
+            [Step::BeforeImageWritten, Step::Consumed]
         );
         let other = "b".repeat(64);
         assert!(parse_journal(line(&other, "before-image-written").as_bytes(), ID).is_err());

@@ -151,7 +151,7 @@ fn a_forged_exec_plan_with_a_non_hex_digest_is_refused_not_a_panic() {
 // self-approval
 // ---------------------------------------------------------------------------------------
 
-/// CONTRACT §5: an approval signed by the plan's key, under any principal, is self-approval.
+/// docs/trust-model.md: an approval signed by the plan's key, under any principal, is self-approval.
 /// A key listed for planning as alice and for approving under another name (the
 /// allowed-signers file's `namespaces=` makes that one principal per namespace, so `approve`
 /// accepts it) approves its own plan today.
@@ -185,7 +185,7 @@ fn an_approval_signed_with_the_plans_own_key_is_self_approval_whatever_the_princ
     assert_eq!(before, env.repository_state());
 }
 
-/// CONTRACT §5: a principal equal to the planner's ignoring case is the planner. A file that
+/// docs/trust-model.md: a principal equal to the planner's ignoring case is the planner. A file that
 /// spells one principal two ways is ambiguous: every command refuses it (64, naming both
 /// lines), so the case variant never approves anything.
 #[test]
@@ -410,7 +410,7 @@ fn json_error_details_never_carry_raw_planner_written_controls() {
     );
 }
 
-/// CONTRACT §5: keys must be valid at the time their signature claims *and at the time of
+/// docs/trust-model.md: keys must be valid at the time their signature claims *and at the time of
 /// the check*. The planner's key is looked up at the plan's own `created_at`, which the
 /// planner writes: a key revoked yesterday (`valid-before`) backdates its plan to the day
 /// before and has it applied by someone else today.
@@ -560,7 +560,8 @@ fn overstated_commit_counts_that_overflow_are_refused_not_a_panic_or_a_wrapped_s
         extra.upstream = None;
         p.affected.push(extra);
         p.plan_hash =
-            guardctl::plan::hash::plan_hash(&p.repository, &p.operation, &p.policy_hash, &p.affected);
+            guardctl::plan::hash::plan_hash(&p.repository, &p.operation, &p.policy_hash, &p.affected)
+                .unwrap();
     });
     let r = env.run("bob", &["show", "plan.json"]);
     assert_ne!(r.code, 101, "show panicked:\n{}", r.transcript());
@@ -571,7 +572,7 @@ fn overstated_commit_counts_that_overflow_are_refused_not_a_panic_or_a_wrapped_s
     );
 }
 
-/// CONTRACT §5: an approver's key must be valid when the approval says it was signed *and
+/// docs/trust-model.md: an approver's key must be valid when the approval says it was signed *and
 /// when apply checks it*. A key revoked after approving (compromised: `valid-before` set
 /// to now) still counts, since validity is looked up only at the approval's own
 /// `created_at` — which its signer writes.
@@ -668,7 +669,7 @@ fn show_states_every_input_and_marks_signed_tags() {
 // trusted sources
 // ---------------------------------------------------------------------------------------
 
-/// CONTRACT §5: allowed signers come from trusted sources only — "never the work tree or the
+/// docs/trust-model.md: allowed signers come from trusted sources only — "never the work tree or the
 /// repository's own config (the planner can write both)". guardctl reads
 /// `.guardctl/allowed_signers` from the work tree and `gpg.ssh.allowedSignersFile` from the
 /// repository's config. A planner (or an agent whose key may only plan) who writes either

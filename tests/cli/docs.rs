@@ -1,7 +1,8 @@
 //! Documentation that must match the code. Completions in `completions/` and man pages in
 //! `man/` are generated from the clap definition; a test fails when they are stale
 //! (regenerate with `GUARDCTL_BLESS=1 cargo test --features test-hooks docs`). The README's
-//! policy example must be a valid policy.
+//! policy example must be a valid policy. Every field of a plan payload is in
+//! docs/plan-format.md, every exit code and error kind in docs/exit-codes.md.
 
 use clap_complete::Shell;
 use std::path::{Path, PathBuf};
@@ -126,4 +127,148 @@ fn the_ci_example_uses_only_commands_and_flags_that_exist() {
             "no `guardctl {expected}` in the example: {checked:?}"
         );
     }
+}
+
+/// Every key path in a JSON value: `a.b` for an object's field, `a[].b` for every element's.
+fn key_paths(value: &serde_json::Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                key_paths(v, &path, out);
+                out.insert(path);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for v in items {
+                key_paths(v, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The fields of `payloads` that docs/plan-format.md does not name (as `` `path` ``).
+fn undocumented(payloads: &[serde_json::Value]) -> Vec<String> {
+    let spec =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/plan-format.md")).unwrap();
+    let mut paths = std::collections::BTreeSet::new();
+    for p in payloads {
+        key_paths(p, "", &mut paths);
+    }
+    assert!(paths.len() > 30, "too few fields to be real plans: {paths:?}");
+    paths
+        .into_iter()
+        .filter(|p| !spec.contains(&format!("`{p}`")))
+        .collect()
+}
+
+/// A plan of every kind, each with its optional parts present (upstreams, config, people not
+/// in the base; tag facts; pinned files, a verify command and a pinned directory), and an
+/// approval with a comment: every field any of them writes is in docs/plan-format.md.
+#[test]
+fn every_field_of_a_plan_payload_is_in_the_plan_format_spec() {
+    use crate::fixtures::{payload_of, remote_repo, tagged_repo};
+    let plan = |env: &crate::fixtures::TestEnv, args: &[&str]| {
+        let r = env.run("alice", args);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        payload_of(&env.repo.join("plan.json"))
+    };
+    let mut payloads = Vec::new();
+
+    let env = remote_repo();
+    let local = plan(
+        &env,
+        &[
+            "plan",
+            "stale-branches",
+            "--merged",
+            "--gone",
+            "--include-unmerged",
+        ],
+    );
+    assert!(
+        local["affected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["people_not_in_base"].is_array() && !a["upstream"].is_null()),
+        "no unmerged branch with an upstream: {local}"
+    );
+    payloads.push(local);
+    let r = env.run(
+        "bob",
+        &[
+            "approve",
+            "plan.json",
+            "--yes",
+            "--comment",
+            "ok",
+            "--out",
+            "approval.json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    payloads.push(payload_of(&env.repo.join("approval.json")));
+    payloads.push(plan(&env, &["plan", "remote-branches", "--remote", "origin"]));
+
+    let env = tagged_repo();
+    payloads.push(plan(&env, &["plan", "tags", "--older-than", "30d"]));
+
+    let env = crate::fixtures::TestEnv::new();
+    std::fs::create_dir_all(env.repo.join("lib")).unwrap();
+    std::fs::write(env.repo.join("lib/h.sh"), "true\n").unwrap();
+    std::fs::write(env.repo.join("prune.sh"), "echo a\n").unwrap();
+    let exec = plan(
+        &env,
+        &[
+            "plan",
+            "exec",
+            "--pin",
+            "lib",
+            "--preview",
+            "sh prune.sh",
+            "--verify",
+            "true",
+            "--",
+            "sh",
+            "prune.sh",
+        ],
+    );
+    assert!(
+        exec["operation"]["inputs"]["pinned"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["tree"].is_array()),
+        "no pinned directory: {exec}"
+    );
+    payloads.push(exec);
+
+    let missing = undocumented(&payloads);
+    assert!(
+        missing.is_empty(),
+        "fields not in docs/plan-format.md: {missing:?}"
+    );
+}
+
+/// Every exit code and JSON `error.kind` the code can produce has a row in
+/// docs/exit-codes.md (`| code | `kind` |`).
+#[test]
+fn every_error_kind_and_exit_code_is_in_the_exit_codes_doc() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exit-codes.md")).unwrap();
+    let missing: Vec<String> = guardctl::error::Kind::ALL
+        .iter()
+        .map(|k| format!("| {} | `{}` |", k.exit_code(), k.as_str()))
+        .filter(|row| !doc.contains(row.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "rows missing from docs/exit-codes.md: {missing:?}"
+    );
 }

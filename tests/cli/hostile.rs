@@ -24,7 +24,7 @@ pub(crate) fn forge(env: &TestEnv, edit: impl Fn(&mut Plan)) {
     forge_raw(env, |plan| {
         edit(plan);
         let (op, affected) = (&plan.operation, &plan.affected);
-        plan.plan_hash = plan_hash(&plan.repository, op, &plan.policy_hash, affected);
+        plan.plan_hash = plan_hash(&plan.repository, op, &plan.policy_hash, affected).unwrap();
         plan.summary = derive::summary(op, affected);
         plan.diff = derive::diff(affected);
         plan.side_effects = derive::side_effects(op, affected);

@@ -166,6 +166,31 @@ fn kill_at_every_rollback_step_then_recover_reaches_a_clean_end_state() {
     }
 }
 
+/// A rollback interrupted after it recorded what to restore, whose record is then damaged:
+/// `recover` refuses with 16 naming the file, never reads it as "nothing to restore" and
+/// reports success.
+#[test]
+fn a_corrupt_rollback_record_is_an_inconsistent_state_not_nothing_to_restore() {
+    let (env, oids) = planned_and_approved();
+    assert_eq!(run(alice(&env, None, &["apply", "plan.json"])).code, 0);
+    let r = run(alice(&env, Some("rollback-started"), &["rollback", "plan.json"]));
+    assert!(killed(&r), "not killed: {}", r.transcript());
+    let id = crate::fixtures::plan_id_of(&env.repo.join("plan.json"));
+    let record = env
+        .repo
+        .join(".git/guardctl/plans")
+        .join(id.trim_start_matches("sha256:"))
+        .join("rollback.json");
+    assert!(record.exists(), "no rollback record at {}", record.display());
+    for damaged in ["", "[{\"ref\": 1}]", "{}"] {
+        std::fs::write(&record, damaged).unwrap();
+        let r = run(alice(&env, None, &["recover"]));
+        assert_eq!(r.code, 16, "{damaged:?}: {}", r.transcript());
+        assert!(r.stderr.contains("rollback.json"), "{}", r.stderr);
+        assert_eq!(branch_state(&env, &oids), End::Applied, "{damaged:?}");
+    }
+}
+
 /// Like `end_state` but ignoring backups (which outlive a rollback).
 fn branch_state(env: &TestEnv, oids: &BTreeMap<String, String>) -> End {
     let heads = env.git(&["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"]);
@@ -279,6 +304,11 @@ fn sigkill_soak_never_loses_a_branch() {
     let mut rng = Lcg(0x5eed);
     let (template, oids) = planned_and_approved();
     let mut applied = 0;
+    // The first two iterations pin the extremes (a kill before anything happens; no kill at
+    // all, which measures how long an apply takes here); the rest kill at random moments
+    // across that span, so both end states are exercised however fast this machine is.
+    let delays = [Some(0), None];
+    let mut span_ms = 120;
     for i in 0..iterations {
         // A fresh copy of the same approved repository for every iteration.
         let dir = tempfile::tempdir().unwrap();
@@ -290,13 +320,29 @@ fn sigkill_soak_never_loses_a_branch() {
             .status()
             .unwrap();
         assert!(status.success());
-        kill_then_recover(&template, &copy, "apply", rng.below(120), i);
+        // A copy is another repository (its identity is the git dir's inode and birth time),
+        // so the template's plan would be refused there: plan and approve in the copy.
+        for (user, args) in [
+            ("alice", &["plan", "stale-branches", "--merged", "--gone"][..]),
+            ("bob", &["approve", "plan.json", "--yes"][..]),
+        ] {
+            let r = in_copy(&template, &copy, user, args);
+            assert_eq!(r.code, 0, "iteration {i}: {}", r.transcript());
+        }
+        let delay = delays
+            .get(i as usize)
+            .copied()
+            .unwrap_or(Some(rng.below(span_ms + span_ms / 4)));
+        let took = kill_then_recover(&template, &copy, "apply", delay, i);
+        if delay.is_none() {
+            span_ms = took.max(1);
+        }
         let view = TestEnvView { repo: copy.clone() };
         let was_applied = view.assert_clean(&oids, i);
         applied += u64::from(was_applied);
         if was_applied {
             // Now kill a rollback at a random moment too.
-            kill_then_recover(&template, &copy, "rollback", rng.below(80), i);
+            let _ = kill_then_recover(&template, &copy, "rollback", Some(rng.below(span_ms)), i);
             view.assert_clean(&oids, i);
         }
     }
@@ -304,24 +350,52 @@ fn sigkill_soak_never_loses_a_branch() {
         "soak: {iterations} kills, {applied} ended applied, {} untouched",
         iterations - applied
     );
+    assert!(
+        applied > 0 && applied < iterations,
+        "the soak must see both end states: {applied} of {iterations} applied"
+    );
 }
 
-/// Run `guardctl <command> plan.json` as Alice in `copy`, SIGKILL it after `delay_ms`, then
-/// `guardctl recover` there, which must succeed.
-fn kill_then_recover(template: &TestEnv, copy: &std::path::Path, command: &str, delay_ms: u64, i: u64) {
+/// Run `guardctl <command> plan.json` as Alice in `copy`, SIGKILL it after `delay_ms` (`None`:
+/// let it finish), then `guardctl recover` there, which must succeed. Returns how long the
+/// command ran, in milliseconds.
+fn kill_then_recover(
+    template: &TestEnv,
+    copy: &std::path::Path,
+    command: &str,
+    delay_ms: Option<u64>,
+    i: u64,
+) -> u64 {
     let dir = copy.to_str().unwrap();
     let mut c = alice(template, None, &["-C", dir, command, "plan.json"]);
     c.current_dir(copy).stdout(Stdio::null()).stderr(Stdio::null());
+    let started = std::time::Instant::now();
     let mut child = c.spawn().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-    let _ = Command::new("kill")
-        .args(["-9", &child.id().to_string()])
-        .status();
+    if let Some(delay_ms) = delay_ms {
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = Command::new("kill")
+            .args(["-9", &child.id().to_string()])
+            .status();
+    }
     let _ = child.wait();
+    let took = started.elapsed().as_millis() as u64;
     let mut rec = alice(template, None, &["-C", dir, "recover"]);
     rec.current_dir(copy);
     let r = run(rec);
     assert_eq!(r.code, 0, "iteration {i} ({command}): {}", r.transcript());
+    took
+}
+
+/// Run guardctl as `user` in `copy`, with `template`'s keys and allowed signers.
+fn in_copy(template: &TestEnv, copy: &std::path::Path, user: &str, args: &[&str]) -> Run {
+    let mut c = template.command();
+    c.current_dir(copy)
+        .arg("--key")
+        .arg(template.key(user))
+        .arg("--allowed-signers")
+        .arg(template.allowed_signers())
+        .args(args);
+    run(c)
 }
 
 /// The end-state check for a repository copy outside a `TestEnv`.

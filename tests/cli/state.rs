@@ -288,3 +288,29 @@ fn a_before_image_of_another_plan_or_a_foreign_journal_is_refused() {
     assert!(r.stderr.contains("journals plan sha256:efef"), "{}", r.stderr);
     assert_eq!(everything(&env), before);
 }
+
+/// A journal naming a step guardctl never writes (after steps that would otherwise be
+/// recovered) stops `recover` with 16 naming the journal and the step; nothing is skipped
+/// silently and nothing changes.
+#[test]
+fn recover_refuses_a_journal_step_it_does_not_know() {
+    let env = standard_repo();
+    let id = approved(&env);
+    let img = image(&env, &id, "alice@example.com", &PLANNED, json!([]));
+    craft(
+        &env,
+        &id,
+        &img,
+        &["before-image-written", "consumed", "refs-teleported"],
+        Some("alice"),
+    );
+    let before = everything(&env);
+    let r = env.run("alice", &["recover"]);
+    refused_naming(&r, "journal");
+    assert!(
+        r.stderr.contains("unknown step `refs-teleported`"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(everything(&env), before);
+}
