@@ -35,6 +35,16 @@ pub struct Ui {
     pub err_color: bool,
     stdout: PipeSafe,
     stderr: Box<dyn Write>,
+    /// Every warning of this run, in order: the `warnings` array of the JSON document.
+    warnings: Vec<String>,
+}
+
+/// A JSON document with the run's warnings beside its own fields.
+#[derive(serde::Serialize)]
+struct WithWarnings<'a, T: serde::Serialize> {
+    #[serde(flatten)]
+    doc: &'a T,
+    warnings: &'a [String],
 }
 
 /// stdout that treats a closed pipe (`guardctl show | head`) as the reader being done:
@@ -86,6 +96,7 @@ impl Ui {
             },
             // Not locked for the whole run: the spinner draws from its own thread.
             stderr: Box::new(io::stderr()),
+            warnings: Vec::new(),
         }
     }
 
@@ -104,6 +115,7 @@ impl Ui {
                 broken: false,
             },
             stderr: Box::new(io::stderr()),
+            warnings: Vec::new(),
         }
     }
 
@@ -143,9 +155,14 @@ impl Ui {
         &mut self.stdout
     }
 
-    /// Print one JSON document on stdout.
+    /// Print one JSON document on stdout: `value` (an object) with the run's `warnings`
+    /// added, so a plan that can never apply is visible to an agent, not only on stderr.
     pub fn json_doc(&mut self, value: &impl serde::Serialize) -> io::Result<()> {
-        let bytes = crate::render::escape::json_pretty(value).map_err(io::Error::other)?;
+        let doc = WithWarnings {
+            doc: value,
+            warnings: &self.warnings,
+        };
+        let bytes = crate::render::escape::json_pretty(&doc).map_err(io::Error::other)?;
         self.stdout.write_all(&bytes)?;
         self.stdout.write_all(b"\n")?;
         self.stdout.flush()
@@ -163,7 +180,9 @@ impl Ui {
         let _ = writeln!(self.stderr, "{}: {line}", self.paint_err("note", "1;36"));
     }
 
+    /// A warning on stderr, kept for the JSON document's `warnings`.
     pub fn warn(&mut self, line: &str) {
+        self.warnings.push(line.to_string());
         let _ = writeln!(self.stderr, "{}: {line}", self.paint_err("warning", "1;33"));
     }
 
@@ -181,9 +200,7 @@ impl Ui {
         for cause in &err.causes {
             let _ = writeln!(self.stderr, "caused by: {cause}");
         }
-        if let Some(hint) = &err.hint {
-            let _ = writeln!(self.stderr, "{}: {hint}", self.paint_err("hint", "1;32"));
-        }
+        let _ = writeln!(self.stderr, "{}: {}", self.paint_err("hint", "1;32"), err.hint());
     }
 
     pub fn flush(&mut self) -> io::Result<()> {

@@ -299,7 +299,9 @@ fn check_eligible(plan: &Plan, principal: &str, groups: &[String]) -> Result<()>
             "the plan has no review group `{}`; its groups: {}",
             safe(unknown),
             all.iter().map(|g| safe(g)).collect::<Vec<_>>().join(", ")
-        )));
+        ))
+        .with_hint("name one of the plan's review groups with --group, or leave --group out")
+        .with_details(serde_json::json!({"groups": all})));
     }
     let may = |g: &ReviewGroup| g.approvers.is_empty() || g.approvers.iter().any(|a| a == principal);
     let chosen: Vec<&ReviewGroup> = plan

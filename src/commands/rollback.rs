@@ -3,7 +3,7 @@
 //! free) and its config. Running it twice is harmless.
 
 use crate::context::Ctx;
-use crate::error::{Error, Result};
+use crate::error::{Error, Kind, Result};
 use crate::execute::Executor;
 use crate::render::escape::safe;
 use crate::store::Store;
@@ -25,10 +25,12 @@ fn resolve(store: &Store, arg: &str) -> Result<String> {
     }
     let hex = arg.trim_start_matches("sha256:").to_ascii_lowercase();
     if hex.len() < 8 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(Error::usage(format!(
-            "`{}` is neither a plan file nor a plan id",
-            safe(arg)
-        )));
+        // Not an id, so it was meant as a path: a missing file, not a malformed argument.
+        return Err(Error::new(
+            Kind::NotFound,
+            format!("`{}` is neither an existing plan file nor a plan id", safe(arg)),
+        )
+        .with_hint("pass the plan file `guardctl apply` applied, or its id from `guardctl log`"));
     }
     let matches: Vec<String> = store
         .plan_ids()?

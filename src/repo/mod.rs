@@ -159,6 +159,7 @@ impl Repo {
                 crate::render::escape::safe(spec)
             ))
             .caused_by(e.message())
+            .with_hint("pass --base a branch, tag or commit that exists here (`git branch -a` lists them)")
         };
         // A ref (short or full) resolves to its full name; anything else is kept as given.
         let (name, object) = match self.git.revparse_ext(spec) {
