@@ -155,6 +155,16 @@ impl Ui {
         &mut self.stdout
     }
 
+    /// Where human text goes: stdout, or stderr under `--json` (stdout then carries only the
+    /// one JSON document).
+    pub fn text_out(&mut self) -> &mut dyn Write {
+        if self.json {
+            &mut self.stderr
+        } else {
+            &mut self.stdout
+        }
+    }
+
     /// Print one JSON document on stdout: `value` (an object) with the run's `warnings`
     /// added, so a plan that can never apply is visible to an agent, not only on stderr.
     pub fn json_doc(&mut self, value: &impl serde::Serialize) -> io::Result<()> {

@@ -304,7 +304,9 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
         skew,
         input.now,
     );
-    if !report.satisfied() {
+    // A plan that changes nothing needs no one's approval (there is nothing to guard), but a
+    // veto still stands.
+    if !report.rejected_by.is_empty() || (!changes_nothing(plan) && !report.satisfied()) {
         return Err(Refusal::Unapproved(report));
     }
     let now_hash = input.policy.hash();
@@ -316,6 +318,13 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
     }
     conforms(plan, input.policy).map_err(Refusal::Forbidden)?;
     Ok(report)
+}
+
+/// Whether applying the plan can change nothing: an operation on refs that matched no ref.
+/// Never an exec plan: its command runs whatever its manifest lists. Drift re-derives the
+/// plan at apply, so a plan that matched nothing cannot delete what appeared since.
+pub fn changes_nothing(plan: &Plan) -> bool {
+    plan.affected.is_empty() && !matches!(plan.operation, crate::plan::model::Operation::Exec(_))
 }
 
 /// Whether a plan follows the policy's rules: what `plan` enforces when writing it, checked
@@ -387,8 +396,9 @@ mod tests {
         }
     }
 
+    /// A plan that deletes one branch (a plan that changes nothing needs no approval).
     fn plan() -> Plan {
-        plan_under(&Policy::default(), vec![])
+        plan_under(&Policy::default(), vec![branch("feature/x", "dave@example.com")])
     }
 
     fn branch(name: &str, email: &str) -> Affected {
@@ -451,6 +461,22 @@ mod tests {
 
     fn alice() -> Vec<String> {
         vec!["alice".to_string()]
+    }
+
+    #[test]
+    fn a_plan_that_changes_nothing_needs_no_approval_but_a_veto_still_stands() {
+        let empty = plan_under(&Policy::default(), vec![]);
+        assert!(changes_nothing(&empty));
+        assert!(run(&empty, &[], &alice(), T0).is_ok());
+        let veto = approval("bob", "SHA256:b", Decision::Reject);
+        assert!(matches!(
+            run(&empty, &[veto], &alice(), T0),
+            Err(Refusal::Unapproved(_))
+        ));
+        assert!(matches!(
+            run(&plan(), &[], &alice(), T0),
+            Err(Refusal::Unapproved(_))
+        ));
     }
 
     #[test]
@@ -594,7 +620,7 @@ mod tests {
     fn one_principal_with_two_keys_counts_once() {
         let mut policy = Policy::default();
         policy.approvals.required = 2;
-        let p = plan_under(&policy, vec![]);
+        let p = plan_under(&policy, vec![branch("feature/x", "dave@example.com")]);
         let a = [
             approval("bob", "SHA256:b1", Decision::Approve),
             approval("bob", "SHA256:b2", Decision::Approve),

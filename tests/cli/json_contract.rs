@@ -176,3 +176,87 @@ fn single_dash_long_flags_are_refused_with_the_double_dash_spelling() {
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert!(env.repo.join("mine.json").exists());
 }
+
+#[test]
+fn a_plan_that_matches_nothing_applies_with_no_approval() {
+    let env = standard_repo();
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--match", "no-such-branch-*"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let heads = || env.git(&["for-each-ref", "refs/heads"]);
+    let before = heads();
+    let r = env.run("alice", &["--json", "apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let v = one_document(&r);
+    assert_eq!(v["receipt"]["deleted"], serde_json::json!([]), "{v:#}");
+    assert!(
+        before == heads(),
+        "nothing to do, nothing done (the apply is only audited)"
+    );
+    // A veto still stands, even on a plan that changes nothing.
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "stale-branches",
+            "--match",
+            "no-such-branch-*",
+            "-o",
+            "p2.json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let human = env.run("alice", &["apply", "p2.json"]);
+    assert!(human.stdout.contains("nothing to do"), "{}", human.transcript());
+    assert!(!human.stdout.contains("rollback"), "nothing to undo");
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "stale-branches",
+            "--match",
+            "no-such-branch-*",
+            "-o",
+            "p2.json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["reject", "p2.json"]).code, 0);
+    assert_eq!(env.run("alice", &["apply", "p2.json"]).code, 12);
+}
+
+#[test]
+fn log_on_a_broken_chain_prints_one_json_document() {
+    let env = planned();
+    assert_eq!(approve(&env, "bob").code, 0);
+    assert_eq!(env.run("alice", &["apply", "plan.json"]).code, 0);
+    let path = env.repo.join(".git/guardctl/audit.log");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[1] = lines[1].replacen("\"payload\":\"ey", "\"payload\":\"eZ", 1);
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let r = env.run("alice", &["--json", "log"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    let v = one_document(&r);
+    assert_eq!(v["error"]["kind"], "invalid_plan");
+    assert_eq!(v["error"]["details"]["break"]["line"], 2, "{v:#}");
+}
+
+#[test]
+fn demo_json_prints_one_document_with_every_step() {
+    let env = TestEnv::new();
+    let mut c = env.command();
+    c.args(["--json", "demo"]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let v = one_document(&r);
+    let steps = v["steps"].as_array().unwrap();
+    assert!(steps.len() > 10, "{v:#}");
+    assert!(steps.iter().all(|s| s["exit"] == s["expected"]), "{v:#}");
+    assert!(
+        r.stderr.contains("$ guardctl whoami"),
+        "the narrative goes to stderr"
+    );
+}
