@@ -217,12 +217,14 @@ impl Ctx {
     /// The principal `key` speaks for in `namespace` now, required by commands that record a
     /// signed audit entry (rollback, recover, gc): an entry no trusted identity vouches for
     /// would make the log fail `guardctl log --verify`.
-    pub fn require_principal(&self, key: &SigningKey, namespace: &str, what: &str) -> Result<()> {
+    pub fn require_principal(&self, key: &SigningKey, namespace: &str, what: &str) -> Result<String> {
         let (signers, _) = self.signers()?;
-        if signers
+        // The principal the entry names (the first, when a key speaks for several).
+        let Some(principal) = signers
             .principals_at(key.signer(), namespace, &[self.now])
-            .is_empty()
-        {
+            .into_iter()
+            .next()
+        else {
             return Err(Error::new(
                 Kind::WrongPrincipal,
                 format!(
@@ -231,8 +233,8 @@ impl Ctx {
                 ),
             )
             .with_hint("use a key the trusted identities list (see `guardctl whoami`)"));
-        }
-        Ok(())
+        };
+        Ok(principal)
     }
 
     /// Say where trusted identities come from (`announce`), and warn about what is not used:

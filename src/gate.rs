@@ -330,6 +330,33 @@ fn refusal(r: Refusal, loaded: &Loaded) -> Error {
         )
         .with_details(json!({"executor": executor, "applying": applying}))
         .with_hint("run apply with the executor's key, or plan again with --executor"),
+        Refusal::Unapproved(report) if !report.rejected_by.is_empty() => {
+            // A veto: no approval lifts it, so "ask an approver" would be the wrong advice.
+            let said: Vec<String> = report
+                .rejected_by
+                .iter()
+                .map(|p| {
+                    let comments: Vec<String> = report
+                        .comments
+                        .iter()
+                        .filter(|c| c.decision == "reject" && &c.principal == p)
+                        .map(|c| safe(&c.comment))
+                        .collect();
+                    if comments.is_empty() {
+                        format!("rejected by {} (no comment)", safe(p))
+                    } else {
+                        format!("rejected by {}: {}", safe(p), comments.join("; "))
+                    }
+                })
+                .collect();
+            let details = serde_json::to_value(&report).unwrap_or_default();
+            Error::new(Kind::Unapproved, format!("{}; plan again", said.join("; ")))
+                .with_details(details)
+                .with_hint(format!(
+                    "a rejection is a veto that no approval outweighs: address it and run `guardctl plan` again (or {} may lift it with `guardctl reject --withdraw <plan file>`)",
+                    report.rejected_by.iter().map(|p| safe(p)).collect::<Vec<_>>().join(" or ")
+                ))
+        }
         Refusal::Unapproved(report) => {
             let mut msg = if !report.rejected_by.is_empty() {
                 format!("the plan was rejected by {}", report.rejected_by.join(", "))

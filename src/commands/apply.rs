@@ -103,6 +103,8 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         store: &store,
         now: ctx.now,
         key: Some(&key),
+        principal: cleared.executor.clone(),
+        unlogged: false,
     };
     let (signers, _) = ctx.allowed_signers()?;
     for (plan_id, outcome) in ex.recover(Some(&key), &signers)? {

@@ -199,7 +199,7 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
                 .join(", ")
         )
     };
-    audit(ctx, &loaded, &key, event, &principal)?;
+    audit(ctx, &loaded, &key, event, &principal, approval.comment.as_deref())?;
     if ui.json {
         ui.json_doc(&serde_json::json!({
             "decision": event,
@@ -417,9 +417,15 @@ pub fn audit(
     key: &crate::sign::SigningKey,
     event: &str,
     principal: &str,
+    comment: Option<&str>,
 ) -> Result<()> {
     let Some(repo) = plans_repo(ctx, &loaded.plan) else {
         return Ok(());
+    };
+    // The log keeps why, not only who: a veto's reason is part of the record.
+    let detail = match comment.filter(|c| !c.trim().is_empty()) {
+        Some(c) => format!("{}; comment: {c}", loaded.plan.summary),
+        None => loaded.plan.summary.clone(),
     };
     let store = crate::store::Store::new(repo.state_dir());
     let _lock = store.lock()?;
@@ -431,7 +437,7 @@ pub fn audit(
             event,
             plan_id: Some(&loaded.plan_id),
             principal: Some(principal),
-            detail: &loaded.plan.summary,
+            detail: &detail,
         },
     )
 }

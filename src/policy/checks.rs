@@ -80,6 +80,36 @@ pub struct ApprovalReport {
     pub approved_by: Vec<String>,
     pub rejected_by: Vec<String>,
     pub ignored: Vec<(String, Ignored)>,
+    /// What each counted approval or standing rejection said (`--comment`), in order: a veto
+    /// without its reason leaves the planner guessing.
+    pub comments: Vec<DecisionComment>,
+}
+
+/// A counted decision's comment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DecisionComment {
+    pub principal: String,
+    /// `approve` or `reject`.
+    pub decision: &'static str,
+    pub comment: String,
+}
+
+impl DecisionComment {
+    fn of(a: &Approval) -> Option<Self> {
+        let decision = match a.decision {
+            Decision::Approve => "approve",
+            Decision::Reject => "reject",
+            Decision::Withdraw => return None,
+        };
+        a.comment
+            .as_ref()
+            .filter(|c| !c.trim().is_empty())
+            .map(|c| DecisionComment {
+                principal: a.principal.clone(),
+                decision,
+                comment: c.clone(),
+            })
+    }
 }
 
 impl ApprovalReport {
@@ -160,6 +190,7 @@ pub fn evaluate_approvals(
             } else {
                 report.rejected_by.push(a.principal.clone());
             }
+            report.comments.extend(DecisionComment::of(a));
             continue;
         }
         if counted_key
@@ -189,6 +220,9 @@ pub fn evaluate_approvals(
             report.ignored.push((a.principal.clone(), Ignored::Duplicate));
         } else if !report.approved_by.contains(&a.principal) {
             report.approved_by.push(a.principal.clone());
+        }
+        if added {
+            report.comments.extend(DecisionComment::of(a));
         }
         if eligible {
             counted_key.insert(&c.signer_fingerprint, &a.principal);

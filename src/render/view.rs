@@ -91,6 +91,16 @@ pub struct ApprovalsView {
     pub not_counted: Vec<String>,
     /// Attached envelopes whose signature or payload is invalid.
     pub invalid: usize,
+    /// What each counted approval and standing rejection said (`--comment`).
+    pub comments: Vec<CommentView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CommentView {
+    pub principal: String,
+    /// `approve` or `reject`.
+    pub decision: &'static str,
+    pub comment: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -159,6 +169,15 @@ impl ApprovalsView {
                 .map(|(p, why)| format!("{} ({})", safe(p), why.describe()))
                 .collect(),
             invalid,
+            comments: report
+                .comments
+                .iter()
+                .map(|c| CommentView {
+                    principal: safe(&c.principal),
+                    decision: c.decision,
+                    comment: safe(&c.comment),
+                })
+                .collect(),
         }
     }
 
@@ -240,6 +259,7 @@ pub struct Row {
     /// operation says; validation made sure every ref is in that operation's namespace).
     pub kind: &'static str,
     pub name: String,
+    /// The full object id (the human table abbreviates it).
     pub tip: String,
     pub last_commit: String,
     pub age: String,
@@ -352,7 +372,7 @@ fn row(a: &Affected, kind: &'static str, now: OffsetDateTime, protected: &[&str]
     Row {
         kind,
         name: safe(a.name()),
-        tip: a.oid.chars().take(12).collect(),
+        tip: a.oid.clone(),
         last_commit: rfc3339(a.last_commit_time),
         age: humanize((now - a.last_commit_time).whole_seconds()),
         author: safe(&a.author.email),
