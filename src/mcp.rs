@@ -1091,10 +1091,10 @@ mod tests {
     }
 
     #[test]
-    fn error_without_hint_has_a_null_hint() {
+    fn error_without_a_hint_of_its_own_has_its_kinds_hint() {
         let doc = error_document(&Error::internal("boom"));
         assert_eq!(doc["error"]["exit_code"], 1);
-        assert!(doc["error"]["hint"].is_null());
+        assert_eq!(doc["error"]["hint"], Kind::Internal.default_hint());
     }
 
     #[test]
