@@ -498,7 +498,7 @@ impl Executor<'_> {
             return Ok(None);
         };
         let url = self.repo.remote_url(remote)?;
-        if url != image.repository {
+        if !crate::repo::url::same_repository(&url, &image.repository) {
             return Err(Error::usage(format!(
                 "remote `{}` is now {}, but plan {} changed {}; nothing was done",
                 safe(remote),

@@ -358,10 +358,13 @@ fn confirm(loaded: &Loaded) -> Result<()> {
 fn plans_repo<'a>(ctx: &'a Ctx, plan: &Plan) -> Option<&'a crate::repo::Repo> {
     let repo = ctx.repo().ok()?;
     let here = match plan.operation.bound_to_remote() {
-        None => repo.identity().ok(),
-        Some(remote) => repo.remote_url(remote).ok(),
+        None => repo.identity().ok().is_some_and(|id| id == plan.repository),
+        Some(remote) => repo
+            .remote_url(remote)
+            .ok()
+            .is_some_and(|url| crate::repo::url::same_repository(&url, &plan.repository)),
     };
-    (here.as_deref() == Some(plan.repository.as_str())).then_some(repo)
+    here.then_some(repo)
 }
 
 /// The ids of `principal`'s own valid rejections of the plan (in the file or the state):

@@ -21,6 +21,7 @@ mod policy;
 mod readonly;
 mod recover;
 mod remote;
+mod remote_url;
 mod review;
 mod show;
 mod state;
