@@ -121,7 +121,13 @@ impl Ui {
 
     /// Whether a person may be asked a question: a terminal on stdin and not in CI.
     pub fn can_prompt() -> bool {
-        io::stdin().is_terminal() && std::env::var_os("CI").is_none()
+        io::stdin().is_terminal() && !in_ci(std::env::var("CI").ok().as_deref())
+    }
+
+    /// Whether this run may ask a person anything: a terminal, not CI, and not `--json` (an
+    /// agent reading JSON cannot answer a prompt).
+    pub fn may_prompt(&self) -> bool {
+        !self.json && Self::can_prompt()
     }
 
     /// Whether progress indicators may be drawn.
@@ -223,6 +229,12 @@ impl Ui {
     }
 }
 
+/// Whether `CI` says this is a CI job: set to anything but empty, `0` or `false` (`CI=false`
+/// is how a person says it is not).
+pub fn in_ci(ci: Option<&str>) -> bool {
+    ci.is_some_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false" | "no"))
+}
+
 /// Wrap `text` in an SGR sequence when colour is on. `text` must already be safe.
 pub fn paint(color: bool, sgr: &str, text: &str) -> String {
     if color {
@@ -246,6 +258,12 @@ mod tests {
         assert!(!decide_color(Auto, Some("1"), true));
         // NO_COLOR set but empty does not disable colour (no-color.org).
         assert!(decide_color(Auto, Some(""), true));
+    }
+
+    #[test]
+    fn ci_false_is_not_ci() {
+        assert!(in_ci(Some("true")) && in_ci(Some("1")) && in_ci(Some("github")));
+        assert!(!in_ci(None) && !in_ci(Some("false")) && !in_ci(Some("0")) && !in_ci(Some("")));
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod docs;
 mod exec;
 mod fixtures;
 mod hostile;
+mod identity;
 mod json_contract;
 mod json_shapes;
 mod mcp;
