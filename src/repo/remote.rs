@@ -229,6 +229,18 @@ fn parse_ls_remote(out: &[u8]) -> RemoteRefs {
     refs
 }
 
+/// git's stderr as one cause: its lines joined with "; ", each escaped (a message with a
+/// literal `\n` in it helps no one).
+fn stderr_lines(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(safe)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,16 +272,4 @@ mod tests {
         assert_eq!(refs.tags.len(), 1);
         assert_eq!(refs.target("refs/tags/v1"), Oid::from_str(b).ok());
     }
-}
-
-/// git's stderr as one cause: its lines joined with "; ", each escaped (a message with a
-/// literal `\n` in it helps no one).
-fn stderr_lines(stderr: &[u8]) -> String {
-    String::from_utf8_lossy(stderr)
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(safe)
-        .collect::<Vec<_>>()
-        .join("; ")
 }
