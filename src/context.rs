@@ -85,17 +85,43 @@ impl Ctx {
         self.repo().ok()
     }
 
-    /// The signing key per docs/trust-model.md, announcing a freshly generated default key.
+    /// The signing key per docs/trust-model.md, announcing a freshly generated default key, and
+    /// only if it can sign now without a prompt nobody can answer: no agent, a key not in the
+    /// agent, or a passphrase needed where no one may be asked fail here, before any work.
     pub fn signing_key(&self, ui: &mut Ui) -> Result<SigningKey> {
+        let key = self.signing_key_as_is(ui)?;
+        let ready = crate::sign::agent::readiness(&key, ui.may_prompt());
+        match ready {
+            crate::sign::agent::Readiness::Ready | crate::sign::agent::Readiness::WillPrompt => Ok(key),
+            other => {
+                let mut e = Error::usage(format!(
+                    "signing key {} ({}) cannot sign: {}",
+                    key.path.display(),
+                    crate::sign::sshsig::fingerprint(&key.public),
+                    other.describe()
+                ))
+                .with_hint(other.hint(&key));
+                if let crate::sign::agent::Readiness::AgentUnreachable(why) = &other {
+                    e = e.caused_by(crate::render::escape::safe(why));
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The signing key per docs/trust-model.md, whether or not it can sign now (`whoami` says).
+    pub fn signing_key_as_is(&self, ui: &mut Ui) -> Result<SigningKey> {
         let env = std::env::var_os("GUARDCTL_KEY").map(PathBuf::from);
         // git's config is consulted only when it can matter: reading it means a process.
+        // Outside a repository the user's own (system and global) config still says which
+        // key they sign with: the same key inside and outside a repository.
+        let choose = self.key_flag.is_none() && env.as_deref().is_none_or(|p| p.as_os_str().is_empty());
         let git_signing_key = match self.try_repo() {
-            Some(repo)
-                if self.key_flag.is_none()
-                    && env.as_deref().is_none_or(|p| p.as_os_str().is_empty())
-                    && repo.config_string("gpg.format")?.as_deref() == Some("ssh") =>
-            {
+            Some(repo) if choose && repo.config_string("gpg.format")?.as_deref() == Some("ssh") => {
                 repo.config_string("user.signingKey")?
+            }
+            None if choose && crate::repo::admin_config("gpg.format")?.as_deref() == Some("ssh") => {
+                crate::repo::admin_config("user.signingKey")?
             }
             _ => None,
         };
@@ -188,7 +214,15 @@ impl Ctx {
             return from_file(p.into(), "GUARDCTL_ALLOWED_SIGNERS");
         }
         let Some(repo) = self.try_repo() else {
-            return Ok(None);
+            // Outside a repository (a reviewer approving a downloaded plan file): the user's
+            // own system or global config, as inside one.
+            return match crate::repo::admin_config("gpg.ssh.allowedSignersFile")? {
+                Some(p) => from_file(
+                    expand_home(&p),
+                    "system or global git config gpg.ssh.allowedSignersFile",
+                ),
+                None => Ok(None),
+            };
         };
         if let Some(p) = repo.admin_config("gpg.ssh.allowedSignersFile")? {
             return from_file(
@@ -217,12 +251,14 @@ impl Ctx {
     /// The principal `key` speaks for in `namespace` now, required by commands that record a
     /// signed audit entry (rollback, recover, gc): an entry no trusted identity vouches for
     /// would make the log fail `guardctl log --verify`.
-    pub fn require_principal(&self, key: &SigningKey, namespace: &str, what: &str) -> Result<()> {
+    pub fn require_principal(&self, key: &SigningKey, namespace: &str, what: &str) -> Result<String> {
         let (signers, _) = self.signers()?;
-        if signers
+        // The principal the entry names (the first, when a key speaks for several).
+        let Some(principal) = signers
             .principals_at(key.signer(), namespace, &[self.now])
-            .is_empty()
-        {
+            .into_iter()
+            .next()
+        else {
             return Err(Error::new(
                 Kind::WrongPrincipal,
                 format!(
@@ -231,8 +267,8 @@ impl Ctx {
                 ),
             )
             .with_hint("use a key the trusted identities list (see `guardctl whoami`)"));
-        }
-        Ok(())
+        };
+        Ok(principal)
     }
 
     /// Say where trusted identities come from (`announce`), and warn about what is not used:

@@ -48,6 +48,9 @@ kinds! {
     Usage => 64, "usage";
     /// Malformed, tampered or unsigned plan or approval; unknown format; another repository.
     InvalidPlan => 65, "invalid_plan";
+    /// A plan or approval file named on the command line does not exist (sysexits
+    /// EX_NOINPUT): a typo in a path is not tampering, and an agent must be able to tell.
+    NotFound => 66, "not_found";
     /// Observed state no longer matches the plan.
     Drift => 10, "drift";
     /// Plan or approval expired.
@@ -62,6 +65,29 @@ kinds! {
     Unverified => 15, "unverified";
     /// An interrupted apply must be recovered first, or the repository is locked.
     NeedsRecovery => 16, "needs_recovery";
+}
+
+impl Kind {
+    /// What to do next when the failure itself says nothing more specific: every error
+    /// carries a hint (`details.hint` with `--json`), so an agent never has to guess.
+    pub fn default_hint(self) -> &'static str {
+        match self {
+            Kind::Internal => "re-run with the same arguments; if it fails again, report the message above",
+            Kind::Declined => "nothing was changed; run the command again to answer differently",
+            Kind::Usage => "see `guardctl <command> --help`",
+            Kind::InvalidPlan => "use the plan file exactly as `guardctl plan` wrote it, or plan again",
+            Kind::NotFound => "check the path; plans are made by `guardctl plan`",
+            Kind::Drift => {
+                "the repository changed since planning: run `guardctl plan` again and have it approved"
+            }
+            Kind::Expired => "run `guardctl plan` again and have the new plan approved",
+            Kind::Unapproved => "a different principal must run `guardctl approve` on this plan",
+            Kind::WrongPrincipal => "run apply as the plan's executor (see `guardctl show`)",
+            Kind::Policy => "plan again under the policy in force",
+            Kind::Unverified => "run `guardctl log` and `guardctl recover`; inspect the mismatches",
+            Kind::NeedsRecovery => "run `guardctl recover`, or wait for the other guardctl process to finish",
+        }
+    }
 }
 
 /// A user-visible failure.
@@ -126,6 +152,11 @@ impl Error {
         self.kind.exit_code()
     }
 
+    /// The hint: the one given, else the kind's default.
+    pub fn hint(&self) -> &str {
+        self.hint.as_deref().unwrap_or(self.kind.default_hint())
+    }
+
     /// `{"error": {"kind", "message", "details"}}` as the contract prints it with `--json`.
     pub fn to_json(&self) -> Value {
         let mut message = self.message.clone();
@@ -134,8 +165,8 @@ impl Error {
             message.push_str(cause);
         }
         let mut details = self.details.clone();
-        if let (Some(hint), Value::Object(map)) = (&self.hint, &mut details) {
-            map.insert("hint".into(), Value::String(hint.clone()));
+        if let Value::Object(map) = &mut details {
+            map.insert("hint".into(), Value::String(self.hint().to_string()));
         }
         serde_json::json!({"error": {"kind": self.kind.as_str(), "message": message, "details": details}})
     }
@@ -166,6 +197,7 @@ mod tests {
             (Kind::Declined, 1, "declined"),
             (Kind::Usage, 64, "usage"),
             (Kind::InvalidPlan, 65, "invalid_plan"),
+            (Kind::NotFound, 66, "not_found"),
             (Kind::Drift, 10, "drift"),
             (Kind::Expired, 11, "expired"),
             (Kind::Unapproved, 12, "unapproved"),
@@ -179,6 +211,12 @@ mod tests {
             assert_eq!(kind.exit_code(), code, "{name}");
             assert_eq!(kind.as_str(), name);
         }
+    }
+
+    #[test]
+    fn every_error_has_a_hint_even_when_none_was_given() {
+        let v = Error::usage("bad").to_json();
+        assert_eq!(v["error"]["details"]["hint"], Kind::Usage.default_hint());
     }
 
     #[test]

@@ -51,6 +51,12 @@ pub struct Executor<'a> {
     pub now: OffsetDateTime,
     /// The key that signs the audit entries of what this run does (rollback, recover).
     pub key: Option<&'a SigningKey>,
+    /// Who `key` speaks for: the principal every audit entry of this run names.
+    pub principal: Option<String>,
+    /// The audit log is broken and this run records nothing in it. Only `rollback` sets it,
+    /// and only for the restore itself: putting back what a plan deleted is how an incident
+    /// ends, and a damaged log must not stand in its way. Deleting never runs unrecorded.
+    pub unlogged: bool,
 }
 
 /// Test-only fault injection, absent from release builds. After journaling `<step>`:
@@ -521,7 +527,7 @@ impl Executor<'_> {
             return Ok(None);
         };
         let url = self.repo.remote_url(remote)?;
-        if url != image.repository {
+        if !crate::repo::url::same_repository(&url, &image.repository) {
             return Err(Error::usage(format!(
                 "remote `{}` is now {}, but plan {} changed {}; nothing was done",
                 safe(remote),
@@ -707,6 +713,9 @@ impl Executor<'_> {
         principal: Option<&str>,
         detail: &str,
     ) -> Result<()> {
+        if self.unlogged {
+            return Ok(());
+        }
         let key = self.key.ok_or_else(|| {
             Error::usage(format!(
                 "recording the {event} in the audit log needs a signing key"
@@ -720,7 +729,7 @@ impl Executor<'_> {
                 now: self.now,
                 event,
                 plan_id,
-                principal,
+                principal: principal.or(self.principal.as_deref()),
                 detail,
             },
         )

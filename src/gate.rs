@@ -197,7 +197,7 @@ pub fn policy_status(ctx: &Ctx, plan: &Plan) -> PolicyView {
             .repo()
             .ok()
             .and_then(|r| r.remote_url(remote).ok())
-            .is_some_and(|url| url == plan.repository),
+            .is_some_and(|url| crate::repo::url::same_repository(&url, &plan.repository)),
         None => ctx
             .repo()
             .ok()
@@ -236,7 +236,13 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
             .caused_by(e.message),
         })?,
     };
-    if loaded.plan.repository != identity {
+    // A remote's URL is compared by meaning (`file://` or a path, ssh or https, `.git` or
+    // not); a clone's identity exactly.
+    let same = match loaded.plan.operation.bound_to_remote() {
+        Some(_) => crate::repo::url::same_repository(&loaded.plan.repository, &identity),
+        None => loaded.plan.repository == identity,
+    };
+    if !same {
         return Err(Error::invalid_plan(format!(
             "{} is a plan for another repository ({}, this is {})",
             plan_path.display(),
@@ -377,6 +383,33 @@ fn refusal(r: Refusal, loaded: &Loaded, part_of: Option<&crate::policy::across::
         )
         .with_details(json!({"executor": executor, "applying": applying}))
         .with_hint("run apply with the executor's key, or plan again with --executor"),
+        Refusal::Unapproved(report) if !report.rejected_by.is_empty() => {
+            // A veto: no approval lifts it, so "ask an approver" would be the wrong advice.
+            let said: Vec<String> = report
+                .rejected_by
+                .iter()
+                .map(|p| {
+                    let comments: Vec<String> = report
+                        .comments
+                        .iter()
+                        .filter(|c| c.decision == "reject" && &c.principal == p)
+                        .map(|c| safe(&c.comment))
+                        .collect();
+                    if comments.is_empty() {
+                        format!("rejected by {} (no comment)", safe(p))
+                    } else {
+                        format!("rejected by {}: {}", safe(p), comments.join("; "))
+                    }
+                })
+                .collect();
+            let details = serde_json::to_value(&report).unwrap_or_default();
+            Error::new(Kind::Unapproved, format!("{}; plan again", said.join("; ")))
+                .with_details(details)
+                .with_hint(format!(
+                    "a rejection is a veto that no approval outweighs: address it and run `guardctl plan` again (or {} may lift it with `guardctl reject --withdraw <plan file>`)",
+                    report.rejected_by.iter().map(|p| safe(p)).collect::<Vec<_>>().join(" or ")
+                ))
+        }
         Refusal::Unapproved(report) => {
             let mut msg = if !report.rejected_by.is_empty() {
                 format!("the plan was rejected by {}", report.rejected_by.join(", "))
@@ -499,17 +532,17 @@ pub fn consumed(store: &crate::store::Store, id: &str) -> Result<bool> {
 pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
     let repo = ctx.repo()?;
     let plan = &loaded.plan;
-    // A remote's refs are listed at the one URL the plan is bound to (preflight checked it is
-    // the remote's one URL).
+    // A remote's refs are listed at the remote's one URL, as this clone spells it (preflight
+    // checked it names the repository the plan is bound to): what apply pushes to.
     let drifts = match &plan.operation {
         Operation::StaleBranches(inputs) => recheck_branches(repo, inputs, plan, None, ctx.now)?,
         Operation::RemoteBranches(r) => {
-            let refs = repo.ls_remote(&plan.repository)?;
+            let refs = repo.ls_remote(&repo.remote_url(&r.remote)?)?;
             recheck_branches(repo, &r.selection, plan, Some(&refs), ctx.now)?
         }
         Operation::Tags(inputs) => {
             let refs = match &inputs.remote {
-                Some(_) => Some(repo.ls_remote(&plan.repository)?),
+                Some(remote) => Some(repo.ls_remote(&repo.remote_url(remote)?)?),
                 None => None,
             };
             tags::recheck(repo, inputs, &plan.affected, refs.as_ref().into(), ctx.now)?

@@ -53,6 +53,7 @@ pub mod repo;
 pub mod sign;
 pub mod store;
 pub mod ui;
+pub mod usage;
 
 use clap::Parser;
 use cli::{Cli, Command};
@@ -63,9 +64,13 @@ use ui::Ui;
 /// Parse arguments, run the command, map the outcome to the contract's exit code.
 pub fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let json = args.iter().any(|a| a == "--json" || a == "-json");
+    if let Some(e) = usage::single_dash_long_flag(&args, &cli::command()) {
+        return usage_failure(&e, json);
+    }
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(e) => return clap_failure(e, args.iter().any(|a| a == "--json")),
+        Err(e) => return clap_failure(e, &args, json),
     };
     let mut ui = if matches!(cli.command, Command::Mcp(_)) {
         // stdout carries the protocol: the Ui must neither hold its lock nor write to it.
@@ -103,25 +108,43 @@ pub fn main() -> ExitCode {
 
 /// Help and version go to stdout with status 0; every other parse failure is a usage
 /// error (64), as JSON on stdout too with `--json`.
-fn clap_failure(e: clap::Error, json: bool) -> ExitCode {
+fn clap_failure(e: clap::Error, args: &[std::ffi::OsString], json: bool) -> ExitCode {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         let _ = e.print();
         return ExitCode::SUCCESS;
     }
+    let err = usage::from_clap(&e, args);
+    if matches!(
+        e.kind(),
+        ErrorKind::MissingSubcommand | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        // clap would print the whole help, headed by the about text, as the error; a bare
+        // `guardctl` still gets the help, then the error.
+        if args.len() <= 1 && !json {
+            let _ = e.print();
+        }
+        return usage_failure(&err, json);
+    }
     if json {
-        let first = e
-            .to_string()
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .trim_start_matches("error: ")
-            .to_string();
-        let err = Error::new(Kind::Usage, first);
-        let mut out = std::io::stdout().lock();
-        let _ = render::escape::json_pretty(&err.to_json()).map(|b| std::io::Write::write_all(&mut out, &b));
-        let _ = std::io::Write::write_all(&mut out, b"\n");
+        let mut ui = Ui::new(true, false, ui::ColorChoice::Never);
+        let _ = ui.json_doc(&err.to_json());
     }
     let _ = e.print();
+    if let Some(hint) = &err.hint {
+        eprintln_hint(hint);
+    }
     ExitCode::from(Kind::Usage.exit_code())
+}
+
+/// A usage error found before any command ran (no Ui exists yet).
+fn usage_failure(err: &Error, json: bool) -> ExitCode {
+    let mut ui = Ui::new(json, false, ui::ColorChoice::Auto);
+    ui.error(err);
+    let _ = ui.flush();
+    ExitCode::from(err.exit_code())
+}
+
+fn eprintln_hint(hint: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("hint: {hint}\n").as_bytes());
 }

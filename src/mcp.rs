@@ -122,7 +122,7 @@ pub fn error_document(e: &Error) -> Value {
     let mut doc = e.to_json();
     doc["error"]["exit_code"] = json!(e.exit_code());
     doc["error"]["meaning"] = json!(meaning(e.kind));
-    doc["error"]["hint"] = json!(e.hint);
+    doc["error"]["hint"] = json!(e.hint());
     doc
 }
 
@@ -135,6 +135,7 @@ pub fn meaning(kind: Kind) -> &'static str {
         Kind::InvalidPlan => {
             "bad input: a malformed, tampered or unsigned plan or approval, an unknown format, or a plan for another repository"
         }
+        Kind::NotFound => "the plan or approval file named does not exist; check the path",
         Kind::Drift => {
             "refused: the repository no longer matches the plan and nothing was changed; plan again and have the new plan approved"
         }
@@ -1090,10 +1091,10 @@ mod tests {
     }
 
     #[test]
-    fn error_without_hint_has_a_null_hint() {
+    fn error_without_a_hint_of_its_own_has_its_kinds_hint() {
         let doc = error_document(&Error::internal("boom"));
         assert_eq!(doc["error"]["exit_code"], 1);
-        assert!(doc["error"]["hint"].is_null());
+        assert_eq!(doc["error"]["hint"], Kind::Internal.default_hint());
     }
 
     #[test]

@@ -4,9 +4,10 @@
 //! Approvals are appended under a lock on the plan's directory, so two approvers writing to
 //! one file at once never lose each other's approval.
 //!
-//! Every failure here is `invalid_plan` (exit 65) with a hint on what to do.
+//! Every failure here is `invalid_plan` (exit 65) with a hint on what to do, but a file that
+//! does not exist, which is `not_found` (66).
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Kind, Result};
 use crate::plan::envelope::{self, Envelope, PLAN_NAMESPACE, PLAN_PAYLOAD_TYPE, PlanFile};
 use crate::plan::{self, Plan};
 use crate::sign::{SigningKey, dsse};
@@ -37,12 +38,10 @@ fn invalid(path: &Path, what: impl Into<String>) -> Error {
 
 /// Read an untrusted file: no symlinks, bounded size; failures are `invalid_plan`.
 pub fn read_untrusted(path: &Path) -> Result<Vec<u8>> {
-    crate::fsutil::read_bounded(path, envelope::MAX_FILE_BYTES).map_err(|e| {
-        let hint = match e {
-            crate::fsutil::ReadError::NotFound(_) => "check the path; plans are made by `guardctl plan`",
-            _ => "pass the file itself, as guardctl wrote it",
-        };
-        Error::invalid_plan(e.to_string()).with_hint(hint)
+    crate::fsutil::read_bounded(path, envelope::MAX_FILE_BYTES).map_err(|e| match e {
+        crate::fsutil::ReadError::NotFound(_) => Error::new(Kind::NotFound, e.to_string())
+            .with_hint("check the path; plans are made by `guardctl plan`"),
+        _ => Error::invalid_plan(e.to_string()).with_hint("pass the file itself, as guardctl wrote it"),
     })
 }
 

@@ -35,6 +35,16 @@ pub struct Ui {
     pub err_color: bool,
     stdout: PipeSafe,
     stderr: Box<dyn Write>,
+    /// Every warning of this run, in order: the `warnings` array of the JSON document.
+    warnings: Vec<String>,
+}
+
+/// A JSON document with the run's warnings beside its own fields.
+#[derive(serde::Serialize)]
+struct WithWarnings<'a, T: serde::Serialize> {
+    #[serde(flatten)]
+    doc: &'a T,
+    warnings: &'a [String],
 }
 
 /// stdout that treats a closed pipe (`guardctl show | head`) as the reader being done:
@@ -86,6 +96,7 @@ impl Ui {
             },
             // Not locked for the whole run: the spinner draws from its own thread.
             stderr: Box::new(io::stderr()),
+            warnings: Vec::new(),
         }
     }
 
@@ -104,12 +115,19 @@ impl Ui {
                 broken: false,
             },
             stderr: Box::new(io::stderr()),
+            warnings: Vec::new(),
         }
     }
 
     /// Whether a person may be asked a question: a terminal on stdin and not in CI.
     pub fn can_prompt() -> bool {
-        io::stdin().is_terminal() && std::env::var_os("CI").is_none()
+        io::stdin().is_terminal() && !in_ci(std::env::var("CI").ok().as_deref())
+    }
+
+    /// Whether this run may ask a person anything: a terminal, not CI, and not `--json` (an
+    /// agent reading JSON cannot answer a prompt).
+    pub fn may_prompt(&self) -> bool {
+        !self.json && Self::can_prompt()
     }
 
     /// Whether progress indicators may be drawn.
@@ -144,11 +162,26 @@ impl Ui {
         Out(&mut self.stdout)
     }
 
-    /// Print one JSON document on stdout.
+    /// Where human text goes: stdout, or stderr under `--json` (stdout then carries only the
+    /// one JSON document). Writes fail with an error naming the stream.
+    pub fn text_out(&mut self) -> Out<'_> {
+        if self.json {
+            Out(&mut self.stderr)
+        } else {
+            Out(&mut self.stdout)
+        }
+    }
+
+    /// Print one JSON document on stdout: `value` (an object) with the run's `warnings`
+    /// added, so a plan that can never apply is visible to an agent, not only on stderr.
     pub fn json_doc(&mut self, value: &impl serde::Serialize) -> Result<(), Error> {
-        let bytes = crate::render::escape::json_pretty(value)
+        let doc = WithWarnings {
+            doc: value,
+            warnings: &self.warnings,
+        };
+        let bytes = crate::render::escape::json_pretty(&doc)
             .map_err(|e| Error::internal("cannot serialise the JSON output").caused_by(e))?;
-        let mut out = self.out();
+        let mut out = Out(&mut self.stdout);
         out.write_all(&bytes)?;
         out.write_all(b"\n")?;
         out.flush()
@@ -166,7 +199,9 @@ impl Ui {
         let _ = writeln!(self.stderr, "{}: {line}", self.paint_err("note", "1;36"));
     }
 
+    /// A warning on stderr, kept for the JSON document's `warnings`.
     pub fn warn(&mut self, line: &str) {
+        self.warnings.push(line.to_string());
         let _ = writeln!(self.stderr, "{}: {line}", self.paint_err("warning", "1;33"));
     }
 
@@ -184,9 +219,7 @@ impl Ui {
         for cause in &err.causes {
             let _ = writeln!(self.stderr, "caused by: {cause}");
         }
-        if let Some(hint) = &err.hint {
-            let _ = writeln!(self.stderr, "{}: {hint}", self.paint_err("hint", "1;32"));
-        }
+        let _ = writeln!(self.stderr, "{}: {}", self.paint_err("hint", "1;32"), err.hint());
     }
 
     pub fn flush(&mut self) -> io::Result<()> {
@@ -229,6 +262,12 @@ impl Out<'_> {
     }
 }
 
+/// Whether `CI` says this is a CI job: set to anything but empty, `0` or `false` (`CI=false`
+/// is how a person says it is not).
+pub fn in_ci(ci: Option<&str>) -> bool {
+    ci.is_some_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false" | "no"))
+}
+
 /// Wrap `text` in an SGR sequence when colour is on. `text` must already be safe.
 pub fn paint(color: bool, sgr: &str, text: &str) -> String {
     if color {
@@ -252,6 +291,12 @@ mod tests {
         assert!(!decide_color(Auto, Some("1"), true));
         // NO_COLOR set but empty does not disable colour (no-color.org).
         assert!(decide_color(Auto, Some(""), true));
+    }
+
+    #[test]
+    fn ci_false_is_not_ci() {
+        assert!(in_ci(Some("true")) && in_ci(Some("1")) && in_ci(Some("github")));
+        assert!(!in_ci(None) && !in_ci(Some("false")) && !in_ci(Some("0")) && !in_ci(Some("")));
     }
 
     #[test]

@@ -26,8 +26,24 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     if applied.replayed {
         ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)");
     }
-    let out = if ui.json { &applied.json } else { &applied.human };
-    ui.out().write_all(out.as_bytes())?;
+    if ui.json {
+        // The recorded document, and whether this run applied it or found it applied before.
+        let mut doc: serde_json::Value = serde_json::from_str(&applied.json)
+            .map_err(|e| Error::internal("the recorded result is not JSON").caused_by(e))?;
+        if let Some(map) = doc.as_object_mut() {
+            map.insert("replayed".into(), applied.replayed.into());
+        }
+        ui.json_doc(&doc)?;
+    } else {
+        if applied.replayed {
+            writeln!(
+                ui.out(),
+                "Replayed: plan {} was applied before; nothing was changed now. Its recorded result:",
+                applied.plan_id
+            )?;
+        }
+        ui.out().write_all(applied.human.as_bytes())?;
+    }
     if applied.unverified {
         Err(unverified(&applied.plan_id, applied.command))
     } else {
@@ -91,6 +107,8 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         store: &store,
         now: ctx.now,
         key: Some(&key),
+        principal: cleared.executor.clone(),
+        unlogged: false,
     };
     let (signers, _) = ctx.allowed_signers()?;
     for (plan_id, outcome) in ex.recover(Some(&key), &signers)? {

@@ -215,7 +215,7 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
                 .join(", ")
         )
     };
-    audit(ctx, &loaded, &key, event, &principal)?;
+    audit(ctx, &loaded, &key, event, &principal, approval.comment.as_deref())?;
     if ui.json {
         ui.json_doc(&serde_json::json!({
             "decision": event,
@@ -315,7 +315,9 @@ fn check_eligible(plan: &Plan, principal: &str, groups: &[String]) -> Result<()>
             "the plan has no review group `{}`; its groups: {}",
             safe(unknown),
             all.iter().map(|g| safe(g)).collect::<Vec<_>>().join(", ")
-        )));
+        ))
+        .with_hint("name one of the plan's review groups with --group, or leave --group out")
+        .with_details(serde_json::json!({"groups": all})));
     }
     let may = |g: &ReviewGroup| g.approvers.is_empty() || g.approvers.iter().any(|a| a == principal);
     let chosen: Vec<&ReviewGroup> = plan
@@ -372,10 +374,13 @@ fn confirm(loaded: &Loaded) -> Result<()> {
 fn plans_repo<'a>(ctx: &'a Ctx, plan: &Plan) -> Option<&'a crate::repo::Repo> {
     let repo = ctx.repo().ok()?;
     let here = match plan.operation.bound_to_remote() {
-        None => repo.identity().ok(),
-        Some(remote) => repo.remote_url(remote).ok(),
+        None => repo.identity().ok().is_some_and(|id| id == plan.repository),
+        Some(remote) => repo
+            .remote_url(remote)
+            .ok()
+            .is_some_and(|url| crate::repo::url::same_repository(&url, &plan.repository)),
     };
-    (here.as_deref() == Some(plan.repository.as_str())).then_some(repo)
+    here.then_some(repo)
 }
 
 /// The ids of `principal`'s own valid rejections of the plan (in the file or the state):
@@ -431,9 +436,15 @@ pub fn audit(
     key: &crate::sign::SigningKey,
     event: &str,
     principal: &str,
+    comment: Option<&str>,
 ) -> Result<()> {
     let Some(repo) = plans_repo(ctx, &loaded.plan) else {
         return Ok(());
+    };
+    // The log keeps why, not only who: a veto's reason is part of the record.
+    let detail = match comment.filter(|c| !c.trim().is_empty()) {
+        Some(c) => format!("{}; comment: {c}", loaded.plan.summary),
+        None => loaded.plan.summary.clone(),
     };
     let store = crate::store::Store::new(repo.state_dir());
     let _lock = store.lock()?;
@@ -445,7 +456,7 @@ pub fn audit(
             event,
             plan_id: Some(&loaded.plan_id),
             principal: Some(principal),
-            detail: &loaded.plan.summary,
+            detail: &detail,
         },
     )
 }

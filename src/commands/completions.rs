@@ -14,6 +14,16 @@ pub struct Args {
 
 pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
     let mut cmd = crate::cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "guardctl", ui.out().writer());
+    if ui.json {
+        // One JSON document on every path: the script as a string.
+        let mut script = Vec::new();
+        clap_complete::generate(args.shell, &mut cmd, "guardctl", &mut script);
+        ui.json_doc(&serde_json::json!({
+            "shell": args.shell.to_string(),
+            "script": String::from_utf8_lossy(&script),
+        }))?;
+    } else {
+        clap_complete::generate(args.shell, &mut cmd, "guardctl", ui.out().writer());
+    }
     Ok(0)
 }

@@ -23,6 +23,8 @@ struct Demo {
     root: PathBuf,
     repo: PathBuf,
     now: i64,
+    /// Every guardctl step run, for `demo --json`.
+    steps: std::cell::RefCell<Vec<serde_json::Value>>,
 }
 
 impl Demo {
@@ -170,12 +172,17 @@ impl Demo {
     /// Run this binary as the user would, showing the command first; a step that does not
     /// end with the status the demo expects stops the demo.
     fn guardctl(&self, ui: &mut Ui, key: &Path, args: &[&str], expect: i32) -> Result<()> {
-        let mut w = ui.out();
+        let mut w = ui.text_out();
         writeln!(w, "\n$ guardctl {}", args.join(" "))?;
         w.flush()?;
         let exe = std::env::current_exe()
             .map_err(|e| Error::internal("cannot locate the guardctl executable").caused_by(e))?;
-        let status = Command::new(exe)
+        let mut cmd = Command::new(exe);
+        if ui.json {
+            // The steps' own output is narrative too: stdout is the demo's one JSON document.
+            cmd.stdout(std::io::stderr());
+        }
+        let status = cmd
             .current_dir(&self.repo)
             .args(args)
             .arg("--key")
@@ -187,7 +194,13 @@ impl Demo {
             .status()
             .map_err(|e| Error::internal(format!("cannot run guardctl {}", args.join(" "))).caused_by(e))?;
         let code = status.code().unwrap_or(-1);
-        writeln!(ui.out(), "(exit status {code})")?;
+        writeln!(ui.text_out(), "(exit status {code})")?;
+        self.steps.borrow_mut().push(serde_json::json!({
+            "command": format!("guardctl {}", args.join(" ")),
+            "as": key.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "exit": code,
+            "expected": expect,
+        }));
         if code != expect {
             return Err(Error::internal(format!(
                 "demo step `guardctl {}` exited {code}, expected {expect}",
@@ -201,7 +214,7 @@ impl Demo {
 fn say(ui: &mut Ui, text: &str) -> Result<()> {
     let color = ui.color;
     writeln!(
-        ui.out(),
+        ui.text_out(),
         "\n{}",
         crate::ui::paint(color, "1;36", &format!("## {text}"))
     )?;
@@ -219,6 +232,7 @@ pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
         repo: root.join("repo"),
         root: root.clone(),
         now,
+        steps: Default::default(),
     };
 
     say(
@@ -240,7 +254,7 @@ pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
     let path = root.join("allowed_signers");
     std::fs::write(&path, signers).map_err(Error::io("write", &path))?;
     writeln!(
-        ui.out(),
+        ui.text_out(),
         "Branches: merged (feature/login, fix/typo), squash-merged (feature/search), gone upstream\n\
          (feature/api merged; experiment/cache holding unmerged work), live (feature/payments),\n\
          protected (release/1.0), checked out in a worktree (hotfix/urgent).\n\
@@ -271,7 +285,7 @@ pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
         2,
     )?;
     writeln!(
-        ui.out(),
+        ui.text_out(),
         "Exit status 2 (--detailed-exitcode) says the plan has changes. experiment/cache is gone upstream\n\
          but holds work that exists nowhere else: a weak criterion alone never plans it."
     )?;
@@ -287,7 +301,7 @@ pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
         "Anyone can check the plan's signature with plain ssh-keygen (namespace guardctl-plan)",
     )?;
     let verified = verify_with_ssh_keygen(&demo)?;
-    writeln!(ui.out(), "{verified}")?;
+    writeln!(ui.text_out(), "{verified}")?;
 
     say(
         ui,
@@ -363,9 +377,15 @@ pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
     demo.guardctl(ui, &alice, &["log"], 0)?;
 
     say(ui, "Done. Nothing outside the temporary directory was touched")?;
-    if args.keep {
+    let kept = if args.keep {
         let kept = dir.keep();
-        writeln!(ui.out(), "Kept {}", kept.display())?;
+        writeln!(ui.text_out(), "Kept {}", kept.display())?;
+        Some(kept.display().to_string())
+    } else {
+        None
+    };
+    if ui.json {
+        ui.json_doc(&serde_json::json!({"steps": demo.steps.take(), "kept": kept}))?;
     }
     Ok(0)
 }

@@ -83,8 +83,8 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         None
     } else {
         let k = ctx.signing_key(ui)?;
-        ctx.require_principal(&k, crate::plan::approval::APPLY_NAMESPACE, "gc")?;
-        Some(k)
+        let principal = ctx.require_principal(&k, crate::plan::approval::APPLY_NAMESPACE, "gc")?;
+        Some((k, principal))
     };
     for (id, image, op) in due {
         repo.ref_transaction(op.as_slice())?;
@@ -94,7 +94,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             image.refs.len(),
             image.retention_days
         );
-        if let Some(key) = &key {
+        if let Some((key, principal)) = &key {
             store.audit(
                 repo,
                 key,
@@ -102,7 +102,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
                     now: ctx.now,
                     event: "gc",
                     plan_id: Some(&image.plan_id),
-                    principal: None,
+                    principal: Some(principal),
                     detail: &detail,
                 },
             )?;

@@ -450,6 +450,15 @@ pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
         },
     };
     if let Some(e) = &executor.principal
+        && !signers.lists(e)
+    {
+        // A typo here gives a plan that no one can ever apply: said now, not at apply.
+        ui.warn(&format!(
+            "executor {} is in no allowed-signers line: no one can apply this plan",
+            safe(e)
+        ));
+    }
+    if let Some(e) = &executor.principal
         && !policy.may_execute(e)
     {
         return Err(Error::new(

@@ -17,14 +17,17 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let _lock = store.lock()?;
     store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
     let key = ctx.signing_key(ui).ok();
-    if let Some(k) = &key {
-        ctx.require_principal(k, crate::plan::approval::APPLY_NAMESPACE, "recover")?;
-    }
+    let principal = match &key {
+        Some(k) => Some(ctx.require_principal(k, crate::plan::approval::APPLY_NAMESPACE, "recover")?),
+        None => None,
+    };
     let done = Executor {
         repo,
         store: &store,
         now: ctx.now,
         key: key.as_ref(),
+        principal,
+        unlogged: false,
     }
     .recover(key.as_ref(), &ctx.allowed_signers()?.0)?;
     if ui.json {

@@ -3,7 +3,7 @@
 //! free) and its config. Running it twice is harmless.
 
 use crate::context::Ctx;
-use crate::error::{Error, Result};
+use crate::error::{Error, Kind, Result};
 use crate::execute::Executor;
 use crate::render::escape::safe;
 use crate::store::Store;
@@ -25,10 +25,12 @@ fn resolve(store: &Store, arg: &str) -> Result<String> {
     }
     let hex = arg.trim_start_matches("sha256:").to_ascii_lowercase();
     if hex.len() < 8 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(Error::usage(format!(
-            "`{}` is neither a plan file nor a plan id",
-            safe(arg)
-        )));
+        // Not an id, so it was meant as a path: a missing file, not a malformed argument.
+        return Err(Error::new(
+            Kind::NotFound,
+            format!("`{}` is neither an existing plan file nor a plan id", safe(arg)),
+        )
+        .with_hint("pass the plan file `guardctl apply` applied, or its id from `guardctl log`"));
     }
     let matches: Vec<String> = store
         .plan_ids()?
@@ -52,16 +54,25 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let store = Store::new(repo.state_dir());
     let id = resolve(&store, &args.plan)?;
     let _lock = store.lock()?;
-    store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
+    // A broken audit log blocks every change but this one: restoring what a plan deleted.
+    let broken_log = match store.audit_intact(repo, &ctx.allowed_signers()?.0) {
+        Ok(()) => None,
+        Err(e) if e.kind == Kind::InvalidPlan => Some(e),
+        Err(e) => return Err(e),
+    };
     // The rollback's audit entry, and a receipt of an interrupted apply finished here, are
     // signed with the caller's key.
     let key = ctx.signing_key(ui)?;
-    ctx.require_principal(&key, crate::plan::approval::APPLY_NAMESPACE, "rollback")?;
-    let ex = Executor {
+    let principal = ctx.require_principal(&key, crate::plan::approval::APPLY_NAMESPACE, "rollback")?;
+    let mut ex = Executor {
         repo,
         store: &store,
         now: ctx.now,
         key: Some(&key),
+        principal: Some(principal),
+        // An interrupted apply is still only recovered with a working log (recovery may
+        // finish deleting): that refuses below as before.
+        unlogged: false,
     };
     let (signers, _) = ctx.allowed_signers()?;
     for (plan_id, outcome) in ex.recover(Some(&key), &signers)? {
@@ -82,17 +93,30 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             ));
         }
     };
+    if let Some(e) = &broken_log {
+        ui.warn(&format!(
+            "{}; rolling back anyway, and this rollback is NOT recorded in the audit log (to repair or archive the log: README \"The audit log\")",
+            e.message
+        ));
+        ex.unlogged = true;
+    }
     let (restored, already) = ex.rollback(&id, &image)?;
     if ui.json {
-        ui.json_doc(
-            &serde_json::json!({"plan_id": image.plan_id, "restored": restored, "already_present": already}),
-        )?;
+        ui.json_doc(&serde_json::json!({
+            "plan_id": image.plan_id,
+            "restored": restored,
+            "already_present": already,
+            "recorded_in_log": broken_log.is_none(),
+        }))?;
     } else {
         let short = crate::render::view::short_id(&image.plan_id);
         writeln!(
             ui.out(),
             "Rolled back plan {short}: restored {restored} branches ({already} already present)."
         )?;
+        if broken_log.is_some() {
+            writeln!(ui.out(), "  not recorded in the audit log: the log is broken")?;
+        }
         for r in &image.refs {
             writeln!(
                 ui.out(),

@@ -71,6 +71,21 @@ pub fn view(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<view::ShowView> {
         paging,
         show_all_skipped: args.all,
     });
+    // A page past the end is a mistake, not a request for the last page.
+    if let Some(p) = args.page {
+        let pages = v
+            .exec
+            .as_ref()
+            .map_or(v.rows.pages, |x| x.pages.max(v.rows.pages));
+        if p as usize > pages {
+            return Err(Error::usage(format!(
+                "there is no page {p}: the plan has {pages} page{}",
+                if pages == 1 { "" } else { "s" }
+            ))
+            .with_details(serde_json::json!({"page": p, "pages": pages}))
+            .with_hint(format!("pass --page 1 to {pages}, or --all")));
+        }
+    }
     if let Some(old_path) = &args.since {
         let old = crate::planfile::load(old_path)?;
         if old.plan.repository != plan.repository || old.plan.operation.kind() != plan.operation.kind() {

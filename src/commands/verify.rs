@@ -39,6 +39,8 @@ pub fn check(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Verified> {
             store: &store,
             now: ctx.now,
             key: None,
+            principal: None,
+            unlogged: false,
         };
         ex.recorded_result(cleared.loaded.id_hex(), &ctx.allowed_signers()?.0, false)?;
     } else {
@@ -58,6 +60,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             "allowed_signers": ctx.allowed_signers_source()?.map(|s| serde_json::json!({"location": s.location, "source": s.how})),
             "approved_by": cleared.report.approved_by,
             "groups": cleared.report.groups,
+            "comments": cleared.report.comments,
         }))?;
     } else {
         let what = if consumed {
@@ -92,6 +95,15 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
                         .join(", ")
                 )?;
             }
+        }
+        for c in &cleared.report.comments {
+            writeln!(
+                ui.out(),
+                "  {} ({}): {}",
+                safe(&c.principal),
+                c.decision,
+                safe(&c.comment)
+            )?;
         }
     }
     Ok(0)

@@ -80,6 +80,36 @@ pub struct ApprovalReport {
     pub approved_by: Vec<String>,
     pub rejected_by: Vec<String>,
     pub ignored: Vec<(String, Ignored)>,
+    /// What each counted approval or standing rejection said (`--comment`), in order: a veto
+    /// without its reason leaves the planner guessing.
+    pub comments: Vec<DecisionComment>,
+}
+
+/// A counted decision's comment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DecisionComment {
+    pub principal: String,
+    /// `approve` or `reject`.
+    pub decision: &'static str,
+    pub comment: String,
+}
+
+impl DecisionComment {
+    fn of(a: &Approval) -> Option<Self> {
+        let decision = match a.decision {
+            Decision::Approve => "approve",
+            Decision::Reject => "reject",
+            Decision::Withdraw => return None,
+        };
+        a.comment
+            .as_ref()
+            .filter(|c| !c.trim().is_empty())
+            .map(|c| DecisionComment {
+                principal: a.principal.clone(),
+                decision,
+                comment: c.clone(),
+            })
+    }
 }
 
 impl ApprovalReport {
@@ -160,6 +190,7 @@ pub fn evaluate_approvals(
             } else {
                 report.rejected_by.push(a.principal.clone());
             }
+            report.comments.extend(DecisionComment::of(a));
             continue;
         }
         if counted_key
@@ -189,6 +220,9 @@ pub fn evaluate_approvals(
             report.ignored.push((a.principal.clone(), Ignored::Duplicate));
         } else if !report.approved_by.contains(&a.principal) {
             report.approved_by.push(a.principal.clone());
+        }
+        if added {
+            report.comments.extend(DecisionComment::of(a));
         }
         if eligible {
             counted_key.insert(&c.signer_fingerprint, &a.principal);
@@ -310,7 +344,9 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
         skew,
         input.now,
     );
-    if !report.satisfied() {
+    // A plan that changes nothing needs no one's approval (there is nothing to guard), but a
+    // veto still stands.
+    if !report.rejected_by.is_empty() || (!changes_nothing(plan) && !report.satisfied()) {
         return Err(Refusal::Unapproved(report));
     }
     if plan.policy_hash != input.policy_hash {
@@ -321,6 +357,13 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
     }
     conforms(plan, input.policy).map_err(Refusal::Forbidden)?;
     Ok(report)
+}
+
+/// Whether applying the plan can change nothing: an operation on refs that matched no ref.
+/// Never an exec plan: its command runs whatever its manifest lists. Drift re-derives the
+/// plan at apply, so a plan that matched nothing cannot delete what appeared since.
+pub fn changes_nothing(plan: &Plan) -> bool {
+    plan.affected.is_empty() && !matches!(plan.operation, crate::plan::model::Operation::Exec(_))
 }
 
 /// Whether a plan follows the policy's rules: what `plan` enforces when writing it, checked
@@ -392,8 +435,9 @@ mod tests {
         }
     }
 
+    /// A plan that deletes one branch (a plan that changes nothing needs no approval).
     fn plan() -> Plan {
-        plan_under(&Policy::default(), vec![])
+        plan_under(&Policy::default(), vec![branch("feature/x", "dave@example.com")])
     }
 
     fn branch(name: &str, email: &str) -> Affected {
@@ -458,6 +502,22 @@ mod tests {
 
     fn alice() -> Vec<String> {
         vec!["alice".to_string()]
+    }
+
+    #[test]
+    fn a_plan_that_changes_nothing_needs_no_approval_but_a_veto_still_stands() {
+        let empty = plan_under(&Policy::default(), vec![]);
+        assert!(changes_nothing(&empty));
+        assert!(run(&empty, &[], &alice(), T0).is_ok());
+        let veto = approval("bob", "SHA256:b", Decision::Reject);
+        assert!(matches!(
+            run(&empty, &[veto], &alice(), T0),
+            Err(Refusal::Unapproved(_))
+        ));
+        assert!(matches!(
+            run(&plan(), &[], &alice(), T0),
+            Err(Refusal::Unapproved(_))
+        ));
     }
 
     #[test]
@@ -601,7 +661,7 @@ mod tests {
     fn one_principal_with_two_keys_counts_once() {
         let mut policy = Policy::default();
         policy.approvals.required = 2;
-        let p = plan_under(&policy, vec![]);
+        let p = plan_under(&policy, vec![branch("feature/x", "dave@example.com")]);
         let a = [
             approval("bob", "SHA256:b1", Decision::Approve),
             approval("bob", "SHA256:b2", Decision::Approve),

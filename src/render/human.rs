@@ -22,7 +22,14 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
     } else {
         format!("{} ({})", view.risk.level, view.risk.reasons.join(", "))
     };
-    for (k, v) in [
+    // What each approver or rejecter said, under the approvals row.
+    let comments = view.approvals.comments.iter().map(|c| {
+        (
+            "comment",
+            format!("{} ({}): {}", c.principal, c.decision, c.comment),
+        )
+    });
+    let rows = [
         ("operation", {
             let on = match &view.remote {
                 Some(remote) => format!(" on {remote} ({})", view.repository),
@@ -53,8 +60,15 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
         ("policy", policy_line(&view.policy)),
         ("approvals", approvals_line(&view.approvals)),
         ("part of", part_of_line(&view.approvals, view.resources)),
+    ]
+    .into_iter()
+    .chain(comments)
+    .chain([
+        // The id the approval prompt asks for, in full.
+        ("plan id", view.plan_id.clone()),
         ("plan hash", view.plan_hash.clone()),
-    ] {
+    ]);
+    for (k, v) in rows {
         if (k == "inputs" || k == "part of") && v.is_empty() {
             continue;
         }
@@ -375,7 +389,7 @@ fn write_table(name_header: &str, rows: &[Row], w: &mut dyn Write) -> io::Result
         t.add_row([
             r.kind.to_string(),
             name,
-            r.tip.clone(),
+            r.tip.chars().take(12).collect(),
             r.age.clone(),
             r.author.clone(),
             unmerged,

@@ -22,6 +22,13 @@ pub fn human(r: &Receipt) -> String {
                 super::escape::safe(&crate::plan::derive::shell_words(&x.command))
             );
         }
+        None if r.deleted.is_empty() => {
+            let _ = writeln!(
+                s,
+                "Applied plan {}: nothing to do (the plan matched nothing); {state}.",
+                super::view::short_id(&r.plan_id)
+            );
+        }
         None => {
             let _ = writeln!(
                 s,
@@ -42,7 +49,11 @@ pub fn human(r: &Receipt) -> String {
     let _ = writeln!(s, "  repository {}", super::escape::safe(&r.repository));
     let _ = writeln!(s, "  executor   {} ({})", super::escape::safe(&r.executor), r.key);
     let approvers: Vec<String> = r.approved_by.iter().map(|p| super::escape::safe(p)).collect();
-    let _ = writeln!(s, "  approved   {}", approvers.join(", "));
+    if approvers.is_empty() {
+        let _ = writeln!(s, "  approved   (no approval needed: the plan changes nothing)");
+    } else {
+        let _ = writeln!(s, "  approved   {}", approvers.join(", "));
+    }
     let _ = writeln!(s, "  applied    {}", super::view::rfc3339(r.applied_at));
     if let Some(b) = &r.backup {
         let _ = writeln!(
@@ -103,7 +114,9 @@ pub fn human(r: &Receipt) -> String {
         );
         return s;
     }
-    let _ = writeln!(s, "Undo with: guardctl rollback {}", r.plan_id);
+    if !r.deleted.is_empty() {
+        let _ = writeln!(s, "Undo with: guardctl rollback {}", r.plan_id);
+    }
     s
 }
 

@@ -94,6 +94,8 @@ pub struct ApprovalsView {
     /// The planner's other live plans this clone has seen (`bulk.across_plans`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub part_of: Option<PartOfView>,
+    /// What each counted approval and standing rejection said (`--comment`).
+    pub comments: Vec<CommentView>,
 }
 
 /// "Part of N plans by alice totalling M": what the bulk class counts across plans.
@@ -120,6 +122,14 @@ impl PartOfView {
             needs_bulk: p.group.is_some(),
         }
     }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CommentView {
+    pub principal: String,
+    /// `approve` or `reject`.
+    pub decision: &'static str,
+    pub comment: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -189,6 +199,15 @@ impl ApprovalsView {
                 .collect(),
             invalid,
             part_of: None,
+            comments: report
+                .comments
+                .iter()
+                .map(|c| CommentView {
+                    principal: safe(&c.principal),
+                    decision: c.decision,
+                    comment: safe(&c.comment),
+                })
+                .collect(),
         }
     }
 
@@ -270,6 +289,7 @@ pub struct Row {
     /// operation says; validation made sure every ref is in that operation's namespace).
     pub kind: &'static str,
     pub name: String,
+    /// The full object id (the human table abbreviates it).
     pub tip: String,
     pub last_commit: String,
     pub age: String,
@@ -382,7 +402,7 @@ fn row(a: &Affected, kind: &'static str, now: OffsetDateTime, protected: &[&str]
     Row {
         kind,
         name: safe(a.name()),
-        tip: a.oid.chars().take(12).collect(),
+        tip: a.oid.clone(),
         last_commit: rfc3339(a.last_commit_time),
         age: humanize((now - a.last_commit_time).whole_seconds()),
         author: safe(&a.author.email),

@@ -14,6 +14,7 @@ pub mod mutate;
 mod refs;
 mod remote;
 mod tags;
+pub mod url;
 
 pub use graph::{Reachable, UnmergedCount};
 pub use refs::{BranchRef, CheckedOut, is_valid_refname};
@@ -48,6 +49,17 @@ impl Repo {
     fn git(&self) -> std::process::Command {
         let mut c = std::process::Command::new("git");
         c.current_dir(self.git.path()).args(["--git-dir", "."]);
+        // Never a password or host-key prompt from ssh (it would hang an agent or CI): fail
+        // fast instead. Only when the user has not chosen an ssh command of their own.
+        let own_ssh = std::env::var_os("GIT_SSH_COMMAND").is_some()
+            || std::env::var_os("GIT_SSH").is_some()
+            || self
+                .git
+                .config()
+                .is_ok_and(|c| c.get_string("core.sshCommand").is_ok());
+        if !own_ssh {
+            c.env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes");
+        }
         c
     }
 
@@ -159,6 +171,7 @@ impl Repo {
                 crate::render::escape::safe(spec)
             ))
             .caused_by(e.message())
+            .with_hint("pass --base a branch, tag or commit that exists here (`git branch -a` lists them)")
         };
         // A ref (short or full) resolves to its full name; anything else is kept as given.
         let (name, object) = match self.git.revparse_ext(spec) {
@@ -234,33 +247,7 @@ impl Repo {
     /// repository can change. Read with git itself, so GIT_CONFIG_GLOBAL/SYSTEM/NOSYSTEM and
     /// plain includes behave exactly as for git.
     pub fn admin_config(&self, key: &str) -> Result<Option<String>> {
-        // Run outside the repository: inside, git would parse the repository's own config
-        // first (megabytes with 50,000 `[branch]` sections) for a value it must not use
-        // anyway. (So `includeIf "gitdir:..."` does not apply here.)
-        let out = std::process::Command::new("git")
-            .current_dir("/")
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .args(["config", "--includes", "--show-scope", "--get-all", key])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| Error::internal("cannot run git config").caused_by(e))?;
-        match out.status.code() {
-            Some(0) => {}
-            Some(1) => return Ok(None),
-            _ => {
-                return Err(Error::internal(format!("git config --get-all {key} failed"))
-                    .caused_by(String::from_utf8_lossy(&out.stderr).trim().to_string()));
-            }
-        }
-        // Later lines override earlier ones (global after system); `-c` and
-        // GIT_CONFIG_PARAMETERS ("command" scope) are whoever runs guardctl, not an administrator.
-        Ok(String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.split_once('\t'))
-            .filter(|(scope, _)| matches!(*scope, "system" | "global"))
-            .map(|(_, v)| v.to_string())
-            .next_back())
+        admin_config(key)
     }
 
     /// A commit's committer time and its whole message (a backup commit's, for `gc`).
@@ -320,4 +307,36 @@ impl Repo {
             subject: String::from_utf8_lossy(c.summary_bytes().unwrap_or_default()).into_owned(),
         })
     }
+}
+
+/// [`Repo::admin_config`] without a repository: the last value of `key` in system or global
+/// git config (outside a repository, the user's git config is exactly these).
+pub fn admin_config(key: &str) -> Result<Option<String>> {
+    // Run outside the repository: inside, git would parse the repository's own config
+    // first (megabytes with 50,000 `[branch]` sections) for a value it must not use
+    // anyway. (So `includeIf "gitdir:..."` does not apply here.)
+    let out = std::process::Command::new("git")
+        .current_dir("/")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .args(["config", "--includes", "--show-scope", "--get-all", key])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| Error::internal("cannot run git config").caused_by(e))?;
+    match out.status.code() {
+        Some(0) => {}
+        Some(1) => return Ok(None),
+        _ => {
+            return Err(Error::internal(format!("git config --get-all {key} failed"))
+                .caused_by(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+        }
+    }
+    // Later lines override earlier ones (global after system); `-c` and
+    // GIT_CONFIG_PARAMETERS ("command" scope) are whoever runs guardctl, not an administrator.
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .filter(|(scope, _)| matches!(*scope, "system" | "global"))
+        .map(|(_, v)| v.to_string())
+        .next_back())
 }

@@ -106,14 +106,17 @@ impl Repo {
         if !out.status.success() {
             return Err(
                 Error::usage(format!("no remote named `{}` in this repository", safe(remote)))
-                    .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))
+                    .caused_by(stderr_lines(&out.stderr))
                     .with_hint("see `git remote -v`"),
             );
         }
+        // A relative path means what it means to `git fetch` in this repository (guardctl runs
+        // git inside the git directory, where it would mean something else).
+        let base = self.display_path();
         Ok(String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter(|l| !l.is_empty())
-            .map(String::from)
+            .map(|u| super::url::resolve_local(u, &base))
             .collect())
     }
 
@@ -140,7 +143,7 @@ impl Repo {
         if !out.status.success() {
             return Err(
                 Error::internal(format!("cannot list the branches of remote `{}`", safe(remote)))
-                    .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))
+                    .caused_by(stderr_lines(&out.stderr))
                     .with_hint("check the remote's URL and your access to it (`git ls-remote <remote>`)"),
             );
         }
@@ -158,7 +161,7 @@ impl Repo {
             .map_err(|e| Error::internal("cannot run git ls-remote").caused_by(e))?;
         if !out.status.success() {
             return Err(Error::internal(format!("cannot list the HEAD of {}", safe(url)))
-                .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))
+                .caused_by(stderr_lines(&out.stderr))
                 .with_hint("check the remote's URL and your access to it (`git ls-remote <remote>`)"));
         }
         let mut head = None;
@@ -224,6 +227,18 @@ fn parse_ls_remote(out: &[u8]) -> RemoteRefs {
     refs.branches.sort_by(|a, b| a.refname.cmp(&b.refname));
     refs.tags.sort_by(|a, b| a.refname.cmp(&b.refname));
     refs
+}
+
+/// git's stderr as one cause: its lines joined with "; ", each escaped (a message with a
+/// literal `\n` in it helps no one).
+fn stderr_lines(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(safe)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 #[cfg(test)]

@@ -131,6 +131,14 @@ impl AllowedSigners {
         out
     }
 
+    /// Whether any line (a plain key or a certificate authority) names `principal` exactly:
+    /// a principal no line names can never sign anything.
+    pub fn lists(&self, principal: &str) -> bool {
+        self.entries
+            .iter()
+            .any(|e| e.principals.iter().any(|p| p == principal))
+    }
+
     /// Fingerprints of every plain key listed for `principal` (ignoring ASCII case), under
     /// any options: whatever such a key signs is that principal's doing.
     pub fn keys_of(&self, principal: &str) -> Vec<String> {

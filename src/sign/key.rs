@@ -18,6 +18,9 @@ pub struct SigningKey {
     pub source: KeySource,
     /// The OpenSSH certificate `path` holds, when it holds one (`public` is its subject key).
     pub certificate: Option<ssh_key::Certificate>,
+    /// `path` is a passphrase-protected private key: signing needs it in ssh-agent, or a
+    /// prompt on a terminal.
+    pub encrypted: bool,
 }
 
 impl SigningKey {
@@ -127,6 +130,7 @@ fn from_git_config(value: &str, data_dir: Option<&Path>) -> Result<SigningKey, K
         in_agent: true,
         source: KeySource::GitConfig,
         certificate: None,
+        encrypted: false,
     })
 }
 
@@ -152,6 +156,7 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
             in_agent: false,
             source,
             certificate: None,
+            encrypted: private.is_encrypted(),
         });
     }
     if let Ok(public) = PublicKey::from_openssh(text.trim()) {
@@ -161,6 +166,7 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
             in_agent: true,
             source,
             certificate: None,
+            encrypted: false,
         });
     }
     // An OpenSSH user certificate (`id_ed25519-cert.pub`): ssh-keygen signs with it and the
@@ -176,6 +182,9 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
             in_agent: !beside,
             source,
             certificate: Some(cert),
+            // The private key beside a certificate is checked when signing (ssh-keygen's own
+            // message): guardctl does not read it.
+            encrypted: false,
         });
     }
     Err(unreadable(

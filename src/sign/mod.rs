@@ -3,6 +3,7 @@
 //!
 //! Not here: git. Values from git config reach this module as plain strings via `Ctx`.
 
+pub mod agent;
 pub mod allowed_signers;
 pub mod dsse;
 pub mod key;

@@ -290,7 +290,7 @@ fn a_plan_made_in_another_clone_is_refused_with_65() {
 }
 
 #[test]
-fn approved_plan_applies_with_backups_and_replays_byte_identically() {
+fn approved_plan_applies_with_backups_and_a_replay_says_so_then_prints_the_same_result() {
     let env = planned();
     let before = branches(&env);
     assert_eq!(approve(&env, "bob").code, 0);
@@ -322,7 +322,12 @@ fn approved_plan_applies_with_backups_and_replays_byte_identically() {
     let state = env.repository_state();
     let second = env.run("alice", &["apply", "plan.json"]);
     assert_eq!(second.code, 0, "{}", second.transcript());
-    assert_eq!(first.stdout, second.stdout, "replay must print the same bytes");
+    let (said, recorded) = second.stdout.split_once('\n').unwrap();
+    assert!(
+        said.starts_with("Replayed: ") && said.contains("nothing was changed now"),
+        "{said}"
+    );
+    assert_eq!(first.stdout, recorded, "a replay prints the recorded result");
     assert!(second.stderr.contains("already applied"));
     assert_eq!(
         state,
@@ -331,6 +336,7 @@ fn approved_plan_applies_with_backups_and_replays_byte_identically() {
     );
     let json_replay = env.run("alice", &["--json", "apply", "plan.json"]).json();
     assert_eq!(json_replay["receipt"]["verified"], true);
+    assert_eq!(json_replay["replayed"], true, "a replay says so in JSON");
 }
 
 #[test]

@@ -157,15 +157,16 @@ fn unknown_format_version_exits_65_naming_the_version() {
 }
 
 #[test]
-fn symlinked_missing_and_oversized_plan_files_exit_65() {
+fn symlinked_and_oversized_plan_files_exit_65_and_a_missing_one_66() {
     let (env, _) = planned();
     std::os::unix::fs::symlink(env.repo.join("plan.json"), env.repo.join("link.json")).unwrap();
     let r = env.run("bob", &["show", "link.json"]);
     assert_eq!(r.code, 65, "{}", r.transcript());
     assert!(r.stderr.contains("symbolic link"), "{}", r.stderr);
 
+    // A typo in a path is not tampering (sysexits EX_NOINPUT).
     let r = env.run("bob", &["show", "missing.json"]);
-    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert_eq!(r.code, 66, "{}", r.transcript());
 
     let big = fs::File::create(env.repo.join("big.json")).unwrap();
     big.set_len(129 * 1024 * 1024).unwrap(); // sparse: costs no disk
@@ -178,9 +179,9 @@ fn symlinked_missing_and_oversized_plan_files_exit_65() {
 fn json_errors_are_one_document_on_stdout() {
     let (env, _) = planned();
     let r = env.run("bob", &["--json", "show", "missing.json"]);
-    assert_eq!(r.code, 65);
+    assert_eq!(r.code, 66);
     let v = r.json();
-    assert_eq!(v["error"]["kind"], "invalid_plan");
+    assert_eq!(v["error"]["kind"], "not_found");
     assert!(v["error"]["message"].as_str().unwrap().contains("missing.json"));
     assert!(v["error"]["details"]["hint"].is_string());
 }

@@ -1,0 +1,120 @@
+//! A remote plan's repository compared by meaning (issue 15): a plan bound to the remote's
+//! path applies in a clone that spells it `file://…/` without `.git`; a relative remote URL
+//! works as git resolves it; ssh never prompts (BatchMode=yes).
+
+use crate::fixtures::{TestEnv, remote_repo};
+use std::os::unix::fs::PermissionsExt;
+
+/// A clone of `origin` at `name` whose remote URL is then spelled `url`.
+fn clone_spelled(env: &TestEnv, name: &str, url: &str) -> String {
+    let path = env.path().join(name);
+    let origin = env.origin();
+    env.git_in(
+        env.path(),
+        &["clone", "-q", origin.to_str().unwrap(), path.to_str().unwrap()],
+    );
+    env.git_in(&path, &["remote", "set-url", "origin", url]);
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_plan_bound_to_the_remotes_path_applies_in_a_clone_that_spells_it_as_a_file_url() {
+    let env = remote_repo();
+    let origin = env.origin().display().to_string();
+    let planner = clone_spelled(&env, "plan-job", &origin);
+    let other = format!("file://{}/", origin.trim_end_matches(".git"));
+    let applier = clone_spelled(&env, "apply-job", &other);
+    let plan = env.path().join("plan.json");
+    let plan = plan.to_str().unwrap();
+    let r = env.run(
+        "alice",
+        &[
+            "-C",
+            &planner,
+            "plan",
+            "remote-branches",
+            "--remote",
+            "origin",
+            "-o",
+            plan,
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        env.run("bob", &["-C", &applier, "approve", plan, "--yes"]).code,
+        0
+    );
+    let r = env.run("alice", &["-C", &applier, "apply", plan]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let left: Vec<String> = env
+        .remote_branches()
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        left,
+        [
+            "refs/heads/feature/live",
+            "refs/heads/main",
+            "refs/heads/release/1.0"
+        ]
+    );
+
+    // Another repository is still another repository.
+    let fork = env.path().join("fork.git");
+    env.git_in(
+        env.path(),
+        &["clone", "-q", "--bare", &origin, fork.to_str().unwrap()],
+    );
+    let stranger = clone_spelled(&env, "stranger", fork.to_str().unwrap());
+    let r = env.run("alice", &["-C", &stranger, "verify", plan]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert!(r.stderr.contains("plan for another repository"), "{}", r.stderr);
+}
+
+#[test]
+fn a_relative_remote_url_is_resolved_as_git_resolves_it() {
+    let env = remote_repo();
+    // origin.git sits next to the work tree: `../origin.git` from its top.
+    env.git(&["remote", "set-url", "origin", "../origin.git"]);
+    let r = env.run(
+        "alice",
+        &["--json", "plan", "remote-branches", "--remote", "origin"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.json()["repository"], env.origin().display().to_string());
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+#[test]
+fn ssh_remotes_are_reached_in_batch_mode_and_the_failure_is_one_readable_line() {
+    let env = remote_repo();
+    // A stand-in `ssh` that records how git ran it, then fails like an unreachable host.
+    let bin = env.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = env.path().join("ssh-args");
+    let ssh = bin.join("ssh");
+    std::fs::write(
+        &ssh,
+        format!(
+            "#!/bin/sh\necho \"$@\" > '{}'\necho 'ssh: connect to host example.invalid: refused' >&2\necho 'second line' >&2\nexit 255\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+    env.git(&["remote", "set-url", "origin", "git@example.invalid:org/repo.git"]);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let r = env.run_env(
+        "alice",
+        &[("PATH", path.as_str())],
+        &["plan", "remote-branches", "--remote", "origin"],
+    );
+    assert_ne!(r.code, 0, "{}", r.transcript());
+    let args = std::fs::read_to_string(&log).unwrap();
+    assert!(args.contains("BatchMode=yes"), "ssh ran as: {args}");
+    assert!(!r.stderr.contains("\\n"), "no literal \\n: {}", r.stderr);
+    assert!(r.stderr.contains("refused; second line"), "{}", r.stderr);
+}
