@@ -291,7 +291,11 @@ pub fn part_of(
         return Ok(None);
     }
     let seen = crate::store::seen::live(&state, ctx.now, loaded.id_hex())?;
-    let others: Vec<(&str, &Plan)> = seen.plans.iter().map(|l| (l.plan_id.as_str(), &l.plan)).collect();
+    let others: Vec<(&str, &Plan, time::OffsetDateTime)> = seen
+        .plans
+        .iter()
+        .map(|(l, until)| (l.plan_id.as_str(), &l.plan, *until))
+        .collect();
     Ok(crate::policy::across::part_of(
         &loaded.plan,
         &loaded.plan_id,

@@ -8,7 +8,8 @@
 //! is the planner's or any key the trusted identities list for a name the planner goes by.
 //! "Live" means not expired, applied or not: a part applied a minute ago is still part of
 //! the same deletion (counting only unapplied parts would let the planner apply one part at a
-//! time). Which plans exist is what this clone has seen (`store::seen`), so the count is a
+//! time); and a part applied here stays live for the policy's longest plan lifetime after it
+//! was applied, however soon the planner made it expire (`store::seen`). Which plans exist is what this clone has seen (`store::seen`), so the count is a
 //! floor, never an invention: every plan counted verified as a plan signed by that planner.
 
 use super::Policy;
@@ -37,26 +38,26 @@ pub fn resources(plan: &Plan) -> u64 {
     crate::plan::manifest::of(&plan.operation).map_or(plan.affected.len(), |ids| ids.len()) as u64
 }
 
-/// Where `plan` stands among `others` (plan id, plan) — plans this clone has seen, each
-/// verified — for the planner whose keys are `planner_keys`. `None` when none of them is a
+/// Where `plan` stands among `others` (plan id, plan, live until) — plans this clone has
+/// seen, each verified — for the planner whose keys are `planner_keys`. `None` when none of them is a
 /// live plan by the same planner for the same repository.
 pub fn part_of(
     plan: &Plan,
     plan_id: &str,
-    others: &[(&str, &Plan)],
+    others: &[(&str, &Plan, OffsetDateTime)],
     planner_keys: &[String],
     policy: &Policy,
     now: OffsetDateTime,
 ) -> Option<PartOf> {
     let mut siblings: Vec<(&str, &Plan)> = others
         .iter()
-        .copied()
-        .filter(|(id, p)| {
+        .filter(|(id, p, until)| {
             *id != plan_id
                 && p.repository == plan.repository
-                && now < p.expires_at
+                && now < *until
                 && p.planner.key.as_ref().is_some_and(|k| planner_keys.contains(k))
         })
+        .map(|(id, p, _)| (*id, *p))
         .collect();
     if siblings.is_empty() {
         return None;
@@ -131,7 +132,15 @@ mod tests {
         let pol = policy(3);
         let (a, b) = (plan_of(2, "K1", &pol), plan_of(2, "K1", &pol));
         assert!(a.review.iter().all(|g| g.kind != ReviewKind::Bulk));
-        let part = part_of(&a, "sha256:a", &[("sha256:b", &b)], &["K1".into()], &pol, NOW).unwrap();
+        let part = part_of(
+            &a,
+            "sha256:a",
+            &[("sha256:b", &b, b.expires_at)],
+            &["K1".into()],
+            &pol,
+            NOW,
+        )
+        .unwrap();
         assert_eq!((part.plans, part.resources), (2, 4));
         assert_eq!(part.others, vec!["sha256:b".to_string()]);
         let g = part.group.clone().unwrap();
@@ -150,27 +159,55 @@ mod tests {
         let mut elsewhere = plan_of(2, "K1", &pol);
         elsewhere.repository = "another".into();
         let keys = ["K1".to_string(), "K2".to_string()];
-        let part = part_of(&a, "sha256:a", &[("sha256:b", &by_second_key)], &keys, &pol, NOW);
+        let part = part_of(
+            &a,
+            "sha256:a",
+            &[("sha256:b", &by_second_key, by_second_key.expires_at)],
+            &keys,
+            &pol,
+            NOW,
+        );
         assert!(part.unwrap().group.is_some());
-        let others = [("sha256:c", &by_someone_else), ("sha256:d", &elsewhere)];
+        let others = [
+            ("sha256:c", &by_someone_else, by_someone_else.expires_at),
+            ("sha256:d", &elsewhere, elsewhere.expires_at),
+        ];
         assert_eq!(part_of(&a, "sha256:a", &others, &keys, &pol, NOW), None);
     }
 
     #[test]
-    fn expired_plans_and_the_plan_itself_do_not_count() {
+    fn expired_plans_and_the_plan_itself_do_not_count_unless_kept_longer() {
         let pol = policy(3);
         let a = plan_of(2, "K1", &pol);
         let mut old = plan_of(2, "K1", &pol);
         old.expires_at = NOW;
         let keys = ["K1".to_string()];
         assert_eq!(
-            part_of(&a, "sha256:a", &[("sha256:o", &old)], &keys, &pol, NOW),
+            part_of(
+                &a,
+                "sha256:a",
+                &[("sha256:o", &old, old.expires_at)],
+                &keys,
+                &pol,
+                NOW
+            ),
             None
         );
         assert_eq!(
-            part_of(&a, "sha256:a", &[("sha256:a", &a)], &keys, &pol, NOW),
+            part_of(
+                &a,
+                "sha256:a",
+                &[("sha256:a", &a, a.expires_at)],
+                &keys,
+                &pol,
+                NOW
+            ),
             None
         );
+        // Applied here, it counts until the time its entry was kept for, past its expiry.
+        let kept = NOW + time::Duration::hours(1);
+        let part = part_of(&a, "sha256:a", &[("sha256:o", &old, kept)], &keys, &pol, NOW);
+        assert_eq!(part.map(|p| p.plans), Some(2));
     }
 
     #[test]
@@ -179,18 +216,42 @@ mod tests {
         let (a, b) = (plan_of(2, "K1", &pol), plan_of(2, "K1", &pol));
         let keys = ["K1".to_string()];
         // 4 is not above 4: shown as part of two plans, nothing more needed.
-        let part = part_of(&a, "sha256:a", &[("sha256:b", &b)], &keys, &pol, NOW).unwrap();
+        let part = part_of(
+            &a,
+            "sha256:a",
+            &[("sha256:b", &b, b.expires_at)],
+            &keys,
+            &pol,
+            NOW,
+        )
+        .unwrap();
         assert_eq!((part.plans, part.group), (2, None));
         let pol3 = policy(3);
         let big = plan_of(4, "K1", &pol3);
         let small = plan_of(1, "K1", &pol3);
         // Already bulk on its own: its own bulk group covers it.
-        let part = part_of(&big, "sha256:a", &[("sha256:s", &small)], &keys, &pol3, NOW).unwrap();
+        let part = part_of(
+            &big,
+            "sha256:a",
+            &[("sha256:s", &small, small.expires_at)],
+            &keys,
+            &pol3,
+            NOW,
+        )
+        .unwrap();
         assert_eq!(part.group, None);
         let mut off = policy(3);
         off.bulk.across_plans = false;
         let (a, b) = (plan_of(2, "K1", &off), plan_of(2, "K1", &off));
-        let part = part_of(&a, "sha256:a", &[("sha256:b", &b)], &keys, &off, NOW).unwrap();
+        let part = part_of(
+            &a,
+            "sha256:a",
+            &[("sha256:b", &b, b.expires_at)],
+            &keys,
+            &off,
+            NOW,
+        )
+        .unwrap();
         assert_eq!(part.group, None);
         assert_ne!(off.hash(), policy(3).hash(), "opting out changes the policy hash");
         assert!(!policy(3).hash().is_empty());

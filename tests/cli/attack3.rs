@@ -1,0 +1,79 @@
+//! Third attack review, of "bulk across plans" (issue 20 part 4): a planner who splits one
+//! bulk deletion into small plans must still need the bulk approvers in the clone that saw
+//! the parts, however the parts are timed, signed or spread over operation kinds. Tests named
+//! after a finding failed when written; the others pin down guarantees the feature rests on.
+
+use crate::fixtures::{Run, TestEnv};
+
+/// Four merged branches `topic/0..3`, and a policy committed on main: one approval, and bulk
+/// (more than 3 resources) needs 2.
+fn split_repo() -> TestEnv {
+    let env = TestEnv::new();
+    for i in 0..4 {
+        let name = format!("topic/{i}");
+        env.branch(&name, "main", 1, "Dev", 20);
+        env.merge(&name, 19);
+    }
+    env.commit(
+        ".guardctl/policy.toml",
+        "version = 1\n[approvals]\nrequired = 1\n[bulk]\nthreshold = 3\nrequired = 2",
+        "Alice",
+        1,
+    );
+    env
+}
+
+/// `user` runs `args` at `now` (RFC 3339) and gets `code`.
+fn at(env: &TestEnv, user: &str, now: &str, args: &[&str], code: i32) -> Run {
+    let r = env.run_env(user, &[("GUARDCTL_TEST_NOW", now)], args);
+    assert_eq!(r.code, code, "{args:?} at {now}: {}", r.transcript());
+    r
+}
+
+fn heads(env: &TestEnv) -> String {
+    env.git(&["for-each-ref", "--format=%(refname)", "refs/heads"])
+}
+
+#[test]
+fn an_applied_part_still_counts_after_its_own_short_expiry() {
+    // alice gives the first half five minutes to live, has it approved and applies it; ten
+    // minutes later she plans the second half. Its own expiry is hers to choose: what was
+    // deleted here must keep counting for a time the policy sets, not the planner.
+    let env = split_repo();
+    let t0 = "2026-06-01T12:00:00Z";
+    let t1 = "2026-06-01T12:10:00Z";
+    let first = [
+        "plan",
+        "stale-branches",
+        "--match",
+        "topic/[01]",
+        "--expires-in",
+        "5m",
+        "-o",
+        "a.json",
+    ];
+    at(&env, "alice", t0, &first, 0);
+    at(&env, "bob", t0, &["approve", "a.json", "--yes"], 0);
+    at(&env, "alice", t0, &["apply", "a.json"], 0);
+    at(
+        &env,
+        "alice",
+        t1,
+        &["plan", "stale-branches", "--match", "topic/[23]", "-o", "b.json"],
+        0,
+    );
+    at(&env, "bob", t1, &["approve", "b.json", "--yes"], 0);
+    let r = at(&env, "bob", t1, &["show", "b.json"], 0);
+    assert!(r.stdout.contains("together they are bulk"), "{}", r.stdout);
+    let before = env.repository_state();
+    let r = at(&env, "alice", t1, &["apply", "b.json"], 12);
+    assert!(r.stderr.contains("bulk needs 1 more"), "{}", r.stderr);
+    assert_eq!(
+        before,
+        env.repository_state(),
+        "a refused apply changed the repository"
+    );
+    at(&env, "carol", t1, &["approve", "b.json", "--yes"], 0);
+    at(&env, "alice", t1, &["apply", "b.json"], 0);
+    assert_eq!(heads(&env), "refs/heads/main");
+}
