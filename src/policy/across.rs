@@ -4,8 +4,10 @@
 //! live plans in the same repository: when they total more resources than the threshold, each
 //! of them also needs the bulk group, whatever its own size.
 //!
-//! "The planner's" is judged by key, as self-approval is: a plan counts when its signing key
-//! is the planner's or any key the trusted identities list for a name the planner goes by.
+//! "The planner's" is judged as self-approval is: a plan counts when its signing key is the
+//! planner's or any key the trusted identities list for a name the planner goes by, or when
+//! its key speaks for such a name (a certificate: each may be for a fresh key; `gate`
+//! passes those keys in `planner_keys`).
 //! "Live" means not expired, applied or not: a part applied a minute ago is still part of
 //! the same deletion (counting only unapplied parts would let the planner apply one part at a
 //! time); and a part applied here stays live for the policy's longest plan lifetime after it

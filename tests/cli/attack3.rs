@@ -77,3 +77,48 @@ fn an_applied_part_still_counts_after_its_own_short_expiry() {
     at(&env, "alice", t1, &["apply", "b.json"], 0);
     assert_eq!(heads(&env), "refs/heads/main");
 }
+
+/// guardctl with `key` (a path: a key, or a certificate with its key beside it).
+fn with_key(env: &TestEnv, key: &std::path::Path, args: &[&str]) -> Run {
+    let mut c = env.command();
+    c.arg("--key")
+        .arg(key)
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(args);
+    crate::fixtures::run(c)
+}
+
+#[test]
+fn parts_signed_with_two_certificates_for_the_same_planner_add_up() {
+    // dave's certificates come from a CA trusted for dave@example.com, each for a fresh key
+    // (short-lived certificates usually are): the parts are dave's by principal, not by key,
+    // as an approval by his second certificate would be self-approval.
+    let env = split_repo();
+    let first = env.certified_key("dave1", "dave@example.com");
+    let second = env.certified_key("dave2", "dave@example.com");
+    for (cert, glob, out) in [
+        (&first, "topic/[01]", "a.json"),
+        (&second, "topic/[23]", "b.json"),
+    ] {
+        let r = with_key(
+            &env,
+            cert,
+            &["plan", "stale-branches", "--match", glob, "-o", out],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let r = env.run("bob", &["approve", out, "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let r = env.run("bob", &["show", "b.json"]);
+    assert!(r.stdout.contains("together they are bulk"), "{}", r.stdout);
+    let before = env.repository_state();
+    let r = with_key(&env, &second, &["apply", "b.json"]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(r.stderr.contains("bulk needs 1 more"), "{}", r.stderr);
+    assert_eq!(
+        before,
+        env.repository_state(),
+        "a refused apply changed the repository"
+    );
+}
