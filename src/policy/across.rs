@@ -26,6 +26,9 @@ pub struct PartOf {
     pub plans: usize,
     /// The resources they affect together.
     pub resources: u64,
+    /// Whether every one of them is of this plan's operation kind (then the resources are
+    /// all this plan's kind of resource: all branches, all tags).
+    pub same_kind: bool,
     /// The other plans' ids (`sha256:<hex>`), sorted.
     pub others: Vec<String>,
     /// The bulk group this plan needs because of them; `None` when it is bulk on its own,
@@ -82,9 +85,13 @@ pub fn part_of(
         }
         _ => None,
     };
+    let kind = std::mem::discriminant(&plan.operation);
     Some(PartOf {
         plans: siblings.len() + 1,
         resources: total,
+        same_kind: siblings
+            .iter()
+            .all(|(_, p)| std::mem::discriminant(&p.operation) == kind),
         others: siblings.iter().map(|(id, _)| id.to_string()).collect(),
         group,
     })

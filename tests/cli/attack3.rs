@@ -122,3 +122,41 @@ fn parts_signed_with_two_certificates_for_the_same_planner_add_up() {
         "a refused apply changed the repository"
     );
 }
+
+#[test]
+fn branches_and_tags_of_one_repository_add_up_and_are_called_resources() {
+    // Half the deletion as branches, half as tags: one repository, one planner.
+    let env = split_repo();
+    env.git_at(30, &["tag", "old/1", "main~1"]);
+    env.git_at(30, &["tag", "old/2", "main~1"]);
+    let plans: [&[&str]; 2] = [
+        &["plan", "stale-branches", "--match", "topic/[01]", "-o", "a.json"],
+        &["plan", "tags", "--match", "old/*", "-o", "t.json"],
+    ];
+    for args in plans {
+        let r = env.run("alice", args);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let out = args.last().unwrap();
+        assert_eq!(env.run("bob", &["approve", out, "--yes"]).code, 0);
+    }
+    let r = env.run("bob", &["show", "t.json"]);
+    assert!(r.stdout.contains("together they are bulk"), "{}", r.stdout);
+    // Two branches and two tags are not "4 tags".
+    assert!(
+        r.stdout
+            .contains("2 plans by alice@example.com totalling 4 resources"),
+        "{}",
+        r.stdout
+    );
+    let j = env.run("bob", &["--json", "show", "t.json"]).json();
+    assert_eq!(j["approvals"]["part_of"]["resources"], 4, "{j}");
+    assert_eq!(j["approvals"]["part_of"]["same_kind"], false, "{j}");
+    let before = env.repository_state();
+    let r = env.run("alice", &["apply", "t.json"]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert_eq!(
+        before,
+        env.repository_state(),
+        "a refused apply changed the repository"
+    );
+}
