@@ -4,6 +4,7 @@
 //! after a finding failed when written; the others pin down guarantees the feature rests on.
 
 use crate::fixtures::{Run, TestEnv};
+use std::fs;
 
 /// Four merged branches `topic/0..3`, and a policy committed on main: one approval, and bulk
 /// (more than 3 resources) needs 2.
@@ -159,4 +160,51 @@ fn branches_and_tags_of_one_repository_add_up_and_are_called_resources() {
         env.repository_state(),
         "a refused apply changed the repository"
     );
+}
+
+#[test]
+fn odd_seen_entries_are_not_counted_and_show_and_verify_still_read_only() {
+    // Whoever can write `.git/guardctl/seen/` leaves a FIFO, a directory, a symlink to a real
+    // plan and garbage, each named like a live entry: none may hang, panic or count, and
+    // show/verify still write nothing.
+    let env = split_repo();
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--match", "topic/[01]", "-o", "a.json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--match", "topic/[23]", "-o", "b.json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", "a.json", "--yes"]).code, 0);
+    let seen = env.repo.join(".git/guardctl/seen");
+    let live = crate::fixtures::NOW_UNIX + 3600;
+    let b_id = crate::fixtures::plan_id_of(&env.repo.join("b.json"));
+    let b_hex = b_id.trim_start_matches("sha256:");
+    let other = "cd".repeat(32);
+    let fifo = seen.join(format!("{live}-{b_hex}.json"));
+    let mk = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(mk.success());
+    fs::create_dir(seen.join(format!("{live}-{}.json", "ab".repeat(32)))).unwrap();
+    std::os::unix::fs::symlink(
+        env.repo.join("b.json"),
+        seen.join(format!("{}-{b_hex}.json", live + 1)),
+    )
+    .unwrap();
+    fs::write(seen.join(format!("{live}-{other}.json")), b"{not a plan").unwrap();
+    let before = crate::fixtures::file_tree(&env.repo.join(".git"));
+    let r = env.run("bob", &["show", "a.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!r.stdout.contains("part of"), "{}", r.stdout);
+    let r = env.run("alice", &["verify", "a.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        before,
+        crate::fixtures::file_tree(&env.repo.join(".git")),
+        "show or verify wrote"
+    );
+    let r = env.run("alice", &["apply", "a.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
 }
