@@ -24,7 +24,7 @@ use time::OffsetDateTime;
 pub struct PartOf {
     /// This plan and the planner's other live plans in the repository.
     pub plans: usize,
-    /// The resources they affect together.
+    /// The resources they affect together, each counted once.
     pub resources: u64,
     /// Whether every one of them is of this plan's operation kind (then the resources are
     /// all this plan's kind of resource: all branches, all tags).
@@ -41,6 +41,16 @@ pub struct PartOf {
 /// lists.
 pub fn resources(plan: &Plan) -> u64 {
     crate::plan::manifest::of(&plan.operation).map_or(plan.affected.len(), |ids| ids.len()) as u64
+}
+
+/// What a plan affects, as names comparable across its planner's plans: refnames (branch
+/// and tag names differ by namespace), or an exec preview's ids kept apart from refnames (a
+/// command's id is not the ref of the same name).
+fn resource_names(plan: &Plan) -> Vec<String> {
+    match crate::plan::manifest::of(&plan.operation) {
+        Some(ids) => ids.into_iter().map(|id| format!("exec\0{id}")).collect(),
+        None => plan.affected.iter().map(|a| a.refname.clone()).collect(),
+    }
 }
 
 /// Where `plan` stands among `others` (plan id, plan, live until) — plans this clone has
@@ -69,7 +79,13 @@ pub fn part_of(
     }
     siblings.sort_by(|a, b| a.0.cmp(b.0));
     siblings.dedup_by(|a, b| a.0 == b.0);
-    let total = resources(plan) + siblings.iter().map(|(_, p)| resources(p)).sum::<u64>();
+    // The resources they affect together, each once: a re-plan of the same branches (after
+    // a rejection, a drift, an expiry) is not a second deletion of them.
+    let total = std::iter::once(plan)
+        .chain(siblings.iter().map(|(_, p)| *p))
+        .flat_map(resource_names)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len() as u64;
     let bulk_alone = plan.review.iter().any(|g| g.kind == ReviewKind::Bulk);
     let group = match &policy.bulk.approvals {
         Some(req) if policy.bulk.across_plans && !bulk_alone && total > policy.bulk.threshold => {
@@ -126,9 +142,14 @@ mod tests {
         p
     }
 
+    /// A plan of `n` branches no other plan_of plan names.
     fn plan_of(n: usize, key: &str, policy: &Policy) -> Plan {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let affected = (0..n)
-            .map(|i| test_data::by(&format!("b{i}"), "carol@x", 0))
+            .map(|_| {
+                let i = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                test_data::by(&format!("b{i}"), "carol@x", 0)
+            })
             .collect::<Vec<_>>();
         let mut p = test_data::plan(affected, &policy.hash());
         p.planner.key = Some(key.into());
@@ -157,6 +178,23 @@ mod tests {
         assert_eq!(g.approvers, vec!["rel@x".to_string()]);
         let reviewed = in_review(&a, Some(&part)).unwrap();
         assert_eq!(reviewed.review.len(), a.review.len() + 1);
+    }
+
+    #[test]
+    fn the_same_branches_in_two_plans_count_once() {
+        let pol = policy(3);
+        let a = plan_of(2, "K1", &pol);
+        let again = a.clone();
+        let keys = ["K1".to_string()];
+        let part = part_of(
+            &a,
+            "sha256:a",
+            &[("sha256:r", &again, again.expires_at)],
+            &keys,
+            &pol,
+            NOW,
+        );
+        assert_eq!(part.map(|p| (p.plans, p.resources, p.group)), Some((2, 2, None)));
     }
 
     #[test]

@@ -208,3 +208,39 @@ fn odd_seen_entries_are_not_counted_and_show_and_verify_still_read_only() {
     let r = env.run("alice", &["apply", "a.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
 }
+
+#[test]
+fn a_replan_of_the_same_branches_is_not_counted_twice() {
+    // alice's first plan was rejected; she plans the same two branches again. Two plans of
+    // the same two branches delete two branches, not four: no bulk group.
+    let env = split_repo();
+    for out in ["a.json", "a2.json"] {
+        let r = env.run(
+            "alice",
+            &["plan", "stale-branches", "--match", "topic/[01]", "-o", out],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let r = env.run("bob", &["reject", "a.json", "--comment", "wrong day"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", "a2.json", "--yes"]).code, 0);
+    let r = env.run("bob", &["show", "a2.json"]);
+    assert!(
+        r.stdout
+            .contains("2 plans by alice@example.com totalling 2 branches"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("together they are bulk"), "{}", r.stdout);
+    let r = env.run("alice", &["apply", "a2.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // A disjoint part still adds up with what was deleted.
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--match", "topic/[23]", "-o", "b.json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", "b.json", "--yes"]).code, 0);
+    let r = env.run("alice", &["apply", "b.json"]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+}
