@@ -298,12 +298,30 @@ pub fn part_of(
         return Ok(None);
     }
     let seen = crate::store::seen::live(&state, ctx.now, loaded.id_hex())?;
-    let others: Vec<(&str, &Plan)> = seen.plans.iter().map(|l| (l.plan_id.as_str(), &l.plan)).collect();
+    // By key, and by principal as self-approval is: a planner with certificates signs each
+    // plan with whichever key the certificate of the day is for.
+    let mut keys = planner_keys(signers, &loaded.plan);
+    let mut names = planner_principals(signers, loaded, ctx.now);
+    names.extend(loaded.plan.planner.principal.clone());
+    for (l, _) in &seen.plans {
+        let theirs = planner_principals(signers, l, ctx.now);
+        if theirs
+            .iter()
+            .any(|t| names.iter().any(|n| n.eq_ignore_ascii_case(t)))
+        {
+            keys.extend(l.plan.planner.key.clone());
+        }
+    }
+    let others: Vec<(&str, &Plan, time::OffsetDateTime)> = seen
+        .plans
+        .iter()
+        .map(|(l, until)| (l.plan_id.as_str(), &l.plan, *until))
+        .collect();
     Ok(crate::policy::across::part_of(
         &loaded.plan,
         &loaded.plan_id,
         &others,
-        &planner_keys(signers, &loaded.plan),
+        &keys,
         policy,
         ctx.now,
     ))

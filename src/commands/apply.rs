@@ -91,9 +91,17 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     ctx.report_signers(ui, false)?;
     let mut cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
     let repo = ctx.repo()?;
-    // An applied plan stays one of its planner's live plans here until it expires: the bulk
-    // class of their other plans counts it (`bulk.across_plans`).
-    crate::store::seen::record(&repo.state_dir(), &cleared.loaded, ctx.now)?;
+    // An applied plan stays one of its planner's live plans here, for the bulk class of their
+    // other plans (`bulk.across_plans`): until it expires, and at least the policy's longest
+    // plan lifetime from now, since its expiry is the planner's choice.
+    let window = ctx
+        .policy_for(cleared.loaded.plan.operation.bound_to_remote())?
+        .policy
+        .max_expiry_secs;
+    let until = ctx
+        .now
+        .saturating_add(time::Duration::seconds(window.min(i64::MAX as u64) as i64));
+    crate::store::seen::record(&repo.state_dir(), &cleared.loaded, Some(until), ctx.now)?;
     cleared.forget_payload();
     let loaded = &cleared.loaded;
     let plan = &loaded.plan;

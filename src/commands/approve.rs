@@ -153,7 +153,7 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     // A reviewed plan is one of its planner's live plans here: the bulk class of their
     // other plans counts it (`bulk.across_plans`).
     if let Some(repo) = plans_repo(ctx, plan) {
-        crate::store::seen::record(&repo.state_dir(), &loaded, ctx.now)?;
+        crate::store::seen::record(&repo.state_dir(), &loaded, None, ctx.now)?;
     }
 
     let approval = Approval {

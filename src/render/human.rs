@@ -423,6 +423,8 @@ fn part_of_line(a: &super::view::ApprovalsView, resources: &str) -> String {
         return String::new();
     };
     let ids: Vec<String> = p.others.iter().map(|id| super::view::short_id(id)).collect();
+    // Branches and tags together are neither "branches" nor "tags".
+    let resources = if p.same_kind { resources } else { "resources" };
     let mut line = format!(
         "{} plans by {} totalling {} {resources} (also {})",
         p.plans,

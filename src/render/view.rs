@@ -105,6 +105,8 @@ pub struct PartOfView {
     pub plans: usize,
     /// The resources they affect together.
     pub resources: u64,
+    /// Whether they are all plans of this one's kind (resources all branches, or all tags).
+    pub same_kind: bool,
     pub planner: String,
     /// The other plans' ids.
     pub others: Vec<String>,
@@ -117,6 +119,7 @@ impl PartOfView {
         PartOfView {
             plans: p.plans,
             resources: p.resources,
+            same_kind: p.same_kind,
             planner: safe(plan.planner.principal.as_deref().unwrap_or("(no principal)")),
             others: p.others.clone(),
             needs_bulk: p.group.is_some(),

@@ -4,10 +4,13 @@
 //! each one away from the bulk approvers.
 //!
 //! Each entry is the plan file as signed (approvals stripped), named
-//! `<expires_at unix>-<plan id hex>.json` so that expired entries are skipped and pruned by
-//! name alone. The directory is untrusted like every state file: an entry counts only after
+//! `<counted until, unix>-<plan id hex>.json` so that entries no longer counted are skipped
+//! and pruned by name alone. A plan counts until it expires; one applied here counts until
+//! the later of its expiry and the policy's longest plan lifetime after it was applied: its
+//! expiry is the planner's choice, and a part applied with five minutes to live is as much
+//! part of the deletion an hour later. The directory is untrusted like every state file: an entry counts only after
 //! its signature and contents verify as a plan (`planfile::load`) and its name matches what
-//! it holds. Nothing here can weaken a check: a forged or damaged entry is not counted, and
+//! it holds (its id, and a time no earlier than its expiry). Nothing here can weaken a check: a forged or damaged entry is not counted, and
 //! deleting entries is no more than never having seen those plans.
 
 use crate::error::{Error, Result};
@@ -20,22 +23,29 @@ fn dir(state_dir: &Path) -> PathBuf {
     state_dir.join("seen")
 }
 
-fn entry_name(expires_at: OffsetDateTime, id_hex: &str) -> String {
-    format!("{}-{id_hex}.json", expires_at.unix_timestamp())
+fn entry_name(until: OffsetDateTime, id_hex: &str) -> String {
+    format!("{}-{id_hex}.json", until.unix_timestamp())
 }
 
-/// `(expiry, plan id hex)` from an entry's file name; `None` for anything else.
+/// `(counted until, plan id hex)` from an entry's file name; `None` for anything else.
 fn parse_name(name: &str) -> Option<(i64, &str)> {
     let (expiry, id) = name.strip_suffix(".json")?.split_once('-')?;
     (crate::store::state::is_plan_id_hex(id)).then_some(())?;
     Some((expiry.parse().ok()?, id))
 }
 
-/// Keep `loaded` (as signed, without approvals) until it expires, and prune entries that
-/// expired before `now`. Recording twice is harmless.
-pub fn record(state_dir: &Path, loaded: &Loaded, now: OffsetDateTime) -> Result<()> {
+/// Keep `loaded` (as signed, without approvals) until the later of its expiry and `until`
+/// (`None` for a plan reviewed, the time an applied one keeps counting), and prune entries
+/// no longer counted at `now`. Recording twice is harmless.
+pub fn record(
+    state_dir: &Path,
+    loaded: &Loaded,
+    until: Option<OffsetDateTime>,
+    now: OffsetDateTime,
+) -> Result<()> {
     let dir = dir(state_dir);
-    let path = dir.join(entry_name(loaded.plan.expires_at, loaded.id_hex()));
+    let until = until.map_or(loaded.plan.expires_at, |t| t.max(loaded.plan.expires_at));
+    let path = dir.join(entry_name(until, loaded.id_hex()));
     if !path.exists() {
         let file = PlanFile {
             approvals: Vec::new(),
@@ -56,7 +66,7 @@ pub fn record(state_dir: &Path, loaded: &Loaded, now: OffsetDateTime) -> Result<
     Ok(())
 }
 
-/// Every entry's path, expiry and plan id hex, by name.
+/// Every entry's path, time counted until and plan id hex, by name.
 fn entries(dir: &Path) -> Result<Vec<(PathBuf, i64, String)>> {
     let rd = match std::fs::read_dir(dir) {
         Ok(rd) => rd,
@@ -77,16 +87,17 @@ fn entries(dir: &Path) -> Result<Vec<(PathBuf, i64, String)>> {
     Ok(out)
 }
 
-/// What reading the seen plans found: the live ones that verified, and the entries that did
-/// not (named, so the user can remove them; they are not counted).
+/// What reading the seen plans found: the ones still counted that verified (each with the
+/// time it is counted until), and the entries that did not (named, so the user can remove
+/// them; they are not counted).
 #[derive(Default)]
 pub struct Seen {
-    pub plans: Vec<Loaded>,
+    pub plans: Vec<(Loaded, OffsetDateTime)>,
     pub unreadable: Vec<String>,
 }
 
-/// The seen plans not expired at `now`, other than `except` (a plan id hex), each verified
-/// as a plan file; read-only.
+/// The seen plans still counted at `now`, other than `except` (a plan id hex), each
+/// verified as a plan file; read-only.
 pub fn live(state_dir: &Path, now: OffsetDateTime, except: &str) -> Result<Seen> {
     let mut seen = Seen::default();
     for (path, expiry, id) in entries(&dir(state_dir))? {
@@ -94,7 +105,10 @@ pub fn live(state_dir: &Path, now: OffsetDateTime, except: &str) -> Result<Seen>
             continue;
         }
         match crate::planfile::load(&path) {
-            Ok(l) if l.id_hex() == id && l.plan.expires_at.unix_timestamp() == expiry => seen.plans.push(l),
+            Ok(l) if l.id_hex() == id && l.plan.expires_at.unix_timestamp() <= expiry => {
+                let until = OffsetDateTime::from_unix_timestamp(expiry).unwrap_or(l.plan.expires_at);
+                seen.plans.push((l, until));
+            }
             Ok(_) => seen.unreadable.push(format!(
                 "{}: its name does not match the plan it holds",
                 path.display()

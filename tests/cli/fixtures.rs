@@ -292,6 +292,51 @@ impl TestEnv {
         path
     }
 
+    /// A fresh key `name` with a user certificate for `principal` (valid all of 2026) from the
+    /// test's certificate authority, which the allowed-signers file trusts for `principal`;
+    /// returns the certificate's path (the private key beside it), as `--key` takes it.
+    pub fn certified_key(&self, name: &str, principal: &str) -> PathBuf {
+        let dir = self.path().join("certs");
+        fs::create_dir_all(&dir).unwrap();
+        let keygen = |args: &[&str]| {
+            let out = Command::new("ssh-keygen")
+                .current_dir(&dir)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "ssh-keygen {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        if !dir.join("ca").exists() {
+            keygen(&["-q", "-t", "ed25519", "-N", "", "-C", "ca", "-f", "ca"]);
+        }
+        let ca = fs::read_to_string(dir.join("ca.pub")).unwrap();
+        let line = format!("{principal} cert-authority {}\n", ca.trim());
+        let signers = self.allowed_signers();
+        let text = fs::read_to_string(&signers).unwrap();
+        if !text.contains(&line) {
+            fs::write(&signers, text + &line).unwrap();
+        }
+        keygen(&["-q", "-t", "ed25519", "-N", "", "-C", name, "-f", name]);
+        let public = format!("{name}.pub");
+        keygen(&[
+            "-q",
+            "-s",
+            "ca",
+            "-I",
+            name,
+            "-n",
+            principal,
+            "-V",
+            "20260101:20270101",
+            &public,
+        ]);
+        dir.join(format!("{name}-cert.pub"))
+    }
+
     /// Append `<principal and options> <public key of key_name>` to the allowed-signers file.
     pub fn allow_signer(&self, principal_and_options: &str, key_name: &str) {
         let path = self.allowed_signers();

@@ -7,6 +7,7 @@
 mod apply;
 mod attack;
 mod attack2;
+mod attack3;
 mod consumed;
 mod docs;
 mod exec;
