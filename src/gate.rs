@@ -34,6 +34,8 @@ pub struct Cleared {
     pub report: ApprovalReport,
     /// The principal applying it (its executor), when a key was given.
     pub executor: Option<String>,
+    /// Whether the planner's other live plans seen here made it need the bulk group.
+    pub bulk_across: bool,
 }
 
 impl Cleared {
@@ -277,6 +279,7 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
         loaded,
         report,
         executor,
+        bulk_across: part_of.as_ref().is_some_and(|p| p.group.is_some()),
     })
 }
 

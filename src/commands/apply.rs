@@ -91,23 +91,30 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     ctx.report_signers(ui, false)?;
     let mut cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
     let repo = ctx.repo()?;
+    let store = Store::new(repo.state_dir());
+    let _lock = store.lock()?;
     // An applied plan stays one of its planner's live plans here, for the bulk class of their
-    // other plans (`bulk.across_plans`): until it expires, and at least the policy's longest
-    // plan lifetime from now, since its expiry is the planner's choice.
-    let window = ctx
+    // other plans (`bulk.across_plans`): until it expires, and at least the policy's default
+    // plan lifetime from now, since its expiry is the planner's choice. Recorded under the
+    // lock and judged again: two parts applied at the same moment each passed the checks
+    // before the other was recorded, and the second to get the lock must see the first.
+    let policy = &ctx
         .policy_for(cleared.loaded.plan.operation.bound_to_remote())?
-        .policy
-        .max_expiry_secs;
-    let until = ctx
-        .now
-        .saturating_add(time::Duration::seconds(window.min(i64::MAX as u64) as i64));
+        .policy;
+    let until = ctx.now.saturating_add(time::Duration::seconds(
+        policy.default_expiry_secs.min(i64::MAX as u64) as i64,
+    ));
     crate::store::seen::record(&repo.state_dir(), &cleared.loaded, Some(until), ctx.now)?;
+    if !cleared.bulk_across
+        && crate::gate::part_of(ctx, &cleared.loaded, &ctx.allowed_signers()?.0, policy)?
+            .is_some_and(|p| p.group.is_some())
+    {
+        cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
+    }
     cleared.forget_payload();
     let loaded = &cleared.loaded;
     let plan = &loaded.plan;
     let id = loaded.id_hex().to_string();
-    let store = Store::new(repo.state_dir());
-    let _lock = store.lock()?;
     // What cannot be recorded is not done: a broken audit log refuses before any change.
     store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
     let ex = Executor {

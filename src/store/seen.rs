@@ -6,9 +6,10 @@
 //! Each entry is the plan file as signed (approvals stripped), named
 //! `<counted until, unix>-<plan id hex>.json` so that entries no longer counted are skipped
 //! and pruned by name alone. A plan counts until it expires; one applied here counts until
-//! the later of its expiry and the policy's longest plan lifetime after it was applied: its
-//! expiry is the planner's choice, and a part applied with five minutes to live is as much
-//! part of the deletion an hour later. The directory is untrusted like every state file: an entry counts only after
+//! the later of its expiry and the policy's default plan lifetime after it was applied: its
+//! expiry is the planner's choice, and a part applied with one minute to live is as much part
+//! of the deletion ten minutes later. (Not the longest lifetime: a week of "one deletion"
+//! would make a nightly clean-up bulk by Thursday.) The directory is untrusted like every state file: an entry counts only after
 //! its signature and contents verify as a plan (`planfile::load`) and its name matches what
 //! it holds (its id, and a time no earlier than its expiry). Nothing here can weaken a check: a forged or damaged entry is not counted, and
 //! deleting entries is no more than never having seen those plans.

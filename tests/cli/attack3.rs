@@ -244,3 +244,59 @@ fn a_replan_of_the_same_branches_is_not_counted_twice() {
     let r = env.run("alice", &["apply", "b.json"]);
     assert_eq!(r.code, 12, "{}", r.transcript());
 }
+
+#[test]
+fn two_parts_applied_at_the_same_moment_do_not_both_pass_alone() {
+    // Each part was approved away from this clone, so only apply records them here. Both
+    // applies pass their checks while guardctl's lock is held elsewhere, then take it in
+    // turn: the second must see the first and need the bulk approvers.
+    let env = split_repo();
+    for (glob, out) in [("topic/[01]", "a.json"), ("topic/[23]", "b.json")] {
+        let r = env.run("alice", &["plan", "stale-branches", "--match", glob, "-o", out]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let plan = env.repo.join(out);
+        let away = env.path().to_str().unwrap().to_string();
+        let r = env.run("bob", &["-C", &away, "approve", plan.to_str().unwrap(), "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    assert!(
+        !env.repo.join(".git/guardctl/seen").exists()
+            || fs::read_dir(env.repo.join(".git/guardctl/seen"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+    let lock = env.repo.join(".git/guardctl/lock");
+    fs::create_dir_all(lock.parent().unwrap()).unwrap();
+    let mut holder = std::process::Command::new("flock")
+        .arg(&lock)
+        .args(["sleep", "4"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let spawn = |file: &str| {
+        let mut c = env.command();
+        c.arg("--key")
+            .arg(env.key("alice"))
+            .arg("--allowed-signers")
+            .arg(env.allowed_signers())
+            .args(["apply", file])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        c.spawn().unwrap()
+    };
+    let (a, b) = (spawn("a.json"), spawn("b.json"));
+    holder.wait().unwrap();
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let mut codes = [a.status.code().unwrap(), b.status.code().unwrap()];
+    codes.sort();
+    let said = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&a.stderr),
+        String::from_utf8_lossy(&b.stderr)
+    );
+    assert_eq!(codes, [0, 12], "{said}");
+    assert!(said.contains("bulk needs 1 more"), "{said}");
+    // Two of the four branches are gone: one part, never both.
+    assert_eq!(heads(&env).lines().count(), 3, "{}", heads(&env));
+}
