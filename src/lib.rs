@@ -21,7 +21,9 @@
 //! - [`execute`]: the journaled, mutating sequences of `apply` and `rollback`, and `recover`.
 //! - [`store`]: guardctl's own state in `.git/guardctl` (lock, journals, markers, audit log),
 //!   every file of it untrusted input when read back.
-//! - [`repo`]: the only code that touches git; `repo::mutate` the only code that changes it.
+//! - [`repo`]: the only code that touches git. A `&Repo` only reads; changing the repository
+//!   takes a `repo::mutate::RepoMut`, which only exists while guardctl's lock is held
+//!   (`store::Store::lock`): `execute`, and `gc` and `approve`/`reject` for their audit entries.
 //! - [`render`]: view structs built from plans, human text from views, escaping.
 //! - [`fsutil`], [`duration`]: atomic writes, bounded reads; duration parsing.
 //! - [`mcp`]: `guardctl mcp`, the plan/show/status/verify/apply tools over MCP (rmcp, tokio).

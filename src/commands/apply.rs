@@ -79,11 +79,11 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     let id = loaded.id_hex().to_string();
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
-    let _lock = store.lock()?;
+    let locked = store.lock(repo)?;
     // What cannot be recorded is not done: a broken audit log refuses before any change.
     store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
     let ex = Executor {
-        repo,
+        repo: locked,
         store: &store,
         now: ctx.now,
         key: Some(&key),
@@ -100,8 +100,8 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             replayed: true,
             unverified: false,
             command: false,
-            human: ex.recorded_result(&id, &signers, false)?,
-            json: ex.recorded_result(&id, &signers, true)?,
+            human: crate::execute::recorded_result(&store, &id, &signers, false)?,
+            json: crate::execute::recorded_result(&store, &id, &signers, true)?,
         });
     }
     let image = BeforeImage {

@@ -420,9 +420,9 @@ pub fn audit(
         return Ok(());
     };
     let store = crate::store::Store::new(repo.state_dir());
-    let _lock = store.lock()?;
+    let locked = store.lock(repo)?;
     store.audit(
-        repo,
+        &locked,
         key,
         crate::store::audit::Event {
             now: ctx.now,

@@ -14,14 +14,14 @@ pub struct Args {}
 pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
-    let _lock = store.lock()?;
+    let locked = store.lock(repo)?;
     store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
     let key = ctx.signing_key(ui).ok();
     if let Some(k) = &key {
         ctx.require_principal(k, crate::plan::approval::APPLY_NAMESPACE, "recover")?;
     }
     let done = Executor {
-        repo,
+        repo: locked,
         store: &store,
         now: ctx.now,
         key: key.as_ref(),

@@ -51,14 +51,14 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
     let id = resolve(&store, &args.plan)?;
-    let _lock = store.lock()?;
+    let locked = store.lock(repo)?;
     store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
     // The rollback's audit entry, and a receipt of an interrupted apply finished here, are
     // signed with the caller's key.
     let key = ctx.signing_key(ui)?;
     ctx.require_principal(&key, crate::plan::approval::APPLY_NAMESPACE, "rollback")?;
     let ex = Executor {
-        repo,
+        repo: locked,
         store: &store,
         now: ctx.now,
         key: Some(&key),
@@ -73,7 +73,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         )));
     }
     // Only what this repository's own apply recorded and its executor signed is restored.
-    let image = match ex.trusted(&id, &signers)? {
+    let image = match crate::execute::trusted(&store, &id, &signers)? {
         (image, Some(_)) => image,
         (_, None) => {
             return Err(crate::store::state::inconsistent(

@@ -9,6 +9,12 @@
 //! file under git's own `config.lock`. The backup commit is written with `git hash-object`.
 //! A `.lock` file left by a killed git is reported, never removed. A remote's branches change
 //! through one atomic, leased `git push` (`push.rs`).
+//!
+//! Mutation is a type, not a convention: every method here is on [`RepoMut`], which exists
+//! only while guardctl's repository lock is held ([`RepoMut::lock`], through
+//! `store::Store::lock`). A `&Repo` can only read; `plan`, `show` and `verify` never take the
+//! lock, so they cannot obtain a `RepoMut` at all. `tests/cli/layers.rs` checks that only the
+//! modules that legitimately mutate name it.
 
 mod push;
 
@@ -22,6 +28,37 @@ use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
+/// The repository with the right to change it, and guardctl's repository lock, held until
+/// it is dropped. Reads go through to [`Repo`] (`Deref`).
+pub struct RepoMut<'r> {
+    repo: &'r Repo,
+    _lock: std::fs::File,
+}
+
+impl<'r> RepoMut<'r> {
+    /// Take the `flock` on `lock_path` (waiting for another guardctl to finish), then hand
+    /// out the mutating handle that holds it.
+    pub fn lock(repo: &'r Repo, lock_path: &std::path::Path) -> Result<RepoMut<'r>> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(lock_path)
+            .map_err(Error::io("open", lock_path))?;
+        file.lock()
+            .map_err(|e| Error::internal(format!("cannot lock {}", lock_path.display())).caused_by(e))?;
+        Ok(RepoMut { repo, _lock: file })
+    }
+}
+
+impl std::ops::Deref for RepoMut<'_> {
+    type Target = Repo;
+
+    fn deref(&self) -> &Repo {
+        self.repo
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum RefOp {
     /// Create `refname` at `oid`; fails if it exists.
@@ -30,7 +67,7 @@ pub enum RefOp {
     Delete { refname: String, old: String },
 }
 
-impl Repo {
+impl RepoMut<'_> {
     /// Apply every op in one all-or-nothing transaction. A compare-and-swap failure is
     /// `drift`; a ref lock held by another process is `needs_recovery`.
     pub fn ref_transaction(&self, ops: &[RefOp]) -> Result<()> {

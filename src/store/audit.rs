@@ -20,6 +20,7 @@ use crate::error::{Error, Kind, Result};
 use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE, AuditLink, RECEIPT_PAYLOAD_TYPE, Receipt};
 use crate::plan::envelope::{Envelope, sha256_id};
 use crate::repo::Repo;
+use crate::repo::mutate::RepoMut;
 use crate::sign::allowed_signers::Signer;
 use crate::sign::{AllowedSigners, SigningKey, dsse, sshsig};
 use serde::{Deserialize, Serialize};
@@ -353,7 +354,7 @@ pub fn check_trust(records: &[Record], signers: &AllowedSigners) -> Option<Break
 
 /// The log, checked and ready to extend: a broken log is refused; an interrupted append's
 /// entry is anchored first. The caller holds the store lock until it has appended.
-pub fn open_for_append(repo: &Repo, path: &Path) -> Result<Log> {
+pub fn open_for_append(repo: &RepoMut, path: &Path) -> Result<Log> {
     let mut log = read(repo, path)?;
     log.refuse_if_broken(path)?;
     if log.pending
@@ -376,7 +377,7 @@ pub fn open_for_append(repo: &Repo, path: &Path) -> Result<Log> {
 }
 
 /// Append a signed envelope (an entry, or a receipt naming `log.next()`) and move the anchor.
-pub fn append_envelope(repo: &Repo, path: &Path, log: &Log, env: &Envelope) -> Result<AuditLink> {
+pub fn append_envelope(repo: &RepoMut, path: &Path, log: &Log, env: &Envelope) -> Result<AuditLink> {
     let link = log.next();
     let payload = crate::plan::envelope::decode_payload(&env.payload)
         .map_err(|e| Error::internal("cannot decode an audit entry").caused_by(e))?;
@@ -413,7 +414,7 @@ pub struct Event<'a> {
 }
 
 /// Sign an entry with `key` and append it (the caller holds the store lock).
-pub fn append(repo: &Repo, path: &Path, key: &SigningKey, e: Event) -> Result<()> {
+pub fn append(repo: &RepoMut, path: &Path, key: &SigningKey, e: Event) -> Result<()> {
     let log = open_for_append(repo, path)?;
     let link = log.next();
     let entry = Entry {
