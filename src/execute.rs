@@ -31,12 +31,12 @@ use crate::ops::exec;
 use crate::ops::pin::Script;
 use crate::plan::approval::{APPLY_NAMESPACE, DeletedRef, ExecResult, RECEIPT_PAYLOAD_TYPE, Receipt};
 use crate::plan::model::ExecInputs;
-use crate::render::escape::safe;
 use crate::repo::mutate::{BackupCommit, RefOp, RemoteOp, RepoMut, push_args};
 use crate::sign::AllowedSigners;
 use crate::sign::{SigningKey, dsse};
 use crate::store::state::{self, CONSUMED_PAYLOAD_TYPE, Consumed, Step, StepOf};
 use crate::store::{BeforeImage, Store};
+use crate::text::safe;
 use time::OffsetDateTime;
 
 /// Where apply records how a command ended, for the receipt (and a recovery).

@@ -54,6 +54,7 @@ pub mod render;
 pub mod repo;
 pub mod sign;
 pub mod store;
+pub mod text;
 pub mod ui;
 
 use clap::Parser;
@@ -88,9 +89,9 @@ pub fn main() -> ExitCode {
         Command::Log(a) => commands::log::run(a, &ctx, &mut ui),
         Command::Gc(a) => commands::gc::run(a, &ctx, &mut ui),
         Command::Whoami(a) => commands::whoami::run(a, &ctx, &mut ui),
-        Command::Completions(a) => commands::completions::run(a, &mut ui),
+        Command::Completions(a) => commands::completions::run(a, cli::command(), &mut ui),
         Command::Demo(a) => commands::demo::run(a, &mut ui),
-        Command::Mcp(a) => commands::mcp::run(a, &ctx, &mut ui),
+        Command::Mcp(a) => mcp::run(a, &ctx, &mut ui),
     };
     let code = match result {
         Ok(code) => code,
@@ -121,7 +122,7 @@ fn clap_failure(e: clap::Error, json: bool) -> ExitCode {
             .to_string();
         let err = Error::new(Kind::Usage, first);
         let mut out = std::io::stdout().lock();
-        let _ = render::escape::json_pretty(&err.to_json()).map(|b| std::io::Write::write_all(&mut out, &b));
+        let _ = text::json_pretty(&err.to_json()).map(|b| std::io::Write::write_all(&mut out, &b));
         let _ = std::io::Write::write_all(&mut out, b"\n");
     }
     let _ = e.print();

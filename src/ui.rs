@@ -146,7 +146,7 @@ impl Ui {
 
     /// Print one JSON document on stdout.
     pub fn json_doc(&mut self, value: &impl serde::Serialize) -> Result<(), Error> {
-        let bytes = crate::render::escape::json_pretty(value)
+        let bytes = crate::text::json_pretty(value)
             .map_err(|e| Error::internal("cannot serialise the JSON output").caused_by(e))?;
         let mut out = self.out();
         out.write_all(&bytes)?;

@@ -9,8 +9,8 @@ use crate::error::{Error, Kind, Result};
 use crate::execute::Executor;
 use crate::plan::approval::DeletedRef;
 use crate::plan::model::{BACKUP_NAMESPACE, Operation};
-use crate::render::escape::safe;
 use crate::store::{BeforeImage, SavedTag, Store};
+use crate::text::safe;
 use crate::ui::Ui;
 
 /// Apply exactly the plan: refuses on drift, expiry, missing approvals, wrong principal or

@@ -7,9 +7,9 @@ use crate::plan::approval::{APPROVAL_NAMESPACE, Approval, Decision};
 use crate::plan::envelope::APPROVAL_PAYLOAD_TYPE;
 use crate::plan::model::{Plan, ReviewGroup};
 use crate::planfile::Loaded;
-use crate::render::escape::safe;
 use crate::render::view::{self, Paging, ViewInput};
 use crate::sign::dsse;
+use crate::text::safe;
 use crate::ui::Ui;
 use std::path::{Path, PathBuf};
 

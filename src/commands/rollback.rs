@@ -5,8 +5,8 @@
 use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::execute::Executor;
-use crate::render::escape::safe;
 use crate::store::Store;
+use crate::text::safe;
 use crate::ui::Ui;
 use std::path::Path;
 

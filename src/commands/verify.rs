@@ -3,8 +3,8 @@
 
 use crate::context::Ctx;
 use crate::error::Result;
-use crate::render::escape::safe;
 use crate::render::view::short_id;
+use crate::text::safe;
 use crate::ui::Ui;
 
 /// Run every check apply runs (integrity, expiry, principal, approvals, policy, drift)

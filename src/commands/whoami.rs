@@ -49,7 +49,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
                 principals: signers
                     .principals_at(key.signer(), ns, &[ctx.now])
                     .iter()
-                    .map(|p| crate::render::escape::safe(p))
+                    .map(|p| crate::text::safe(p))
                     .collect(),
             })
             .collect(),
@@ -67,7 +67,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     writeln!(w, "key          {} (from {}{agent})", view.key, view.key_source)?;
     writeln!(w, "fingerprint  {}", view.fingerprint)?;
     match (&view.allowed_signers, view.allowed_signers_source) {
-        (Some(p), Some(how)) => writeln!(w, "signers      {} (from {how})", crate::render::escape::safe(p))?,
+        (Some(p), Some(how)) => writeln!(w, "signers      {} (from {how})", crate::text::safe(p))?,
         _ => writeln!(
             w,
             "signers      none configured: this key speaks for no principal"

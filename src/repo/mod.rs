@@ -156,7 +156,7 @@ impl Repo {
         let not_found = |e: git2::Error| {
             Error::usage(format!(
                 "base `{}` does not name a commit",
-                crate::render::escape::safe(spec)
+                crate::text::safe(spec)
             ))
             .caused_by(e.message())
         };

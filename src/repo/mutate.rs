@@ -28,6 +28,9 @@ use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
+/// The ref that anchors the audit log's head outside its file (`store::audit`).
+pub const ANCHOR_REF: &str = "refs/guardctl/audit";
+
 /// The repository with the right to change it, and guardctl's repository lock, held until
 /// it is dropped. Reads go through to [`Repo`] (`Deref`).
 pub struct RepoMut<'r> {
@@ -199,7 +202,7 @@ impl RepoMut<'_> {
                 "--create-reflog",
                 "-m",
                 message,
-                crate::store::audit::ANCHOR_REF,
+                ANCHOR_REF,
                 &new,
                 &old,
             ])
@@ -208,7 +211,7 @@ impl RepoMut<'_> {
             .map_err(|e| Error::internal("cannot run git update-ref").caused_by(e))?;
         if !out.status.success() {
             return Err(update_ref_error(String::from_utf8_lossy(&out.stderr).trim())
-                .caused_by(format!("moving {}", crate::store::audit::ANCHOR_REF)));
+                .caused_by(format!("moving {}", ANCHOR_REF)));
         }
         Ok(Oid::from_str(&new)?)
     }
@@ -243,11 +246,8 @@ impl RepoMut<'_> {
         }
         let out = child.wait_with_output().map_err(failed)?;
         if !out.status.success() {
-            return Err(
-                Error::internal("git hash-object failed").caused_by(crate::render::escape::safe(
-                    String::from_utf8_lossy(&out.stderr).trim(),
-                )),
-            );
+            return Err(Error::internal("git hash-object failed")
+                .caused_by(crate::text::safe(String::from_utf8_lossy(&out.stderr).trim())));
         }
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
@@ -318,13 +318,10 @@ impl RepoMut<'_> {
                 .output()
                 .map_err(|e| Error::internal("cannot run git config --local --add").caused_by(e))?;
             if !out.status.success() {
-                return Err(Error::internal(format!(
-                    "cannot restore config {}",
-                    crate::render::escape::safe(key)
-                ))
-                .caused_by(crate::render::escape::safe(
-                    String::from_utf8_lossy(&out.stderr).trim(),
-                )));
+                return Err(
+                    Error::internal(format!("cannot restore config {}", crate::text::safe(key)))
+                        .caused_by(crate::text::safe(String::from_utf8_lossy(&out.stderr).trim())),
+                );
             }
         }
         Ok(())
@@ -429,7 +426,7 @@ fn op_line(op: &RefOp) -> String {
 
 /// What a failed `git update-ref --stdin` means, from its message.
 fn update_ref_error(stderr: &str) -> Error {
-    let safe = crate::render::escape::safe(stderr);
+    let safe = crate::text::safe(stderr);
     if stderr.contains(".lock': File exists") || stderr.contains("Unable to create") {
         return Error::new(Kind::NeedsRecovery, "a ref is locked by another process; nothing was changed")
             .caused_by(safe)

@@ -31,8 +31,8 @@ use time::OffsetDateTime;
 
 pub const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 pub const AUDIT_PAYLOAD_TYPE: &str = "application/vnd.guardctl.audit.v1+json";
-/// The ref that anchors the log's head outside the file.
-pub const ANCHOR_REF: &str = "refs/guardctl/audit";
+/// The ref that anchors the log's head outside the file (defined beside the code that moves it).
+pub use crate::repo::mutate::ANCHOR_REF;
 
 /// The signed payload of one audit entry (an apply's entry is its receipt instead).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -246,10 +246,7 @@ fn record(line: &str) -> std::result::Result<Record, String> {
             (APPLY_NAMESPACE, receipt_entry(&r, link))
         }
         other => {
-            return Err(format!(
-                "unknown payload type `{}`",
-                crate::render::escape::safe(other)
-            ));
+            return Err(format!("unknown payload type `{}`", crate::text::safe(other)));
         }
     };
     let v = dsse::verify(&env, &env.payload_type, namespace).map_err(|e| format!("signature: {e}"))?;
@@ -258,7 +255,7 @@ fn record(line: &str) -> std::result::Result<Record, String> {
     }
     Ok(Record {
         seq: entry.seq,
-        time: crate::render::view::rfc3339(entry.time),
+        time: crate::text::rfc3339(entry.time),
         event: entry.event,
         plan_id: entry.plan_id,
         principal: entry.principal,
@@ -342,7 +339,7 @@ pub fn check_trust(records: &[Record], signers: &AllowedSigners) -> Option<Break
             ),
             Some(p) if !r.receipt && !principals.contains(p) => format!(
                 "claims {} but its key speaks for {}",
-                crate::render::escape::safe(p),
+                crate::text::safe(p),
                 principals.join(", ")
             ),
             _ => continue,

@@ -89,7 +89,7 @@ impl Store {
         let line = serde_json::json!({
             "plan": format!("sha256:{id_hex}"),
             "step": step.as_str(),
-            "time": crate::render::view::rfc3339(now),
+            "time": crate::text::rfc3339(now),
         });
         let path = dir.join("journal");
         let mut f = OpenOptions::new()

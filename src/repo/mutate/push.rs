@@ -4,7 +4,7 @@
 //! of it if any ref moved since it was observed: the remote's own compare-and-swap.
 
 use crate::error::{Error, Kind, Result};
-use crate::render::escape::safe;
+use crate::text::safe;
 use std::process::Stdio;
 
 /// One change to a remote branch.
