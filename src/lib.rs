@@ -3,8 +3,10 @@
 //!
 //! # Architecture map
 //!
-//! The arrows point one way: `commands` → (`ops`, `policy`, `render`, `sign`, `planfile`) →
-//! (`plan`, `repo`).
+//! The arrows point one way: (`cli`, `mcp`) → `commands` → (`gate`, `execute`, `ops`,
+//! `policy`, `render`, `sign`, `store`, `planfile`, `context`, `ui`) → (`plan`, `repo`) →
+//! leaves (`error`, `text`, `duration`, `fsutil`). docs/architecture.md has the layers and
+//! where a new operation kind goes; `tests/cli/layers.rs` checks the code against it.
 //!
 //! - [`cli`]: global flags and the command enum; `cli::command()` feeds completions and man pages.
 //! - [`context`]: `Ctx`, the run's one `now`, the repository, key and allowed-signers lookup.
@@ -25,6 +27,7 @@
 //!   takes a `repo::mutate::RepoMut`, which only exists while guardctl's lock is held
 //!   (`store::Store::lock`): `execute`, and `gc` and `approve`/`reject` for their audit entries.
 //! - [`render`]: view structs built from plans, human text from views, escaping.
+//! - [`text`]: terminal-safe escaping of repository strings, JSON output, RFC 3339 times.
 //! - [`fsutil`], [`duration`]: atomic writes, bounded reads; duration parsing.
 //! - [`mcp`]: `guardctl mcp`, the plan/show/status/verify/apply tools over MCP (rmcp, tokio).
 //!

@@ -12,6 +12,7 @@ mod docs;
 mod exec;
 mod fixtures;
 mod hostile;
+mod layers;
 mod mcp;
 mod plan;
 mod plan_file;
