@@ -5,7 +5,7 @@
 //!
 //! The arrows point one way: (`cli`, `mcp`) → `commands` → (`gate`, `execute`, `ops`,
 //! `policy`, `render`, `sign`, `store`, `planfile`, `context`, `ui`) → (`plan`, `repo`) →
-//! leaves (`error`, `text`, `duration`, `fsutil`). docs/architecture.md has the layers and
+//! leaves (`error`, `text`, `duration`, `fsutil`, `process`). docs/architecture.md has the layers and
 //! where a new operation kind goes; `tests/cli/layers.rs` checks the code against it.
 //!
 //! - [`cli`]: global flags and the command enum; `cli::command()` feeds completions and man pages.
@@ -27,6 +27,8 @@
 //!   takes a `repo::mutate::RepoMut`, which only exists while guardctl's lock is held
 //!   (`store::Store::lock`): `execute`, and `gc` and `approve`/`reject` for their audit entries.
 //! - [`render`]: view structs built from plans, human text from views, escaping.
+//! - [`process`]: running git, ssh-keygen and guardctl itself: the command line in every
+//!   error, closed stdin, input written while both pipes are read, escaped stderr.
 //! - [`text`]: terminal-safe escaping of repository strings, JSON output, RFC 3339 times.
 //! - [`fsutil`], [`duration`]: atomic writes, bounded reads; duration parsing.
 //! - [`mcp`]: `guardctl mcp`, the plan/show/status/verify/apply tools over MCP (rmcp, tokio).
@@ -53,6 +55,7 @@ pub mod ops;
 pub mod plan;
 pub mod planfile;
 pub mod policy;
+pub mod process;
 pub mod render;
 pub mod repo;
 pub mod sign;
