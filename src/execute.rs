@@ -355,6 +355,7 @@ impl Executor<'_> {
         self.store.mark_consumed(id, &bytes)
     }
 
+    /// Write the one commit whose parents are every commit `image` must keep.
     fn write_backup_commit(&self, image: &BeforeImage) -> Result<BackupCommit> {
         let tips: Vec<String> = image
             .refs
@@ -1097,8 +1098,6 @@ fn consumed(store: &Store, id: &str, signers: &AllowedSigners) -> Result<(Before
         )),
     }
 }
-
-/// Write the one commit whose parents are every commit `image` must keep.
 
 fn need_key(key: Option<&SigningKey>) -> Result<&SigningKey> {
     key.ok_or_else(|| {
