@@ -61,7 +61,7 @@ pub enum Command {
     Gc(commands::gc::Args),
     Completions(commands::completions::Args),
     Demo(commands::demo::Args),
-    Mcp(commands::mcp::Args),
+    Mcp(crate::mcp::Args),
 }
 
 /// The clap definition, for completions, man pages and their staleness test.

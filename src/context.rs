@@ -11,10 +11,10 @@ use crate::error::{Error, Kind, Result};
 use crate::plan::model::{PolicySource, PolicySourceKind};
 use crate::policy::file::PolicyError;
 use crate::policy::{InForce, Policy};
-use crate::render::escape::safe;
 use crate::repo::Repo;
 use crate::sign::key::{KeyLookup, KeySource};
 use crate::sign::{AllowedSigners, SigningKey};
+use crate::text::safe;
 use crate::ui::Ui;
 use std::cell::OnceCell;
 use std::path::PathBuf;
@@ -102,7 +102,7 @@ impl Ctx {
                 ))
                 .with_hint(other.hint(&key));
                 if let crate::sign::agent::Readiness::AgentUnreachable(why) = &other {
-                    e = e.caused_by(crate::render::escape::safe(why));
+                    e = e.caused_by(crate::text::safe(why));
                 }
                 Err(e)
             }
@@ -284,7 +284,7 @@ impl Ctx {
                 }
                 Some(s) => format!(
                     "Trusted identities from {} ({}).",
-                    crate::render::escape::safe(&s.location),
+                    crate::text::safe(&s.location),
                     s.how
                 ),
                 None => "Trusted identities: none configured; no key speaks for any principal.".to_string(),
@@ -304,7 +304,7 @@ impl Ctx {
         {
             ui.warn(&format!(
                 "gpg.ssh.allowedSignersFile ({}) is set in the repository's own config, which anyone who can write the repository can change: guardctl ignores it",
-                crate::render::escape::safe(&p)
+                crate::text::safe(&p)
             ));
         }
         if let Ok(in_tree) = std::fs::read(repo.display_path().join(SIGNERS_PATH)) {

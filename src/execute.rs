@@ -31,13 +31,12 @@ use crate::ops::exec;
 use crate::ops::pin::Script;
 use crate::plan::approval::{APPLY_NAMESPACE, DeletedRef, ExecResult, RECEIPT_PAYLOAD_TYPE, Receipt};
 use crate::plan::model::ExecInputs;
-use crate::render::escape::safe;
-use crate::repo::Repo;
-use crate::repo::mutate::{BackupCommit, RefOp, RemoteOp, push_args};
+use crate::repo::mutate::{BackupCommit, RefOp, RemoteOp, RepoMut, push_args};
 use crate::sign::AllowedSigners;
 use crate::sign::{SigningKey, dsse};
 use crate::store::state::{self, CONSUMED_PAYLOAD_TYPE, Consumed, Step, StepOf};
 use crate::store::{BeforeImage, Store};
+use crate::text::safe;
 use time::OffsetDateTime;
 
 /// Where apply records how a command ended, for the receipt (and a recovery).
@@ -46,7 +45,8 @@ const EXEC_RESULT: &str = "exec-result.json";
 const EXEC_RESULT_PAYLOAD_TYPE: &str = "application/vnd.guardctl.exec-result.v1+json";
 
 pub struct Executor<'a> {
-    pub repo: &'a Repo,
+    /// The repository, under guardctl's lock: only an executor may change it.
+    pub repo: RepoMut<'a>,
     pub store: &'a Store,
     pub now: OffsetDateTime,
     /// The key that signs the audit entries of what this run does (rollback, recover).
@@ -390,99 +390,6 @@ impl Executor<'_> {
         self.store.mark_consumed(id, &bytes)
     }
 
-    /// The before-image of `id` and its consumed marker, each cross-checked (see
-    /// `store::state`): the image names this plan and only what guardctl writes; the marker,
-    /// if any, is signed by a key of the image's executor and binds this image's bytes.
-    /// Anything else is `needs_recovery` naming the file; nothing has been changed.
-    pub fn trusted(&self, id: &str, signers: &AllowedSigners) -> Result<(BeforeImage, Option<Consumed>)> {
-        let dir = self.store.plan_dir(id);
-        let Some((image, digest)) = self.store.checked_before_image(id)? else {
-            return Err(state::inconsistent(
-                &dir,
-                "it has a journal but no before-image.json",
-            ));
-        };
-        let path = dir.join("consumed");
-        let Some(bytes) = self.store.read_file(id, "consumed")? else {
-            return Ok((image, None));
-        };
-        let bad = |why: String| state::inconsistent(&path, why);
-        let envelope: crate::plan::envelope::Envelope =
-            serde_json::from_slice(&bytes).map_err(|e| bad(format!("not a signed marker ({e})")))?;
-        let verified = dsse::verify(&envelope, CONSUMED_PAYLOAD_TYPE, APPLY_NAMESPACE)
-            .map_err(|e| bad(e.to_string()))?;
-        let marker: Consumed =
-            serde_json::from_slice(&verified.payload).map_err(|e| bad(format!("malformed ({e})")))?;
-        if marker.plan_id != image.plan_id || marker.before_image != digest {
-            return Err(bad(format!(
-                "it consumes {} with before-image {}, but the before-image of this plan is {digest}",
-                marker.plan_id, marker.before_image
-            )));
-        }
-        if marker.key != verified.fingerprint {
-            return Err(bad("it names another key than the one that signed it".into()));
-        }
-        let principals = signers.principals_for(&verified.signer, APPLY_NAMESPACE, marker.created_at);
-        if !principals.contains(&image.executor) {
-            return Err(bad(format!(
-                "it is signed by {} ({}), not by the plan's executor {}",
-                verified.fingerprint,
-                if principals.is_empty() {
-                    "no principal".to_string()
-                } else {
-                    principals.join(", ")
-                },
-                image.executor
-            )));
-        }
-        Ok((image, Some(marker)))
-    }
-
-    /// The recorded result of an applied plan, as a replay prints it: rebuilt from the stored
-    /// receipt once its signature verifies, by the key the consumed marker names, for this
-    /// plan. Never the bytes of a result file, which anyone who can write `.git/guardctl`
-    /// could have written.
-    pub fn recorded_result(&self, id: &str, signers: &AllowedSigners, json: bool) -> Result<String> {
-        let (image, marker) = self.consumed(id, signers)?;
-        let path = self.store.plan_dir(id).join("receipt.json");
-        let bad = |why: String| state::inconsistent(&path, why);
-        let bytes = self
-            .store
-            .read_file(id, "receipt.json")?
-            .ok_or_else(|| bad("the plan is recorded as applied but has no receipt".into()))?;
-        let envelope: crate::plan::envelope::Envelope =
-            serde_json::from_slice(&bytes).map_err(|e| bad(format!("not a signed receipt ({e})")))?;
-        let verified =
-            dsse::verify(&envelope, RECEIPT_PAYLOAD_TYPE, APPLY_NAMESPACE).map_err(|e| bad(e.to_string()))?;
-        if verified.fingerprint != marker.key {
-            return Err(bad(format!(
-                "signed by {}, not by {}, the key that consumed the plan",
-                verified.fingerprint, marker.key
-            )));
-        }
-        let receipt: Receipt =
-            serde_json::from_slice(&verified.payload).map_err(|e| bad(format!("malformed ({e})")))?;
-        if receipt.plan_id != image.plan_id {
-            return Err(bad(format!("it is the receipt of {}", safe(&receipt.plan_id))));
-        }
-        Ok(if json {
-            crate::render::receipt::json(&receipt, &envelope).map_err(|e| encode_failed("result.json", e))?
-        } else {
-            crate::render::receipt::human(&receipt)
-        })
-    }
-
-    /// A consumed plan's image and marker, for a step that comes after consumption.
-    fn consumed(&self, id: &str, signers: &AllowedSigners) -> Result<(BeforeImage, Consumed)> {
-        match self.trusted(id, signers)? {
-            (image, Some(marker)) => Ok((image, marker)),
-            (_, None) => Err(state::inconsistent(
-                &self.store.plan_dir(id).join("journal"),
-                "it records steps after consumption, but the plan has no consumed marker",
-            )),
-        }
-    }
-
     /// Write the one commit whose parents are every commit `image` must keep.
     fn write_backup_commit(&self, image: &BeforeImage) -> Result<BackupCommit> {
         let tips: Vec<String> = image
@@ -642,7 +549,7 @@ impl Executor<'_> {
         };
         // The receipt is the apply's audit entry: it names its place in the log, and its
         // signature is the entry's.
-        let log = crate::store::audit::open_for_append(self.repo, &self.store.audit_path())?;
+        let log = crate::store::audit::open_for_append(&self.repo, &self.store.audit_path())?;
         let receipt = Receipt {
             audit: Some(log.next()),
             ..receipt
@@ -661,7 +568,7 @@ impl Executor<'_> {
         let envelope =
             signed.map_err(|e| Error::internal("applied, but cannot sign the receipt").caused_by(e))?;
         human.map_err(|_| Error::internal("cannot write the result"))??;
-        crate::store::audit::append_envelope(self.repo, &self.store.audit_path(), &log, &envelope)?;
+        crate::store::audit::append_envelope(&self.repo, &self.store.audit_path(), &log, &envelope)?;
         let pretty = serde_json::to_vec_pretty(&envelope).map_err(|e| encode_failed("receipt.json", e))?;
         self.store.write_file(id, "receipt.json", &pretty)?;
         self.store.write_file(
@@ -723,7 +630,7 @@ impl Executor<'_> {
             .with_hint("pass --key <path>, set GUARDCTL_KEY, or configure git's user.signingKey")
         })?;
         self.store.audit(
-            self.repo,
+            &self.repo,
             key,
             crate::store::audit::Event {
                 now: self.now,
@@ -924,13 +831,13 @@ impl Executor<'_> {
                 continue;
             }
             if last == Step::BeforeImageWritten && !self.store.is_consumed(&id) {
-                self.trusted(&id, signers)?;
+                trusted(self.store, &id, signers)?;
                 let outcome = self.recover_unstarted(&id)?;
                 self.audit("recover", Some(&format!("sha256:{id}")), None, &outcome)?;
                 done.push((id, outcome));
                 continue;
             }
-            let (image, marker) = self.consumed(&id, signers)?;
+            let (image, marker) = consumed(self.store, &id, signers)?;
             self.check_kind(&id, &image, &steps)?;
             let outcome = match last {
                 Step::BeforeImageWritten | Step::Consumed | Step::BackupCreated => {
@@ -1141,6 +1048,98 @@ impl Executor<'_> {
             ));
         }
         Ok(())
+    }
+}
+
+/// The before-image of `id` and its consumed marker, each cross-checked (see
+/// `store::state`): the image names this plan and only what guardctl writes; the marker,
+/// if any, is signed by a key of the image's executor and binds this image's bytes.
+/// Anything else is `needs_recovery` naming the file; nothing has been changed.
+pub fn trusted(store: &Store, id: &str, signers: &AllowedSigners) -> Result<(BeforeImage, Option<Consumed>)> {
+    let dir = store.plan_dir(id);
+    let Some((image, digest)) = store.checked_before_image(id)? else {
+        return Err(state::inconsistent(
+            &dir,
+            "it has a journal but no before-image.json",
+        ));
+    };
+    let path = dir.join("consumed");
+    let Some(bytes) = store.read_file(id, "consumed")? else {
+        return Ok((image, None));
+    };
+    let bad = |why: String| state::inconsistent(&path, why);
+    let envelope: crate::plan::envelope::Envelope =
+        serde_json::from_slice(&bytes).map_err(|e| bad(format!("not a signed marker ({e})")))?;
+    let verified =
+        dsse::verify(&envelope, CONSUMED_PAYLOAD_TYPE, APPLY_NAMESPACE).map_err(|e| bad(e.to_string()))?;
+    let marker: Consumed =
+        serde_json::from_slice(&verified.payload).map_err(|e| bad(format!("malformed ({e})")))?;
+    if marker.plan_id != image.plan_id || marker.before_image != digest {
+        return Err(bad(format!(
+            "it consumes {} with before-image {}, but the before-image of this plan is {digest}",
+            marker.plan_id, marker.before_image
+        )));
+    }
+    if marker.key != verified.fingerprint {
+        return Err(bad("it names another key than the one that signed it".into()));
+    }
+    let principals = signers.principals_for(&verified.signer, APPLY_NAMESPACE, marker.created_at);
+    if !principals.contains(&image.executor) {
+        return Err(bad(format!(
+            "it is signed by {} ({}), not by the plan's executor {}",
+            verified.fingerprint,
+            if principals.is_empty() {
+                "no principal".to_string()
+            } else {
+                principals.join(", ")
+            },
+            image.executor
+        )));
+    }
+    Ok((image, Some(marker)))
+}
+
+/// The recorded result of an applied plan, as a replay prints it: rebuilt from the stored
+/// receipt once its signature verifies, by the key the consumed marker names, for this
+/// plan. Never the bytes of a result file, which anyone who can write `.git/guardctl`
+/// could have written.
+pub fn recorded_result(store: &Store, id: &str, signers: &AllowedSigners, json: bool) -> Result<String> {
+    let (image, marker) = consumed(store, id, signers)?;
+    let path = store.plan_dir(id).join("receipt.json");
+    let bad = |why: String| state::inconsistent(&path, why);
+    let bytes = store
+        .read_file(id, "receipt.json")?
+        .ok_or_else(|| bad("the plan is recorded as applied but has no receipt".into()))?;
+    let envelope: crate::plan::envelope::Envelope =
+        serde_json::from_slice(&bytes).map_err(|e| bad(format!("not a signed receipt ({e})")))?;
+    let verified =
+        dsse::verify(&envelope, RECEIPT_PAYLOAD_TYPE, APPLY_NAMESPACE).map_err(|e| bad(e.to_string()))?;
+    if verified.fingerprint != marker.key {
+        return Err(bad(format!(
+            "signed by {}, not by {}, the key that consumed the plan",
+            verified.fingerprint, marker.key
+        )));
+    }
+    let receipt: Receipt =
+        serde_json::from_slice(&verified.payload).map_err(|e| bad(format!("malformed ({e})")))?;
+    if receipt.plan_id != image.plan_id {
+        return Err(bad(format!("it is the receipt of {}", safe(&receipt.plan_id))));
+    }
+    Ok(if json {
+        crate::render::receipt::json(&receipt, &envelope).map_err(|e| encode_failed("result.json", e))?
+    } else {
+        crate::render::receipt::human(&receipt)
+    })
+}
+
+/// A consumed plan's image and marker, for a step that comes after consumption.
+fn consumed(store: &Store, id: &str, signers: &AllowedSigners) -> Result<(BeforeImage, Consumed)> {
+    match trusted(store, id, signers)? {
+        (image, Some(marker)) => Ok((image, marker)),
+        (_, None) => Err(state::inconsistent(
+            &store.plan_dir(id).join("journal"),
+            "it records steps after consumption, but the plan has no consumed marker",
+        )),
     }
 }
 

@@ -11,10 +11,10 @@ use crate::plan::envelope::{APPROVAL_PAYLOAD_TYPE, Envelope, PLAN_NAMESPACE};
 use crate::plan::model::{Operation, Plan, StaleBranchesInputs};
 use crate::planfile::Loaded;
 use crate::policy::{ApprovalReport, CheckedApproval, GateInput, GroupStatus, Ignored, Policy, Refusal};
-use crate::render::escape::safe;
 use crate::render::view::{ApprovalsView, PolicyView};
 use crate::sign::allowed_signers::Signer;
 use crate::sign::{AllowedSigners, SigningKey, dsse, sshsig};
+use crate::text::safe;
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -386,9 +386,9 @@ fn refusal(r: Refusal, loaded: &Loaded, part_of: Option<&crate::policy::across::
         }
         Refusal::Expired { expires_at } => Error::new(
             Kind::Expired,
-            format!("the plan expired at {}", crate::render::view::rfc3339(expires_at)),
+            format!("the plan expired at {}", crate::text::rfc3339(expires_at)),
         )
-        .with_details(json!({"expires_at": crate::render::view::rfc3339(expires_at)}))
+        .with_details(json!({"expires_at": crate::text::rfc3339(expires_at)}))
         .with_hint(format!("{replan} and have it approved again")),
         Refusal::WrongPrincipal { executor, applying } => Error::new(
             Kind::WrongPrincipal,

@@ -3,10 +3,13 @@
 //!
 //! # Architecture map
 //!
-//! The arrows point one way: `commands` → (`ops`, `policy`, `render`, `sign`, `planfile`) →
-//! (`plan`, `repo`).
+//! The arrows point one way: (`cli`, `usage`, `mcp`) → `commands` → (`gate`, `execute`, `ops`,
+//! `policy`, `render`, `sign`, `store`, `planfile`, `context`, `ui`) → (`plan`, `repo`) →
+//! leaves (`error`, `text`, `duration`, `fsutil`, `process`). docs/architecture.md has the layers and
+//! where a new operation kind goes; `tests/cli/layers.rs` checks the code against it.
 //!
 //! - [`cli`]: global flags and the command enum; `cli::command()` feeds completions and man pages.
+//! - [`usage`]: clap's usage errors as guardctl errors (a hint each; single-dash long flags).
 //! - [`context`]: `Ctx`, the run's one `now`, the repository, key and allowed-signers lookup.
 //! - [`error`]: the one error type; the only place that maps failures to exit codes.
 //! - [`ui`]: the only writer to stdout/stderr (`--json`, `--color`, `-q`).
@@ -21,8 +24,13 @@
 //! - [`execute`]: the journaled, mutating sequences of `apply` and `rollback`, and `recover`.
 //! - [`store`]: guardctl's own state in `.git/guardctl` (lock, journals, markers, audit log),
 //!   every file of it untrusted input when read back.
-//! - [`repo`]: the only code that touches git; `repo::mutate` the only code that changes it.
+//! - [`repo`]: the only code that touches git. A `&Repo` only reads; changing the repository
+//!   takes a `repo::mutate::RepoMut`, which only exists while guardctl's lock is held
+//!   (`store::Store::lock`): `execute`, and `gc` and `approve`/`reject` for their audit entries.
 //! - [`render`]: view structs built from plans, human text from views, escaping.
+//! - [`process`]: running git, ssh-keygen and guardctl itself: the command line in every
+//!   error, closed stdin, input written while both pipes are read, escaped stderr.
+//! - [`text`]: terminal-safe escaping of repository strings, JSON output, RFC 3339 times.
 //! - [`fsutil`], [`duration`]: atomic writes, bounded reads; duration parsing.
 //! - [`mcp`]: `guardctl mcp`, the plan/show/status/verify/apply tools over MCP (rmcp, tokio).
 //!
@@ -48,10 +56,12 @@ pub mod ops;
 pub mod plan;
 pub mod planfile;
 pub mod policy;
+pub mod process;
 pub mod render;
 pub mod repo;
 pub mod sign;
 pub mod store;
+pub mod text;
 pub mod ui;
 pub mod usage;
 
@@ -91,9 +101,9 @@ pub fn main() -> ExitCode {
         Command::Log(a) => commands::log::run(a, &ctx, &mut ui),
         Command::Gc(a) => commands::gc::run(a, &ctx, &mut ui),
         Command::Whoami(a) => commands::whoami::run(a, &ctx, &mut ui),
-        Command::Completions(a) => commands::completions::run(a, &mut ui),
+        Command::Completions(a) => commands::completions::run(a, cli::command(), &mut ui),
         Command::Demo(a) => commands::demo::run(a, &mut ui),
-        Command::Mcp(a) => commands::mcp::run(a, &ctx, &mut ui),
+        Command::Mcp(a) => mcp::run(a, &ctx, &mut ui),
     };
     let code = match result {
         Ok(code) => code,

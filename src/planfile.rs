@@ -59,9 +59,9 @@ fn plan_file(path: &Path, bytes: &[u8]) -> Result<PlanFile> {
 fn from_file(path: &Path, file: PlanFile) -> Result<Loaded> {
     let bad_envelope = |e: dsse::EnvelopeError| invalid(path, format!("plan envelope: {e}"));
     if file.payload_type != PLAN_PAYLOAD_TYPE {
-        return Err(bad_envelope(dsse::EnvelopeError::PayloadType(
-            crate::render::escape::safe(&file.payload_type),
-        )));
+        return Err(bad_envelope(dsse::EnvelopeError::PayloadType(crate::text::safe(
+            &file.payload_type,
+        ))));
     }
     let payload = envelope::decode_payload(&file.payload)
         .map_err(|e| bad_envelope(dsse::EnvelopeError::Base64(e.to_string())))?;

@@ -179,7 +179,7 @@ impl Ui {
             doc: value,
             warnings: &self.warnings,
         };
-        let bytes = crate::render::escape::json_pretty(&doc)
+        let bytes = crate::text::json_pretty(&doc)
             .map_err(|e| Error::internal("cannot serialise the JSON output").caused_by(e))?;
         let mut out = Out(&mut self.stdout);
         out.write_all(&bytes)?;

@@ -36,10 +36,10 @@ pub fn single_dash_long_flag(args: &[OsString], cmd: &clap::Command) -> Option<E
         };
         let name = rest.split('=').next().unwrap_or_default();
         if name.len() > 1 && names.iter().any(|n| n == name) {
-            let shown = crate::render::escape::safe(arg);
+            let shown = crate::text::safe(arg);
             return Some(
                 Error::usage(format!("`{shown}` is a long flag written with one dash"))
-                    .with_hint(format!("did you mean --{}?", crate::render::escape::safe(rest))),
+                    .with_hint(format!("did you mean --{}?", crate::text::safe(rest))),
             );
         }
     }

@@ -9,8 +9,8 @@ use crate::error::{Error, Kind, Result};
 use crate::execute::Executor;
 use crate::plan::approval::DeletedRef;
 use crate::plan::model::{BACKUP_NAMESPACE, Operation};
-use crate::render::escape::safe;
 use crate::store::{BeforeImage, SavedTag, Store};
+use crate::text::safe;
 use crate::ui::Ui;
 
 /// Apply exactly the plan: refuses on drift, expiry, missing approvals, wrong principal or
@@ -92,7 +92,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     let mut cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
-    let _lock = store.lock()?;
+    let locked = store.lock(repo)?;
     // An applied plan stays one of its planner's live plans here, for the bulk class of their
     // other plans (`bulk.across_plans`): until it expires, and at least the policy's default
     // plan lifetime from now, since its expiry is the planner's choice. Recorded under the
@@ -118,7 +118,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     // What cannot be recorded is not done: a broken audit log refuses before any change.
     store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
     let ex = Executor {
-        repo,
+        repo: locked,
         store: &store,
         now: ctx.now,
         key: Some(&key),
@@ -137,8 +137,8 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             replayed: true,
             unverified: false,
             command: false,
-            human: ex.recorded_result(&id, &signers, false)?,
-            json: ex.recorded_result(&id, &signers, true)?,
+            human: crate::execute::recorded_result(&store, &id, &signers, false)?,
+            json: crate::execute::recorded_result(&store, &id, &signers, true)?,
         });
     }
     let image = BeforeImage {

@@ -7,9 +7,9 @@ use crate::plan::approval::{APPROVAL_NAMESPACE, Approval, Decision};
 use crate::plan::envelope::APPROVAL_PAYLOAD_TYPE;
 use crate::plan::model::{Plan, ReviewGroup};
 use crate::planfile::Loaded;
-use crate::render::escape::safe;
 use crate::render::view::{self, Paging, ViewInput};
 use crate::sign::dsse;
+use crate::text::safe;
 use crate::ui::Ui;
 use std::path::{Path, PathBuf};
 
@@ -447,9 +447,9 @@ pub fn audit(
         None => loaded.plan.summary.clone(),
     };
     let store = crate::store::Store::new(repo.state_dir());
-    let _lock = store.lock()?;
+    let locked = store.lock(repo)?;
     store.audit(
-        repo,
+        &locked,
         key,
         crate::store::audit::Event {
             now: ctx.now,

@@ -12,8 +12,9 @@ pub struct Args {
     pub shell: clap_complete::Shell,
 }
 
-pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
-    let mut cmd = crate::cli::command();
+/// `cmd` is `cli::command()`, handed in by the dispatcher so that `commands` does not import
+/// `cli` (which imports every command's `Args`).
+pub fn run(args: Args, mut cmd: clap::Command, ui: &mut Ui) -> Result<u8> {
     if ui.json {
         // One JSON document on every path: the script as a string.
         let mut script = Vec::new();

@@ -4,10 +4,9 @@
 //! this very binary as a user would type it. Touches nothing outside its temp directory.
 
 use crate::error::{Error, Result};
+use crate::process::Process;
 use crate::ui::Ui;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Run the whole loop on a throwaway repository, explaining each step.
 #[derive(Debug, clap::Args)]
@@ -36,7 +35,7 @@ impl Demo {
     fn git_as(&self, dir: &Path, args: &[&str], days_ago: i64, author: &str) -> Result<String> {
         let date = format!("@{} +0000", self.now - days_ago * DAY);
         let email = format!("{}@example.com", author.to_lowercase());
-        let out = Command::new("git")
+        let out = Process::new("git")
             .current_dir(dir)
             .args(args)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -47,12 +46,7 @@ impl Demo {
             .env("GIT_AUTHOR_EMAIL", &email)
             .env("GIT_COMMITTER_NAME", "Alice")
             .env("GIT_COMMITTER_EMAIL", "alice@example.com")
-            .output()
-            .map_err(|e| Error::internal("cannot run git").caused_by(e))?;
-        if !out.status.success() {
-            return Err(Error::internal(format!("git {} failed", args.join(" ")))
-                .caused_by(String::from_utf8_lossy(&out.stderr).trim()));
-        }
+            .checked(None)?;
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
 
@@ -149,7 +143,7 @@ impl Demo {
 
     fn keygen(&self, name: &str) -> Result<PathBuf> {
         let path = self.root.join(format!("{name}_ed25519"));
-        let ok = Command::new("ssh-keygen")
+        Process::new("ssh-keygen")
             .args([
                 "-q",
                 "-t",
@@ -161,11 +155,7 @@ impl Demo {
                 "-f",
             ])
             .arg(&path)
-            .status()
-            .map_err(|e| Error::internal("cannot run ssh-keygen").caused_by(e))?;
-        if !ok.success() {
-            return Err(Error::internal("ssh-keygen failed to create a demo key"));
-        }
+            .checked(None)?;
         Ok(path)
     }
 
@@ -177,12 +167,12 @@ impl Demo {
         w.flush()?;
         let exe = std::env::current_exe()
             .map_err(|e| Error::internal("cannot locate the guardctl executable").caused_by(e))?;
-        let mut cmd = Command::new(exe);
+        let mut process = Process::new(exe);
         if ui.json {
             // The steps' own output is narrative too: stdout is the demo's one JSON document.
-            cmd.stdout(std::io::stderr());
+            process = process.stdout_to_stderr();
         }
-        let status = cmd
+        let status = process
             .current_dir(&self.repo)
             .args(args)
             .arg("--key")
@@ -191,8 +181,7 @@ impl Demo {
             .arg(self.root.join("allowed_signers"))
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
-            .status()
-            .map_err(|e| Error::internal(format!("cannot run guardctl {}", args.join(" "))).caused_by(e))?;
+            .status()?;
         let code = status.code().unwrap_or(-1);
         writeln!(ui.text_out(), "(exit status {code})")?;
         self.steps.borrow_mut().push(serde_json::json!({
@@ -402,7 +391,7 @@ fn verify_with_ssh_keygen(demo: &Demo) -> Result<String> {
     let sig_path = demo.root.join("plan.sig");
     let sig = file.signatures.first().map(|s| s.sig.clone()).unwrap_or_default();
     std::fs::write(&sig_path, sig).map_err(Error::io("write", &sig_path))?;
-    let mut child = Command::new("ssh-keygen")
+    let out = Process::new("ssh-keygen")
         .args([
             "-Y",
             "verify",
@@ -415,16 +404,7 @@ fn verify_with_ssh_keygen(demo: &Demo) -> Result<String> {
         .arg(demo.root.join("allowed_signers"))
         .arg("-s")
         .arg(&sig_path)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::internal("cannot run ssh-keygen -Y verify").caused_by(e))?;
-    let ssh_keygen = |e| Error::internal("ssh-keygen -Y verify failed").caused_by(e);
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(&pae).map_err(ssh_keygen)?;
-    }
-    let out = child.wait_with_output().map_err(ssh_keygen)?;
+        .output(Some(&pae))?;
     Ok(format!(
         "$ ssh-keygen -Y verify -n guardctl-plan -I alice@example.com -f allowed_signers -s plan.sig < PAE bytes\n{}",
         String::from_utf8_lossy(&out.stdout).trim()

@@ -21,7 +21,7 @@ pub struct Args {}
 pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
-    let _lock = store.lock()?;
+    let locked = store.lock(repo)?;
     store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
     // (plan id hex, image, the backup ref to delete at its commit, if it is still there)
     let mut due: Vec<(String, BeforeImage, Option<RefOp>)> = Vec::new();
@@ -87,7 +87,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         Some((k, principal))
     };
     for (id, image, op) in due {
-        repo.ref_transaction(op.as_slice())?;
+        locked.ref_transaction(op.as_slice())?;
         store.write_file(&id, "collected", b"collected\n")?;
         let detail = format!(
             "removed the backup of {} branches past {} days",
@@ -96,7 +96,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         );
         if let Some((key, principal)) = &key {
             store.audit(
-                repo,
+                &locked,
                 key,
                 crate::store::audit::Event {
                     now: ctx.now,

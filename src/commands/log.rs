@@ -3,9 +3,9 @@
 
 use crate::context::Ctx;
 use crate::error::Result;
-use crate::render::escape::safe;
 use crate::store::Store;
 use crate::store::audit::{self, Break, Record};
+use crate::text::safe;
 use crate::ui::Ui;
 
 /// Show the audit trail and check it.

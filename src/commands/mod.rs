@@ -6,7 +6,6 @@ pub mod completions;
 pub mod demo;
 pub mod gc;
 pub mod log;
-pub mod mcp;
 pub mod plan;
 pub mod recover;
 pub mod reject;

@@ -13,10 +13,10 @@ use crate::plan::model::{
     BACKUP_NAMESPACE, BeforeImage, FORMAT_VERSION, Operation, Party, Plan, RemoteBranchesInputs,
 };
 use crate::policy::{InForce, Policy};
-use crate::render::escape::safe;
 use crate::render::view::{self, Paging, ViewInput};
 use crate::repo::{RemoteRefs, Repo};
 use crate::sign::sshsig::fingerprint;
+use crate::text::safe;
 use crate::ui::Ui;
 use std::path::PathBuf;
 use std::time::Duration;

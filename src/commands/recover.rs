@@ -14,7 +14,7 @@ pub struct Args {}
 pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
-    let _lock = store.lock()?;
+    let locked = store.lock(repo)?;
     store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
     let key = ctx.signing_key(ui).ok();
     let principal = match &key {
@@ -22,7 +22,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         None => None,
     };
     let done = Executor {
-        repo,
+        repo: locked,
         store: &store,
         now: ctx.now,
         key: key.as_ref(),

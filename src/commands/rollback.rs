@@ -5,8 +5,8 @@
 use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
 use crate::execute::Executor;
-use crate::render::escape::safe;
 use crate::store::Store;
+use crate::text::safe;
 use crate::ui::Ui;
 use std::path::Path;
 
@@ -53,7 +53,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
     let id = resolve(&store, &args.plan)?;
-    let _lock = store.lock()?;
+    let locked = store.lock(repo)?;
     // A broken audit log blocks every change but this one: restoring what a plan deleted.
     let broken_log = match store.audit_intact(repo, &ctx.allowed_signers()?.0) {
         Ok(()) => None,
@@ -65,7 +65,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let key = ctx.signing_key(ui)?;
     let principal = ctx.require_principal(&key, crate::plan::approval::APPLY_NAMESPACE, "rollback")?;
     let mut ex = Executor {
-        repo,
+        repo: locked,
         store: &store,
         now: ctx.now,
         key: Some(&key),
@@ -84,7 +84,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         )));
     }
     // Only what this repository's own apply recorded and its executor signed is restored.
-    let image = match ex.trusted(&id, &signers)? {
+    let image = match crate::execute::trusted(&store, &id, &signers)? {
         (image, Some(_)) => image,
         (_, None) => {
             return Err(crate::store::state::inconsistent(

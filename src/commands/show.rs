@@ -52,7 +52,7 @@ pub fn view(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<view::ShowView> {
         if source.is_some() && !backed.contains(claimed) {
             ui.warn(&format!(
                 "the trusted identities do not confirm that the plan's key belongs to {} (at the plan's time and now)",
-                crate::render::escape::safe(claimed)
+                crate::text::safe(claimed)
             ));
         }
     }

@@ -3,8 +3,8 @@
 
 use crate::context::Ctx;
 use crate::error::Result;
-use crate::render::escape::safe;
 use crate::render::view::short_id;
+use crate::text::safe;
 use crate::ui::Ui;
 
 /// Run every check apply runs (integrity, expiry, principal, approvals, policy, drift)
@@ -34,15 +34,7 @@ pub fn check(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Verified> {
     let consumed = crate::gate::consumed(&store, cleared.loaded.id_hex())?;
     if consumed {
         // What apply would print must verify here too (a forged record is 16 for both).
-        let ex = crate::execute::Executor {
-            repo: ctx.repo()?,
-            store: &store,
-            now: ctx.now,
-            key: None,
-            principal: None,
-            unlogged: false,
-        };
-        ex.recorded_result(cleared.loaded.id_hex(), &ctx.allowed_signers()?.0, false)?;
+        crate::execute::recorded_result(&store, cleared.loaded.id_hex(), &ctx.allowed_signers()?.0, false)?;
     } else {
         crate::gate::drift(ctx, &cleared.loaded)?;
     }

@@ -79,7 +79,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
                 principals: signers
                     .principals_at(key.signer(), ns, &[ctx.now])
                     .iter()
-                    .map(|p| crate::render::escape::safe(p))
+                    .map(|p| crate::text::safe(p))
                     .collect(),
             })
             .collect(),
@@ -102,7 +102,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     writeln!(w, "can sign     {}", view.ready)?;
     writeln!(w, "fingerprint  {}", view.fingerprint)?;
     match (&view.allowed_signers, view.allowed_signers_source) {
-        (Some(p), Some(how)) => writeln!(w, "signers      {} (from {how})", crate::render::escape::safe(p))?,
+        (Some(p), Some(how)) => writeln!(w, "signers      {} (from {how})", crate::text::safe(p))?,
         _ => writeln!(
             w,
             "signers      none configured: this key speaks for no principal"
@@ -121,12 +121,8 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     } else {
         "Its allowed-signers line, in"
     };
-    writeln!(
-        w,
-        "{verb} {}:",
-        crate::render::escape::safe(&view.allowed_signers_file)
-    )?;
-    writeln!(w, "  {}", crate::render::escape::safe(&view.allowed_signers_line))?;
+    writeln!(w, "{verb} {}:", crate::text::safe(&view.allowed_signers_file))?;
+    writeln!(w, "  {}", crate::text::safe(&view.allowed_signers_line))?;
     Ok(0)
 }
 

@@ -18,7 +18,7 @@ pub use super::stale_branches::Drift;
 use crate::error::{Error, Result};
 use crate::plan::approval::Verification;
 use crate::plan::model::{EnvEntry, ExecInputs, FileDigest, PreviewOutput, VerifyPrints};
-use crate::render::escape::safe;
+use crate::text::safe;
 use sha2::{Digest, Sha256};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::process::CommandExt;

@@ -22,7 +22,7 @@
 use super::shell;
 use crate::error::{Error, Result};
 use crate::plan::model::{ExecInputs, FileDigest, PinSource, Pinned};
-use crate::render::escape::safe;
+use crate::text::safe;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::ffi::OsStr;

@@ -338,14 +338,14 @@ pub fn require_fetched(repo: &Repo, remote: &str, refs: &RemoteRefs, tags_too: b
     let mut e = Error::usage(format!(
         "{} refs of remote `{}` point at objects this clone does not have",
         missing.len(),
-        crate::render::escape::safe(remote)
+        crate::text::safe(remote)
     ));
     for b in missing.iter().take(5) {
-        e = e.caused_by(crate::render::escape::safe(&b.refname));
+        e = e.caused_by(crate::text::safe(&b.refname));
     }
     Err(e.with_hint(format!(
         "run `git fetch --tags {}` first, then plan again",
-        crate::render::escape::safe(remote)
+        crate::text::safe(remote)
     )))
 }
 

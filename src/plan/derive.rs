@@ -192,7 +192,7 @@ pub fn summary(op: &Operation, affected: &[Affected]) -> String {
             let lines = e.preview_output.text.lines().count() as u64;
             return format!(
                 "run {} (preview: {lines} {})",
-                crate::render::escape::safe(&shell_words(&e.command)),
+                crate::text::safe(&shell_words(&e.command)),
                 plural(lines, "line", "lines")
             );
         }

@@ -94,7 +94,7 @@ fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), I
     let mut seen = HashSet::with_capacity(plan.affected.len());
     for (i, a) in plan.affected.iter().enumerate() {
         let field = |name: &str| format!("affected[{i}].{name}");
-        let name = crate::render::escape::safe(&a.refname);
+        let name = crate::text::safe(&a.refname);
         if !a.refname.starts_with(namespace) || !valid_refname(&a.refname) {
             return Err(invalid(
                 field("ref"),
@@ -145,7 +145,7 @@ fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), I
                 field("config"),
                 format!(
                     "{} is not a key of {name}'s own section",
-                    crate::render::escape::safe(&c.key)
+                    crate::text::safe(&c.key)
                 ),
             ));
         }
@@ -248,7 +248,7 @@ fn skipped(plan: &Plan, namespace: &str, affected: &HashSet<&str>) -> Result<(),
     let mut seen = HashSet::with_capacity(plan.skipped.len());
     for (i, s) in plan.skipped.iter().enumerate() {
         let field = format!("skipped[{i}].ref");
-        let name = crate::render::escape::safe(&s.refname);
+        let name = crate::text::safe(&s.refname);
         if !s.refname.starts_with(namespace) {
             return Err(invalid(field, format!("{name} is not under {namespace}")));
         }
@@ -396,7 +396,7 @@ fn derived(plan: &Plan) -> Result<(), Invalid> {
         if let Some(r) = g.refs.iter().find(|r| !names.contains(r.as_str())) {
             return Err(invalid(
                 format!("review[{i}].refs"),
-                format!("{} is not an affected resource", crate::render::escape::safe(r)),
+                format!("{} is not an affected resource", crate::text::safe(r)),
             ));
         }
     }

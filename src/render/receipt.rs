@@ -12,14 +12,14 @@ pub fn human(r: &Receipt) -> String {
         Some(x) => {
             let ended = match (x.status, &x.error) {
                 (Some(code), _) => format!("exit status {code}"),
-                (None, Some(why)) => format!("did not run to the end ({})", super::escape::safe(why)),
+                (None, Some(why)) => format!("did not run to the end ({})", crate::text::safe(why)),
                 (None, None) => "killed by a signal".to_string(),
             };
             let _ = writeln!(
                 s,
                 "Applied plan {}: ran {}: {ended}; {state}.",
                 super::view::short_id(&r.plan_id),
-                super::escape::safe(&crate::plan::derive::shell_words(&x.command))
+                crate::text::safe(&crate::plan::derive::shell_words(&x.command))
             );
         }
         None if r.deleted.is_empty() => {
@@ -46,9 +46,9 @@ pub fn human(r: &Receipt) -> String {
             );
         }
     }
-    let _ = writeln!(s, "  repository {}", super::escape::safe(&r.repository));
-    let _ = writeln!(s, "  executor   {} ({})", super::escape::safe(&r.executor), r.key);
-    let approvers: Vec<String> = r.approved_by.iter().map(|p| super::escape::safe(p)).collect();
+    let _ = writeln!(s, "  repository {}", crate::text::safe(&r.repository));
+    let _ = writeln!(s, "  executor   {} ({})", crate::text::safe(&r.executor), r.key);
+    let approvers: Vec<String> = r.approved_by.iter().map(|p| crate::text::safe(p)).collect();
     if approvers.is_empty() {
         let _ = writeln!(s, "  approved   (no approval needed: the plan changes nothing)");
     } else {
@@ -59,13 +59,13 @@ pub fn human(r: &Receipt) -> String {
         let _ = writeln!(
             s,
             "  backup     {} (keeps every deleted tip)",
-            super::escape::safe(b)
+            crate::text::safe(b)
         );
     }
     // Bounded, like `show`: the signed receipt lists every branch.
     for d in r.deleted.iter().take(super::view::PAGE_SIZE) {
         let short: String = d.oid.chars().take(12).collect();
-        let _ = writeln!(s, "  - {} ({short})", super::escape::safe(&d.refname));
+        let _ = writeln!(s, "  - {} ({short})", crate::text::safe(&d.refname));
     }
     if let Some(more) = r
         .deleted
@@ -87,7 +87,7 @@ pub fn human(r: &Receipt) -> String {
         );
     }
     for m in &r.mismatches {
-        let _ = writeln!(s, "  mismatch: {}", super::escape::safe(m));
+        let _ = writeln!(s, "  mismatch: {}", crate::text::safe(m));
     }
     if let Some(x) = &r.exec {
         let _ = writeln!(s, "  stdout     {} ({} bytes)", x.stdout, x.stdout_bytes);
@@ -96,7 +96,7 @@ pub fn human(r: &Receipt) -> String {
             let _ = writeln!(
                 s,
                 "  verify     {}: {} expected, {} observed, {} {}",
-                super::escape::safe(&v.command),
+                crate::text::safe(&v.command),
                 v.expected.len(),
                 v.observed.len(),
                 v.remaining.len(),
@@ -122,7 +122,7 @@ pub fn human(r: &Receipt) -> String {
 
 pub fn json(r: &Receipt, envelope: &Envelope) -> Result<String, serde_json::Error> {
     let doc = serde_json::json!({"receipt": r, "envelope": envelope});
-    let bytes = super::escape::json_pretty(&doc)?;
+    let bytes = crate::text::json_pretty(&doc)?;
     // serde_json writes UTF-8; lossy only to avoid a second error type for the impossible.
     Ok(String::from_utf8_lossy(&bytes).into_owned() + "\n")
 }

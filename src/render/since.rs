@@ -2,8 +2,8 @@
 //! one, branch by branch (added, removed, moved to another commit), diffed with `similar`
 //! over the sorted ref names; for two previews of a command, line by line.
 
-use super::escape::safe;
 use crate::plan::model::{Affected, Plan};
+use crate::text::safe;
 use serde::Serialize;
 use similar::{Algorithm, DiffTag, capture_diff_slices};
 

@@ -4,11 +4,11 @@
 //! Every string that came from the repository is escaped here, once, so neither output
 //! carries a raw control, bidi or invisible character.
 
-use super::escape::{Flag, flags, safe};
 use crate::duration::humanize;
 use crate::plan::derive::plural;
 use crate::plan::model::{Affected, Criterion, Operation, Plan, ReviewKind, SideEffectKind, SkipReason};
 use crate::policy::ApprovalReport;
+use crate::text::{Flag, flags, safe};
 use serde::Serialize;
 use time::OffsetDateTime;
 
@@ -327,10 +327,7 @@ pub struct SkippedRow {
     pub flags: Vec<Flag>,
 }
 
-pub fn rfc3339(t: OffsetDateTime) -> String {
-    t.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
+pub use crate::text::rfc3339;
 
 fn protected_literals(plan: &Plan) -> Vec<&str> {
     let protect = plan.operation.selection().map(|i| i.protect.as_slice());

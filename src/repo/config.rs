@@ -6,7 +6,7 @@
 
 use super::Repo;
 use crate::error::{Error, Result};
-use crate::render::escape::safe;
+use crate::text::safe;
 use std::collections::HashMap;
 
 impl Repo {

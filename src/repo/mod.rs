@@ -168,7 +168,7 @@ impl Repo {
         let not_found = |e: git2::Error| {
             Error::usage(format!(
                 "base `{}` does not name a commit",
-                crate::render::escape::safe(spec)
+                crate::text::safe(spec)
             ))
             .caused_by(e.message())
             .with_hint("pass --base a branch, tag or commit that exists here (`git branch -a` lists them)")
@@ -265,30 +265,25 @@ impl Repo {
     /// guardctl, who may be the planner applying their own plan. (Test builds read the file
     /// named by `GUARDCTL_TEST_SYSTEM_GITCONFIG` instead.)
     pub fn system_config(&self, key: &str) -> Result<Option<String>> {
-        let mut c = std::process::Command::new("git");
-        c.current_dir("/")
+        let c = crate::process::Process::new("git")
+            .current_dir("/")
             .env_remove("GIT_DIR")
             .env_remove("GIT_WORK_TREE")
             .env_remove("GIT_CONFIG_SYSTEM")
             .env_remove("GIT_CONFIG_NOSYSTEM")
-            .args(["config", "--system", "--includes", "--get-all", key])
-            .stdin(std::process::Stdio::null());
+            .args(["config", "--system", "--includes", "--get-all", key]);
         #[cfg(feature = "test-hooks")]
-        match std::env::var_os("GUARDCTL_TEST_SYSTEM_GITCONFIG") {
+        let c = match std::env::var_os("GUARDCTL_TEST_SYSTEM_GITCONFIG") {
             Some(p) => c.env("GIT_CONFIG_SYSTEM", p),
             None => c.env("GIT_CONFIG_NOSYSTEM", "1"),
         };
-        let out = c
-            .output()
-            .map_err(|e| Error::internal("cannot run git config").caused_by(e))?;
+        let line = c.line().to_string();
+        let out = c.output(None)?;
         match out.status.code() {
             Some(0) => {}
             Some(1) => return Ok(None),
             _ => {
-                return Err(
-                    Error::internal(format!("git config --system --get-all {key} failed"))
-                        .caused_by(String::from_utf8_lossy(&out.stderr).trim().to_string()),
-                );
+                return Err(crate::process::failed(&line, &out));
             }
         }
         Ok(String::from_utf8_lossy(&out.stdout)
@@ -315,21 +310,17 @@ pub fn admin_config(key: &str) -> Result<Option<String>> {
     // Run outside the repository: inside, git would parse the repository's own config
     // first (megabytes with 50,000 `[branch]` sections) for a value it must not use
     // anyway. (So `includeIf "gitdir:..."` does not apply here.)
-    let out = std::process::Command::new("git")
+    let git = crate::process::Process::new("git")
         .current_dir("/")
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
-        .args(["config", "--includes", "--show-scope", "--get-all", key])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| Error::internal("cannot run git config").caused_by(e))?;
+        .args(["config", "--includes", "--show-scope", "--get-all", key]);
+    let line = git.line().to_string();
+    let out = git.output(None)?;
     match out.status.code() {
         Some(0) => {}
         Some(1) => return Ok(None),
-        _ => {
-            return Err(Error::internal(format!("git config --get-all {key} failed"))
-                .caused_by(String::from_utf8_lossy(&out.stderr).trim().to_string()));
-        }
+        _ => return Err(crate::process::failed(&line, &out)),
     }
     // Later lines override earlier ones (global after system); `-c` and
     // GIT_CONFIG_PARAMETERS ("command" scope) are whoever runs guardctl, not an administrator.

@@ -9,6 +9,12 @@
 //! file under git's own `config.lock`. The backup commit is written with `git hash-object`.
 //! A `.lock` file left by a killed git is reported, never removed. A remote's branches change
 //! through one atomic, leased `git push` (`push.rs`).
+//!
+//! Mutation is a type, not a convention: every method here is on [`RepoMut`], which exists
+//! only while guardctl's repository lock is held ([`RepoMut::lock`], through
+//! `store::Store::lock`). A `&Repo` can only read; `plan`, `show` and `verify` never take the
+//! lock, so they cannot obtain a `RepoMut` at all. `tests/cli/layers.rs` checks that only the
+//! modules that legitimately mutate name it.
 
 mod push;
 
@@ -22,6 +28,40 @@ use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
+/// The ref that anchors the audit log's head outside its file (`store::audit`).
+pub const ANCHOR_REF: &str = "refs/guardctl/audit";
+
+/// The repository with the right to change it, and guardctl's repository lock, held until
+/// it is dropped. Reads go through to [`Repo`] (`Deref`).
+pub struct RepoMut<'r> {
+    repo: &'r Repo,
+    _lock: std::fs::File,
+}
+
+impl<'r> RepoMut<'r> {
+    /// Take the `flock` on `lock_path` (waiting for another guardctl to finish), then hand
+    /// out the mutating handle that holds it.
+    pub fn lock(repo: &'r Repo, lock_path: &std::path::Path) -> Result<RepoMut<'r>> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(lock_path)
+            .map_err(Error::io("open", lock_path))?;
+        file.lock()
+            .map_err(|e| Error::internal(format!("cannot lock {}", lock_path.display())).caused_by(e))?;
+        Ok(RepoMut { repo, _lock: file })
+    }
+}
+
+impl std::ops::Deref for RepoMut<'_> {
+    type Target = Repo;
+
+    fn deref(&self) -> &Repo {
+        self.repo
+    }
+}
+
 #[derive(Debug, Clone)]
 pub enum RefOp {
     /// Create `refname` at `oid`; fails if it exists.
@@ -30,7 +70,7 @@ pub enum RefOp {
     Delete { refname: String, old: String },
 }
 
-impl Repo {
+impl RepoMut<'_> {
     /// Apply every op in one all-or-nothing transaction. A compare-and-swap failure is
     /// `drift`; a ref lock held by another process is `needs_recovery`.
     pub fn ref_transaction(&self, ops: &[RefOp]) -> Result<()> {
@@ -162,7 +202,7 @@ impl Repo {
                 "--create-reflog",
                 "-m",
                 message,
-                crate::store::audit::ANCHOR_REF,
+                ANCHOR_REF,
                 &new,
                 &old,
             ])
@@ -171,7 +211,7 @@ impl Repo {
             .map_err(|e| Error::internal("cannot run git update-ref").caused_by(e))?;
         if !out.status.success() {
             return Err(update_ref_error(String::from_utf8_lossy(&out.stderr).trim())
-                .caused_by(format!("moving {}", crate::store::audit::ANCHOR_REF)));
+                .caused_by(format!("moving {}", ANCHOR_REF)));
         }
         Ok(Oid::from_str(&new)?)
     }
@@ -206,11 +246,8 @@ impl Repo {
         }
         let out = child.wait_with_output().map_err(failed)?;
         if !out.status.success() {
-            return Err(
-                Error::internal("git hash-object failed").caused_by(crate::render::escape::safe(
-                    String::from_utf8_lossy(&out.stderr).trim(),
-                )),
-            );
+            return Err(Error::internal("git hash-object failed")
+                .caused_by(crate::text::safe(String::from_utf8_lossy(&out.stderr).trim())));
         }
         Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
     }
@@ -281,13 +318,10 @@ impl Repo {
                 .output()
                 .map_err(|e| Error::internal("cannot run git config --local --add").caused_by(e))?;
             if !out.status.success() {
-                return Err(Error::internal(format!(
-                    "cannot restore config {}",
-                    crate::render::escape::safe(key)
-                ))
-                .caused_by(crate::render::escape::safe(
-                    String::from_utf8_lossy(&out.stderr).trim(),
-                )));
+                return Err(
+                    Error::internal(format!("cannot restore config {}", crate::text::safe(key)))
+                        .caused_by(crate::text::safe(String::from_utf8_lossy(&out.stderr).trim())),
+                );
             }
         }
         Ok(())
@@ -392,7 +426,7 @@ fn op_line(op: &RefOp) -> String {
 
 /// What a failed `git update-ref --stdin` means, from its message.
 fn update_ref_error(stderr: &str) -> Error {
-    let safe = crate::render::escape::safe(stderr);
+    let safe = crate::text::safe(stderr);
     if stderr.contains(".lock': File exists") || stderr.contains("Unable to create") {
         return Error::new(Kind::NeedsRecovery, "a ref is locked by another process; nothing was changed")
             .caused_by(safe)

@@ -4,7 +4,7 @@
 use super::Repo;
 use super::refs::{BranchRef, is_valid_refname};
 use crate::error::{Error, Result};
-use crate::render::escape::safe;
+use crate::text::safe;
 use git2::Oid;
 
 /// What `git ls-remote --symref` says a remote holds now.

@@ -193,8 +193,8 @@ fn check_case_ambiguity(entries: &[Entry]) -> Result<(), ParseError> {
                         line: e.line,
                         message: format!(
                             "principal `{}` differs only by case from `{}` on line {line}: guardctl would count one person twice; spell it one way",
-                            crate::render::escape::safe(p),
-                            crate::render::escape::safe(other)
+                            crate::text::safe(p),
+                            crate::text::safe(other)
                         ),
                     });
                 }
@@ -264,7 +264,7 @@ fn parse_line(line: &str) -> Result<Entry, LineError> {
         if p.contains(['*', '?']) || p.starts_with('!') {
             return Err(LineError::Pattern(format!(
                 "principal pattern `{}` ignored: guardctl needs exact principals (no wildcards or negation)",
-                crate::render::escape::safe(p)
+                crate::text::safe(p)
             )));
         }
     }

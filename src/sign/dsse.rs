@@ -47,9 +47,7 @@ pub fn sign(
 
 pub fn verify(env: &Envelope, payload_type: &str, namespace: &str) -> Result<Verified, EnvelopeError> {
     if env.payload_type != payload_type {
-        return Err(EnvelopeError::PayloadType(crate::render::escape::safe(
-            &env.payload_type,
-        )));
+        return Err(EnvelopeError::PayloadType(crate::text::safe(&env.payload_type)));
     }
     let payload = envelope::decode_payload(&env.payload).map_err(|e| EnvelopeError::Base64(e.to_string()))?;
     let (signer, fingerprint) = verify_decoded(&env.payload_type, &env.signatures, &payload, namespace)?;

@@ -5,7 +5,6 @@
 
 use ssh_key::{PrivateKey, PublicKey};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 #[derive(Debug, Clone)]
 pub struct SigningKey {
@@ -216,13 +215,13 @@ fn generate(path: &Path) -> Result<(), KeyError> {
         std::fs::create_dir_all(dir).map_err(|e| err(e.to_string()))?;
     }
     let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
-    let out = Command::new("ssh-keygen")
+    let out = crate::process::Process::new("ssh-keygen")
         .args(["-q", "-t", "ed25519", "-N", "", "-C"])
         .arg(format!("guardctl default key of {user}"))
         .arg("-f")
         .arg(path)
-        .output()
-        .map_err(|e| err(format!("could not run ssh-keygen: {e}")))?;
+        .output(None)
+        .map_err(|e| err(e.to_string() + &e.causes.iter().map(|c| format!(": {c}")).collect::<String>()))?;
     if !out.status.success() {
         return Err(err(String::from_utf8_lossy(&out.stderr).trim().to_string()));
     }

@@ -11,13 +11,11 @@ use super::key::SigningKey;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use ssh_key::{Certificate, HashAlg, PublicKey, SshSig};
-use std::io::Write;
-use std::process::{Command, Stdio};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SignError {
-    #[error("could not run ssh-keygen: {0}")]
-    Spawn(std::io::Error),
+    #[error("{0}")]
+    Spawn(crate::error::Error),
     #[error("ssh-keygen -Y sign failed: {0}")]
     Failed(String),
     #[error("ssh-keygen produced an unreadable signature: {0}")]
@@ -26,22 +24,15 @@ pub enum SignError {
 
 /// Sign `data` in `namespace` with `key`, returning the armored signature.
 pub fn sign(key: &SigningKey, namespace: &str, data: &[u8]) -> Result<String, SignError> {
-    let mut cmd = Command::new("ssh-keygen");
-    cmd.args(["-Y", "sign", "-n", namespace, "-f"]).arg(&key.path);
+    let mut cmd = crate::process::Process::new("ssh-keygen")
+        .args(["-Y", "sign", "-n", namespace, "-f"])
+        .arg(&key.path);
     if key.in_agent {
         // The file holds only the public half: the private key is in ssh-agent.
-        cmd.arg("-U");
+        cmd = cmd.arg("-U");
     }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(SignError::Spawn)?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(data).map_err(SignError::Spawn)?;
-    }
-    let out = child.wait_with_output().map_err(SignError::Spawn)?;
+    // The data (a plan's PAE bytes: megabytes) goes in while the signature comes out.
+    let out = cmd.output(Some(data)).map_err(SignError::Spawn)?;
     if !out.status.success() {
         let msg = String::from_utf8_lossy(&out.stderr)
             .lines()
@@ -212,6 +203,7 @@ pub fn fingerprint(key: &PublicKey) -> String {
 mod tests {
     use super::*;
     use std::path::Path;
+    use std::process::Command;
 
     fn keygen(dir: &Path, args: &[&str]) {
         let out = Command::new("ssh-keygen")

@@ -20,6 +20,7 @@ use crate::error::{Error, Kind, Result};
 use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE, AuditLink, RECEIPT_PAYLOAD_TYPE, Receipt};
 use crate::plan::envelope::{Envelope, sha256_id};
 use crate::repo::Repo;
+use crate::repo::mutate::RepoMut;
 use crate::sign::allowed_signers::Signer;
 use crate::sign::{AllowedSigners, SigningKey, dsse, sshsig};
 use serde::{Deserialize, Serialize};
@@ -30,8 +31,8 @@ use time::OffsetDateTime;
 
 pub const GENESIS: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 pub const AUDIT_PAYLOAD_TYPE: &str = "application/vnd.guardctl.audit.v1+json";
-/// The ref that anchors the log's head outside the file.
-pub const ANCHOR_REF: &str = "refs/guardctl/audit";
+/// The ref that anchors the log's head outside the file (defined beside the code that moves it).
+pub use crate::repo::mutate::ANCHOR_REF;
 
 /// The signed payload of one audit entry (an apply's entry is its receipt instead).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -245,10 +246,7 @@ fn record(line: &str) -> std::result::Result<Record, String> {
             (APPLY_NAMESPACE, receipt_entry(&r, link))
         }
         other => {
-            return Err(format!(
-                "unknown payload type `{}`",
-                crate::render::escape::safe(other)
-            ));
+            return Err(format!("unknown payload type `{}`", crate::text::safe(other)));
         }
     };
     let v = dsse::verify(&env, &env.payload_type, namespace).map_err(|e| format!("signature: {e}"))?;
@@ -257,7 +255,7 @@ fn record(line: &str) -> std::result::Result<Record, String> {
     }
     Ok(Record {
         seq: entry.seq,
-        time: crate::render::view::rfc3339(entry.time),
+        time: crate::text::rfc3339(entry.time),
         event: entry.event,
         plan_id: entry.plan_id,
         principal: entry.principal,
@@ -341,7 +339,7 @@ pub fn check_trust(records: &[Record], signers: &AllowedSigners) -> Option<Break
             ),
             Some(p) if !r.receipt && !principals.contains(p) => format!(
                 "claims {} but its key speaks for {}",
-                crate::render::escape::safe(p),
+                crate::text::safe(p),
                 principals.join(", ")
             ),
             _ => continue,
@@ -353,7 +351,7 @@ pub fn check_trust(records: &[Record], signers: &AllowedSigners) -> Option<Break
 
 /// The log, checked and ready to extend: a broken log is refused; an interrupted append's
 /// entry is anchored first. The caller holds the store lock until it has appended.
-pub fn open_for_append(repo: &Repo, path: &Path) -> Result<Log> {
+pub fn open_for_append(repo: &RepoMut, path: &Path) -> Result<Log> {
     let mut log = read(repo, path)?;
     log.refuse_if_broken(path)?;
     if log.pending
@@ -376,7 +374,7 @@ pub fn open_for_append(repo: &Repo, path: &Path) -> Result<Log> {
 }
 
 /// Append a signed envelope (an entry, or a receipt naming `log.next()`) and move the anchor.
-pub fn append_envelope(repo: &Repo, path: &Path, log: &Log, env: &Envelope) -> Result<AuditLink> {
+pub fn append_envelope(repo: &RepoMut, path: &Path, log: &Log, env: &Envelope) -> Result<AuditLink> {
     let link = log.next();
     let payload = crate::plan::envelope::decode_payload(&env.payload)
         .map_err(|e| Error::internal("cannot decode an audit entry").caused_by(e))?;
@@ -413,7 +411,7 @@ pub struct Event<'a> {
 }
 
 /// Sign an entry with `key` and append it (the caller holds the store lock).
-pub fn append(repo: &Repo, path: &Path, key: &SigningKey, e: Event) -> Result<()> {
+pub fn append(repo: &RepoMut, path: &Path, key: &SigningKey, e: Event) -> Result<()> {
     let log = open_for_append(repo, path)?;
     let link = log.next();
     let entry = Entry {

@@ -12,7 +12,9 @@ pub mod seen;
 pub mod state;
 
 use crate::error::{Error, Result};
-use std::fs::{File, OpenOptions};
+use crate::repo::Repo;
+use crate::repo::mutate::RepoMut;
+use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -24,11 +26,6 @@ pub struct Store {
     dir: PathBuf,
 }
 
-/// Held while it lives; released on drop (or when the process dies).
-pub struct StoreLock {
-    _file: File,
-}
-
 impl Store {
     pub fn new(dir: PathBuf) -> Store {
         Store { dir }
@@ -38,19 +35,11 @@ impl Store {
         &self.dir
     }
 
-    /// Take the repository's guardctl lock, waiting for another guardctl to finish.
-    pub fn lock(&self) -> Result<StoreLock> {
+    /// Take the repository's guardctl lock, waiting for another guardctl to finish. The lock
+    /// is the mutating handle: it is held while the returned `RepoMut` lives.
+    pub fn lock<'r>(&self, repo: &'r Repo) -> Result<RepoMut<'r>> {
         std::fs::create_dir_all(&self.dir).map_err(Error::io("create", &self.dir))?;
-        let path = self.dir.join("lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(Error::io("open", &path))?;
-        file.lock()
-            .map_err(|e| Error::internal(format!("cannot lock {}", path.display())).caused_by(e))?;
-        Ok(StoreLock { _file: file })
+        RepoMut::lock(repo, &self.dir.join("lock"))
     }
 
     /// The directory holding one plan's state.
@@ -101,7 +90,7 @@ impl Store {
         let line = serde_json::json!({
             "plan": format!("sha256:{id_hex}"),
             "step": step.as_str(),
-            "time": crate::render::view::rfc3339(now),
+            "time": crate::text::rfc3339(now),
         });
         let path = dir.join("journal");
         let mut f = OpenOptions::new()
@@ -133,12 +122,7 @@ impl Store {
 
     /// Sign an entry with `key` and append it to the audit log, moving its anchor ref
     /// (through `repo::mutate`); the caller holds the store lock.
-    pub fn audit(
-        &self,
-        repo: &crate::repo::Repo,
-        key: &crate::sign::SigningKey,
-        e: audit::Event,
-    ) -> Result<()> {
+    pub fn audit(&self, repo: &RepoMut, key: &crate::sign::SigningKey, e: audit::Event) -> Result<()> {
         audit::append(repo, &self.audit_path(), key, e)
     }
 
@@ -150,11 +134,7 @@ impl Store {
     /// Refuse (exit 65) when the audit log is broken, or when an entry's key does not speak
     /// for its principal per `signers`: checked before anything is changed, so a command that
     /// could not record what it did does not do it, and a rewritten log is not extended.
-    pub fn audit_intact(
-        &self,
-        repo: &crate::repo::Repo,
-        signers: &crate::sign::AllowedSigners,
-    ) -> Result<()> {
+    pub fn audit_intact(&self, repo: &Repo, signers: &crate::sign::AllowedSigners) -> Result<()> {
         let path = self.audit_path();
         let log = audit::read(repo, &path)?;
         log.refuse_if_broken(&path)?;

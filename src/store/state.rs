@@ -19,7 +19,7 @@
 
 use super::BeforeImage;
 use crate::error::{Error, Kind};
-use crate::render::escape::safe;
+use crate::text::safe;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use time::OffsetDateTime;

@@ -16,6 +16,7 @@ mod hostile;
 mod identity;
 mod json_contract;
 mod json_shapes;
+mod layers;
 mod mcp;
 mod plan;
 mod plan_file;

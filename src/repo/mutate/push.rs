@@ -3,9 +3,8 @@
 //! expectation means "must not exist"). The remote applies all of it or none of it, and none
 //! of it if any ref moved since it was observed: the remote's own compare-and-swap.
 
-use super::super::Repo;
 use crate::error::{Error, Kind, Result};
-use crate::render::escape::safe;
+use crate::text::safe;
 use std::process::Stdio;
 
 /// One change to a remote branch.
@@ -52,7 +51,7 @@ pub fn push_args(ops: &[RemoteOp]) -> Result<Vec<String>> {
     Ok(leases)
 }
 
-impl Repo {
+impl super::RepoMut<'_> {
     /// Push `ops` to the repository at `url` (always a URL, the one the plan is bound to,
     /// never a remote's name: git would push to its `pushurl` or every `url`) in one atomic
     /// push. A lease that no longer holds is `drift`

@@ -1,3 +1,6 @@
+//! Text helpers every layer uses, so that none has to import another layer for them (a leaf:
+//! it imports no other guardctl module): terminal-safe escaping, JSON output, RFC 3339 times.
+//!
 //! Terminal-safe text. Every string that comes from a repository (branch names, authors,
 //! subjects) or from a file is passed through `safe` before any human output, terminal or
 //! not, so a crafted name can neither drive the terminal (ESC, OSC, C1 controls) nor hide or
@@ -212,6 +215,12 @@ impl serde_json::ser::Formatter for SafeFormatter<'_> {
 }
 
 /// Pretty JSON of `value` that is safe to print on a terminal (see `SafeFormatter`).
+/// RFC 3339 UTC, as plans, journals and audit entries write times.
+pub fn rfc3339(t: time::OffsetDateTime) -> String {
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
 pub fn json_pretty(value: &impl serde::Serialize) -> serde_json::Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut ser = serde_json::Serializer::with_formatter(&mut out, SafeFormatter(Default::default()));
