@@ -24,6 +24,8 @@
 //! - [`repo`]: the only code that touches git; `repo::mutate` the only code that changes it.
 //! - [`render`]: view structs built from plans, human text from views, escaping.
 //! - [`fsutil`], [`duration`]: atomic writes, bounded reads; duration parsing.
+//! - [`prompt`]: the approval prompt (raw keys: Ctrl-C, Esc and Ctrl-D are answers).
+//! - [`usage`]: single-dash long flags refused, clap's errors as usage errors with hints.
 //! - [`mcp`]: `guardctl mcp`, the plan/show/status/verify/apply tools over MCP (rmcp, tokio).
 //!
 //! Trust: a plan file is untrusted input even when its signature verifies ([`plan::validate`]
@@ -42,6 +44,7 @@ pub mod ops;
 pub mod plan;
 pub mod planfile;
 pub mod policy;
+pub mod prompt;
 pub mod render;
 pub mod repo;
 pub mod sign;
