@@ -68,6 +68,32 @@ kinds! {
 }
 
 impl Kind {
+    /// What the exit code means, in a man page's words.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Kind::Internal => "unexpected failure (I/O, git, internal)",
+            Kind::Declined => "a prompt was declined",
+            Kind::Usage => {
+                "usage error: bad flags or arguments, no repository, an unknown base, a key that cannot sign now"
+            }
+            Kind::InvalidPlan => {
+                "bad input: a malformed, tampered or unsigned plan or approval, an unknown format, a plan for another repository, a broken audit log"
+            }
+            Kind::NotFound => "a plan or approval file named on the command line does not exist",
+            Kind::Drift => {
+                "refused: the repository no longer matches the plan (each drifted resource is listed)"
+            }
+            Kind::Expired => "refused: the plan or an approval expired",
+            Kind::Unapproved => "refused: approvals insufficient, or a rejection",
+            Kind::WrongPrincipal => "refused: the key applying is not the plan's executor",
+            Kind::Policy => "refused: the policy changed since planning, or forbids the plan",
+            Kind::Unverified => "applied, but the observed effect differs from the plan",
+            Kind::NeedsRecovery => {
+                "an interrupted apply must be recovered first, or the repository is locked"
+            }
+        }
+    }
+
     /// What to do next when the failure itself says nothing more specific: every error
     /// carries a hint (`details.hint` with `--json`), so an agent never has to guess.
     pub fn default_hint(self) -> &'static str {
@@ -211,6 +237,7 @@ mod tests {
             assert_eq!(kind.exit_code(), code, "{name}");
             assert_eq!(kind.as_str(), name);
         }
+        assert_eq!(table.map(|(k, _, _)| k), Kind::ALL, "ALL lists every kind once");
     }
 
     #[test]

@@ -9,7 +9,6 @@
 //! where a new operation kind goes; `tests/cli/layers.rs` checks the code against it.
 //!
 //! - [`cli`]: global flags and the command enum; `cli::command()` feeds completions and man pages.
-//! - [`usage`]: clap's usage errors as guardctl errors (a hint each; single-dash long flags).
 //! - [`context`]: `Ctx`, the run's one `now`, the repository, key and allowed-signers lookup.
 //! - [`error`]: the one error type; the only place that maps failures to exit codes.
 //! - [`ui`]: the only writer to stdout/stderr (`--json`, `--color`, `-q`).
@@ -32,6 +31,8 @@
 //!   error, closed stdin, input written while both pipes are read, escaped stderr.
 //! - [`text`]: terminal-safe escaping of repository strings, JSON output, RFC 3339 times.
 //! - [`fsutil`], [`duration`]: atomic writes, bounded reads; duration parsing.
+//! - [`prompt`]: the approval prompt (raw keys: Ctrl-C, Esc and Ctrl-D are answers).
+//! - [`usage`]: single-dash long flags refused, clap's errors as usage errors with hints.
 //! - [`mcp`]: `guardctl mcp`, the plan/show/status/verify/apply tools over MCP (rmcp, tokio).
 //!
 //! Trust: a plan file is untrusted input even when its signature verifies ([`plan::validate`]
@@ -57,6 +58,7 @@ pub mod plan;
 pub mod planfile;
 pub mod policy;
 pub mod process;
+pub mod prompt;
 pub mod render;
 pub mod repo;
 pub mod sign;

@@ -147,7 +147,7 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
 
     show_plan(ui, &loaded, ctx)?;
     if decision == Decision::Approve && !yes {
-        confirm(&loaded)?;
+        confirm(&loaded, ui.may_prompt())?;
     }
 
     // A reviewed plan is one of its planner's live plans here: the bulk class of their
@@ -342,31 +342,29 @@ fn check_eligible(plan: &Plan, principal: &str, groups: &[String]) -> Result<()>
     Ok(())
 }
 
-/// Ask for the first 8 hex digits of the plan id; never prompt without a terminal.
-fn confirm(loaded: &Loaded) -> Result<()> {
-    if !Ui::can_prompt() {
-        return Err(
-            Error::usage("refusing to prompt: stdin is not a terminal or CI is set")
-                .with_hint("review the plan above, then pass --yes to approve it"),
-        );
+/// Ask for the first 8 hex digits of the plan id; never prompt without a terminal, in CI or
+/// under `--json` (an agent reading JSON cannot answer).
+fn confirm(loaded: &Loaded, may_prompt: bool) -> Result<()> {
+    if !may_prompt {
+        return Err(Error::usage(
+            "refusing to prompt: stdin is not a terminal, CI is set, or --json was given",
+        )
+        .with_hint("review the plan above, then pass --yes to approve it"));
     }
     let expected: String = loaded.id_hex().chars().take(8).collect();
-    let typed: String = dialoguer::Input::new()
-        .with_prompt(format!(
-            "To approve plan {}, type the first 8 hex digits of its id",
-            view::short_id(&loaded.plan_id)
-        ))
-        .allow_empty(true)
-        .interact_text()
-        .map_err(|e| Error::internal("cannot read the confirmation").caused_by(e))?;
-    if typed.trim() != expected {
-        return Err(Error::new(
-            Kind::Declined,
-            "approval declined: the digits did not match the plan id",
-        )
-        .with_hint("nothing was recorded; run `guardctl approve` again to retry"));
-    }
-    Ok(())
+    let answer = crate::prompt::ask(&format!(
+        "To approve plan {}, type the first 8 hex digits of its id",
+        view::short_id(&loaded.plan_id)
+    ))
+    .map_err(|e| Error::internal("cannot read the confirmation").caused_by(e))?;
+    let why = match answer {
+        crate::prompt::Answer::Typed(t) if t.trim() == expected => return Ok(()),
+        crate::prompt::Answer::Typed(_) => "approval declined: the digits did not match the plan id",
+        crate::prompt::Answer::Cancelled => "approval cancelled",
+        crate::prompt::Answer::EndOfInput => "approval declined: no answer (end of input)",
+    };
+    Err(Error::new(Kind::Declined, why)
+        .with_hint("nothing was recorded; run `guardctl approve` again to retry"))
 }
 
 /// The repository guardctl runs in, when it is the plan's: this clone for a local plan, a

@@ -27,10 +27,102 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         .collect();
     pages.sort();
     for page in pages {
-        let content = std::fs::read(&page).unwrap();
-        out.push((root.join("man").join(page.file_name().unwrap()), content));
+        let content = String::from_utf8(std::fs::read(&page).unwrap()).unwrap();
+        let content = with_man_sections(&content);
+        out.push((
+            root.join("man").join(page.file_name().unwrap()),
+            content.into_bytes(),
+        ));
     }
     out
+}
+
+/// The sections clap's pages lack, on every page before VERSION: EXIT STATUS (from the
+/// error kinds, so it cannot drift from the code), ENVIRONMENT and FILES.
+fn with_man_sections(page: &str) -> String {
+    let item = |term: &str, text: &str| format!(".TP\n\\fB{term}\\fR\n{text}\n");
+    let mut codes: Vec<(u8, String, &str)> = vec![
+        (
+            0,
+            "0".into(),
+            "success (also: a replay of an applied plan; plan without \\-\\-detailed\\-exitcode)",
+        ),
+        (
+            2,
+            "2".into(),
+            "plan \\-\\-detailed\\-exitcode: the plan has changes",
+        ),
+    ];
+    for k in guardctl::error::Kind::ALL {
+        codes.push((
+            k.exit_code(),
+            format!("{} ({})", k.exit_code(), k.as_str()),
+            k.meaning(),
+        ));
+    }
+    codes.sort_by_key(|(code, _, _)| *code);
+    let mut s = String::from(".SH \"EXIT STATUS\"\n");
+    for (_, term, text) in &codes {
+        s += &item(term, text);
+    }
+    s += ".PP\nWith \\-\\-json every failure prints one JSON document {\"error\": {\"kind\", \"message\", \"details\"}} on stdout (docs/json.md).\n";
+    s += ".SH ENVIRONMENT\n";
+    for (var, text) in [
+        (
+            "GUARDCTL_KEY",
+            "the signing key, when \\-\\-key is not given (before git's user.signingKey with gpg.format=ssh)",
+        ),
+        (
+            "GUARDCTL_ALLOWED_SIGNERS",
+            "the allowed\\-signers file, when \\-\\-allowed\\-signers is not given",
+        ),
+        (
+            "SSH_AUTH_SOCK",
+            "the ssh\\-agent holding keys given as public key files",
+        ),
+        ("NO_COLOR", "set and not empty: no colour with \\-\\-color auto"),
+        ("CI", "set (and not false or 0): never prompt"),
+        (
+            "GIT_SSH_COMMAND, GIT_SSH",
+            "if neither is set (nor core.sshCommand), ssh runs with BatchMode=yes",
+        ),
+        (
+            "GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM",
+            "as for git: where git's signing and allowed\\-signers settings are read",
+        ),
+    ] {
+        s += &item(var, text);
+    }
+    s += ".SH FILES\n";
+    for (file, text) in [
+        ("plan.json", "the default plan file (plan, show, approve, apply)"),
+        (
+            ".guardctl/policy.toml",
+            "the policy, read from the default branch of the shared remote",
+        ),
+        (
+            ".guardctl/allowed_signers",
+            "who may sign, read from the default branch of the shared remote",
+        ),
+        (
+            ".git/guardctl/",
+            "guardctl's state: lock, journals, consumed markers, receipts, decisions, audit.log",
+        ),
+        (
+            "refs/guardctl/",
+            "backup refs (refs/guardctl/backup/<plan id>) and the audit log's anchor (refs/guardctl/audit)",
+        ),
+        (
+            "~/.local/share/guardctl/",
+            "the per\\-user key guardctl generates when no other is configured (the platform's data directory)",
+        ),
+    ] {
+        s += &item(file, text);
+    }
+    match page.find(".SH VERSION") {
+        Some(i) => format!("{}{s}{}", &page[..i], &page[i..]),
+        None => format!("{page}{s}"),
+    }
 }
 
 #[test]

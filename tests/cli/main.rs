@@ -21,6 +21,7 @@ mod mcp;
 mod plan;
 mod plan_file;
 mod policy;
+mod prompt;
 mod readonly;
 mod recover;
 mod remote;
