@@ -20,6 +20,7 @@ mod readonly;
 mod recover;
 mod remote;
 mod show;
+mod squash;
 mod state;
 mod tags;
 mod trust;
