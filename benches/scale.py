@@ -383,7 +383,11 @@ def main():
         todo = sorted(set(sizes) | set(squash_sizes)) if shape == "real" else sizes
         for n in todo:
             squash = n in squash_sizes if shape == "real" else n == sizes[0]
+            done = len(rows)
             bench_size(n, a.runs, tmp, keyset, signers, rows, do_squash=squash, shape=shape)
+            # As measured too, so that a run stopped early still leaves its numbers.
+            for row in rows[done:]:
+                print("# " + " ".join(str(round(x, 3)) if isinstance(x, float) else str(x) for x in row), file=sys.stderr)
     print("| branches | measurement | guardctl | git / baseline | ratio | guardctl CPU | guardctl peak RSS | baseline peak RSS |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
     for n, what, ours, theirs, om, tm, cpu in rows:
