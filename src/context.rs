@@ -524,6 +524,32 @@ const COMMITTED_LOCAL: &str = "the local default branch (local: the planner cont
 pub const SIGNERS_PATH: &str = ".guardctl/allowed_signers";
 const SIGNERS_MAX_BYTES: usize = 16 * 1024 * 1024;
 
+impl Ctx {
+    /// The clock read again when a plan is written: its lifetime starts then, not when
+    /// observing started (a squash detection over thousands of branches takes a while).
+    /// Never before `now`; whole seconds.
+    pub fn written_at(&self) -> OffsetDateTime {
+        (clock() + observing_took())
+            .replace_nanosecond(0)
+            .unwrap_or(self.now)
+            .max(self.now)
+    }
+}
+
+/// Test hook: pretend observing took `GUARDCTL_TEST_OBSERVING_SECS` seconds.
+#[cfg(feature = "test-hooks")]
+fn observing_took() -> time::Duration {
+    std::env::var("GUARDCTL_TEST_OBSERVING_SECS")
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .map_or(time::Duration::ZERO, time::Duration::seconds)
+}
+
+#[cfg(not(feature = "test-hooks"))]
+fn observing_took() -> time::Duration {
+    time::Duration::ZERO
+}
+
 #[cfg(feature = "test-hooks")]
 fn clock() -> OffsetDateTime {
     use time::format_description::well_known::Rfc3339;

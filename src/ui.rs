@@ -156,6 +156,13 @@ impl Ui {
         Some(pb)
     }
 
+    /// Progress with counts on stderr (`observed branches 4,120/11,935, rate, ETA`): only on
+    /// a terminal, never with `--json` or `-q`, and hidden for the first second like the
+    /// spinner. Until a step begins it spins with `message`.
+    pub fn progress(&self, message: &str) -> Counter {
+        Counter(if self.json { None } else { self.spinner(message) })
+    }
+
     /// The data stream. `writeln!(ui.out(), ...)?` fails with an error naming standard
     /// output; render functions get the plain writer from [`Out::writer`].
     pub fn out(&mut self) -> Out<'_> {
@@ -274,6 +281,38 @@ pub fn paint(color: bool, sgr: &str, text: &str) -> String {
         format!("\x1b[{sgr}m{text}\x1b[0m")
     } else {
         text.to_string()
+    }
+}
+
+/// A progress bar the operations drive through [`crate::ops::progress::Progress`]; shared by
+/// worker threads (an `indicatif` bar is `Sync`). Cleared when dropped.
+pub struct Counter(Option<indicatif::ProgressBar>);
+
+impl crate::ops::progress::Progress for Counter {
+    fn begin(&self, what: &str, total: u64) {
+        let Some(pb) = &self.0 else { return };
+        let style =
+            indicatif::ProgressStyle::with_template("{msg} {human_pos}/{human_len} ({per_sec}, {eta} left)")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        pb.set_style(style);
+        pb.set_message(what.to_string());
+        pb.set_length(total);
+        pb.set_position(0);
+        pb.reset_eta();
+    }
+
+    fn advance(&self, n: u64) {
+        if let Some(pb) = &self.0 {
+            pb.inc(n);
+        }
+    }
+}
+
+impl Drop for Counter {
+    fn drop(&mut self) {
+        if let Some(pb) = &self.0 {
+            pb.finish_and_clear();
+        }
     }
 }
 

@@ -362,6 +362,11 @@ fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let (out, detailed_exitcode) = (args.out.clone(), args.detailed_exitcode);
+    // This process only plans, and everything a plan says is re-derived with verified reads
+    // at `verify`/`apply`: libgit2's re-hashing of every object it reads (SHA-1 with
+    // collision detection, a sixth of planning's time) buys nothing here. Process-wide, so
+    // never in `guardctl mcp`, whose apply shares the process.
+    git2::opts::strict_hash_verification(false);
     let made = make(args, ctx, ui)?;
     crate::planfile::write(&out, &made.file)?;
     if ui.json {
@@ -476,7 +481,7 @@ pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
         "Observing {resources} in {} ...",
         repo.display_path().display()
     ));
-    let spinner = ui.spinner(&format!("observing {resources}"));
+    let progress = ui.progress(&format!("observing {resources}"));
     // Every kind answers (no wildcard): a new kind must say how it is observed.
     let outcome = match &operation {
         Operation::Tags(inputs) => tags::run(repo, inputs, remote_refs.as_ref().into(), now)?,
@@ -484,15 +489,19 @@ pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
         Operation::StaleBranches(selection)
         | Operation::RemoteBranches(RemoteBranchesInputs { selection, .. }) => {
             let base_oid = base_oid.ok_or_else(|| Error::internal("a branch operation without a base"))?;
-            let mut outcome =
-                stale_branches::run(repo, selection, remote_refs.as_ref().into(), base_oid, now)?;
+            let mut outcome = stale_branches::run(
+                repo,
+                selection,
+                remote_refs.as_ref().into(),
+                base_oid,
+                now,
+                &progress,
+            )?;
             stale_branches::fill_people_not_in_base(repo, base_oid, &mut outcome.affected)?;
             outcome
         }
     };
-    if let Some(s) = spinner {
-        s.finish_and_clear();
-    }
+    drop(progress);
     // An exec plan's resources are its manifest: the ids its preview listed.
     let manifest = crate::plan::manifest::of(&operation);
     let count = manifest.as_ref().map_or(outcome.affected.len(), Vec::len);
@@ -529,12 +538,15 @@ pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
     let summary = derive::summary(&operation, &outcome.affected);
     let risk = derive::risk(&operation, &outcome.affected, policy.bulk.threshold);
     let side_effects = derive::side_effects(&operation, &outcome.affected);
+    // The plan's lifetime starts now that it is about to be written, so a long observation
+    // does not eat into the reviewers' time.
+    let written = ctx.written_at();
     let plan = Plan {
         format_version: FORMAT_VERSION,
         plan_hash: plan_hash(&repository, &operation, &policy_hash, &outcome.affected)
             .map_err(|e| Error::internal("cannot hash the plan").caused_by(e))?,
-        created_at: now,
-        expires_at: now + expiry,
+        created_at: written,
+        expires_at: written + expiry,
         planner: Party {
             principal: planner,
             key: Some(key_id),

@@ -5,6 +5,7 @@
 
 pub mod exec;
 pub mod pin;
+pub mod progress;
 pub mod shell;
 pub mod stale_branches;
 pub mod tags;

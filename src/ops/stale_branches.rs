@@ -9,12 +9,13 @@
 //! Every branch not planned is reported with its reason.
 
 use crate::error::{Error, Result};
+use crate::ops::progress::Progress;
 use crate::plan::model::{
     Affected, ConfigEntry, Criterion, Person, SkipReason, Skipped, StaleBranchesInputs, TagFacts, Upstream,
 };
-use crate::repo::{BranchRef, CheckedOut, CommitFacts, RemoteRefs, Repo};
+use crate::repo::{BranchRef, CheckedOut, CommitFacts, Reachable, Reads, RemoteRefs, Repo};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 use time::OffsetDateTime;
 
@@ -259,6 +260,7 @@ pub fn run(
     source: Branches,
     base_oid: git2::Oid,
     now: OffsetDateTime,
+    progress: &dyn Progress,
 ) -> Result<Outcome> {
     let patterns = Patterns::compile(inputs)?;
     let (branches, checked_out) = match source {
@@ -266,43 +268,42 @@ pub fn run(
         Branches::Remote(r) => (r.branches.clone(), CheckedOut::remote(r.head.as_deref())),
     };
     let want_squash = inputs.criteria.contains(&Criterion::SquashMerged);
-    let mut lookups = Lookups::new(repo, source, base_oid, want_squash)?;
+    // Planning reads fast (the commit-graph); `recheck` re-derives with the objects.
+    let mut lookups = Lookups::new(repo, source, base_oid, want_squash, Reads::Fast)?;
 
     let mut skipped = Vec::new();
-    let mut observed = Vec::new();
-    let mut fork_points = Vec::new();
+    let mut candidates = Vec::new();
     for b in &branches {
-        let oid_text = b.oid.map(|o| o.to_string());
         if let Some((reason, detail)) = screen(b, &inputs.base, &checked_out, &patterns) {
             skipped.push(Skipped {
                 refname: b.refname.clone(),
-                oid: oid_text,
+                oid: b.oid.map(|o| o.to_string()),
                 reason,
                 detail,
             });
             continue;
         }
-        let Some(oid) = b.oid else { continue };
-        let facts = match repo.commit_facts(oid) {
-            Ok(f) => f,
-            Err(e) => {
-                let detail = Some(e.causes.join("; "));
-                skipped.push(Skipped {
-                    refname: b.refname.clone(),
-                    oid: oid_text,
-                    reason: SkipReason::Unreadable,
-                    detail,
-                });
-                continue;
-            }
-        };
-        let (o, fork) = observe_one(&mut lookups, &b.refname, oid, facts)?;
-        fork_points.extend(fork);
-        observed.push((o, fork));
+        if let Some(oid) = b.oid {
+            candidates.push((b.refname.as_str(), oid));
+        }
+    }
+    let tips: Vec<git2::Oid> = candidates.iter().map(|(_, oid)| *oid).collect();
+    let readings = read_tips(&lookups, &tips, progress)?;
+    let mut observed = Vec::new();
+    for ((refname, oid), reading) in candidates.into_iter().zip(readings) {
+        match reading {
+            Ok(tip) => observed.push(observe_one(&mut lookups, refname, oid, tip)?),
+            Err(e) => skipped.push(Skipped {
+                refname: refname.to_string(),
+                oid: Some(oid.to_string()),
+                reason: SkipReason::Unreadable,
+                detail: Some(e.causes.join("; ")),
+            }),
+        }
     }
 
     if want_squash {
-        detect_squash_merges(repo, base_oid, &fork_points, &mut observed)?;
+        detect_squash_merges(repo, &lookups.reachable, &mut observed, progress)?;
     }
 
     let mut affected = Vec::new();
@@ -349,52 +350,95 @@ pub fn require_fetched(repo: &Repo, remote: &str, refs: &RemoteRefs, tags_too: b
     )))
 }
 
-/// What observing branches needs, read once per run: the base's reachable set, the
-/// `branch.*` config, the remotes, and whether squash merges are looked for.
+/// What observing branches needs, read once per run: the base's history, the `branch.*`
+/// config, the remotes, and whether squash merges are looked for.
 struct Lookups<'r> {
     repo: &'r Repo,
-    reachable: crate::repo::Reachable,
+    reachable: Reachable,
     config: HashMap<String, Vec<(String, String)>>,
     /// Each branch's remote-tracking ref and whether it exists, read from git when a
     /// branch first needs it.
     upstreams: Option<HashMap<String, (String, bool)>>,
     want_squash: bool,
+    reads: Reads,
 }
 
 impl<'r> Lookups<'r> {
-    fn new(repo: &'r Repo, source: Branches, base_oid: git2::Oid, want_squash: bool) -> Result<Self> {
+    fn new(
+        repo: &'r Repo,
+        source: Branches,
+        base_oid: git2::Oid,
+        want_squash: bool,
+        reads: Reads,
+    ) -> Result<Self> {
+        // Squash detection needs the history's shape (levels); a plan builds it anyway, as
+        // cheap as the set when the commit-graph is there.
+        let reachable = if want_squash || reads == Reads::Fast {
+            repo.history(base_oid, reads)?
+        } else {
+            repo.reachable_from(base_oid)?
+        };
         Ok(Lookups {
             repo,
-            reachable: repo.reachable_from(base_oid)?,
+            reachable,
             config: match source {
                 Branches::Local => repo.branch_config()?,
                 Branches::Remote(_) => HashMap::new(),
             },
             upstreams: None,
             want_squash,
+            reads,
         })
     }
 }
 
-/// Observe one branch that passed `screen`: merged or not, its own commits, its config.
+/// What the history says about one branch tip: the part of observing that reads objects.
+struct Tip {
+    facts: CommitFacts,
+    merged: bool,
+    commits_not_in_base: u64,
+    /// Where its own history meets the base (squash detection only).
+    fork: Option<git2::Oid>,
+}
+
+/// Read every tip (its facts, merged or not, its own commits, its fork point), on every core.
+/// A tip whose commit cannot be read is an `Err` in its place; a broken history fails all.
+fn read_tips(l: &Lookups, tips: &[git2::Oid], progress: &dyn Progress) -> Result<Vec<Result<Tip>>> {
+    let (reachable, want_squash, reads) = (&l.reachable, l.want_squash, l.reads);
+    progress.begin("observed branches", tips.len() as u64);
+    l.repo.in_parallel(tips, |repo, &oid| {
+        progress.advance(1);
+        let facts = match repo.commit_facts(oid) {
+            Ok(f) => f,
+            Err(e) => return Ok(Err(e)),
+        };
+        let merged = reachable.contains(oid);
+        let unmerged = if merged {
+            Default::default()
+        } else {
+            crate::repo::unmerged_with(&repo.parents(reads)?, oid, reachable)?
+        };
+        let fork = if want_squash && !merged {
+            repo.fork_point(reachable.base(), oid, &unmerged.boundary)
+        } else {
+            None
+        };
+        Ok(Ok(Tip {
+            facts,
+            merged,
+            commits_not_in_base: unmerged.commits,
+            fork,
+        }))
+    })
+}
+
+/// Observe one branch that passed `screen`: its history (read by `read_tips`), its config.
 fn observe_one(
     l: &mut Lookups,
     refname: &str,
     oid: git2::Oid,
-    facts: CommitFacts,
+    tip: Tip,
 ) -> Result<(Observed, Option<git2::Oid>)> {
-    let (repo, reachable, want_squash) = (l.repo, &l.reachable, l.want_squash);
-    let merged = reachable.contains(oid);
-    let unmerged = if merged {
-        Default::default()
-    } else {
-        repo.unmerged(oid, reachable)?
-    };
-    let fork = if want_squash && !merged {
-        repo.fork_point(reachable.base(), oid, &unmerged.boundary)
-    } else {
-        None
-    };
     let name = refname.trim_start_matches("refs/heads/");
     let entries = l.config.remove(name).unwrap_or_default();
     let upstream = upstream_of(l, refname, &entries)?;
@@ -405,15 +449,15 @@ fn observe_one(
     let observed = Observed {
         refname: refname.to_string(),
         oid: oid.to_string(),
-        facts,
-        merged,
-        commits_not_in_base: unmerged.commits,
+        facts: tip.facts,
+        merged: tip.merged,
+        commits_not_in_base: tip.commits_not_in_base,
         squash_merged: None,
         upstream,
         config,
         tag: None,
     };
-    Ok((observed, fork))
+    Ok((observed, tip.fork))
 }
 
 /// One planned resource whose state differs now.
@@ -448,10 +492,8 @@ pub fn recheck(
     let want_squash = planned
         .iter()
         .any(|a| a.reasons.contains(&Criterion::SquashMerged));
-    let mut lookups = Lookups::new(repo, source, base_oid, want_squash)?;
+    let mut lookups = Lookups::new(repo, source, base_oid, want_squash, Reads::Verified)?;
     let mut drifts = Vec::new();
-    let mut observed = Vec::new();
-    let mut fork_points = Vec::new();
     let targets = match source {
         Branches::Local => repo.ref_targets(planned.iter().map(|a| a.refname.as_str()))?,
         Branches::Remote(r) => planned
@@ -459,6 +501,7 @@ pub fn recheck(
             .filter_map(|a| Some((a.refname.clone(), r.target(&a.refname)?)))
             .collect(),
     };
+    let mut candidates = Vec::new();
     for a in planned {
         let Some(&oid) = targets.get(&a.refname) else {
             drifts.push(Drift::new(a, "oid", a.oid.clone(), "(deleted)".into()));
@@ -477,13 +520,21 @@ pub fn recheck(
             drifts.push(Drift::not_eligible(a, reason, detail));
             continue;
         }
-        let facts = repo.commit_facts(oid)?;
-        let (o, fork) = observe_one(&mut lookups, &a.refname, oid, facts)?;
-        fork_points.extend(fork);
-        observed.push((o, fork));
+        candidates.push((a.refname.as_str(), oid));
+    }
+    let tips: Vec<git2::Oid> = candidates.iter().map(|(_, oid)| *oid).collect();
+    let readings = read_tips(&lookups, &tips, &crate::ops::progress::Silent)?;
+    let mut observed = Vec::new();
+    for ((refname, oid), reading) in candidates.into_iter().zip(readings) {
+        observed.push(observe_one(&mut lookups, refname, oid, reading?)?);
     }
     if want_squash {
-        detect_squash_merges(repo, base_oid, &fork_points, &mut observed)?;
+        detect_squash_merges(
+            repo,
+            &lookups.reachable,
+            &mut observed,
+            &crate::ops::progress::Silent,
+        )?;
     }
     let by_name: HashMap<&str, &Affected> = planned.iter().map(|a| (a.refname.as_str(), a)).collect();
     for (o, _) in &observed {
@@ -638,7 +689,8 @@ pub fn fill_people_not_in_base(repo: &Repo, base_oid: git2::Oid, affected: &mut 
     if affected.iter().all(|a| a.commits_not_in_base == 0) {
         return Ok(());
     }
-    let reachable = repo.reachable_from(base_oid)?;
+    // Plan time: `recheck_people_not_in_base` re-derives it with the objects.
+    let reachable = repo.history(base_oid, Reads::Fast)?;
     for a in affected.iter_mut() {
         let oid = git2::Oid::from_str(&a.oid)?;
         if !reachable.contains(oid) {
@@ -680,37 +732,77 @@ pub fn recheck_people_not_in_base(
     Ok(drifts)
 }
 
-/// A branch is squash-merged when the patch-id of its whole change (fork point to tip) equals
-/// the patch-id of a single commit on the base made after the oldest fork point. The base's
-/// patch-ids are computed once for all branches.
+/// A branch is squash-merged when its whole change (fork point to tip) is a single commit
+/// of the base made after its fork (not an ancestor of it), found by patch-id:
+///
+/// - git's patch-id (3 lines of context) equal: the squash commit is exactly the change; or
+/// - the same lines added in the same files (main changed the replaced lines, or lines next
+///   to them, between the fork and the squash), **and** merging the tip into that commit
+///   changes nothing (a tree merge
+///   from the fork point: no conflict, that commit's tree): both must agree, so a commit
+///   with the same lines somewhere else is never taken for the branch's work. (Into that
+///   commit, not into today's base: main changing the same lines later is no reason to
+///   keep a branch whose work landed.)
+///
+/// The base's patch-ids are computed once for all branches, for the commits at or above the
+/// lowest fork point's level (a squash commit descends from the fork it was forked at), on
+/// every core; then one diff per branch. Cost: the base's history since the oldest fork plus
+/// the branches' own changes, never branches × history.
 fn detect_squash_merges(
     repo: &Repo,
-    base_oid: git2::Oid,
-    fork_points: &[git2::Oid],
+    reachable: &Reachable,
     observed: &mut [(Observed, Option<git2::Oid>)],
+    progress: &dyn Progress,
 ) -> Result<()> {
-    if fork_points.is_empty() {
-        return Ok(());
-    }
-    let distinct: Vec<git2::Oid> = fork_points
+    let todo: Vec<(usize, git2::Oid, git2::Oid)> = observed
         .iter()
-        .copied()
-        .collect::<HashSet<_>>()
-        .into_iter()
+        .enumerate()
+        .filter(|(_, (o, _))| !o.merged)
+        .filter_map(|(i, (o, fork))| Some((i, (*fork)?, git2::Oid::from_str(&o.oid).ok()?)))
         .collect();
-    let oldest = repo.common_ancestor(&distinct);
-    let base_ids = repo.base_patch_ids(base_oid, oldest)?;
     for (o, fork) in observed.iter_mut() {
-        if o.merged {
-            continue;
-        }
-        let Some(fork) = fork else {
+        if !o.merged && fork.is_none() {
             o.squash_merged = Some(false);
-            continue;
+        }
+    }
+    let Some(min_level) = todo.iter().filter_map(|(_, f, _)| reachable.level(*f)).min() else {
+        return Ok(());
+    };
+    let window = reachable.single_parent_commits_from(min_level);
+    progress.begin("patch-ids of base commits", window.len() as u64);
+    let ids = repo.in_parallel(&window, |r, &(commit, parent)| {
+        progress.advance(1);
+        r.change_ids(parent, commit)
+    })?;
+    let (mut exact, mut added): (HashMap<_, Vec<_>>, HashMap<_, Vec<_>>) = Default::default();
+    for (&(commit, _), id) in window.iter().zip(ids) {
+        if let Some(id) = id {
+            exact.entry(id.exact).or_default().push(commit);
+            added.entry(id.added).or_default().push(commit);
+        }
+    }
+    progress.begin("compared branches with the base", todo.len() as u64);
+    let verdicts = repo.in_parallel(&todo, |r, &(_, fork, tip)| {
+        progress.advance(1);
+        let Some(id) = r.change_ids(fork, tip)? else {
+            return Ok(false);
         };
-        let tip = git2::Oid::from_str(&o.oid).map_err(Error::from)?;
-        let id = repo.squash_patch_id(*fork, tip)?;
-        o.squash_merged = Some(id.is_some_and(|id| base_ids.contains(&id)));
+        let after_fork = |c: &&git2::Oid| !reachable.is_ancestor(**c, fork);
+        if exact
+            .get(&id.exact)
+            .is_some_and(|found| found.iter().any(|c| after_fork(&c)))
+        {
+            return Ok(true);
+        }
+        for &c in added.get(&id.added).into_iter().flatten().filter(after_fork) {
+            if r.merge_changes_nothing(fork, c, tip)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    })?;
+    for ((i, _, _), squash) in todo.into_iter().zip(verdicts) {
+        observed[i].0.squash_merged = Some(squash);
     }
     Ok(())
 }

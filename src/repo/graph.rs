@@ -1,16 +1,42 @@
 //! Commit-graph questions, answered so that cost grows with the repository, not with
 //! branches × history: one walk from the base gives the reachable set; each branch then
 //! only walks its own commits until it meets that set.
+//!
+//! Parents are read from the object database (`git_odb_read`, no object cache, no full
+//! commit parse) or, for [`Reads::Fast`], from git's commit-graph file first
+//! (`commit_graph.rs`). `Fast` is for planning only: the plan is re-derived with
+//! [`Reads::Verified`] at `verify`/`apply`, so a crafted commit-graph can make a plan
+//! refused, never make it applied.
 
 use super::Repo;
-use crate::error::Result;
+use super::commit_graph::CommitGraph;
+use crate::error::{Error, Result};
 use git2::Oid;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-/// Every commit reachable from the base.
+/// Where a walk reads parents from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// The objects themselves: the resolver of record (`verify`, `apply`).
+    Verified,
+    /// The commit-graph file when the repository has one (`plan`, re-checked later).
+    Fast,
+}
+
+/// Every commit reachable from the base, indexed; with `dag`, also each one's parents and
+/// topological level (1 + the highest level of its parents; roots are 1).
 pub struct Reachable {
     base: Oid,
-    set: HashSet<Oid>,
+    index: HashMap<Oid, u32>,
+    dag: Option<Dag>,
+}
+
+/// The base's history by index: `parents[starts[i]..starts[i + 1]]` are commit i's parents.
+struct Dag {
+    oids: Vec<Oid>,
+    starts: Vec<u32>,
+    parents: Vec<u32>,
+    level: Vec<u32>,
 }
 
 impl Reachable {
@@ -20,8 +46,126 @@ impl Reachable {
     }
 
     pub fn contains(&self, oid: Oid) -> bool {
-        self.set.contains(&oid)
+        self.index.contains_key(&oid)
     }
+
+    /// How many commits the base reaches.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The topological level of a commit of the base (with a DAG only).
+    pub fn level(&self, oid: Oid) -> Option<u32> {
+        let dag = self.dag.as_ref()?;
+        Some(dag.level[*self.index.get(&oid)? as usize])
+    }
+
+    /// Commits of the base at `min_level` or above that have exactly one parent, with their
+    /// parent (the changes a squash merge lands as). Empty without a DAG.
+    pub fn single_parent_commits_from(&self, min_level: u32) -> Vec<(Oid, Oid)> {
+        let Some(dag) = &self.dag else { return vec![] };
+        (0..dag.oids.len())
+            .filter(|&i| dag.level[i] >= min_level)
+            .filter_map(|i| match dag.parents_of(i) {
+                [p] => Some((dag.oids[i], dag.oids[*p as usize])),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Whether `ancestor` is reachable from `tip` (both commits of the base; with a DAG).
+    /// Levels prune the walk: a commit below `ancestor`'s level cannot reach it.
+    pub fn is_ancestor(&self, ancestor: Oid, tip: Oid) -> bool {
+        let (Some(dag), Some(&a), Some(&t)) = (&self.dag, self.index.get(&ancestor), self.index.get(&tip))
+        else {
+            return false;
+        };
+        let floor = dag.level[a as usize];
+        let mut seen = HashSet::new();
+        let mut stack = vec![t];
+        while let Some(i) = stack.pop() {
+            if i == a {
+                return true;
+            }
+            if dag.level[i as usize] <= floor || !seen.insert(i) {
+                continue;
+            }
+            stack.extend_from_slice(dag.parents_of(i as usize));
+        }
+        false
+    }
+}
+
+impl Dag {
+    fn parents_of(&self, i: usize) -> &[u32] {
+        &self.parents[self.starts[i] as usize..self.starts[i + 1] as usize]
+    }
+
+    /// Topological levels, by an iterative post-order walk (histories are deep).
+    fn levels(oids: usize, starts: &[u32], parents: &[u32]) -> Vec<u32> {
+        let mut level = vec![0u32; oids];
+        for root in 0..oids {
+            if level[root] != 0 {
+                continue;
+            }
+            let mut stack = vec![(root, false)];
+            while let Some((i, expanded)) = stack.pop() {
+                if level[i] != 0 {
+                    continue;
+                }
+                let ps = &parents[starts[i] as usize..starts[i + 1] as usize];
+                if expanded {
+                    level[i] = 1 + ps.iter().map(|&p| level[p as usize]).max().unwrap_or(0);
+                    continue;
+                }
+                stack.push((i, true));
+                stack.extend(
+                    ps.iter()
+                        .filter(|&&p| level[p as usize] == 0)
+                        .map(|&p| (p as usize, false)),
+                );
+            }
+        }
+        level
+    }
+}
+
+/// Reads a commit's parents: the commit-graph when allowed and it holds the commit, else the
+/// object (raw: the header's `parent` lines, no full parse).
+pub struct Parents<'r> {
+    odb: git2::Odb<'r>,
+    graph: Option<&'r CommitGraph>,
+}
+
+impl Parents<'_> {
+    pub fn of(&self, oid: Oid) -> Result<Vec<Oid>> {
+        if let Some(ps) = self.graph.and_then(|g| g.parents(oid)) {
+            return Ok(ps);
+        }
+        let obj = self.odb.read(oid)?;
+        if obj.kind() != git2::ObjectType::Commit {
+            return Err(Error::internal(format!("{oid} is not a commit")));
+        }
+        parse_parents(obj.data()).ok_or_else(|| Error::internal(format!("commit {oid} is malformed")))
+    }
+}
+
+/// The `parent` lines of a commit's header, which follow its `tree` line.
+fn parse_parents(data: &[u8]) -> Option<Vec<Oid>> {
+    let mut lines = data.split(|&b| b == b'\n');
+    lines.next()?.strip_prefix(b"tree ")?;
+    let mut out = Vec::new();
+    for line in lines {
+        let Some(hex) = line.strip_prefix(b"parent ") else {
+            break;
+        };
+        out.push(Oid::from_str(std::str::from_utf8(hex).ok()?).ok()?);
+    }
+    Some(out)
 }
 
 /// What a branch holds beyond the base.
@@ -37,11 +181,64 @@ impl Repo {
     pub fn reachable_from(&self, base: Oid) -> Result<Reachable> {
         let mut walk = self.git.revwalk()?;
         walk.push(base)?;
-        let mut set = HashSet::new();
+        let mut index = HashMap::new();
         for oid in walk {
-            set.insert(oid?);
+            let n = index.len() as u32;
+            index.insert(oid?, n);
         }
-        Ok(Reachable { base, set })
+        Ok(Reachable {
+            base,
+            index,
+            dag: None,
+        })
+    }
+
+    /// A parent reader for `reads` (the commit-graph is loaded on first use).
+    pub fn parents(&self, reads: Reads) -> Result<Parents<'_>> {
+        Ok(Parents {
+            odb: self.git.odb()?,
+            graph: match reads {
+                Reads::Fast => self.commit_graph(),
+                Reads::Verified => None,
+            },
+        })
+    }
+
+    /// Every commit reachable from the base, with parents and levels: one walk.
+    pub fn history(&self, base: Oid, reads: Reads) -> Result<Reachable> {
+        let parents = self.parents(reads)?;
+        let mut index: HashMap<Oid, u32> = HashMap::new();
+        let mut oids = Vec::new();
+        let mut edges: Vec<Vec<Oid>> = Vec::new();
+        let mut stack = vec![base];
+        while let Some(oid) = stack.pop() {
+            if index.contains_key(&oid) {
+                continue;
+            }
+            index.insert(oid, oids.len() as u32);
+            oids.push(oid);
+            let ps = parents.of(oid)?;
+            stack.extend(ps.iter().filter(|p| !index.contains_key(p)));
+            edges.push(ps);
+        }
+        let mut starts = Vec::with_capacity(oids.len() + 1);
+        let mut flat = Vec::with_capacity(oids.len() + oids.len() / 4);
+        starts.push(0u32);
+        for ps in edges {
+            flat.extend(ps.iter().filter_map(|p| index.get(p).copied()));
+            starts.push(flat.len() as u32);
+        }
+        let level = Dag::levels(oids.len(), &starts, &flat);
+        Ok(Reachable {
+            base,
+            index,
+            dag: Some(Dag {
+                oids,
+                starts,
+                parents: flat,
+                level,
+            }),
+        })
     }
 
     /// Every commit reachable from any of `tips` (e.g. every branch, for tags: a tag whose
@@ -51,33 +248,21 @@ impl Repo {
         for tip in tips {
             walk.push(*tip)?;
         }
-        let mut set = HashSet::new();
+        let mut index = HashMap::new();
         for oid in walk {
-            set.insert(oid?);
+            let n = index.len() as u32;
+            index.insert(oid?, n);
         }
         Ok(Reachable {
             base: tips.first().copied().unwrap_or(Oid::ZERO_SHA1),
-            set,
+            index,
+            dag: None,
         })
     }
 
     /// Walk back from `tip`, stopping at commits of the base.
     pub fn unmerged(&self, tip: Oid, base: &Reachable) -> Result<UnmergedCount> {
-        let mut out = UnmergedCount::default();
-        let mut seen: HashSet<Oid> = HashSet::new();
-        let mut stack = vec![tip];
-        while let Some(oid) = stack.pop() {
-            if !seen.insert(oid) {
-                continue;
-            }
-            if base.contains(oid) {
-                out.boundary.push(oid);
-                continue;
-            }
-            out.commits += 1;
-            stack.extend(self.git.find_commit(oid)?.parent_ids());
-        }
-        Ok(out)
+        unmerged_with(&self.parents(Reads::Verified)?, tip, base)
     }
 
     /// The e-mail of every author and committer of the commits reachable from `tip` but not
@@ -109,46 +294,12 @@ impl Repo {
         }
     }
 
-    /// The newest commit every one of `commits` descends from (octopus merge base).
-    pub fn common_ancestor(&self, commits: &[Oid]) -> Option<Oid> {
-        match commits {
-            [] => None,
-            [one] => Some(*one),
-            many => self.git.merge_base_octopus(many).ok(),
-        }
-    }
-
-    /// Patch-ids of every non-merge commit of the base made since `since` (exclusive): the
-    /// changes a squash merge of a branch forked at or after `since` could have landed as.
-    pub fn base_patch_ids(&self, base: Oid, since: Option<Oid>) -> Result<HashSet<Oid>> {
-        let mut walk = self.git.revwalk()?;
-        walk.push(base)?;
-        if let Some(s) = since {
-            walk.hide(s)?;
-        }
-        let mut out = HashSet::new();
-        for oid in walk {
-            let commit = self.git.find_commit(oid?)?;
-            if commit.parent_count() != 1 {
-                continue;
-            }
-            let parent = commit.parent(0)?;
-            if let Some(id) = self.tree_patch_id(parent.tree_id(), commit.tree_id())? {
-                out.insert(id);
-            }
-        }
-        Ok(out)
-    }
-
-    /// The patch-id of a branch's whole change (fork point to tip), as a squash merge has it.
-    pub fn squash_patch_id(&self, fork: Oid, tip: Oid) -> Result<Option<Oid>> {
-        let old = self.git.find_commit(fork)?.tree_id();
-        let new = self.git.find_commit(tip)?.tree_id();
-        self.tree_patch_id(old, new)
-    }
-
-    /// `None` for an empty change (nothing to find in the base).
-    fn tree_patch_id(&self, old: Oid, new: Oid) -> Result<Option<Oid>> {
+    /// Two ids of the change from commit `old` to commit `new`: git's patch-id (3 lines of
+    /// context) and one of what it puts in place (see [`ChangeIds::added`]). `None` for an
+    /// empty change.
+    pub fn change_ids(&self, old: Oid, new: Oid) -> Result<Option<ChangeIds>> {
+        let old = self.git.find_commit(old)?.tree_id();
+        let new = self.git.find_commit(new)?.tree_id();
         if old == new {
             return Ok(None);
         }
@@ -158,6 +309,115 @@ impl Repo {
         if diff.deltas().len() == 0 {
             return Ok(None);
         }
-        Ok(Some(diff.patchid(None)?))
+        let exact = diff.patchid(None)?;
+        let mut opts = git2::DiffOptions::new();
+        opts.context_lines(0);
+        let bare = self
+            .git
+            .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut opts))?;
+        let mut h = <sha2::Sha256 as sha2::Digest>::new();
+        bare.print(git2::DiffFormat::Patch, |delta, _, line| {
+            let path = |f: git2::DiffFile| f.path_bytes().map(<[u8]>::to_vec).unwrap_or_default();
+            match line.origin() {
+                'F' => {
+                    sha2::Digest::update(&mut h, b"\0file\0");
+                    sha2::Digest::update(&mut h, path(delta.old_file()));
+                    sha2::Digest::update(&mut h, b"\0");
+                    sha2::Digest::update(&mut h, path(delta.new_file()));
+                }
+                '+' => {
+                    sha2::Digest::update(&mut h, b"\0+");
+                    sha2::Digest::update(&mut h, line.content());
+                }
+                '-' => sha2::Digest::update(&mut h, b"\0-"),
+                _ => {}
+            }
+            true
+        })?;
+        let digest = sha2::Digest::finalize(h);
+        Ok(Some(ChangeIds {
+            exact,
+            added: Oid::from_bytes(&digest[..20])?,
+        }))
+    }
+
+    /// Whether merging `tip` into commit `into` (from the tip's fork point `fork`) changes
+    /// nothing: no conflict, and the merged tree is `into`'s. In memory: nothing is written.
+    pub fn merge_changes_nothing(&self, fork: Oid, into: Oid, tip: Oid) -> Result<bool> {
+        let tree = |c: Oid| -> Result<git2::Tree<'_>> { Ok(self.git.find_commit(c)?.tree()?) };
+        let (fork, into, tip) = (tree(fork)?, tree(into)?, tree(tip)?);
+        let merged = self.git.merge_trees(&fork, &into, &tip, None)?;
+        if merged.has_conflicts() {
+            return Ok(false);
+        }
+        let diff = self.git.diff_tree_to_index(Some(&into), Some(&merged), None)?;
+        Ok(diff.deltas().len() == 0)
+    }
+}
+
+/// Two ids of one change (see [`Repo::change_ids`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeIds {
+    /// git's patch-id: the change with 3 lines of context, without line numbers.
+    pub exact: Oid,
+    /// Which files, how many lines removed, and exactly which lines added: equal for a
+    /// squash commit whose base had changed the lines the branch replaced (or the lines
+    /// next to them) since the branch forked. Only ever a candidate, never a verdict.
+    pub added: Oid,
+}
+
+/// Walk back from `tip` with `parents`, stopping at commits of the base.
+pub fn unmerged_with(parents: &Parents, tip: Oid, base: &Reachable) -> Result<UnmergedCount> {
+    let mut out = UnmergedCount::default();
+    let mut seen: HashSet<Oid> = HashSet::new();
+    let mut stack = vec![tip];
+    while let Some(oid) = stack.pop() {
+        if !seen.insert(oid) {
+            continue;
+        }
+        if base.contains(oid) {
+            out.boundary.push(oid);
+            continue;
+        }
+        out.commits += 1;
+        stack.extend(parents.of(oid)?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parents_are_the_header_lines_after_the_tree() {
+        let tree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+        let p1 = "1111111111111111111111111111111111111111";
+        let p2 = "2222222222222222222222222222222222222222";
+        let raw = format!("tree {tree}\nparent {p1}\nparent {p2}\nauthor a <a> 1 +0000\n\nparent {tree}\n");
+        let got = parse_parents(raw.as_bytes()).unwrap();
+        assert_eq!(got, vec![Oid::from_str(p1).unwrap(), Oid::from_str(p2).unwrap()]);
+        assert_eq!(
+            parse_parents(format!("tree {tree}\nauthor a\n").as_bytes()),
+            Some(vec![])
+        );
+        assert_eq!(parse_parents(b"author a\n"), None);
+        assert_eq!(
+            parse_parents(format!("tree {tree}\nparent zz\n").as_bytes()),
+            None
+        );
+    }
+
+    #[test]
+    fn levels_count_the_longest_path_to_a_root() {
+        // 0 <- 1 <- 2, 0 <- 3, 4 = merge(2, 3); indices are arbitrary, parents point down.
+        let parents_of: [&[u32]; 5] = [&[], &[0], &[1], &[0], &[2, 3]];
+        let mut starts = vec![0u32];
+        let mut flat = vec![];
+        for ps in parents_of {
+            flat.extend_from_slice(ps);
+            starts.push(flat.len() as u32);
+        }
+        assert_eq!(Dag::levels(5, &starts, &flat), vec![1, 2, 3, 2, 4]);
     }
 }

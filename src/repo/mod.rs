@@ -8,15 +8,17 @@
 //! crafted `packed-refs` that git itself would reject, so every name is validated here and
 //! invalid ones are reported as such, never used as a ref to act on.
 
+mod commit_graph;
 mod config;
 mod graph;
 pub mod mutate;
+mod parallel;
 mod refs;
 mod remote;
 mod tags;
 pub mod url;
 
-pub use graph::{Reachable, UnmergedCount};
+pub use graph::{Parents, Reachable, Reads, UnmergedCount, unmerged_with};
 pub use refs::{BranchRef, CheckedOut, is_valid_refname};
 pub use remote::RemoteRefs;
 pub use tags::TagObservation;
@@ -30,6 +32,9 @@ pub struct Repo {
     git: Repository,
     /// Every config entry, read once on first use (see `config.rs`).
     settings: std::sync::OnceLock<Vec<(String, String)>>,
+    /// git's commit-graph file, loaded on first use by a [`Reads::Fast`] walk; shared with
+    /// the worker handles of [`Repo::worker`].
+    commit_graph: std::sync::OnceLock<Option<std::sync::Arc<commit_graph::CommitGraph>>>,
 }
 
 /// Facts about one commit, as a plan records them.
@@ -88,7 +93,38 @@ impl Repo {
         Ok(Repo {
             git,
             settings: Default::default(),
+            commit_graph: Default::default(),
         })
+    }
+
+    /// Another handle on the same repository for a worker thread (a libgit2 repository must
+    /// not be shared between threads), sharing the loaded commit-graph. Reads objects only.
+    pub fn worker(&self) -> Result<Repo> {
+        let git = Repository::open(self.git.path())?;
+        git.set_config(&git2::Config::new()?)?;
+        let commit_graph = std::sync::OnceLock::new();
+        if let Some(g) = self.commit_graph.get() {
+            let _ = commit_graph.set(g.clone());
+        }
+        Ok(Repo {
+            git,
+            settings: Default::default(),
+            commit_graph,
+        })
+    }
+
+    /// git's commit-graph, when the repository has a readable one. Not in a shallow
+    /// repository or one with grafts: there git's parents are not the objects' parents.
+    fn commit_graph(&self) -> Option<&commit_graph::CommitGraph> {
+        self.commit_graph
+            .get_or_init(|| {
+                let common = self.git.commondir();
+                if common.join("shallow").exists() || common.join("info/grafts").exists() {
+                    return None;
+                }
+                commit_graph::CommitGraph::load(&common.join("objects")).map(std::sync::Arc::new)
+            })
+            .as_deref()
     }
 
     /// `<common git dir>/guardctl`: guardctl's own state, shared by every worktree.

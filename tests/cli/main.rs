@@ -28,6 +28,7 @@ mod remote;
 mod remote_url;
 mod review;
 mod show;
+mod squash;
 mod state;
 mod tags;
 mod trust;

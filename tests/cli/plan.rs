@@ -432,6 +432,25 @@ fn plan_records_expiry_planner_executor_and_repository() {
 }
 
 #[test]
+fn a_plans_lifetime_starts_when_it_is_written_not_when_observing_started() {
+    let env = standard_repo();
+    // Observing takes 20 minutes (test hook); the plan is valid 15 minutes from then.
+    let slow = [("GUARDCTL_TEST_OBSERVING_SECS", "1200")];
+    let run = env.run_env("alice", &slow, &["plan", "stale-branches", "--expires-in", "15m"]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let p = read_payload(&env, "plan.json");
+    assert_eq!(p["created_at"], "2026-06-01T12:20:00Z");
+    assert_eq!(p["expires_at"], "2026-06-01T12:35:00Z");
+    // Past planning start + 15m, not expired: the next check (approvals) refuses.
+    let at = |now: &str| {
+        env.run_env("alice", &[("GUARDCTL_TEST_NOW", now)], &["verify", "plan.json"])
+            .code
+    };
+    assert_eq!(at("2026-06-01T12:30:00Z"), 12);
+    assert_eq!(at("2026-06-01T12:36:00Z"), 11);
+}
+
+#[test]
 fn repository_identity_survives_a_move_and_differs_between_clones() {
     let env = TestEnv::new();
     env.branch("done", "main", 1, "Bob", 10);
