@@ -195,7 +195,7 @@ pub struct StaleBranchesParams {
     /// Protect branches matching these globs, in addition to the policy's
     #[serde(default)]
     pub protect: Vec<String>,
-    /// How long the plan stays valid, e.g. 15m, 2h, 1d (default 15m, bounded by policy)
+    /// How long the plan stays valid, e.g. 15m, 2h, 1d (default 1h, bounded by policy)
     #[serde(default)]
     pub expires_in: Option<String>,
     /// Where to write the plan (relative: to the repository's top directory); default
@@ -234,7 +234,7 @@ pub struct RemoteBranchesParams {
     /// Protect branches matching these globs, in addition to the policy's
     #[serde(default)]
     pub protect: Vec<String>,
-    /// How long the plan stays valid, e.g. 15m, 2h, 1d (default 15m, bounded by policy)
+    /// How long the plan stays valid, e.g. 15m, 2h, 1d (default 1h, bounded by policy)
     #[serde(default)]
     pub expires_in: Option<String>,
     /// Where to write the plan (relative: to the repository's top directory); default
@@ -274,7 +274,7 @@ pub struct TagsParams {
     /// Allow tags whose commits no branch reaches (each is flagged as losing work)
     #[serde(default)]
     pub include_unmerged: bool,
-    /// How long the plan stays valid, e.g. 15m, 2h, 1d (default 15m, bounded by policy)
+    /// How long the plan stays valid, e.g. 15m, 2h, 1d (default 1h, bounded by policy)
     #[serde(default)]
     pub expires_in: Option<String>,
     /// Where to write the plan (relative: to the repository's top directory); default
@@ -309,7 +309,7 @@ pub struct ExecParams {
     /// present (the observed effect)
     #[serde(default)]
     pub verify: Option<String>,
-    /// How long the plan stays valid, e.g. 15m, 2h, 1d (default 15m, bounded by policy)
+    /// How long the plan stays valid, e.g. 15m, 2h, 1d (default 1h, bounded by policy)
     #[serde(default)]
     pub expires_in: Option<String>,
     /// Where to write the plan (relative: to the repository's top directory); default

@@ -363,7 +363,13 @@ pub fn gate(input: GateInput) -> Result<ApprovalReport, Refusal> {
 /// Never an exec plan: its command runs whatever its manifest lists. Drift re-derives the
 /// plan at apply, so a plan that matched nothing cannot delete what appeared since.
 pub fn changes_nothing(plan: &Plan) -> bool {
-    plan.affected.is_empty() && !matches!(plan.operation, crate::plan::model::Operation::Exec(_))
+    use crate::plan::model::Operation;
+    match plan.operation {
+        Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {
+            plan.affected.is_empty()
+        }
+        Operation::Exec(_) => false,
+    }
 }
 
 /// Whether a plan follows the policy's rules: what `plan` enforces when writing it, checked

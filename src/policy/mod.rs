@@ -107,7 +107,10 @@ impl Default for Policy {
             protected: ["main", "master", "develop", "release/*"]
                 .map(String::from)
                 .to_vec(),
-            default_expiry_secs: 15 * 60,
+            // Long enough for a human review: a real one (issue 15) used 11 of 15 minutes and
+            // the plan nearly expired under the reviewer. Drift is re-checked at apply
+            // whatever the plan's age; `expiry.default` in the policy can shorten it.
+            default_expiry_secs: 60 * 60,
             max_expiry_secs: 7 * 86_400,
             clock_skew_secs: 300,
             max_affected: None,

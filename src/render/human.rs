@@ -440,6 +440,7 @@ fn part_of_line(a: &super::view::ApprovalsView, resources: &str) -> String {
 
 fn approvals_line(a: &super::view::ApprovalsView) -> String {
     let mut parts = vec![match a.groups.as_slice() {
+        _ if a.not_needed => "none needed (the plan changes nothing)".to_string(),
         [g] if a.is_simple() => format!("{} of {} needed", g.approved_by.len(), g.required),
         groups => format!(
             "{} of {} review groups approved (below)",

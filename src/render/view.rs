@@ -96,6 +96,8 @@ pub struct ApprovalsView {
     pub part_of: Option<PartOfView>,
     /// What each counted approval and standing rejection said (`--comment`).
     pub comments: Vec<CommentView>,
+    /// The plan changes nothing, so `apply` needs no approval (a rejection still stands).
+    pub not_needed: bool,
 }
 
 /// "Part of N plans by alice totalling M": what the bulk class counts across plans.
@@ -202,6 +204,7 @@ impl ApprovalsView {
                 .collect(),
             invalid,
             part_of: None,
+            not_needed: crate::policy::changes_nothing(plan),
             comments: report
                 .comments
                 .iter()

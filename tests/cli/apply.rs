@@ -235,7 +235,7 @@ fn an_expired_plan_is_refused_with_11() {
     assert_eq!(approve(&env, "bob").code, 0);
     let before = env.repository_state();
     let mut c = env.command();
-    c.env("GUARDCTL_TEST_NOW", "2026-06-01T12:15:00Z")
+    c.env("GUARDCTL_TEST_NOW", "2026-06-01T13:00:00Z")
         .arg("--key")
         .arg(env.key("alice"))
         .arg("--allowed-signers")

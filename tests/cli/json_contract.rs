@@ -185,6 +185,19 @@ fn a_plan_that_matches_nothing_applies_with_no_approval() {
         &["plan", "stale-branches", "--match", "no-such-branch-*"],
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
+    // show says what apply will do: no approval is needed.
+    let shown = env.run("bob", &["show", "plan.json"]);
+    assert!(
+        shown
+            .stdout
+            .contains("approvals  none needed (the plan changes nothing)"),
+        "{}",
+        shown.stdout
+    );
+    assert_eq!(
+        env.run("bob", &["--json", "show", "plan.json"]).json()["approvals"]["not_needed"],
+        true
+    );
     let heads = || env.git(&["for-each-ref", "refs/heads"]);
     let before = heads();
     let r = env.run("alice", &["--json", "apply", "plan.json"]);
