@@ -588,8 +588,9 @@ pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
     })
 }
 
-/// Say so when the work tree holds a policy file that is not the one in force: editing it
-/// changes nothing until it is committed on the default branch.
+/// Say so when the work tree holds a policy file that is not the one in force: editing it, or
+/// committing it locally in a clone of a remote, changes nothing until it is on the default
+/// branch the policy is read from.
 fn warn_uncommitted_policy(repo: &crate::repo::Repo, in_force: &InForce, ui: &mut Ui) {
     let Ok(text) = std::fs::read_to_string(repo.display_path().join(POLICY_PATH)) else {
         return;
@@ -600,7 +601,7 @@ fn warn_uncommitted_policy(repo: &crate::repo::Repo, in_force: &InForce, ui: &mu
     };
     if differs {
         ui.warn(&format!(
-            "{POLICY_PATH} in the work tree differs from the policy in force ({}); uncommitted policy changes do not count",
+            "{POLICY_PATH} in the work tree differs from the policy in force ({}): a change counts once it is there (committed, and where the policy comes from a remote, pushed to its default branch), not before",
             in_force.source.describe()
         ));
     }

@@ -636,6 +636,13 @@ fn a_weaker_policy_committed_on_local_main_does_not_bind_a_clone_of_a_remote() {
     commit_policy(&env, WEAK);
     let r = env.run("alice", &["--json", "plan", "stale-branches"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
+    // Committed, but not where the policy is read: the warning says pushing is what counts.
+    assert!(
+        r.stderr.contains("differs from the policy in force")
+            && r.stderr.contains("pushed to its default branch"),
+        "{}",
+        r.stderr
+    );
     assert!(
         r.json()["policy"]["source"]
             .as_str()
