@@ -179,10 +179,10 @@ mod tests {
     #[test]
     fn expiry_defaults_and_is_bounded() {
         let p = Policy::default();
-        assert_eq!(p.expiry(None), Ok(Duration::from_secs(900)));
+        assert_eq!(p.expiry(None), Ok(Duration::from_secs(3600)));
         assert_eq!(
-            p.expiry(Some(Duration::from_secs(3600))),
-            Ok(Duration::from_secs(3600))
+            p.expiry(Some(Duration::from_secs(900))),
+            Ok(Duration::from_secs(900))
         );
         assert!(p.expiry(Some(Duration::from_secs(8 * 86_400))).is_err());
     }
