@@ -14,7 +14,9 @@ git -C "$tmp/repo" -c user.name=t -c user.email=t@example.com commit -q --allow-
 cp fixtures/keys/alice_ed25519 "$tmp/key" && chmod 600 "$tmp/key"
 GUARDCTL_TEST_NOW=2000-01-01T00:00:00Z "$bin" -q -C "$tmp/repo" --key "$tmp/key" \
   plan stale-branches -o "$tmp/plan.json" >/dev/null 2>&1
-created=$(GUARDCTL_TEST_NOW=2000-01-01T00:00:00Z "$bin" --json show "$tmp/plan.json" | grep '"created_at"')
+# Shown from inside the throwaway repository: in the checkout it would consult this
+# project's own remote for its identities.
+created=$(GUARDCTL_TEST_NOW=2000-01-01T00:00:00Z "$bin" -C "$tmp/repo" --json show "$tmp/plan.json" | grep '"created_at"')
 case "$created" in
   *2000-01-01*) echo "FAIL: the release build honoured GUARDCTL_TEST_NOW: $created"; exit 1 ;;
   *) echo "ok: release build ignores GUARDCTL_TEST_NOW ($created)" ;;
