@@ -162,8 +162,10 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
     let planner_keys = planner_keys(&signers, &loaded.plan);
     // Counted against the groups `apply` would require now: the plan's own, plus the bulk
     // group when the planner's other live plans make it bulk.
+    // What cannot be read here (no policy, a damaged `seen/` directory) is left out of this
+    // view, as for a policy: `show` still works, and `apply`, which reads both again, refuses.
     let part_of = match ctx.policy_for(loaded.plan.operation.bound_to_remote()) {
-        Ok(p) => part_of(ctx, loaded, &signers, &p.policy)?,
+        Ok(p) => part_of(ctx, loaded, &signers, &p.policy).unwrap_or(None),
         Err(_) => None,
     };
     let in_review = crate::policy::across::in_review(&loaded.plan, part_of.as_ref());

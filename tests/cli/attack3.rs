@@ -300,3 +300,23 @@ fn two_parts_applied_at_the_same_moment_do_not_both_pass_alone() {
     // Two of the four branches are gone: one part, never both.
     assert_eq!(heads(&env).lines().count(), 3, "{}", heads(&env));
 }
+
+#[test]
+fn a_seen_directory_replaced_by_a_file_blocks_apply_but_not_show() {
+    let env = split_repo();
+    let r = env.run("alice", &["plan", "stale-branches", "--match", "topic/[01]"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let seen = env.repo.join(".git/guardctl/seen");
+    fs::remove_dir_all(&seen).unwrap();
+    fs::write(&seen, "not a directory").unwrap();
+    // A reviewer can still read the plan.
+    let r = env.run("bob", &["show", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // apply cannot tell which other plans exist: it refuses, naming the path, changing nothing.
+    let before = env.repository_state();
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_ne!(r.code, 0, "{}", r.transcript());
+    assert!(r.stderr.contains("seen"), "{}", r.stderr);
+    assert_eq!(before, env.repository_state());
+}
