@@ -338,12 +338,7 @@ impl Executor<'_> {
         // Signed like the consumed marker: a recovery that finishes this apply puts the
         // result into a receipt signed with this key, so it must be this run's own, not a
         // file someone wrote into the state directory ("status 0") after a crash.
-        let payload = serde_json::to_vec(&result)
-            .map_err(|e| Error::internal("cannot encode the command's result").caused_by(e))?;
-        let envelope = dsse::sign(EXEC_RESULT_PAYLOAD_TYPE, APPLY_NAMESPACE, &payload, key)
-            .map_err(|e| Error::internal("cannot sign the command's result").caused_by(e))?;
-        let bytes = serde_json::to_vec_pretty(&envelope)
-            .map_err(|e| Error::internal("cannot encode the command's result").caused_by(e))?;
+        let bytes = signed_state(EXEC_RESULT_PAYLOAD_TYPE, &result, key, EXEC_RESULT)?;
         self.store.write_file(id, EXEC_RESULT, &bytes)?;
         self.step(id, Step::CommandFinished)?;
         self.finish(id, &image, key)
@@ -354,18 +349,17 @@ impl Executor<'_> {
     /// result that does not verify is 16, naming the file: it decides what the receipt says.
     fn signed_exec_result(&self, id: &str, bytes: &[u8], key: &SigningKey) -> Result<ExecResult> {
         let path = self.store.plan_dir(id).join(EXEC_RESULT);
-        let bad = |why: String| crate::store::state::inconsistent(&path, why);
-        let envelope: crate::plan::envelope::Envelope =
-            serde_json::from_slice(bytes).map_err(|e| bad(format!("not a signed result ({e})")))?;
-        let v = dsse::verify(&envelope, EXEC_RESULT_PAYLOAD_TYPE, APPLY_NAMESPACE)
-            .map_err(|e| bad(e.to_string()))?;
+        let (result, v, _) = verified_state(&path, bytes, EXEC_RESULT_PAYLOAD_TYPE, "result")?;
         if v.fingerprint != crate::sign::sshsig::fingerprint(&key.public) {
-            return Err(bad(format!(
-                "signed by {}, not by the key that consumed the plan",
-                v.fingerprint
-            )));
+            return Err(state::inconsistent(
+                &path,
+                format!(
+                    "signed by {}, not by the key that consumed the plan",
+                    v.fingerprint
+                ),
+            ));
         }
-        serde_json::from_slice(&v.payload).map_err(|e| bad(format!("malformed result ({e})")))
+        Ok(result)
     }
 
     /// Mark the plan consumed with a marker signed by the applying key, binding the plan id to
@@ -382,11 +376,7 @@ impl Executor<'_> {
             key: crate::sign::sshsig::fingerprint(&key.public),
             created_at: self.now,
         };
-        let payload = serde_json::to_vec(&marker)
-            .map_err(|e| Error::internal("cannot encode the consumed marker").caused_by(e))?;
-        let envelope = dsse::sign(CONSUMED_PAYLOAD_TYPE, APPLY_NAMESPACE, &payload, key)
-            .map_err(|e| Error::internal("cannot sign the consumed marker").caused_by(e))?;
-        let bytes = serde_json::to_vec_pretty(&envelope).map_err(|e| encode_failed("consumed", e))?;
+        let bytes = signed_state(CONSUMED_PAYLOAD_TYPE, &marker, key, "consumed")?;
         self.store.mark_consumed(id, &bytes)
     }
 
@@ -1068,12 +1058,8 @@ pub fn trusted(store: &Store, id: &str, signers: &AllowedSigners) -> Result<(Bef
         return Ok((image, None));
     };
     let bad = |why: String| state::inconsistent(&path, why);
-    let envelope: crate::plan::envelope::Envelope =
-        serde_json::from_slice(&bytes).map_err(|e| bad(format!("not a signed marker ({e})")))?;
-    let verified =
-        dsse::verify(&envelope, CONSUMED_PAYLOAD_TYPE, APPLY_NAMESPACE).map_err(|e| bad(e.to_string()))?;
-    let marker: Consumed =
-        serde_json::from_slice(&verified.payload).map_err(|e| bad(format!("malformed ({e})")))?;
+    let (marker, verified, _): (Consumed, _, _) =
+        verified_state(&path, &bytes, CONSUMED_PAYLOAD_TYPE, "marker")?;
     if marker.plan_id != image.plan_id || marker.before_image != digest {
         return Err(bad(format!(
             "it consumes {} with before-image {}, but the before-image of this plan is {digest}",
@@ -1110,18 +1096,14 @@ pub fn recorded_result(store: &Store, id: &str, signers: &AllowedSigners, json: 
     let bytes = store
         .read_file(id, "receipt.json")?
         .ok_or_else(|| bad("the plan is recorded as applied but has no receipt".into()))?;
-    let envelope: crate::plan::envelope::Envelope =
-        serde_json::from_slice(&bytes).map_err(|e| bad(format!("not a signed receipt ({e})")))?;
-    let verified =
-        dsse::verify(&envelope, RECEIPT_PAYLOAD_TYPE, APPLY_NAMESPACE).map_err(|e| bad(e.to_string()))?;
+    let (receipt, verified, envelope): (Receipt, _, _) =
+        verified_state(&path, &bytes, RECEIPT_PAYLOAD_TYPE, "receipt")?;
     if verified.fingerprint != marker.key {
         return Err(bad(format!(
             "signed by {}, not by {}, the key that consumed the plan",
             verified.fingerprint, marker.key
         )));
     }
-    let receipt: Receipt =
-        serde_json::from_slice(&verified.payload).map_err(|e| bad(format!("malformed ({e})")))?;
     if receipt.plan_id != image.plan_id {
         return Err(bad(format!("it is the receipt of {}", safe(&receipt.plan_id))));
     }
@@ -1151,6 +1133,39 @@ fn need_key(key: Option<&SigningKey>) -> Result<&SigningKey> {
 
 /// A state file that cannot be encoded is an error: an empty file in its place would read
 /// back as "nothing recorded".
+/// A state file guardctl signs (consumed marker, command result): `value` in a DSSE envelope
+/// of `payload_type`, signed by `key` in `guardctl-apply`, as the bytes to write as `file`.
+fn signed_state(
+    payload_type: &str,
+    value: &impl serde::Serialize,
+    key: &SigningKey,
+    file: &str,
+) -> Result<Vec<u8>> {
+    let payload = serde_json::to_vec(value).map_err(|e| encode_failed(file, e))?;
+    let envelope = dsse::sign(payload_type, APPLY_NAMESPACE, &payload, key)
+        .map_err(|e| Error::internal(format!("cannot sign guardctl's state file {file}")).caused_by(e))?;
+    serde_json::to_vec_pretty(&envelope).map_err(|e| encode_failed(file, e))
+}
+
+/// A signed state file read back (consumed marker, receipt, command result): its envelope
+/// verified as `payload_type` in `guardctl-apply` and its payload parsed; anything else is
+/// 16 naming `path`. Who signed it is the caller's to check. Returns the envelope too (a
+/// replay prints the receipt's).
+fn verified_state<T: serde::de::DeserializeOwned>(
+    path: &std::path::Path,
+    bytes: &[u8],
+    payload_type: &str,
+    what: &str,
+) -> Result<(T, dsse::Verified, crate::plan::envelope::Envelope)> {
+    let bad = |why: String| state::inconsistent(path, why);
+    let envelope: crate::plan::envelope::Envelope =
+        serde_json::from_slice(bytes).map_err(|e| bad(format!("not a signed {what} ({e})")))?;
+    let verified = dsse::verify(&envelope, payload_type, APPLY_NAMESPACE).map_err(|e| bad(e.to_string()))?;
+    let value =
+        serde_json::from_slice(&verified.payload).map_err(|e| bad(format!("malformed {what} ({e})")))?;
+    Ok((value, verified, envelope))
+}
+
 fn encode_failed(file: &str, e: serde_json::Error) -> Error {
     Error::internal(format!("cannot encode guardctl's state file {file}")).caused_by(e)
 }
