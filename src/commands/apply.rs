@@ -3,12 +3,20 @@
 //! consumed, then the journaled sequence in `execute`: drift (checked while git locks the refs
 //! of the one compare-and-swap transaction), before-image, consumed marker, commit, config
 //! removal, observation, signed receipt, audit.
+//!
+//! Across machines (docs/remote.md): a plan bound to a remote is consumed on that remote too
+//! (`refs/guardctl/consumed/<id>`, create-only, pushed by `execute`), and its receipt is
+//! published there once applied (`refs/guardctl/receipts/<id>`); a local plan's receipt and
+//! marker are published to the team remote when publishing is on. An apply that finds the
+//! plan consumed on the remote by another apply prints that apply's receipt as a replay
+//! (waiting for it, `--wait`), exactly as a replay in the clone that applied it would.
 
 use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
 use crate::execute::Executor;
 use crate::plan::approval::DeletedRef;
 use crate::plan::model::{BACKUP_NAMESPACE, Operation};
+use crate::store::published::Remote;
 use crate::store::{BeforeImage, SavedTag, Store};
 use crate::text::safe;
 use crate::ui::Ui;
@@ -19,6 +27,27 @@ use crate::ui::Ui;
 pub struct Args {
     #[command(flatten)]
     pub target: crate::gate::Target,
+
+    /// When another clone has consumed the plan and its receipt is not published yet: how
+    /// long to wait for it, e.g. 30s, 10m (0: do not wait)
+    #[arg(long, value_name = "DUR", value_parser = parse_wait, default_value = DEFAULT_WAIT)]
+    pub wait: std::time::Duration,
+}
+
+/// How long `apply` waits, unless told otherwise, for the receipt of an apply of the same plan
+/// that consumed it in another clone.
+pub const DEFAULT_WAIT: &str = "10m";
+
+/// [`DEFAULT_WAIT`] as a duration (for callers that build [`Args`] themselves: `mcp`).
+pub fn default_wait() -> std::time::Duration {
+    parse_wait(DEFAULT_WAIT).unwrap_or(std::time::Duration::from_secs(600))
+}
+
+fn parse_wait(s: &str) -> std::result::Result<std::time::Duration, String> {
+    if s.trim() == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    crate::duration::parse(s)
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
@@ -130,7 +159,15 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         ui.notice(&format!("recovered plan sha256:{plan_id}: {outcome}"));
     }
 
-    if crate::gate::consumed(&store, &id)? {
+    // Where this plan's consumption and receipt are published, if anywhere.
+    let bound = match plan.operation.bound_to_remote() {
+        Some(name) => Some(plan_remote(repo, name)?),
+        None => None,
+    };
+    let local = crate::gate::consumed(&store, &id);
+    if let Ok(true) = local {
+        // A replay here also publishes a receipt an earlier run could not.
+        publish_receipt(ui, &store, loaded, bound.as_ref(), repo)?;
         return Ok(Applied {
             id: id.clone(),
             plan_id: loaded.plan_id.clone(),
@@ -141,6 +178,14 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             json: crate::execute::recorded_result(&store, &id, &signers, true)?,
         });
     }
+    // Consumed on its remote by another apply, anywhere: that apply's receipt, before any
+    // check that could tell this clone's state apart (a replay reports no drift).
+    if let Some(remote) = &bound
+        && let Some(applied) = replay_from_remote(ui, &store, loaded, remote, args.wait, &signers)?
+    {
+        return Ok(applied);
+    }
+    local?;
     let image = BeforeImage {
         plan_id: loaded.plan_id.clone(),
         plan_hash: plan.plan_hash.clone(),
@@ -181,12 +226,34 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         },
     };
     let mut drift = || crate::gate::drift(ctx, loaded);
-    let receipt = match &plan.operation {
-        Operation::Exec(inputs) => ex.apply_exec(&id, image, &key, inputs, &repo.display_path(), &mut drift),
+    let consume_at = bound.as_ref().map(|r| r.url.as_str());
+    let result = match &plan.operation {
+        Operation::Exec(inputs) => ex.apply_exec(
+            &id,
+            image,
+            &key,
+            inputs,
+            &repo.display_path(),
+            consume_at,
+            &mut drift,
+        ),
         Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {
             ex.apply(&id, image, &key, &mut drift)
         }
-    }?;
+    };
+    let receipt = match result {
+        Ok(r) => r,
+        // Refused (drift: the branches are gone; the consumed ref is taken) because another
+        // apply consumed the plan meanwhile: that apply's receipt, as a replay.
+        Err(e) => match &bound {
+            Some(remote) => match replay_from_remote(ui, &store, loaded, remote, args.wait, &signers)? {
+                Some(applied) => return Ok(applied),
+                None => return Err(e),
+            },
+            None => return Err(e),
+        },
+    };
+    publish_receipt(ui, &store, loaded, bound.as_ref(), repo)?;
     // Written by this run under the lock; a replay rebuilds them from the verified receipt.
     let recorded = |name: &str| -> Result<String> {
         let bytes = store.read_file(&id, name)?.ok_or_else(|| {
@@ -206,6 +273,173 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         unverified: !receipt.verified,
         command: receipt.exec.is_some(),
     })
+}
+
+/// The remote a plan bound to remote `name` is consumed on: its one URL (preflight checked it
+/// is the plan's repository), reached with this clone's transport settings.
+fn plan_remote(repo: &crate::repo::Repo, name: &str) -> Result<Remote> {
+    Ok(Remote {
+        name: name.to_string(),
+        url: repo.remote_url(name)?,
+        transport: repo.transport_settings()?,
+    })
+}
+
+/// The team remote a local plan's receipt is published to: when `guardctl.remote` is set (in
+/// system or global config), or the plan was published there (`plan --publish`).
+fn team_remote(repo: &crate::repo::Repo, id: &str) -> Result<Option<Remote>> {
+    let Some(name) = crate::context::policy_remote(repo)? else {
+        return Ok(None);
+    };
+    let remote = Remote {
+        name: name.clone(),
+        url: repo.remote_fetch_url(&name)?,
+        transport: repo.transport_settings()?,
+    };
+    if repo.admin_config("guardctl.remote")?.is_some() {
+        return Ok(Some(remote));
+    }
+    let plan_ref = crate::store::published::plan_ref(id);
+    let published = crate::repo::publish::ls_remote(
+        remote.transport.clone(),
+        &remote.url,
+        std::slice::from_ref(&plan_ref),
+    )?;
+    Ok(published.iter().any(|(r, _)| *r == plan_ref).then_some(remote))
+}
+
+/// Publish the receipt of the plan applied here (with its consumed marker, for a local plan,
+/// whose marker was never pushed): to the plan's remote, or the team remote when publishing
+/// is on. The apply happened either way: a failure is a warning saying how to publish later.
+fn publish_receipt(
+    ui: &mut Ui,
+    store: &Store,
+    loaded: &crate::planfile::Loaded,
+    bound: Option<&Remote>,
+    repo: &crate::repo::Repo,
+) -> Result<()> {
+    let id = loaded.id_hex();
+    let (remote, with_marker) = match bound {
+        Some(r) => (Some(r.clone()), false),
+        None => match team_remote(repo, id) {
+            Ok(r) => (r, true),
+            Err(e) => {
+                ui.warn(&format!(
+                    "the receipt was not published: {}; run `guardctl apply` with this plan again here to publish it",
+                    e.message
+                ));
+                return Ok(());
+            }
+        },
+    };
+    let Some(remote) = remote else {
+        return Ok(());
+    };
+    let (Some(receipt), marker) = (
+        store.read_file(id, "receipt.json")?,
+        store.read_file(id, "consumed")?,
+    ) else {
+        return Ok(());
+    };
+    let marker = if with_marker { marker } else { None };
+    if let Err(e) = crate::store::consumption::publish_receipt(&remote, id, marker.as_deref(), &receipt) {
+        ui.warn(&format!(
+            "applied, but the receipt was not published to remote `{}`: {}{}; run `guardctl apply` with this plan again here to publish it",
+            safe(&remote.name),
+            e.message,
+            e.causes.iter().map(|c| format!(": {c}")).collect::<String>()
+        ));
+    }
+    Ok(())
+}
+
+/// The plan consumed on `remote` by another apply (not this clone's own marker): its receipt
+/// as a replay once it is published and verifies (`execute::remote_marker`,
+/// `execute::remote_result`), waiting up to `wait` for it. `None`: not consumed there by
+/// anyone else. A marker or receipt that does not verify is 16 naming its ref; no receipt
+/// within `wait` is 16 naming who consumed the plan and when.
+fn replay_from_remote(
+    ui: &mut Ui,
+    store: &Store,
+    loaded: &crate::planfile::Loaded,
+    remote: &Remote,
+    wait: std::time::Duration,
+    signers: &crate::sign::AllowedSigners,
+) -> Result<Option<Applied>> {
+    use crate::store::consumption;
+    let id = loaded.id_hex();
+    let ours = match store.read_file(id, "consumed")? {
+        Some(bytes) => Some(consumption::marker_oid(&bytes)?),
+        None => None,
+    };
+    let Some(mut found) = consumption::read(remote, id)? else {
+        return Ok(None);
+    };
+    if Some(found.consumed.oid) == ours {
+        return Ok(None);
+    }
+    let executor = loaded.plan.executor.principal.as_deref();
+    let marker = crate::execute::remote_marker(&found.consumed, &loaded.plan_id, executor, signers)?;
+    let deadline = std::time::Instant::now() + wait;
+    let mut pause = std::time::Duration::from_millis(200);
+    let mut told = false;
+    let receipt = loop {
+        if let Some(r) = found.receipt.take() {
+            break r;
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(Error::new(
+                Kind::NeedsRecovery,
+                format!(
+                    "plan {} was consumed on remote `{}` by key {} ({}) at {}, and its receipt is not published{}; nothing was changed here",
+                    loaded.plan_id,
+                    safe(&remote.name),
+                    marker.key,
+                    safe(executor.unwrap_or("(none)")),
+                    crate::text::rfc3339(marker.created_at),
+                    if wait.is_zero() {
+                        String::new()
+                    } else {
+                        format!(" after waiting {}", crate::duration::humanize(wait.as_secs() as i64))
+                    }
+                ),
+            )
+            .with_details(serde_json::json!({
+                "consumed_by": {"key": marker.key, "principal": executor, "at": crate::text::rfc3339(marker.created_at)},
+                "ref": found.consumed.refname,
+            }))
+            .with_hint(format!(
+                "the apply that consumed it may still be running, or was interrupted: wait longer (`--wait`), or ask {} to run `guardctl recover` and then `guardctl apply` with this plan in the clone that applied it, which publishes the receipt",
+                safe(executor.unwrap_or("its executor"))
+            )));
+        }
+        if !told {
+            ui.notice(&format!(
+                "plan {} was consumed on remote `{}` by key {} at {}; waiting up to {} for its receipt",
+                loaded.plan_id,
+                safe(&remote.name),
+                marker.key,
+                crate::text::rfc3339(marker.created_at),
+                crate::duration::humanize(wait.as_secs() as i64)
+            ));
+            told = true;
+        }
+        std::thread::sleep(pause.min(left));
+        pause = (pause * 2).min(std::time::Duration::from_secs(5));
+        if let (_, Some(_)) = consumption::list(remote, id)? {
+            found = consumption::read(remote, id)?.unwrap_or(found);
+        }
+    };
+    Ok(Some(Applied {
+        id: id.to_string(),
+        plan_id: loaded.plan_id.clone(),
+        replayed: true,
+        unverified: false,
+        command: false,
+        human: crate::execute::remote_result(&receipt, &marker, &loaded.plan.plan_hash, false)?,
+        json: crate::execute::remote_result(&receipt, &marker, &loaded.plan.plan_hash, true)?,
+    }))
 }
 
 /// The annotated tag objects the plan deletes, read now: the before-image keeps them.

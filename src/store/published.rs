@@ -11,7 +11,8 @@
 //! | `refs/guardctl/approvals/<id>/<fpr>` | `approval.json`: one signed approval |
 //! | `refs/guardctl/rejections/<id>/<fpr>` | `rejection.json`: one signed rejection |
 //! | `refs/guardctl/withdrawals/<id>/<fpr>` | `withdrawal.json`: one signed withdrawal |
-//! | `refs/guardctl/consumed/<id>` | `receipt.json`: who applied it, when, what happened |
+//! | `refs/guardctl/consumed/<id>` | `consumed.json`: the signed consumed marker (who applied it, when) |
+//! | `refs/guardctl/receipts/<id>` | `receipt.json`: the signed receipt (what happened), after the apply |
 //!
 //! What this module checks when reading: a plan is read exactly as a plan file
 //! (`planfile`: size cap, strict parse, signature, validation) and must have the id its ref
@@ -45,6 +46,7 @@ pub enum ItemKind {
     Rejection,
     Withdrawal,
     Consumed,
+    Receipt,
 }
 
 impl ItemKind {
@@ -55,6 +57,7 @@ impl ItemKind {
             ItemKind::Rejection => "rejections",
             ItemKind::Withdrawal => "withdrawals",
             ItemKind::Consumed => "consumed",
+            ItemKind::Receipt => "receipts",
         }
     }
 
@@ -64,7 +67,8 @@ impl ItemKind {
             ItemKind::Approval => "approval.json",
             ItemKind::Rejection => "rejection.json",
             ItemKind::Withdrawal => "withdrawal.json",
-            ItemKind::Consumed => "receipt.json",
+            ItemKind::Consumed => "consumed.json",
+            ItemKind::Receipt => "receipt.json",
         }
     }
 
@@ -88,6 +92,11 @@ pub fn plan_ref(id_hex: &str) -> String {
 /// `refs/guardctl/consumed/<id>`.
 pub fn consumed_ref(id_hex: &str) -> String {
     format!("{ROOT}consumed/{id_hex}")
+}
+
+/// `refs/guardctl/receipts/<id>`.
+pub fn receipt_ref(id_hex: &str) -> String {
+    format!("{ROOT}receipts/{id_hex}")
 }
 
 /// `refs/guardctl/{approvals,rejections,withdrawals}/<id>/<fpr>`.

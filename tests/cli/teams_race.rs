@@ -1,0 +1,215 @@
+//! Exactly once across machines (docs/remote.md): clones of one bare `file://` remote apply
+//! the same approved plan at once, as real processes. The plan is consumed on the remote
+//! (`refs/guardctl/consumed/<id>`, create-only: in the same atomic push as a remote's
+//! deletions, or before a command runs), so exactly one apply acts; every other prints that
+//! apply's receipt, published at `refs/guardctl/receipts/<id>`, as a replay.
+
+use crate::fixtures::{Run, TestEnv, remote_repo, run};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const CLONES: usize = 16;
+
+/// `n` fresh clones of `origin`, beside the planning clone.
+fn clones(env: &TestEnv, n: usize) -> Vec<PathBuf> {
+    let url = format!("file://{}", env.origin().display());
+    (0..n)
+        .map(|i| {
+            let path = env.path().join(format!("clone-{i:02}"));
+            env.git_in(env.path(), &["clone", "-q", &url, path.to_str().unwrap()]);
+            path
+        })
+        .collect()
+}
+
+/// `guardctl -C <clone> --key <alice> --allowed-signers … <args>`, ready to spawn.
+fn alice_in(env: &TestEnv, clone: &Path, vars: &[(&str, &str)], args: &[&str]) -> Command {
+    let mut c = env.command();
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    c.arg("-C")
+        .arg(clone)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(args);
+    c
+}
+
+/// Start `apply <plan>` in every clone at once (all spawned, then all waited for).
+fn apply_everywhere(env: &TestEnv, clones: &[PathBuf], plan: &Path, extra: &[&str]) -> Vec<Run> {
+    let children: Vec<_> = clones
+        .iter()
+        .map(|c| {
+            let mut args = extra.to_vec();
+            args.extend(["apply", plan.to_str().unwrap()]);
+            alice_in(env, c, &[], &args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            Run {
+                code: out.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            }
+        })
+        .collect()
+}
+
+/// Every run exited 0; exactly one applied (`replayed: false`), and every other printed the
+/// same receipt and envelope with `replayed: true`. Returns the winner's index and document.
+fn exactly_one_applied(runs: &[Run]) -> (usize, serde_json::Value) {
+    for r in runs {
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let docs: Vec<serde_json::Value> = runs.iter().map(Run::json).collect();
+    let fresh: Vec<usize> = (0..docs.len())
+        .filter(|i| docs[*i]["replayed"] == false)
+        .collect();
+    assert_eq!(fresh.len(), 1, "exactly one apply is not a replay");
+    let winner = docs[fresh[0]].clone();
+    for d in &docs {
+        assert_eq!(
+            d["receipt"], winner["receipt"],
+            "every apply prints the same receipt"
+        );
+        assert_eq!(d["envelope"], winner["envelope"], "…signed once");
+    }
+    assert_eq!(
+        docs.iter().filter(|d| d["replayed"] == true).count(),
+        runs.len() - 1
+    );
+    (fresh[0], winner)
+}
+
+/// `<ref> <oid>` of every `refs/guardctl/{consumed,receipts}` ref on the remote.
+fn published(env: &TestEnv) -> String {
+    env.git_in(
+        &env.origin(),
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            "refs/guardctl/consumed",
+            "refs/guardctl/receipts",
+        ],
+    )
+}
+
+/// Human replays in every clone (the winner's a local replay, the others' from the remote)
+/// print the same bytes: a `Replayed:` line, then the recorded result.
+fn human_replays_agree(env: &TestEnv, clones: &[PathBuf], plan: &Path) {
+    let runs: Vec<Run> = clones
+        .iter()
+        .map(|c| run(alice_in(env, c, &[], &["apply", plan.to_str().unwrap()])))
+        .collect();
+    for r in &runs {
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        assert!(r.stdout.starts_with("Replayed: "), "{}", r.stdout);
+        assert_eq!(r.stdout, runs[0].stdout, "byte for byte");
+    }
+}
+
+/// The remote-branches plan of `remote_repo` (feature/done and fix/old), approved by Bob.
+fn remote_branches_plan(env: &TestEnv) -> PathBuf {
+    let r = env.run("alice", &["plan", "remote-branches", "--remote", "origin"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env.repo.join("plan.json")
+}
+
+/// A counter outside every clone, and an exec plan bound to `origin` whose command appends
+/// one line to it, approved by Bob.
+fn counting_plan(env: &TestEnv) -> (PathBuf, PathBuf) {
+    let counter = env.path().join("counter");
+    fs::create_dir_all(env.repo.join("scripts")).unwrap();
+    fs::write(
+        env.repo.join("scripts/count.sh"),
+        "#!/bin/sh\necho ran >> \"$1\"\n",
+    )
+    .unwrap();
+    env.git(&["add", "scripts"]);
+    env.git(&["commit", "-q", "-m", "count script"]);
+    env.git(&["push", "-q", "origin", "main"]);
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "exec",
+            "--remote",
+            "origin",
+            "--preview",
+            "echo would count once",
+            "--",
+            "sh",
+            "scripts/count.sh",
+            counter.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    (env.repo.join("plan.json"), counter)
+}
+
+fn lines(path: &Path) -> usize {
+    fs::read_to_string(path).map(|t| t.lines().count()).unwrap_or(0)
+}
+
+#[test]
+fn sixteen_clones_applying_one_exec_plan_run_its_command_exactly_once() {
+    let env = remote_repo();
+    let (plan, counter) = counting_plan(&env);
+    let clones = clones(&env, CLONES);
+    let runs = apply_everywhere(&env, &clones, &plan, &["--json"]);
+    let (_, winner) = exactly_one_applied(&runs);
+    assert_eq!(lines(&counter), 1, "the command ran exactly once");
+    assert_eq!(winner["receipt"]["verified"], true, "{winner}");
+    let id = crate::fixtures::plan_id_of(&plan);
+    let hex = id.trim_start_matches("sha256:");
+    let refs = published(&env);
+    assert!(refs.contains(&format!("refs/guardctl/consumed/{hex} ")), "{refs}");
+    assert!(refs.contains(&format!("refs/guardctl/receipts/{hex} ")), "{refs}");
+    human_replays_agree(&env, &clones, &plan);
+    assert_eq!(lines(&counter), 1, "no replay ran it again");
+}
+
+#[test]
+fn sixteen_clones_applying_one_remote_branches_plan_delete_once() {
+    let env = remote_repo();
+    let plan = remote_branches_plan(&env);
+    let clones = clones(&env, CLONES);
+    let runs = apply_everywhere(&env, &clones, &plan, &["--json"]);
+    let (at, winner) = exactly_one_applied(&runs);
+    assert_eq!(winner["receipt"]["deleted"].as_array().unwrap().len(), 2);
+    let branches: Vec<String> = env
+        .remote_branches()
+        .lines()
+        .map(|l| l.split(' ').next().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        branches,
+        [
+            "refs/heads/feature/live",
+            "refs/heads/main",
+            "refs/heads/release/1.0"
+        ]
+    );
+    // The clone that applied keeps the backup of both deleted tips.
+    let kept = crate::fixtures::backed_up(&clones[at]);
+    for d in winner["receipt"]["deleted"].as_array().unwrap() {
+        assert!(kept.contains(d["oid"].as_str().unwrap()), "{kept:?}");
+    }
+    human_replays_agree(&env, &clones, &plan);
+}
