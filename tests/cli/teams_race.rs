@@ -213,3 +213,188 @@ fn sixteen_clones_applying_one_remote_branches_plan_delete_once() {
     }
     human_replays_agree(&env, &clones, &plan);
 }
+
+/// The remote's `refs/guardctl/consumed/<id>` of `plan`, if any.
+fn consumed_on_remote(env: &TestEnv, plan: &Path) -> String {
+    let id = crate::fixtures::plan_id_of(plan);
+    env.git_in(
+        &env.origin(),
+        &[
+            "for-each-ref",
+            "--format=%(objectname)",
+            &format!("refs/guardctl/consumed/{}", id.trim_start_matches("sha256:")),
+        ],
+    )
+}
+
+#[test]
+fn an_apply_that_loses_the_race_after_marking_the_plan_consumed_is_refused_by_the_lease_and_runs_nothing() {
+    let env = remote_repo();
+    let (plan, counter) = counting_plan(&env);
+    let clones = clones(&env, 2);
+    // Clone 1 has checked everything and marked the plan consumed locally; just then clone 0
+    // applies the plan, start to end. Clone 1's create-only push of its own marker must not
+    // replace clone 0's: the lease (`--force-with-lease=<ref>:`, "must not exist") refuses it.
+    let winner = format!(
+        "env -u GUARDCTL_TEST_EXEC_AT -u GUARDCTL_TEST_EXEC '{}' -C '{}' --key '{}' --allowed-signers '{}' apply '{}' > '{}'",
+        env!("CARGO_BIN_EXE_guardctl"),
+        clones[0].display(),
+        env.key("alice").display(),
+        env.allowed_signers().display(),
+        plan.display(),
+        env.path().join("winner.out").display(),
+    );
+    let loser = run(alice_in(
+        &env,
+        &clones[1],
+        &[
+            ("GUARDCTL_TEST_EXEC_AT", "consumed"),
+            ("GUARDCTL_TEST_EXEC", &winner),
+        ],
+        &["apply", plan.to_str().unwrap()],
+    ));
+    let won = fs::read_to_string(env.path().join("winner.out")).unwrap();
+    assert!(won.starts_with("Applied plan"), "{won}");
+    let marker = consumed_on_remote(&env, &plan);
+    // The loser ran nothing and prints the winner's receipt as a replay, exit 0.
+    assert_eq!(loser.code, 0, "{}", loser.transcript());
+    assert_eq!(lines(&counter), 1, "the command ran once, in the winner's clone");
+    let (said, recorded) = loser.stdout.split_once('\n').unwrap();
+    assert!(said.starts_with("Replayed: "), "{said}");
+    assert_eq!(recorded, won);
+    // The remote still holds the winner's marker, and the loser recorded why it stopped.
+    assert_eq!(consumed_on_remote(&env, &plan), marker);
+    let id = crate::fixtures::plan_id_of(&plan);
+    let aborted = fs::read_to_string(
+        clones[1]
+            .join(".git/guardctl/plans")
+            .join(id.trim_start_matches("sha256:"))
+            .join("aborted.json"),
+    )
+    .unwrap();
+    assert!(aborted.contains("applied elsewhere first"), "{aborted}");
+    // Asked again, the loser's clone still prints the winner's receipt.
+    let again = run(alice_in(
+        &env,
+        &clones[1],
+        &[],
+        &["apply", plan.to_str().unwrap()],
+    ));
+    assert_eq!(again.code, 0, "{}", again.transcript());
+    assert_eq!(again.stdout, loser.stdout);
+}
+
+/// Push `commit` (an object of the planning clone) to the remote as `refname`, by hand.
+fn push_by_hand(env: &TestEnv, commit: &str, refname: &str) {
+    env.git(&["push", "-q", "origin", &format!("{commit}:{refname}")]);
+}
+
+#[test]
+fn a_junk_consumed_ref_makes_apply_refuse_naming_it_and_run_nothing() {
+    let env = remote_repo();
+    let (plan, counter) = counting_plan(&env);
+    let id = crate::fixtures::plan_id_of(&plan);
+    let refname = format!("refs/guardctl/consumed/{}", id.trim_start_matches("sha256:"));
+    let head = env.git(&["rev-parse", "HEAD"]);
+    push_by_hand(&env, &head, &refname);
+    let clone = &clones(&env, 1)[0];
+    let r = run(alice_in(
+        &env,
+        clone,
+        &[],
+        &["--json", "apply", plan.to_str().unwrap()],
+    ));
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    let e = &r.json()["error"];
+    assert_eq!(e["kind"], "needs_recovery");
+    assert!(e["message"].as_str().unwrap().contains(&refname), "{e}");
+    assert!(!r.stdout.contains("\"replayed\""), "{}", r.stdout);
+    assert_eq!(lines(&counter), 0, "nothing ran");
+}
+
+#[test]
+fn a_genuine_marker_of_another_plan_under_this_plans_ref_is_refused() {
+    let env = remote_repo();
+    let first = remote_branches_plan(&env);
+    let clone = &clones(&env, 1)[0];
+    let r = run(alice_in(&env, clone, &[], &["apply", first.to_str().unwrap()]));
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let marker = consumed_on_remote(&env, &first);
+    // A second plan (another nonce, another id), with the first plan's signed marker copied
+    // under its consumed ref.
+    fs::rename(&first, env.path().join("first.json")).unwrap();
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "remote-branches",
+            "--remote",
+            "origin",
+            "--match",
+            "feature/*",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let second = env.repo.join("plan.json");
+    let id = crate::fixtures::plan_id_of(&second);
+    env.git(&[
+        "fetch",
+        "-q",
+        "origin",
+        &format!("refs/guardctl/consumed/*:refs/copied/*"),
+    ]);
+    let copied = env.git(&["for-each-ref", "--format=%(objectname)", "refs/copied"]);
+    assert_eq!(copied, marker);
+    push_by_hand(
+        &env,
+        &copied,
+        &format!("refs/guardctl/consumed/{}", id.trim_start_matches("sha256:")),
+    );
+    let r = run(alice_in(&env, clone, &[], &["apply", second.to_str().unwrap()]));
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(r.stderr.contains("it consumes sha256:"), "{}", r.stderr);
+}
+
+#[test]
+fn a_plan_consumed_elsewhere_without_a_receipt_yet_is_16_naming_who_until_it_is_published() {
+    let env = remote_repo();
+    let plan = remote_branches_plan(&env);
+    let clones = clones(&env, 2);
+    let plan_arg = plan.to_str().unwrap();
+    // Clone 0's apply dies right after its push landed: consumed on the remote, no receipt.
+    let killed = run(alice_in(
+        &env,
+        &clones[0],
+        &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
+        &["apply", plan_arg],
+    ));
+    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    let r = run(alice_in(
+        &env,
+        &clones[1],
+        &[],
+        &["--json", "apply", "--wait", "0", plan_arg],
+    ));
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    let e = &r.json()["error"];
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("alice@example.com"), "{message}");
+    assert!(message.contains("2026-06-01T12:00:00Z"), "{message}");
+    assert_eq!(e["details"]["consumed_by"]["principal"], "alice@example.com");
+    // Clone 0 recovers (the marker says its push landed), and its next apply publishes the
+    // receipt; clone 1 then prints it, as clone 0 does.
+    let r = run(alice_in(&env, &clones[0], &[], &["recover"]));
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("completed"), "{}", r.stdout);
+    let there = run(alice_in(&env, &clones[0], &[], &["apply", plan_arg]));
+    assert_eq!(there.code, 0, "{}", there.transcript());
+    let here = run(alice_in(
+        &env,
+        &clones[1],
+        &[],
+        &["apply", "--wait", "0", plan_arg],
+    ));
+    assert_eq!(here.code, 0, "{}", here.transcript());
+    assert_eq!(here.stdout, there.stdout, "byte for byte");
+}
