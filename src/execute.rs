@@ -294,6 +294,12 @@ impl Executor<'_> {
                     std::thread::sleep(pause);
                     pause *= 2;
                 }
+                _ if e.causes.iter().any(|c| c.contains("remote rejected")) => {
+                    return Err(e.with_hint(format!(
+                        "the remote refused the push, which creates {} with the changes: guardctl consumes a remote's plan there, exactly once across clones; ask its administrator to allow creating refs/guardctl/* (docs/remote.md)",
+                        crate::store::published::consumed_ref(id)
+                    )));
+                }
                 _ => return Err(e),
             }
         }

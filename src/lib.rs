@@ -97,6 +97,7 @@ pub fn main() -> ExitCode {
         Command::Approve(a) => commands::approve::run(a, &ctx, &mut ui),
         Command::Reject(a) => commands::reject::run(a, &ctx, &mut ui),
         Command::Verify(a) => commands::verify::run(a, &ctx, &mut ui),
+        Command::Inbox(a) => commands::inbox::run(a, &ctx, &mut ui),
         Command::Apply(a) => commands::apply::run(a, &ctx, &mut ui),
         Command::Rollback(a) => commands::rollback::run(a, &ctx, &mut ui),
         Command::Recover(a) => commands::recover::run(a, &ctx, &mut ui),

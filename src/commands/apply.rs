@@ -51,7 +51,9 @@ fn parse_wait(s: &str) -> std::result::Result<std::time::Duration, String> {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
-    let applied = execute(&args, ctx, ui)?;
+    let applied = execute(&args, ctx, ui);
+    ctx.report_published(ui);
+    let applied = applied?;
     if applied.replayed {
         ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)");
     }
@@ -167,7 +169,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     let local = crate::gate::consumed(&store, &id);
     if let Ok(true) = local {
         // A replay here also publishes a receipt an earlier run could not.
-        publish_receipt(ui, &store, loaded, bound.as_ref(), repo)?;
+        publish_receipt(ctx, ui, &store, loaded, bound.as_ref())?;
         return Ok(Applied {
             id: id.clone(),
             plan_id: loaded.plan_id.clone(),
@@ -253,7 +255,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             None => return Err(e),
         },
     };
-    publish_receipt(ui, &store, loaded, bound.as_ref(), repo)?;
+    publish_receipt(ctx, ui, &store, loaded, bound.as_ref())?;
     // Written by this run under the lock; a replay rebuilds them from the verified receipt.
     let recorded = |name: &str| -> Result<String> {
         let bytes = store.read_file(&id, name)?.ok_or_else(|| {
@@ -285,43 +287,28 @@ fn plan_remote(repo: &crate::repo::Repo, name: &str) -> Result<Remote> {
     })
 }
 
-/// The team remote a local plan's receipt is published to: when `guardctl.remote` is set (in
-/// system or global config), or the plan was published there (`plan --publish`).
-fn team_remote(repo: &crate::repo::Repo, id: &str) -> Result<Option<Remote>> {
-    let Some(name) = crate::context::policy_remote(repo)? else {
-        return Ok(None);
-    };
-    let remote = Remote {
-        name: name.clone(),
-        url: repo.remote_fetch_url(&name)?,
-        transport: repo.transport_settings()?,
-    };
-    if repo.admin_config("guardctl.remote")?.is_some() {
-        return Ok(Some(remote));
-    }
-    let plan_ref = crate::store::published::plan_ref(id);
-    let published = crate::repo::publish::ls_remote(
-        remote.transport.clone(),
-        &remote.url,
-        std::slice::from_ref(&plan_ref),
-    )?;
-    Ok(published.iter().any(|(r, _)| *r == plan_ref).then_some(remote))
+/// The team remote a local plan's receipt is published to, when publishing is on: by
+/// default (`guardctl.remote`, `Ctx::publish_by_default`), or because the plan was published
+/// there (`plan --publish`).
+fn team_remote(ctx: &Ctx, id: &str) -> Result<Option<Remote>> {
+    let on = ctx.publish_by_default()? || ctx.published(id)?.is_some_and(|snapshot| snapshot.has_plan(id));
+    Ok(if on { Some(ctx.publish_remote(None)?) } else { None })
 }
 
 /// Publish the receipt of the plan applied here (with its consumed marker, for a local plan,
 /// whose marker was never pushed): to the plan's remote, or the team remote when publishing
 /// is on. The apply happened either way: a failure is a warning saying how to publish later.
 fn publish_receipt(
+    ctx: &Ctx,
     ui: &mut Ui,
     store: &Store,
     loaded: &crate::planfile::Loaded,
     bound: Option<&Remote>,
-    repo: &crate::repo::Repo,
 ) -> Result<()> {
     let id = loaded.id_hex();
     let (remote, with_marker) = match bound {
         Some(r) => (Some(r.clone()), false),
-        None => match team_remote(repo, id) {
+        None => match team_remote(ctx, id) {
             Ok(r) => (r, true),
             Err(e) => {
                 ui.warn(&format!(

@@ -249,8 +249,9 @@ impl Scratch {
         })
     }
 
-    /// Fetch the refs matching each of `patterns` (e.g. `refs/guardctl/plans/*`) from `url`
-    /// into this repository under the same names. A pattern matching nothing is no error.
+    /// Fetch the refs named by `patterns` (names, or globs such as `refs/guardctl/plans/*`)
+    /// from `url` into this repository under the same names. A glob matching nothing is no
+    /// error; a name that does not exist is.
     pub fn fetch(&self, url: &str, patterns: &[String]) -> Result<()> {
         check_url(url)?;
         let p = self
@@ -318,34 +319,40 @@ impl Scratch {
     }
 }
 
-/// The refs `git ls-remote` lists at `url` for `patterns`, validated; run outside any
-/// repository (nothing is stored).
+/// The refs `git ls-remote` lists at `url` for `patterns`, validated (nothing is stored).
 pub fn ls_remote(
     transport: Vec<(String, String)>,
     url: &str,
     patterns: &[String],
 ) -> Result<Vec<(String, Oid)>> {
-    check_url(url)?;
-    let scratch = Scratch::new(transport)?;
-    let out = scratch
-        .git()
-        .args(["ls-remote", "--", url])
-        .args(patterns)
-        .checked(None)
-        .map_err(|e| {
-            e.with_hint("check the remote's URL and your access to it (`git ls-remote <remote>`)")
-        })?;
-    let mut refs = Vec::new();
-    for line in String::from_utf8_lossy(&out.stdout).lines() {
-        if let Some((oid, name)) = line.split_once('\t')
-            && let Ok(oid) = Oid::from_str(oid)
-            && super::is_valid_refname(name)
-        {
-            refs.push((name.to_string(), oid));
+    Scratch::new(transport)?.ls_remote(url, patterns)
+}
+
+impl Scratch {
+    /// The refs `git ls-remote` lists at `url` for `patterns`, sorted; names that are not
+    /// valid ref names are left out.
+    pub fn ls_remote(&self, url: &str, patterns: &[String]) -> Result<Vec<(String, Oid)>> {
+        check_url(url)?;
+        let out = self
+            .git()
+            .args(["ls-remote", "--", url])
+            .args(patterns)
+            .checked(None)
+            .map_err(|e| {
+                e.with_hint("check the remote's URL and your access to it (`git ls-remote <remote>`)")
+            })?;
+        let mut refs = Vec::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if let Some((oid, name)) = line.split_once('\t')
+                && let Ok(oid) = Oid::from_str(oid)
+                && super::is_valid_refname(name)
+            {
+                refs.push((name.to_string(), oid));
+            }
         }
+        refs.sort();
+        Ok(refs)
     }
-    refs.sort();
-    Ok(refs)
 }
 
 /// `git push --porcelain` lines: `<flag>\t<from>:<to>\t<summary>`.

@@ -138,15 +138,15 @@ pub struct Item {
 }
 
 impl Item {
-    /// The plan as signed, without approvals (pretty JSON, as `plan` writes a file).
-    pub fn plan(loaded: &Loaded) -> Result<Item> {
+    /// The plan `id_hex` as signed, without approvals (pretty JSON, as `plan` writes a file).
+    pub fn plan(id_hex: &str, file: &PlanFile) -> Result<Item> {
         let file = PlanFile {
             approvals: Vec::new(),
-            ..loaded.file.clone()
+            ..file.clone()
         };
         Ok(Item {
             kind: ItemKind::Plan,
-            refname: plan_ref(loaded.id_hex()),
+            refname: plan_ref(id_hex),
             bytes: json_file(&file)?,
         })
     }
@@ -278,18 +278,31 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// `git ls-remote` patterns for the scope's refs (git matches them against the end of
+    /// each name: [`Scope::holds`] keeps only the layout's own).
     fn patterns(&self) -> Vec<String> {
         match self {
             Scope::All => vec![format!("{ROOT}*")],
-            Scope::Plan(id) => {
-                let mut p = vec![plan_ref(id), consumed_ref(id)];
-                p.extend(
-                    ItemKind::DECISIONS
-                        .iter()
-                        .map(|k| format!("{ROOT}{}/{id}/*", k.dir())),
-                );
-                p
+            Scope::Plan(id) => vec![format!("{ROOT}*/{id}"), format!("{ROOT}*/{id}/*")],
+        }
+    }
+
+    /// Whether `refname` is one of the layout's refs within this scope.
+    pub fn holds(&self, refname: &str) -> bool {
+        let Some(rest) = refname.strip_prefix(ROOT) else {
+            return false;
+        };
+        let parts: Vec<&str> = rest.split('/').collect();
+        let id_ok = |id: &str| crate::store::state::is_plan_id_hex(id) && self.covers(id);
+        match parts.as_slice() {
+            [dir, id] => (*dir == "plans" || *dir == "consumed" || *dir == "receipts") && id_ok(id),
+            [dir, id, fpr] => {
+                ItemKind::DECISIONS.iter().any(|k| k.dir() == *dir)
+                    && id_ok(id)
+                    && fpr.len() == 64
+                    && fpr.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
             }
+            _ => false,
         }
     }
 
@@ -322,22 +335,32 @@ pub struct Decisions {
 pub struct ConsumedItem {
     pub refname: String,
     pub oid: Oid,
-    /// Its `receipt.json`; `Err` says why it is not readable.
-    pub receipt: std::result::Result<Vec<u8>, String>,
+    /// Its `consumed.json` (the signed marker: `store::consumption`, `execute::remote_marker`
+    /// verify it); `Err` says why it is not readable.
+    pub marker: std::result::Result<Vec<u8>, String>,
 }
 
 impl Snapshot {
-    /// Fetch `scope` from `remote` into a new scratch repository.
+    /// Fetch `scope` from `remote` into a new scratch repository: the refs are listed first
+    /// (`git ls-remote`), and only when there are some is anything fetched.
     pub fn fetch(remote: &Remote, scope: Scope) -> Result<Snapshot> {
         let scratch = Scratch::new(remote.transport.clone())?;
-        scratch.fetch(&remote.url, &scope.patterns()).map_err(|e| {
-            Error::new(
-                e.kind,
-                format!("cannot fetch refs/guardctl/ from {}", remote.describe()),
-            )
-            .caused_by(e.message)
-            .with_hint(e.hint.unwrap_or_default())
-        })?;
+        let cannot = |e: Error| {
+            Error::new(e.kind, format!("cannot read refs/guardctl/ on {}", remote.describe()))
+                .caused_by(e.message)
+                .with_hint("check the remote's URL and your access to it (`git ls-remote <remote> 'refs/guardctl/*'`); guardctl needs it to see published approvals and rejections")
+        };
+        let listed = scratch
+            .ls_remote(&remote.url, &scope.patterns())
+            .map_err(cannot)?;
+        let wanted: Vec<String> = listed
+            .into_iter()
+            .map(|(r, _)| r)
+            .filter(|r| scope.holds(r))
+            .collect();
+        if !wanted.is_empty() {
+            scratch.fetch(&remote.url, &wanted).map_err(cannot)?;
+        }
         Ok(Snapshot {
             remote: remote.clone(),
             scope,
@@ -354,6 +377,14 @@ impl Snapshot {
             .filter_map(|(r, _)| r.strip_prefix(&format!("{ROOT}plans/")).map(String::from))
             .filter(|id| crate::store::state::is_plan_id_hex(id))
             .collect())
+    }
+
+    /// Whether plan `id_hex` is published here (whatever its ref holds).
+    pub fn has_plan(&self, id_hex: &str) -> bool {
+        let r = plan_ref(id_hex);
+        self.scratch
+            .refs(&r)
+            .is_ok_and(|refs| refs.iter().any(|(n, _)| *n == r))
     }
 
     fn name(&self, refname: &str) -> String {
@@ -447,13 +478,23 @@ impl Snapshot {
             .into_iter()
             .find(|(r, _)| *r == refname)
             .map(|(refname, oid)| ConsumedItem {
-                receipt: self
+                marker: self
                     .scratch
                     .read_item(oid, ItemKind::Consumed.file(), MAX_RECEIPT_BYTES),
                 refname,
                 oid,
             }))
     }
+}
+
+/// Whether `remote` has plan `id_hex` published (whatever it holds).
+pub fn has_plan(remote: &Remote, id_hex: &str) -> Result<bool> {
+    let r = plan_ref(id_hex);
+    Ok(
+        publish::ls_remote(remote.transport.clone(), &remote.url, std::slice::from_ref(&r))?
+            .iter()
+            .any(|(n, _)| *n == r),
+    )
 }
 
 /// The published plan `arg` names: a plan id (`sha256:<hex>` or 64 hex digits) or a unique
@@ -612,5 +653,15 @@ mod tests {
         let p = Scope::Plan(id.clone()).patterns();
         assert!(p.iter().all(|x| x.contains(&id)), "{p:?}");
         assert_eq!(Scope::All.patterns(), vec!["refs/guardctl/*".to_string()]);
+        let fpr = "0".repeat(64);
+        let other = "c".repeat(64);
+        let mine = Scope::Plan(id.clone());
+        assert!(mine.holds(&plan_ref(&id)));
+        assert!(mine.holds(&decision_ref(ItemKind::Approval, &id, &fpr)));
+        assert!(!mine.holds(&plan_ref(&other)));
+        assert!(!mine.holds(&format!("refs/other/refs/guardctl/plans/{id}")));
+        assert!(!mine.holds(&format!("refs/guardctl/approvals/{id}/short")));
+        assert!(!mine.holds(&format!("refs/guardctl/junk/{id}")));
+        assert!(Scope::All.holds(&consumed_ref(&other)));
     }
 }

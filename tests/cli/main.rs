@@ -31,6 +31,7 @@ mod show;
 mod squash;
 mod state;
 mod tags;
+mod teams;
 mod teams_race;
 mod trust;
 mod whoami;
