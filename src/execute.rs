@@ -12,13 +12,18 @@
 //! A remote's branches (remote-branches): nothing can lock a remote's refs, so the drift check
 //! comes first, then the before-image, `consumed`, the local backup ref (`backup-created`),
 //! and one atomic `git push` whose every deletion is leased on the planned id: a branch that
-//! moved after the check fails the whole push. Recovery asks the remote (`git ls-remote`).
+//! moved after the check fails the whole push. The same push creates the plan's consumed
+//! marker on the remote, create-only (`refs/guardctl/consumed/<id>`, docs/remote.md): of any
+//! number of clones applying the plan, one push lands. Recovery asks the remote whether this
+//! clone's marker is there (`git ls-remote`): it is exactly when the push landed.
 //!
 //! A command (exec): drift (the pinned files re-derived, the preview re-run from a private
 //! copy), a second private copy checked against the plan, the before-image command and the
 //! command run from it, the before-image, `consumed`, `command-started`, the command, the
 //! verify command, `command-finished`; a crash between the last two is recorded as
-//! interrupted and the command is never run again.
+//! interrupted and the command is never run again. Bound to a remote, the consumed marker is
+//! created there (create-only) between `consumed` and `command-started`: a clone whose push is
+//! refused runs nothing.
 //!
 //! Apply journal: `before-image-written`, `consumed`, (`backup-created`,) then `refs-committed`
 //! or `aborted`, `config-removed`, `done`; or `refused` when a check failed before anything was
@@ -43,6 +48,14 @@ use time::OffsetDateTime;
 const EXEC_RESULT: &str = "exec-result.json";
 /// The payload type of the signed command result.
 const EXEC_RESULT_PAYLOAD_TYPE: &str = "application/vnd.guardctl.exec-result.v1+json";
+
+/// What an exec plan runs, and where: its inputs, the work tree it runs in, and the URL of
+/// the remote it is bound to (where it is consumed before the command runs), if any.
+pub struct Run<'a> {
+    pub inputs: &'a ExecInputs,
+    pub top: &'a std::path::Path,
+    pub consume_at: Option<&'a str>,
+}
 
 pub struct Executor<'a> {
     /// The repository, under guardctl's lock: only an executor may change it.
@@ -328,11 +341,14 @@ impl Executor<'_> {
         id: &str,
         image: BeforeImage,
         key: &SigningKey,
-        inputs: &ExecInputs,
-        top: &std::path::Path,
-        consume_at: Option<&str>,
+        run: Run<'_>,
         drift_check: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Receipt> {
+        let Run {
+            inputs,
+            top,
+            consume_at,
+        } = run;
         drift_check()?;
         let names: Vec<String> = inputs.env.iter().map(|e| e.name.clone()).collect();
         let env = exec::environment(&names);

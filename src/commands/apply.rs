@@ -54,8 +54,15 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let applied = execute(&args, ctx, ui);
     ctx.report_published(ui);
     let applied = applied?;
-    if applied.replayed {
-        ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)");
+    match (&applied.replayed, &applied.from_remote) {
+        (true, Some(remote)) => ui.notice(&format!(
+            "this plan was applied in another clone (consumed on remote `{}`); printing its published receipt (nothing was changed here)",
+            safe(remote)
+        )),
+        (true, None) => {
+            ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)")
+        }
+        (false, _) => {}
     }
     if ui.json {
         // The recorded document, and whether this run applied it or found it applied before.
@@ -94,6 +101,8 @@ pub struct Applied {
     pub unverified: bool,
     /// The plan ran a command (it has no rollback).
     pub command: bool,
+    /// A replay of an apply made in another clone: the remote its receipt came from.
+    pub from_remote: Option<String>,
     /// The human result.
     pub human: String,
     /// `{"receipt", "envelope"}`: what `guardctl --json apply` prints.
@@ -176,6 +185,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             replayed: true,
             unverified: false,
             command: false,
+            from_remote: None,
             human: crate::execute::recorded_result(&store, &id, &signers, false)?,
             json: crate::execute::recorded_result(&store, &id, &signers, true)?,
         });
@@ -234,9 +244,11 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             &id,
             image,
             &key,
-            inputs,
-            &repo.display_path(),
-            consume_at,
+            crate::execute::Run {
+                inputs,
+                top: &repo.display_path(),
+                consume_at,
+            },
             &mut drift,
         ),
         Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {
@@ -274,6 +286,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         replayed: false,
         unverified: !receipt.verified,
         command: receipt.exec.is_some(),
+        from_remote: None,
     })
 }
 
@@ -424,6 +437,7 @@ fn replay_from_remote(
         replayed: true,
         unverified: false,
         command: false,
+        from_remote: Some(remote.name.clone()),
         human: crate::execute::remote_result(&receipt, &marker, &loaded.plan.plan_hash, false)?,
         json: crate::execute::remote_result(&receipt, &marker, &loaded.plan.plan_hash, true)?,
     }))

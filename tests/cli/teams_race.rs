@@ -13,14 +13,8 @@ const CLONES: usize = 16;
 
 /// `n` fresh clones of `origin`, beside the planning clone.
 fn clones(env: &TestEnv, n: usize) -> Vec<PathBuf> {
-    let url = format!("file://{}", env.origin().display());
-    (0..n)
-        .map(|i| {
-            let path = env.path().join(format!("clone-{i:02}"));
-            env.git_in(env.path(), &["clone", "-q", &url, path.to_str().unwrap()]);
-            path
-        })
-        .collect()
+    let names: Vec<String> = (0..n).map(|i| format!("clone-{i:02}")).collect();
+    env.clones(&names.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// `guardctl -C <clone> --key <alice> --allowed-signers … <args>`, ready to spawn.
@@ -338,12 +332,7 @@ fn a_genuine_marker_of_another_plan_under_this_plans_ref_is_refused() {
     assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
     let second = env.repo.join("plan.json");
     let id = crate::fixtures::plan_id_of(&second);
-    env.git(&[
-        "fetch",
-        "-q",
-        "origin",
-        &format!("refs/guardctl/consumed/*:refs/copied/*"),
-    ]);
+    env.git(&["fetch", "-q", "origin", "refs/guardctl/consumed/*:refs/copied/*"]);
     let copied = env.git(&["for-each-ref", "--format=%(objectname)", "refs/copied"]);
     assert_eq!(copied, marker);
     push_by_hand(
@@ -397,4 +386,89 @@ fn a_plan_consumed_elsewhere_without_a_receipt_yet_is_16_naming_who_until_it_is_
     ));
     assert_eq!(here.code, 0, "{}", here.transcript());
     assert_eq!(here.stdout, there.stdout, "byte for byte");
+}
+
+/// The one file of the item at `refname` on the remote.
+fn item_on_remote(env: &TestEnv, refname: &str, file: &str) -> String {
+    env.git_in(&env.origin(), &["show", &format!("{refname}:{file}")])
+}
+
+fn refuse_guardctl_refs(env: &TestEnv, refuse: bool) {
+    use std::os::unix::fs::PermissionsExt;
+    let hook = env.origin().join("hooks/pre-receive");
+    if !refuse {
+        fs::remove_file(&hook).unwrap();
+        return;
+    }
+    fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    fs::write(
+        &hook,
+        "#!/bin/sh\nwhile read old new ref; do case \"$ref\" in refs/guardctl/*) echo \"no custom refs here\"; exit 1;; esac; done\n",
+    )
+    .unwrap();
+    fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn a_published_local_plan_publishes_its_marker_and_receipt_after_apply_or_says_how_to_later() {
+    let env = crate::fixtures::standard_repo();
+    let r = env.run("alice", &["plan", "stale-branches", "--merged", "--publish"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let id = crate::fixtures::plan_id_of(&env.repo.join("plan.json"));
+    let hex = id.trim_start_matches("sha256:").to_string();
+    // The remote refuses refs/guardctl/* now: the apply happens, and says how to publish.
+    refuse_guardctl_refs(&env, true);
+    let applied = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(applied.code, 0, "{}", applied.transcript());
+    assert!(
+        applied.stderr.contains("the receipt was not published"),
+        "{}",
+        applied.stderr
+    );
+    assert!(
+        applied.stderr.contains("no custom refs here"),
+        "{}",
+        applied.stderr
+    );
+    assert!(
+        applied
+            .stderr
+            .contains("run `guardctl apply` with this plan again"),
+        "{}",
+        applied.stderr
+    );
+    assert_eq!(published(&env), "");
+    // Allowed again: the replay publishes the marker and the receipt, as this clone signed
+    // them; another replay finds them there.
+    refuse_guardctl_refs(&env, false);
+    let replay = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(replay.code, 0, "{}", replay.transcript());
+    assert!(!replay.stderr.contains("warning"), "{}", replay.stderr);
+    let state = env.repo.join(".git/guardctl/plans").join(&hex);
+    assert_eq!(
+        item_on_remote(&env, &format!("refs/guardctl/consumed/{hex}"), "consumed.json"),
+        fs::read_to_string(state.join("consumed")).unwrap().trim_end()
+    );
+    assert_eq!(
+        item_on_remote(&env, &format!("refs/guardctl/receipts/{hex}"), "receipt.json"),
+        fs::read_to_string(state.join("receipt.json")).unwrap().trim_end()
+    );
+    let again = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(again.code, 0, "{}", again.transcript());
+    assert_eq!(again.stdout, replay.stdout);
+    assert!(!again.stderr.contains("warning"), "{}", again.stderr);
+}
+
+#[test]
+fn a_remote_that_refuses_the_consumed_ref_deletes_nothing_and_names_it() {
+    let env = remote_repo();
+    let plan = remote_branches_plan(&env);
+    let before = env.remote_branches();
+    refuse_guardctl_refs(&env, true);
+    let r = env.run("alice", &["apply", plan.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(r.stderr.contains("refs/guardctl/consumed/"), "{}", r.stderr);
+    assert!(r.stderr.contains("no custom refs here"), "{}", r.stderr);
+    assert_eq!(env.remote_branches(), before, "atomic: nothing deleted");
 }
