@@ -13,6 +13,11 @@
 //! | `refs/guardctl/withdrawals/<id>/<fpr>` | `withdrawal.json`: one signed withdrawal |
 //! | `refs/guardctl/consumed/<id>` | `receipt.json`: who applied it, when, what happened |
 //!
+//! Writing: [`publish`] sends items (create-only) and any other ref updates (each guarded by
+//! its own expected value, e.g. a remote branch deletion leased on its tip) in **one atomic
+//! push**: all land or none does. Reading: [`Snapshot::fetch`] lists, then fetches, the refs
+//! of one plan or all of them; [`Snapshot::consumed`] reads a plan's consumed marker.
+//!
 //! What this module checks when reading: a plan is read exactly as a plan file
 //! (`planfile`: size cap, strict parse, signature, validation) and must have the id its ref
 //! names; an envelope must verify, be about the plan its ref names, carry the decision its
