@@ -69,13 +69,15 @@ fn approval_envelopes(ctx: &Ctx, loaded: &Loaded, extra: &[PathBuf]) -> Result<V
 }
 
 /// What makes two copies of an envelope the same one (a rejection is in the plan file, in
-/// the state and on the remote): its payload's id. Signing one payload twice (ECDSA signs
-/// differently each time) is still one approval.
-fn same_envelope(e: &Envelope) -> String {
-    match crate::plan::envelope::decode_payload(&e.payload) {
-        Ok(bytes) => crate::plan::envelope::sha256_id(&bytes),
-        Err(_) => e.payload.clone(),
-    }
+/// the state and on the remote): its payload *and* its signatures. Not the payload alone: a
+/// copy of someone's rejection payload re-signed by another key would then stand in for the
+/// real one (and count for nothing), lifting the veto. Two signings of one payload are two
+/// envelopes; the gate counts a principal once however many there are.
+fn same_envelope(e: &Envelope) -> (String, Vec<String>) {
+    (
+        e.payload.clone(),
+        e.signatures.iter().map(|s| s.sig.clone()).collect(),
+    )
 }
 
 /// The approvals, rejections and withdrawals of the plan published on the team remote

@@ -22,8 +22,10 @@
 //!   approvals, policy, then drift — the plan re-derived from its inputs and the repository now.
 //! - [`execute`]: the journaled, mutating sequences of `apply` and `rollback`, and `recover`.
 //! - [`store`]: guardctl's own state in `.git/guardctl` (lock, journals, markers, audit log),
-//!   every file of it untrusted input when read back.
-//! - [`repo`]: the only code that touches git. A `&Repo` only reads; changing the repository
+//!   every file of it untrusted input when read back; and what is published on the team
+//!   remote under `refs/guardctl/` (`store::published`, docs/remote.md), untrusted likewise.
+//! - [`repo`]: the only code that touches git (`repo::publish`: pushes and fetches through a
+//!   private scratch repository, never the user's). A `&Repo` only reads; changing the repository
 //!   takes a `repo::mutate::RepoMut`, which only exists while guardctl's lock is held
 //!   (`store::Store::lock`): `execute`, and `gc` and `approve`/`reject` for their audit entries.
 //! - [`render`]: view structs built from plans, human text from views, escaping.

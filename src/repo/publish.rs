@@ -259,6 +259,9 @@ impl Scratch {
             .args([
                 "fetch",
                 "--quiet",
+                // Published items are parentless commits: one commit deep is all of one,
+                // and a hostile ref pointing into a long history brings no more.
+                "--depth=1",
                 "--no-tags",
                 "--no-write-fetch-head",
                 "--no-auto-gc",

@@ -14,6 +14,11 @@
 //! | `refs/guardctl/consumed/<id>` | `consumed.json`: the signed consumed marker (who applied it, when) |
 //! | `refs/guardctl/receipts/<id>` | `receipt.json`: the signed receipt (what happened), after the apply |
 //!
+//! Writing: [`publish`] sends items (create-only) and any other ref updates (each guarded by
+//! its own expected value, e.g. a remote branch deletion leased on its tip) in **one atomic
+//! push**: all land or none does. Reading: [`Snapshot::fetch`] lists, then fetches, the refs
+//! of one plan or all of them; [`Snapshot::consumed`] reads a plan's consumed marker.
+//!
 //! What this module checks when reading: a plan is read exactly as a plan file
 //! (`planfile`: size cap, strict parse, signature, validation) and must have the id its ref
 //! names; an envelope must verify, be about the plan its ref names, carry the decision its

@@ -395,3 +395,56 @@ fn a_prefix_is_resolved_among_published_plans_and_junk_under_refs_guardctl_is_le
     let r = t.env.run_in(&t.executor, "mallory", &["verify", prefix(&id)]);
     assert_eq!(r.code, 12, "junk counted as an approval: {}", r.transcript());
 }
+
+#[test]
+fn a_published_rejection_cannot_be_shadowed_by_its_payload_re_signed_with_another_key() {
+    use base64::Engine;
+    let t = team();
+    let id = t.publish_plan();
+    let hex = id.trim_start_matches("sha256:");
+    assert_eq!(t.env.run_in(&t.bob, "bob", &["approve", &id, "--yes"]).code, 0);
+    assert_eq!(
+        t.env
+            .run_in(&t.carol, "carol", &["reject", &id, "--comment", "no"])
+            .code,
+        0
+    );
+    let listed = t.origin_refs();
+    let rejection_ref = listed
+        .lines()
+        .map(|l| l.split(' ').next().unwrap())
+        .find(|r| r.starts_with(&format!("refs/guardctl/rejections/{hex}/")))
+        .unwrap()
+        .to_string();
+    let text = t.env.git_in(
+        &t.env.origin(),
+        &["show", &format!("{rejection_ref}:rejection.json")],
+    );
+    // The planner copies carol's payload and signs it with a key of their own, then puts that
+    // envelope first in the plan file the executor is handed.
+    let mut forged: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let body = base64::engine::general_purpose::STANDARD
+        .decode(forged["payload"].as_str().unwrap())
+        .unwrap();
+    let ty = forged["payloadType"].as_str().unwrap().to_string();
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, body.len()).into_bytes();
+    pae.extend_from_slice(&body);
+    let key = t.env.key("alice");
+    forged["signatures"][0]["sig"] =
+        serde_json::Value::String(crate::plan_file::ssh_sign(&key, "guardctl-approval", &pae));
+    forged["signatures"][0]["keyid"] = serde_json::Value::String(crate::plan_file::fingerprint(&key));
+    let mut file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(t.planner.join("plan.json")).unwrap()).unwrap();
+    file["approvals"] = serde_json::json!([forged]);
+    let handed = t.executor.join("handed.json");
+    std::fs::write(&handed, file.to_string()).unwrap();
+    let r = t
+        .env
+        .run_in(&t.executor, "mallory", &["apply", handed.to_str().unwrap()]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("rejected by carol@example.com: no"),
+        "{}",
+        r.stderr
+    );
+}
