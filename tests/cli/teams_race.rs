@@ -472,3 +472,27 @@ fn a_remote_that_refuses_the_consumed_ref_deletes_nothing_and_names_it() {
     assert!(r.stderr.contains("no custom refs here"), "{}", r.stderr);
     assert_eq!(env.remote_branches(), before, "atomic: nothing deleted");
 }
+
+#[test]
+fn a_remotes_tags_are_consumed_on_the_remote_in_their_push_and_another_clone_replays() {
+    let env = remote_repo();
+    let first = env.git(&["rev-list", "--max-parents=0", "main"]);
+    env.git_at(350, &["tag", "-a", "v0.2", "-m", "Release 0.2", &first]);
+    env.git_at(340, &["tag", "v0.1", &first]);
+    env.git(&["push", "-q", "origin", "--tags"]);
+    let r = env.run(
+        "alice",
+        &["plan", "tags", "--remote", "origin", "--match", "v0.*"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let plan = env.repo.join("plan.json");
+    let clones = clones(&env, 2);
+    let runs = apply_everywhere(&env, &clones, &plan, &["--json"]);
+    let (_, winner) = exactly_one_applied(&runs);
+    assert_eq!(winner["receipt"]["deleted"].as_array().unwrap().len(), 2);
+    let tags = env.git_in(&env.origin(), &["tag", "--list"]);
+    assert!(!tags.contains("v0."), "{tags}");
+    assert!(!consumed_on_remote(&env, &plan).is_empty());
+    human_replays_agree(&env, &clones, &plan);
+}
