@@ -66,11 +66,11 @@ pub struct Executor<'a> {
 fn crash_point(step: &str) {
     if std::env::var("GUARDCTL_TEST_EXEC_AT").as_deref() == Ok(step) {
         let cmd = std::env::var("GUARDCTL_TEST_EXEC").unwrap_or_default();
-        let _ = std::process::Command::new("sh").args(["-c", &cmd]).status();
+        let _ = crate::process::Process::new("sh").args(["-c", &cmd]).status();
     }
     if std::env::var("GUARDCTL_TEST_CRASH_AFTER").as_deref() == Ok(step) {
         let pid = std::process::id().to_string();
-        let _ = std::process::Command::new("kill").args(["-9", &pid]).status();
+        let _ = crate::process::Process::new("kill").args(["-9", &pid]).status();
         std::thread::sleep(std::time::Duration::from_secs(60));
     }
 }

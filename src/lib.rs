@@ -27,8 +27,10 @@
 //!   takes a `repo::mutate::RepoMut`, which only exists while guardctl's lock is held
 //!   (`store::Store::lock`): `execute`, and `gc` and `approve`/`reject` for their audit entries.
 //! - [`render`]: view structs built from plans, human text from views, escaping.
-//! - [`process`]: running git, ssh-keygen and guardctl itself: the command line in every
-//!   error, closed stdin, input written while both pipes are read, escaped stderr.
+//! - [`process`]: the one way to run a program (git, ssh-keygen, ssh-add, exec plans'
+//!   commands, guardctl itself): the command line in every error, closed stdin, input
+//!   written while both pipes are read, escaped stderr; `Running` for a child talked to
+//!   while it runs.
 //! - [`text`]: terminal-safe escaping of repository strings, JSON output, RFC 3339 times.
 //! - [`fsutil`], [`duration`]: atomic writes, bounded reads; duration parsing.
 //! - [`prompt`]: the approval prompt (raw keys: Ctrl-C, Esc and Ctrl-D are answers).

@@ -70,8 +70,7 @@ impl Repo {
         let out = self
             .git()
             .args(["for-each-ref", "--format=%(refname)%00%(upstream)", "refs/heads"])
-            .output()
-            .map_err(|e| Error::internal("cannot run git for-each-ref").caused_by(e))?;
+            .output(None)?;
         if !out.status.success() {
             return Err(Error::internal("cannot read the branches' upstreams")
                 .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim())));
@@ -111,12 +110,7 @@ impl Repo {
     }
 
     fn read_config(&self, args: &[&str]) -> Result<Option<Vec<u8>>> {
-        let out = self
-            .git()
-            .args(["config", "--null"])
-            .args(args)
-            .output()
-            .map_err(|e| Error::internal("cannot run git config").caused_by(e))?;
+        let out = self.git().args(["config", "--null"]).args(args).output(None)?;
         match out.status.code() {
             Some(0) => Ok(Some(out.stdout)),
             Some(1) => Ok(None),

@@ -51,9 +51,10 @@ impl Repo {
     /// git, run inside the git dir with `--git-dir .`: every ref file it locks, renames and
     /// unlinks is then a short relative path. Measured: an absolute `--git-dir` makes a
     /// 6,000-ref update-ref transaction about 10% slower (extra path components per file).
-    fn git(&self) -> std::process::Command {
-        let mut c = std::process::Command::new("git");
-        c.current_dir(self.git.path()).args(["--git-dir", "."]);
+    fn git(&self) -> crate::process::Process {
+        let c = crate::process::Process::new("git")
+            .current_dir(self.git.path())
+            .args(["--git-dir", "."]);
         // Never a password or host-key prompt from ssh (it would hang an agent or CI): fail
         // fast instead. Only when the user has not chosen an ssh command of their own.
         let own_ssh = std::env::var_os("GIT_SSH_COMMAND").is_some()
@@ -62,10 +63,11 @@ impl Repo {
                 .git
                 .config()
                 .is_ok_and(|c| c.get_string("core.sshCommand").is_ok());
-        if !own_ssh {
-            c.env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes");
+        if own_ssh {
+            c
+        } else {
+            c.env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
         }
-        c
     }
 
     /// Open the repository at `path`, or discover it from the working directory like git.
