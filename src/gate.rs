@@ -195,27 +195,32 @@ fn clock_skew(ctx: &Ctx) -> u64 {
 /// The policy the plan was made under, checked against the one in force when run in the
 /// plan's repository.
 pub fn policy_status(ctx: &Ctx, plan: &Plan) -> PolicyView {
-    // A remote's plan is checked in any clone whose remote has the plan's one URL.
-    let here = match plan.operation.bound_to_remote() {
-        Some(remote) => ctx
-            .repo()
-            .ok()
-            .and_then(|r| r.remote_url(remote).ok())
-            .is_some_and(|url| crate::repo::url::same_repository(&url, &plan.repository)),
-        None => ctx
-            .repo()
-            .ok()
-            .and_then(|r| r.identity().ok())
-            .is_some_and(|id| id == plan.repository),
-    };
-    let now = here.then(|| match ctx.policy_for(plan.operation.bound_to_remote()) {
-        Ok(p) => Ok(p.hash.as_str()),
-        Err(e) => Err(std::iter::once(e.message.clone())
-            .chain(e.causes.iter().cloned())
-            .collect::<Vec<_>>()
-            .join(": ")),
-    });
+    let now =
+        plans_repo(ctx, plan)
+            .is_some()
+            .then(|| match ctx.policy_for(plan.operation.bound_to_remote()) {
+                Ok(p) => Ok(p.hash.as_str()),
+                Err(e) => Err(std::iter::once(e.message.clone())
+                    .chain(e.causes.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(": ")),
+            });
     PolicyView::new(plan, now)
+}
+
+/// The repository guardctl runs in, when it is the plan's: this clone for a local plan, a
+/// clone of the remote a remote plan is bound to (any clone whose remote has the plan's one
+/// URL).
+pub fn plans_repo<'a>(ctx: &'a Ctx, plan: &Plan) -> Option<&'a crate::repo::Repo> {
+    let repo = ctx.repo().ok()?;
+    let here = match plan.operation.bound_to_remote() {
+        None => repo.identity().ok().is_some_and(|id| id == plan.repository),
+        Some(remote) => repo
+            .remote_url(remote)
+            .ok()
+            .is_some_and(|url| crate::repo::url::same_repository(&url, &plan.repository)),
+    };
+    here.then_some(repo)
 }
 
 /// Integrity, expiry, principal, approvals, policy. `applying` is the key of whoever applies

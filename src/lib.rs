@@ -4,7 +4,7 @@
 //! # Architecture map
 //!
 //! The arrows point one way: (`cli`, `usage`, `mcp`) → `commands` → (`gate`, `execute`, `ops`,
-//! `policy`, `render`, `sign`, `store`, `planfile`, `context`, `ui`) → (`plan`, `repo`) →
+//! `policy`, `render`, `review`, `sign`, `store`, `planfile`, `context`, `ui`) → (`plan`, `repo`) →
 //! leaves (`error`, `text`, `duration`, `fsutil`, `process`). docs/architecture.md has the layers and
 //! where a new operation kind goes; `tests/cli/layers.rs` checks the code against it.
 //!
@@ -15,7 +15,10 @@
 //! - [`commands`]: one file per command.
 //! - [`plan`]: the plan as pure data: payload types, DSSE envelope, plan hash, derived parts.
 //! - [`planfile`]: reading (verified, strict, bounded) and writing plan files.
-//! - [`ops`]: one module per operation: observe (read-only) and decide (pure).
+//! - [`ops`]: one module per operation: observe (read-only) and decide (pure); `assemble`
+//!   makes a plan of an observation (planner, executor, limits, review groups, derived parts).
+//! - [`review`]: the decisions of `approve`/`reject` before signing: who decides, no
+//!   self-approval, eligibility for the review groups, expiry, what a withdrawal lifts.
 //! - [`policy`]: the policy in force and its hash.
 //! - [`sign`]: keys, allowed signers, SSHSIG sign (ssh-keygen) and verify (in-process).
 //! - [`gate`]: the checks `verify` and `apply` share: integrity, expiry, principal,
@@ -63,6 +66,7 @@ pub mod process;
 pub mod prompt;
 pub mod render;
 pub mod repo;
+pub mod review;
 pub mod sign;
 pub mod store;
 pub mod text;
