@@ -905,4 +905,84 @@ mod tests {
         assert_eq!(e.kind, Kind::NeedsRecovery);
         assert!(e.hint().contains("guardctl recover"), "{}", e.hint());
     }
+
+    /// A real repository: `main`, and `topic` merged into it (main's parent), planned for
+    /// deletion with `--merged` by the real observation; returns the plan too.
+    fn merged_topic() -> (tempfile::TempDir, crate::repo::Repo, Plan) {
+        let dir = tempfile::tempdir().unwrap();
+        let git = git2::Repository::init(dir.path()).unwrap();
+        let sig = git2::Signature::new("A", "a@x", &git2::Time::new(1_780_000_000, 0)).unwrap();
+        let tree = git.find_tree(git.index().unwrap().write_tree().unwrap()).unwrap();
+        let first = git
+            .commit(Some("refs/heads/topic"), &sig, &sig, "topic", &tree, &[])
+            .unwrap();
+        let parent = git.find_commit(first).unwrap();
+        git.commit(Some("refs/heads/main"), &sig, &sig, "main", &tree, &[&parent])
+            .unwrap();
+        git.set_head("refs/heads/main").unwrap();
+        let repo = crate::repo::Repo::open(Some(dir.path())).unwrap();
+        let policy = Policy::default();
+        let operation = test_data::merged_inputs();
+        let base = repo.ref_target("refs/heads/main");
+        let outcome =
+            crate::ops::assemble::observe(&repo, &operation, None, base, T0, &crate::ops::progress::Silent)
+                .unwrap();
+        let (_, review) = crate::ops::assemble::limits(&policy, &operation, &outcome).unwrap();
+        let alice = crate::plan::model::Party {
+            principal: Some("alice".into()),
+            key: Some("SHA256:a".into()),
+        };
+        let plan = crate::ops::assemble::assemble(crate::ops::assemble::Parts {
+            repository: "r".into(),
+            operation,
+            outcome,
+            planner: alice.clone(),
+            executor: alice,
+            review,
+            policy: &policy,
+            policy_source: test_data::plan(vec![], "").policy_source,
+            policy_hash: policy.hash().unwrap(),
+            created_at: T0,
+            expiry: std::time::Duration::from_secs(3600),
+            nonce: "0".repeat(32),
+        })
+        .unwrap();
+        (dir, repo, plan)
+    }
+
+    fn recheck(repo: &crate::repo::Repo, plan: &Plan) -> Result<Vec<Drift>> {
+        let Operation::StaleBranches(inputs) = &plan.operation else {
+            unreachable!("a branch plan")
+        };
+        recheck_branches(repo, inputs, plan, None, T0)
+    }
+
+    #[test]
+    fn a_repository_as_planned_has_no_drift_and_a_moved_branch_is_named() {
+        let (dir, repo, plan) = merged_topic();
+        assert_eq!(plan.affected.len(), 1, "{:?}", plan.skipped);
+        assert!(recheck(&repo, &plan).unwrap().is_empty());
+        // topic moves to main's commit: still merged, but not the commit that was approved.
+        let git = git2::Repository::open(dir.path()).unwrap();
+        let main = git.refname_to_id("refs/heads/main").unwrap();
+        git.reference("refs/heads/topic", main, true, "moved").unwrap();
+        let drifts = recheck(&repo, &plan).unwrap();
+        assert!(!drifts.is_empty());
+        assert!(
+            drifts.iter().all(|d| d.refname == "refs/heads/topic"),
+            "{drifts:?}"
+        );
+        assert_eq!(drift_error(&drifts).exit_code(), 10);
+    }
+
+    #[test]
+    fn a_base_that_no_longer_exists_is_drift() {
+        let (dir, repo, plan) = merged_topic();
+        let git = git2::Repository::open(dir.path()).unwrap();
+        git.set_head("refs/heads/topic").unwrap();
+        git.find_reference("refs/heads/main").unwrap().delete().unwrap();
+        let e = recheck(&repo, &plan).unwrap_err();
+        assert_eq!(e.kind, Kind::Drift);
+        assert_eq!(e.message, "the base refs/heads/main no longer exists");
+    }
 }
