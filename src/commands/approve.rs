@@ -3,11 +3,12 @@
 
 use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
+use crate::gate::plans_repo;
 use crate::plan::approval::{APPROVAL_NAMESPACE, Approval, Decision};
 use crate::plan::envelope::APPROVAL_PAYLOAD_TYPE;
-use crate::plan::model::{Plan, ReviewGroup};
 use crate::planfile::Loaded;
 use crate::render::view::{self, Paging, ViewInput};
+use crate::review;
 use crate::sign::dsse;
 use crate::text::safe;
 use crate::ui::Ui;
@@ -132,43 +133,12 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     let fingerprint = crate::sign::sshsig::fingerprint(&key.public);
     let (signers, _) = ctx.allowed_signers()?;
     ctx.report_signers(ui, false)?;
-    let principal = match signers
-        .principals_at(key.signer(), APPROVAL_NAMESPACE, &[ctx.now])
-        .as_slice()
-    {
-        [one] => one.clone(),
-        [] => {
-            return Err(Error::new(
-                Kind::Unapproved,
-                format!("key {fingerprint} may not sign approvals: it maps to no principal for {APPROVAL_NAMESPACE}"),
-            )
-            .with_hint("use a key listed in the allowed-signers file without a namespaces= restriction excluding approvals"));
-        }
-        many => {
-            return Err(Error::usage(format!(
-                "key {fingerprint} maps to several principals: {}",
-                many.join(", ")
-            )));
-        }
-    };
-    let planner = plan.planner.principal.as_deref();
-    let planners_key = plan.planner.key.as_deref() == Some(fingerprint.as_str())
-        || planner.is_some_and(|p| signers.keys_of(p).contains(&fingerprint));
-    if decision == Decision::Approve
-        && (planners_key || planner.is_some_and(|p| p.eq_ignore_ascii_case(&principal)))
-    {
-        let who = if planners_key {
-            format!("key {fingerprint} belongs to the planner")
-        } else {
-            format!("{} planned this plan", safe(&principal))
-        };
-        return Err(
-            Error::new(Kind::Unapproved, format!("{who} and cannot approve it")).with_hint(
-                "a different principal, with a key of their own, must approve; that is the point of the gate",
-            ),
-        );
-    }
+    let principal = review::decider(
+        &signers.principals_at(key.signer(), APPROVAL_NAMESPACE, &[ctx.now]),
+        &fingerprint,
+    )?;
     if decision == Decision::Approve {
+        review::refuse_self_approval(plan, &principal, &fingerprint, &signers)?;
         // Eligible for the groups `apply` will count: with the bulk group when the planner's
         // other live plans seen here make this one bulk.
         let part_of = match (
@@ -179,19 +149,22 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
             _ => None,
         };
         let in_review = crate::policy::across::in_review(plan, part_of.as_ref());
-        check_eligible(in_review.as_ref().unwrap_or(plan), &principal, &groups)?;
+        review::check_eligible(in_review.as_ref().unwrap_or(plan), &principal, &groups)?;
     }
     let withdraws = match decision {
-        Decision::Withdraw => own_rejections(ctx, &loaded, &signers, &principal)?,
+        Decision::Withdraw => {
+            let mut recorded = crate::gate::recorded_decisions(ctx, &loaded)?;
+            recorded.extend(crate::gate::published_decisions(ctx, &loaded)?);
+            let envelopes = loaded
+                .file
+                .approvals
+                .iter()
+                .chain(recorded.iter().map(|(_, e)| e));
+            review::own_rejections(envelopes, &loaded.plan_id, &signers, &principal)?
+        }
         _ => Vec::new(),
     };
-    if ctx.now >= plan.expires_at {
-        return Err(Error::new(
-            Kind::Expired,
-            format!("the plan expired at {}", view::rfc3339(plan.expires_at)),
-        )
-        .with_hint("ask the planner to re-run `guardctl plan`"));
-    }
+    review::check_not_expired(plan, ctx.now)?;
 
     // Nothing is recorded where the audit log could not record it.
     if let Some(repo) = plans_repo(ctx, plan) {
@@ -398,43 +371,6 @@ fn standing_line(a: &view::ApprovalsView) -> String {
     }
 }
 
-/// The named groups must exist, and the approver must be among the approvers of each named
-/// group (or of at least one group when none is named): an approval that could not count is
-/// refused here rather than silently ignored by `apply`.
-fn check_eligible(plan: &Plan, principal: &str, groups: &[String]) -> Result<()> {
-    let all: Vec<&str> = plan.review.iter().map(|g| g.name.as_str()).collect();
-    if let Some(unknown) = groups.iter().find(|g| !all.contains(&g.as_str())) {
-        return Err(Error::usage(format!(
-            "the plan has no review group `{}`; its groups: {}",
-            safe(unknown),
-            all.iter().map(|g| safe(g)).collect::<Vec<_>>().join(", ")
-        ))
-        .with_hint("name one of the plan's review groups with --group, or leave --group out")
-        .with_details(serde_json::json!({"groups": all})));
-    }
-    let may = |g: &ReviewGroup| g.approvers.is_empty() || g.approvers.iter().any(|a| a == principal);
-    let chosen: Vec<&ReviewGroup> = plan
-        .review
-        .iter()
-        .filter(|g| groups.is_empty() || groups.contains(&g.name))
-        .collect();
-    let barred: Vec<String> = chosen.iter().filter(|g| !may(g)).map(|g| safe(&g.name)).collect();
-    if (groups.is_empty() && chosen.iter().all(|g| !may(g))) || (!groups.is_empty() && !barred.is_empty()) {
-        return Err(Error::new(
-            Kind::Policy,
-            format!(
-                "the policy does not let {} approve review group{} {}",
-                safe(principal),
-                if barred.len() == 1 { "" } else { "s" },
-                barred.join(", ")
-            ),
-        )
-        .with_details(serde_json::json!({"principal": principal, "groups": barred}))
-        .with_hint("`guardctl show` lists each group's approvers"));
-    }
-    Ok(())
-}
-
 /// Ask for the first 8 hex digits of the plan id; never prompt without a terminal, in CI or
 /// under `--json` (an agent reading JSON cannot answer).
 fn confirm(loaded: &Loaded, may_prompt: bool) -> Result<()> {
@@ -458,66 +394,6 @@ fn confirm(loaded: &Loaded, may_prompt: bool) -> Result<()> {
     };
     Err(Error::new(Kind::Declined, why)
         .with_hint("nothing was recorded; run `guardctl approve` again to retry"))
-}
-
-/// The repository guardctl runs in, when it is the plan's: this clone for a local plan, a
-/// clone of the remote a remote plan is bound to.
-fn plans_repo<'a>(ctx: &'a Ctx, plan: &Plan) -> Option<&'a crate::repo::Repo> {
-    let repo = ctx.repo().ok()?;
-    let here = match plan.operation.bound_to_remote() {
-        None => repo.identity().ok().is_some_and(|id| id == plan.repository),
-        Some(remote) => repo
-            .remote_url(remote)
-            .ok()
-            .is_some_and(|url| crate::repo::url::same_repository(&url, &plan.repository)),
-    };
-    here.then_some(repo)
-}
-
-/// The ids of `principal`'s own valid rejections of the plan (in the file or the state):
-/// what a withdrawal names. None is a usage error: there is nothing to withdraw.
-fn own_rejections(
-    ctx: &Ctx,
-    loaded: &Loaded,
-    signers: &crate::sign::AllowedSigners,
-    principal: &str,
-) -> Result<Vec<String>> {
-    let mut recorded = crate::gate::recorded_decisions(ctx, loaded)?;
-    recorded.extend(crate::gate::published_decisions(ctx, loaded)?);
-    let mut ids: Vec<String> = Vec::new();
-    for env in loaded
-        .file
-        .approvals
-        .iter()
-        .chain(recorded.iter().map(|(_, e)| e))
-    {
-        let Ok(v) = dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE) else {
-            continue;
-        };
-        let Ok(a) = serde_json::from_slice::<Approval>(&v.payload) else {
-            continue;
-        };
-        let mine = a.decision == Decision::Reject
-            && a.principal == principal
-            && a.plan_id == loaded.plan_id
-            && a.key == v.fingerprint
-            && signers
-                .principals_for(&v.signer, APPROVAL_NAMESPACE, a.created_at)
-                .iter()
-                .any(|p| p == principal);
-        let id = crate::plan::envelope::sha256_id(&v.payload);
-        if mine && !ids.contains(&id) {
-            ids.push(id);
-        }
-    }
-    if ids.is_empty() {
-        return Err(Error::usage(format!(
-            "{} has no rejection of plan {} to withdraw",
-            safe(principal),
-            view::short_id(&loaded.plan_id)
-        )));
-    }
-    Ok(ids)
 }
 
 /// Record an event in this repository's audit log, signed with `key`, when run inside the

@@ -427,18 +427,81 @@ pub struct ViewInput<'a> {
     pub show_all_skipped: bool,
 }
 
+/// The view of `input.plan`: each part from its own section below.
 pub fn build(input: ViewInput) -> ShowView {
     let ViewInput {
         plan, plan_id, now, ..
     } = input;
     let protected = protected_literals(plan);
     let inputs = plan.operation.selection();
-    let n = plan.affected.len();
     let expires_in = (plan.expires_at - now).whole_seconds();
-    let expired = expires_in <= 0;
+    ShowView {
+        plan_id: plan_id.to_string(),
+        plan_hash: plan.plan_hash.clone(),
+        summary: summary(plan, plan_id, expires_in, &input.approvals),
+        operation: plan.operation.kind().to_string(),
+        resource: plan.operation.nouns().0,
+        resources: plan.operation.nouns().1,
+        repository: safe(&plan.repository),
+        remote: plan.operation.remote().map(safe),
+        base: inputs.map(|i| safe(&i.base)).unwrap_or_default(),
+        criteria: inputs
+            .map(|i| i.criteria.iter().map(|c| c.as_str()).collect())
+            .unwrap_or_default(),
+        selection: selection_flags(&plan.operation),
+        planner: party(&plan.planner),
+        executor: party(&plan.executor),
+        created_at: rfc3339(plan.created_at),
+        expires_at: rfc3339(plan.expires_at),
+        expires_in_secs: expires_in,
+        expired: expires_in <= 0,
+        approvals: input.approvals.clone(),
+        policy: input.policy.clone(),
+        risk: RiskView {
+            level: plan.risk.level.as_str(),
+            reasons: plan.risk.reasons.iter().map(|r| safe(r)).collect(),
+        },
+        total_affected: plan.affected.len(),
+        counts_by_reason: counts_by_reason(plan),
+        rows: rows(plan, input.paging, now, &protected),
+        extremes: extremes(plan, now, &protected),
+        side_effects: side_effects(plan, plan_id),
+        before_image: before_image(plan, plan_id),
+        skipped: skipped(plan, &protected, input.show_all_skipped),
+        exec: match &plan.operation {
+            Operation::Exec(x) => Some(exec_view(x, &input.paging)),
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
+        },
+        since: None,
+    }
+}
 
+/// The one-line summary: id, what the plan does, expiry, approvals.
+fn summary(plan: &Plan, plan_id: &str, expires_in: i64, approvals: &ApprovalsView) -> String {
+    format!(
+        "Plan {}: {}. {}. Approvals {}{}.",
+        short_id(plan_id),
+        safe(&plan.summary),
+        if expires_in <= 0 {
+            format!("Expired {} ago", humanize(-expires_in))
+        } else {
+            format!("Expires in {}", humanize(expires_in))
+        },
+        approvals.tally(),
+        if approvals.rejected_by.is_empty() {
+            ""
+        } else {
+            ", REJECTED"
+        },
+    )
+}
+
+/// The affected resources shown: all of a small plan, an even sample of a large one, or one
+/// page.
+fn rows(plan: &Plan, paging: Paging, now: OffsetDateTime, protected: &[&str]) -> RowsView {
+    let n = plan.affected.len();
     let pages = n.div_ceil(PAGE_SIZE).max(1);
-    let (mode, page, picked): (&str, Option<usize>, Vec<&Affected>) = match input.paging {
+    let (mode, page, picked): (&str, Option<usize>, Vec<&Affected>) = match paging {
         Paging::All => ("all", None, plan.affected.iter().collect()),
         Paging::Auto if n <= PAGE_SIZE => ("all", None, plan.affected.iter().collect()),
         Paging::Auto => {
@@ -463,132 +526,74 @@ pub fn build(input: ViewInput) -> ShowView {
             )
         }
     };
-    let kind = |a: &Affected| row_kind(&plan.operation, a);
-    let items: Vec<Row> = picked.iter().map(|a| row(a, kind(a), now, &protected)).collect();
+    let items: Vec<Row> = picked
+        .iter()
+        .map(|a| row(a, row_kind(&plan.operation, a), now, protected))
+        .collect();
+    RowsView {
+        mode,
+        page,
+        pages,
+        shown: items.len(),
+        items,
+    }
+}
 
+/// What a reviewer must not miss, whatever is shown: the most recently active, the oldest,
+/// the most unmerged, and every name that needs a second look.
+fn extremes(plan: &Plan, now: OffsetDateTime, protected: &[&str]) -> Extremes {
+    let row = |a: &&Affected| row(a, row_kind(&plan.operation, a), now, protected);
     let mut by_time: Vec<&Affected> = plan.affected.iter().collect();
     by_time.sort_by_key(|a| std::cmp::Reverse(a.last_commit_time));
-    let most_recent = by_time
-        .iter()
-        .take(EXTREMES)
-        .map(|a| row(a, kind(a), now, &protected))
-        .collect();
-    let oldest = by_time
-        .iter()
-        .rev()
-        .take(EXTREMES)
-        .map(|a| row(a, kind(a), now, &protected))
-        .collect();
     let mut by_unmerged: Vec<&Affected> = plan
         .affected
         .iter()
         .filter(|a| a.commits_not_in_base > 0)
         .collect();
     by_unmerged.sort_by_key(|a| std::cmp::Reverse(a.commits_not_in_base));
-    let most_unmerged = by_unmerged
-        .iter()
-        .take(EXTREMES)
-        .map(|a| row(a, kind(a), now, &protected))
-        .collect();
-    let suspicious_names = plan
-        .affected
-        .iter()
-        .map(|a| row(a, kind(a), now, &protected))
-        .filter(|r| !r.flags.is_empty())
-        .collect();
+    Extremes {
+        most_recent: by_time.iter().take(EXTREMES).map(row).collect(),
+        oldest: by_time.iter().rev().take(EXTREMES).map(row).collect(),
+        most_unmerged: by_unmerged.iter().take(EXTREMES).map(row).collect(),
+        suspicious_names: plan
+            .affected
+            .iter()
+            .map(|a| row(&a))
+            .filter(|r| !r.flags.is_empty())
+            .collect(),
+    }
+}
 
-    let mut counts_by_reason = Vec::new();
-    for c in [
+/// How many affected resources each criterion (the first that matched) selected.
+fn counts_by_reason(plan: &Plan) -> Vec<Count> {
+    [
         Criterion::Merged,
         Criterion::SquashMerged,
         Criterion::Gone,
         Criterion::OlderThan,
-    ] {
+    ]
+    .into_iter()
+    .filter_map(|c| {
         let count = plan
             .affected
             .iter()
             .filter(|a| a.main_reason() == Some(c))
             .count();
-        if count > 0 {
-            counts_by_reason.push(Count {
-                reason: c.as_str(),
-                count,
-            });
-        }
-    }
+        (count > 0).then(|| Count {
+            reason: c.as_str(),
+            count,
+        })
+    })
+    .collect()
+}
 
-    let summary = format!(
-        "Plan {}: {}. {}. Approvals {}{}.",
-        short_id(plan_id),
-        safe(&plan.summary),
-        if expired {
-            format!("Expired {} ago", humanize(-expires_in))
-        } else {
-            format!("Expires in {}", humanize(expires_in))
-        },
-        input.approvals.tally(),
-        if input.approvals.rejected_by.is_empty() {
-            ""
-        } else {
-            ", REJECTED"
-        },
-    );
-
-    ShowView {
-        plan_id: plan_id.to_string(),
-        plan_hash: plan.plan_hash.clone(),
-        summary,
-        operation: plan.operation.kind().to_string(),
-        resource: plan.operation.nouns().0,
-        resources: plan.operation.nouns().1,
-        repository: safe(&plan.repository),
-        remote: plan.operation.remote().map(safe),
-        base: inputs.map(|i| safe(&i.base)).unwrap_or_default(),
-        criteria: inputs
-            .map(|i| i.criteria.iter().map(|c| c.as_str()).collect())
-            .unwrap_or_default(),
-        selection: selection_flags(&plan.operation),
-        planner: party(&plan.planner),
-        executor: party(&plan.executor),
-        created_at: rfc3339(plan.created_at),
-        expires_at: rfc3339(plan.expires_at),
-        expires_in_secs: expires_in,
-        expired,
-        approvals: input.approvals.clone(),
-        policy: input.policy.clone(),
-        risk: RiskView {
-            level: plan.risk.level.as_str(),
-            reasons: plan.risk.reasons.iter().map(|r| safe(r)).collect(),
-        },
-        total_affected: n,
-        counts_by_reason,
-        rows: RowsView {
-            mode,
-            page,
-            pages,
-            shown: items.len(),
-            items,
-        },
-        extremes: Extremes {
-            most_recent,
-            oldest,
-            most_unmerged,
-            suspicious_names,
-        },
-        side_effects: side_effects(plan, plan_id),
-        before_image: format!(
-            "{}/{} (one commit keeping every deleted tip), kept {} days",
-            crate::plan::model::BACKUP_NAMESPACE,
-            plan_id.trim_start_matches("sha256:"),
-            plan.before_image.retention_days
-        ),
-        skipped: skipped(plan, &protected, input.show_all_skipped),
-        exec: match &plan.operation {
-            Operation::Exec(x) => Some(exec_view(x, &input.paging)),
-            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
-        },
-        since: None,
-    }
+fn before_image(plan: &Plan, plan_id: &str) -> String {
+    format!(
+        "{}/{} (one commit keeping every deleted tip), kept {} days",
+        crate::plan::model::BACKUP_NAMESPACE,
+        plan_id.trim_start_matches("sha256:"),
+        plan.before_image.retention_days
+    )
 }
 
 #[derive(Debug, Serialize)]
@@ -911,4 +916,129 @@ pub struct InboxLeftOut {
     pub other_repository: usize,
     /// Refs that do not hold a valid plan with their id (each also a warning).
     pub invalid: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::model::test_data;
+    use time::macros::datetime;
+
+    const NOW: OffsetDateTime = datetime!(2026-06-01 12:05 UTC);
+
+    /// `n` merged branches `b00`, `b01`, ..., `b<i>` last active `i` days before NOW and
+    /// `i` commits not in base.
+    fn plan_of(n: usize) -> Plan {
+        let affected = (0..n)
+            .map(|i| {
+                let mut a = test_data::branch(&format!("b{i:02}"), i as u64);
+                a.last_commit_time = NOW - time::Duration::days(i as i64);
+                a
+            })
+            .collect();
+        let mut plan = test_data::plan(affected, "sha256:p");
+        plan.review =
+            crate::policy::route::review(&crate::policy::Policy::default(), &plan.affected).unwrap();
+        plan
+    }
+
+    fn names(rows: &[Row]) -> Vec<&str> {
+        rows.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_small_plan_is_shown_whole() {
+        let r = rows(&plan_of(3), Paging::Auto, NOW, &[]);
+        assert_eq!((r.mode, r.page, r.pages, r.shown), ("all", None, 1, 3));
+        assert_eq!(names(&r.items), ["b00", "b01", "b02"]);
+        assert_eq!(r.items[1].age, "1d");
+        assert_eq!(r.items[1].kind, "branch");
+    }
+
+    #[test]
+    fn a_large_plan_is_sampled_evenly_and_paged_on_request() {
+        let plan = plan_of(120);
+        let r = rows(&plan, Paging::Auto, NOW, &[]);
+        assert_eq!((r.mode, r.pages), ("sample", 3));
+        assert_eq!(r.shown, 10);
+        assert_eq!(&names(&r.items)[..3], ["b00", "b12", "b24"]);
+        let last = rows(&plan, Paging::Page(3), NOW, &[]);
+        assert_eq!((last.mode, last.page, last.shown), ("page", Some(3), 20));
+        assert_eq!(last.items[0].name, "b100");
+        // A page past the end is the last page.
+        let past = rows(&plan, Paging::Page(9), NOW, &[]);
+        assert_eq!(past.page, Some(3));
+        assert_eq!(rows(&plan, Paging::All, NOW, &[]).shown, 120);
+    }
+
+    #[test]
+    fn extremes_name_the_newest_oldest_most_unmerged_and_suspicious() {
+        let mut plan = plan_of(5);
+        plan.affected.push(test_data::branch("mаin", 0)); // Cyrillic а
+        let x = extremes(&plan, NOW, &["main"]);
+        // `branch` made mаin last active in January, before every b.
+        assert_eq!(names(&x.most_recent), ["b00", "b01", "b02"]);
+        assert_eq!(names(&x.oldest), ["mаin", "b04", "b03"]);
+        assert_eq!(names(&x.most_unmerged), ["b04", "b03", "b02"]);
+        assert_eq!(names(&x.suspicious_names), ["mаin"]);
+        assert!(x.suspicious_names[0].flags.contains(&Flag::LooksProtected));
+    }
+
+    #[test]
+    fn counts_by_reason_go_by_each_resource_s_first_reason() {
+        let mut plan = plan_of(3);
+        plan.affected[0].reasons = vec![Criterion::Gone, Criterion::Merged];
+        let counts: Vec<(&str, usize)> = counts_by_reason(&plan)
+            .iter()
+            .map(|c| (c.reason, c.count))
+            .collect();
+        assert_eq!(counts, [("merged", 2), ("gone", 1)]);
+    }
+
+    #[test]
+    fn the_summary_says_expiry_and_rejection() {
+        let plan = plan_of(1);
+        let mut approvals = ApprovalsView::unapproved(&plan);
+        let live = summary(&plan, "sha256:0123456789abcdef", 90, &approvals);
+        assert!(live.starts_with("Plan sha256:0123456789ab…: "), "{live}");
+        assert!(live.ends_with(". Expires in 1m. Approvals 0/1."), "{live}");
+        approvals.rejected_by = vec!["bob".into()];
+        let dead = summary(&plan, "sha256:0123456789abcdef", -7200, &approvals);
+        assert!(
+            dead.ends_with(". Expired 2h ago. Approvals 0/1, REJECTED."),
+            "{dead}"
+        );
+    }
+
+    #[test]
+    fn side_effects_end_with_the_backup_and_none_without_changes() {
+        let plan = plan_of(2);
+        let effects = side_effects(&plan, "sha256:abc");
+        assert_eq!(
+            effects.last().map(String::as_str),
+            Some("Backups are written first: refs/guardctl/backup/abc keeps every deleted tip, for 30 days.")
+        );
+        assert!(side_effects(&plan_of(0), "sha256:abc").is_empty());
+    }
+
+    #[test]
+    fn the_whole_view_escapes_repository_strings() {
+        let mut plan = plan_of(1);
+        plan.affected[0].subject = "evil \u{1b}]0;title\u{7} subject".into();
+        plan.repository = "/repo/\u{202e}x".into();
+        let v = build(ViewInput {
+            plan: &plan,
+            plan_id: "sha256:abc",
+            approvals: ApprovalsView::unapproved(&plan),
+            policy: PolicyView::new(&plan, None),
+            now: NOW,
+            paging: Paging::Auto,
+            show_all_skipped: false,
+        });
+        let json = serde_json::to_string(&v).unwrap();
+        assert!(!json.contains('\u{1b}') && !json.contains('\u{202e}'), "{json}");
+        assert_eq!(v.total_affected, 1);
+        assert_eq!(v.policy.status, "unchecked");
+        assert!(!v.expired);
+    }
 }
