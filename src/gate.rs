@@ -104,7 +104,10 @@ pub fn load_plan(ctx: &Ctx, arg: &std::path::Path) -> Result<Loaded> {
     if !looks_like_id || std::fs::symlink_metadata(arg).is_ok() {
         return crate::planfile::load(arg);
     }
-    let Some(remote) = ctx.team_remote().ok().flatten().cloned() else {
+    // A team remote that cannot be resolved (several URLs, an insteadOf in the clone's own
+    // config) is its own error, not "no such file": swallowing it would hide why the plan
+    // cannot be read, and that a URL rewrite was refused.
+    let Some(remote) = ctx.team_remote()?.cloned() else {
         // No remote to look in: the path's own error (66, not found).
         return crate::planfile::load(arg);
     };
