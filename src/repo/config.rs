@@ -99,16 +99,28 @@ impl Repo {
             .collect())
     }
 
-    /// `git config --null <args>`: `None` when nothing matched (git's exit status 1).
-    /// The prefixes `url.<base>.insteadOf` rewrites, as set in the repository's own config
-    /// (`--local`): what anyone who can write this clone can point elsewhere.
+    /// The prefixes `url.<base>.insteadOf` rewrites, as set in the repository's own config:
+    /// what anyone who can write this clone can point elsewhere. That is `.git/config`, the
+    /// worktree's `config.worktree`, **and every file they include** (`include.path`,
+    /// `includeIf`): `git config --local` alone follows no includes, so a rewrite moved into
+    /// an included file would pass unseen while `git remote get-url` applies it. Hence all
+    /// scopes with includes (git's default), keeping those git reports as `local`/`worktree`
+    /// (an included file reports the scope of the file that includes it).
     pub fn local_url_rewrites(&self) -> Result<Vec<String>> {
         let out = self
-            .read_config(&["--local", "--get-regexp", r"^url\..*\.insteadof$"])?
+            .read_config(&["--includes", "--show-scope", "--get-regexp", r"^url\..*\.insteadof$"])?
             .unwrap_or_default();
-        Ok(entries(&out).map(|(_, v)| v).collect())
+        // `--show-scope --null`: `<scope>\0<key>\n<value>\0` per entry.
+        let records: Vec<&[u8]> = out.split(|b| *b == 0).collect();
+        Ok(records
+            .chunks(2)
+            .filter(|pair| pair.first().is_some_and(|s| *s == b"local" || *s == b"worktree"))
+            .filter_map(|pair| pair.get(1))
+            .flat_map(|record| entries(record).map(|(_, v)| v))
+            .collect())
     }
 
+    /// `git config --null <args>`: `None` when nothing matched (git's exit status 1).
     fn read_config(&self, args: &[&str]) -> Result<Option<Vec<u8>>> {
         let out = self
             .git_local()

@@ -6,6 +6,7 @@
 
 mod apply;
 mod attack;
+mod attack16;
 mod attack2;
 mod attack3;
 mod consumed;

@@ -1,0 +1,269 @@
+//! Issue 16 attacked as a hostile planner with a valid key who can push anything under
+//! `refs/guardctl/` (docs/remote.md, "Everything fetched is untrusted"), as a careless
+//! teammate and as a confused agent. Each test proves one behaviour no other test covers.
+
+use crate::fixtures::{Run, TestEnv, remote_repo};
+use std::path::{Path, PathBuf};
+
+const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 2\nfrom = [\"reviewers\"]\n";
+
+/// The policy committed on the remote's default branch, dave (the mallory test key) trusted
+/// as the executor, and a clone for alice (planner), bob, carol and dave.
+fn team() -> (TestEnv, [PathBuf; 4]) {
+    let env = remote_repo();
+    std::fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+    std::fs::write(env.repo.join(".guardctl/policy.toml"), POLICY).unwrap();
+    env.git(&["add", ".guardctl/policy.toml"]);
+    env.git(&["commit", "-q", "-m", "two reviewers approve"]);
+    env.git(&["push", "-q", "origin", "main"]);
+    env.allow_signer("dave@example.com", "mallory");
+    let clones = env.clones(&["planner", "bob", "carol", "executor"]);
+    (env, <[PathBuf; 4]>::try_from(clones).unwrap())
+}
+
+/// Alice publishes a plan of the remote's merged branches for dave, saved as `name`.
+fn publish(env: &TestEnv, planner: &Path, name: &str, extra: &[&str]) -> String {
+    let out = planner.join(name);
+    let mut args = vec![
+        "--json",
+        "plan",
+        "remote-branches",
+        "--remote",
+        "origin",
+        "--executor",
+        "dave@example.com",
+        "-o",
+        out.to_str().unwrap(),
+        "--publish",
+    ];
+    args.extend_from_slice(extra);
+    let r = env.run_in(planner, "alice", &args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    r.json()["plan_id"].as_str().unwrap().trim_start_matches("sha256:").to_string()
+}
+
+/// The hex fingerprint a decision ref names for the test key `name`.
+fn key_hex(env: &TestEnv, name: &str) -> String {
+    use base64::Engine;
+    let fpr = crate::plan_file::fingerprint(&env.key(name));
+    let b64 = fpr.trim_start_matches("SHA256:");
+    let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(b64.trim_end_matches('='))
+        .unwrap();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `git push origin <object>:<refname>` from `clone`, as anyone with push access can.
+fn push_object(env: &TestEnv, clone: &Path, object: &str, refname: &str) {
+    env.git_in(clone, &["push", "-q", "origin", &format!("{object}:{refname}")]);
+}
+
+/// A one-file commit holding `bytes` as `file`, made in `clone` (what guardctl publishes).
+fn item_commit(env: &TestEnv, clone: &Path, file: &str, bytes: &str) -> String {
+    let path = clone.join(".git/item-blob");
+    std::fs::write(&path, bytes).unwrap();
+    let blob = env.git_in(clone, &["hash-object", "-w", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).unwrap();
+    let tree = mktree(env, clone, &format!("100644 blob {blob}\t{file}\n"));
+    env.git_in(clone, &["commit-tree", &tree, "-m", "forged"])
+}
+
+fn mktree(env: &TestEnv, clone: &Path, listing: &str) -> String {
+    use std::io::Write;
+    let mut c = std::process::Command::new("git")
+        .current_dir(clone)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["mktree"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(listing.as_bytes()).unwrap();
+    let out = c.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let _ = env;
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A DSSE envelope of `payload` signed by the test key `signer` in `namespace`.
+fn envelope(env: &TestEnv, signer: &str, payload_type: &str, namespace: &str, payload: &[u8]) -> String {
+    use base64::Engine;
+    let mut pae = format!("DSSEv1 {} {} {} ", payload_type.len(), payload_type, payload.len()).into_bytes();
+    pae.extend_from_slice(payload);
+    let key = env.key(signer);
+    serde_json::to_string_pretty(&serde_json::json!({
+        "payloadType": payload_type,
+        "payload": base64::engine::general_purpose::STANDARD.encode(payload),
+        "signatures": [{
+            "keyid": crate::plan_file::fingerprint(&key),
+            "sig": crate::plan_file::ssh_sign(&key, namespace, &pae),
+        }],
+    }))
+    .unwrap()
+        + "\n"
+}
+
+/// The payload of the envelope in `refname:file` on the remote.
+fn published_payload(env: &TestEnv, refname: &str, file: &str) -> (String, Vec<u8>) {
+    use base64::Engine;
+    let text = env.git_in(&env.origin(), &["show", &format!("{refname}:{file}")]);
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let body = base64::engine::general_purpose::STANDARD
+        .decode(v["payload"].as_str().unwrap())
+        .unwrap();
+    (text, body)
+}
+
+/// What a read-only command must leave alone in `clone`: refs, config, reflogs, objects,
+/// and `.git/guardctl`.
+fn clone_state(env: &TestEnv, clone: &Path) -> String {
+    let git = clone.join(".git");
+    let mut s = env.git_in(clone, &["for-each-ref", "--format=%(refname) %(objectname)"]);
+    s += &std::fs::read_to_string(git.join("config")).unwrap();
+    s += &env.git_in(clone, &["count-objects", "-v"]);
+    s += &format!("{:?}", crate::fixtures::file_tree(&git.join("logs")));
+    s += &format!("guardctl dir: {}", git.join("guardctl").exists());
+    s
+}
+
+fn remote_branches_left(env: &TestEnv) -> usize {
+    env.remote_branches().lines().count()
+}
+
+#[test]
+fn a_url_rewrite_in_a_file_the_repositorys_config_includes_is_refused_like_one_in_the_config() {
+    let (env, [planner, _bob, _carol, executor]) = team();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    // Whoever can write the executor's clone moves an insteadOf rule into an included file:
+    // `git config --local` follows no includes, `git remote get-url` does. The executor
+    // would then read published plans and rejections from a repository without them.
+    let empty = env.path().join("empty.git");
+    env.git_in(env.path(), &["init", "-q", "--bare", empty.to_str().unwrap()]);
+    let included = env.path().join("included.cfg");
+    std::fs::write(
+        &included,
+        format!(
+            "[url \"file://{}\"]\n\tinsteadOf = file://{}\n",
+            empty.display(),
+            env.origin().display()
+        ),
+    )
+    .unwrap();
+    env.git_in(&executor, &["config", "include.path", included.to_str().unwrap()]);
+    for args in [vec!["verify", &id[..12]], vec!["inbox"]] {
+        let r = env.run_in(&executor, "mallory", &args);
+        assert_eq!(r.code, 14, "{args:?}: {}", r.transcript());
+        assert!(r.stderr.contains("insteadOf"), "{}", r.stderr);
+    }
+}
+
+#[test]
+fn objects_that_are_not_commits_under_decision_refs_are_left_out_and_preview_writes_nothing() {
+    let (env, [planner, bob, _carol, executor]) = team();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    // A blob, a tree and an annotated tag pushed where approvals go, under made-up keys.
+    let blob = env.git_in(&planner, &["hash-object", "-w", "plan.json"]);
+    let tree = env.git_in(&planner, &["rev-parse", "HEAD^{tree}"]);
+    env.git_in(&planner, &["tag", "-a", "-m", "x", "t", "HEAD"]);
+    let tag = env.git_in(&planner, &["rev-parse", "t"]);
+    for (digit, object) in [('0', &blob), ('1', &tree), ('2', &tag)] {
+        let fpr: String = std::iter::repeat_n(digit, 64).collect();
+        push_object(&env, &planner, object, &format!("refs/guardctl/approvals/{id}/{fpr}"));
+    }
+    let before = clone_state(&env, &bob);
+    for args in [vec!["show", &id[..12]], vec!["inbox"], vec!["--json", "inbox"]] {
+        let r = env.run_in(&bob, "bob", &args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.transcript());
+        assert_eq!(clone_state(&env, &bob), before, "{args:?} wrote to bob's clone");
+    }
+    let r = env.run_in(&bob, "bob", &["show", &id[..12]]);
+    assert_eq!(r.stderr.matches("is not a commit").count(), 3, "{}", r.stderr);
+    let r = env.run_in(&executor, "mallory", &["verify", &id[..12]]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert_eq!(clone_state(&env, &bob), before);
+}
+
+#[test]
+fn an_approval_re_signed_by_the_planner_misfiled_under_another_key_or_plan_counts_for_nothing() {
+    let (env, [planner, bob, _carol, executor]) = team();
+    let a = publish(&env, &planner, "a.json", &[]);
+    let b = publish(&env, &planner, "b.json", &["--expires-in", "2h"]);
+    assert_ne!(a, b);
+    assert_eq!(env.run_in(&bob, "bob", &["approve", &a[..12], "--yes"]).code, 0);
+    let bob_ref = format!("refs/guardctl/approvals/{a}/{}", key_hex(&env, "bob"));
+    let bob_commit = env.git_in(&env.origin(), &["rev-parse", &bob_ref]);
+    let (_, payload) = published_payload(&env, &bob_ref, "approval.json");
+    // 1. bob's payload re-signed with the planner's own valid key, under the planner's key.
+    let forged = envelope(
+        &env,
+        "alice",
+        "application/vnd.guardctl.approval.v1+json",
+        "guardctl-approval",
+        &payload,
+    );
+    let c = item_commit(&env, &planner, "approval.json", &forged);
+    push_object(&env, &planner, &c, &format!("refs/guardctl/approvals/{a}/{}", key_hex(&env, "alice")));
+    // 2. bob's genuine approval filed under carol's key: it would count twice if it counted.
+    let on_origin = |refname: String| env.git_in(&env.origin(), &["update-ref", &refname, &bob_commit]);
+    on_origin(format!("refs/guardctl/approvals/{a}/{}", key_hex(&env, "carol")));
+    // 3. bob's approval of plan A filed under plan B.
+    on_origin(format!("refs/guardctl/approvals/{b}/{}", key_hex(&env, "bob")));
+    let r = env.run_in(&executor, "mallory", &["--json", "verify", &a[..12]]);
+    assert_eq!(r.code, 12, "one real approval of two: {}", r.transcript());
+    assert!(r.stderr.contains("not the key the ref names"), "{}", r.stderr);
+    let r = env.run_in(&executor, "mallory", &["--json", "apply", &a[..12]]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    let r = env.run_in(&executor, "mallory", &["verify", &b[..12]]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(r.stderr.contains("about another plan"), "{}", r.stderr);
+    let v = env.run_in(&bob, "bob", &["--json", "inbox"]).json();
+    let plan_a = v["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["plan_id"].as_str().unwrap().contains(&a))
+        .unwrap_or_else(|| panic!("{v}"))
+        .clone();
+    assert!(!plan_a.to_string().contains("alice@example.com\"]"), "{plan_a}");
+    assert_eq!(remote_branches_left(&env), 5, "nothing was deleted");
+}
+
+#[test]
+fn a_consumed_marker_and_receipt_signed_by_the_planners_valid_key_make_no_apply_report_applied() {
+    let (env, [planner, bob, carol, executor]) = team();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    assert_eq!(env.run_in(&bob, "bob", &["approve", &id[..12], "--yes"]).code, 0);
+    assert_eq!(env.run_in(&carol, "carol", &["approve", &id[..12], "--yes"]).code, 0);
+    // The planner, who wants the plan never applied while CI reports success, forges the
+    // marker (about this plan, naming its own key, which signed it) and a receipt.
+    let alice_fpr = crate::plan_file::fingerprint(&env.key("alice"));
+    let marker = serde_json::json!({
+        "plan_id": format!("sha256:{id}"),
+        "before_image": format!("sha256:{}", "0".repeat(64)),
+        "key": alice_fpr,
+        "created_at": "2026-06-01T12:00:00Z",
+        "nonce": "0123456789abcdef0123456789abcdef",
+    });
+    let marker = envelope(
+        &env,
+        "alice",
+        "application/vnd.guardctl.consumed.v1+json",
+        "guardctl-apply",
+        serde_json::to_string(&marker).unwrap().as_bytes(),
+    );
+    let c = item_commit(&env, &planner, "consumed.json", &marker);
+    push_object(&env, &planner, &c, &format!("refs/guardctl/consumed/{id}"));
+    let r = item_commit(&env, &planner, "receipt.json", &marker);
+    push_object(&env, &planner, &r, &format!("refs/guardctl/receipts/{id}"));
+    let r = env.run_in(&executor, "mallory", &["--json", "apply", &id[..12]]);
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(!r.stdout.contains("\"replayed\""), "{}", r.stdout);
+    let e = &r.json()["error"];
+    assert!(e["message"].as_str().unwrap().contains(&format!("refs/guardctl/consumed/{id}")), "{e}");
+    assert!(r.stderr.contains("not by the plan's executor") || e.to_string().contains("not by the plan's executor"), "{}", r.transcript());
+    assert_eq!(remote_branches_left(&env), 5, "nothing was deleted");
+}
+
+#[allow(dead_code)]
+fn _unused(_: Run) {}
