@@ -77,6 +77,26 @@ fn view(ctx: &Ctx, ui: &mut Ui) -> Result<InboxView> {
             }
         };
         let plan = &loaded.plan;
+        // Anyone who can push may publish a plan signed by a key of their own that claims to
+        // be alice's: listed, it would read "by alice@…, you may approve it". A plan whose
+        // planner the trusted identities do not confirm can never be applied (the gate
+        // refuses it); it is left out like any other invalid plan, with a warning.
+        let backed = crate::gate::planner_principals(&signers, &loaded, ctx.now);
+        if !plan
+            .planner
+            .principal
+            .as_ref()
+            .is_some_and(|p| backed.contains(p))
+        {
+            left_out.invalid += 1;
+            ui.warn(&format!(
+                "left out: plan {} claims planner {}, which the trusted identities do not confirm for its key {} (it can never be applied)",
+                loaded.plan_id,
+                crate::text::safe(plan.planner.principal.as_deref().unwrap_or("(none)")),
+                crate::sign::sshsig::fingerprint(&loaded.signer),
+            ));
+            continue;
+        }
         if ctx.now >= plan.expires_at {
             left_out.expired += 1;
             continue;

@@ -39,7 +39,11 @@ fn publish(env: &TestEnv, planner: &Path, name: &str, extra: &[&str]) -> String 
     args.extend_from_slice(extra);
     let r = env.run_in(planner, "alice", &args);
     assert_eq!(r.code, 0, "{}", r.transcript());
-    r.json()["plan_id"].as_str().unwrap().trim_start_matches("sha256:").to_string()
+    r.json()["plan_id"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:")
+        .to_string()
 }
 
 /// The hex fingerprint a decision ref names for the test key `name`.
@@ -89,7 +93,13 @@ fn mktree(env: &TestEnv, clone: &Path, listing: &str) -> String {
 /// A DSSE envelope of `payload` signed by the test key `signer` in `namespace`.
 fn envelope(env: &TestEnv, signer: &str, payload_type: &str, namespace: &str, payload: &[u8]) -> String {
     use base64::Engine;
-    let mut pae = format!("DSSEv1 {} {} {} ", payload_type.len(), payload_type, payload.len()).into_bytes();
+    let mut pae = format!(
+        "DSSEv1 {} {} {} ",
+        payload_type.len(),
+        payload_type,
+        payload.len()
+    )
+    .into_bytes();
     pae.extend_from_slice(payload);
     let key = env.key(signer);
     serde_json::to_string_pretty(&serde_json::json!({
@@ -169,7 +179,12 @@ fn objects_that_are_not_commits_under_decision_refs_are_left_out_and_preview_wri
     let tag = env.git_in(&planner, &["rev-parse", "t"]);
     for (digit, object) in [('0', &blob), ('1', &tree), ('2', &tag)] {
         let fpr: String = std::iter::repeat_n(digit, 64).collect();
-        push_object(&env, &planner, object, &format!("refs/guardctl/approvals/{id}/{fpr}"));
+        push_object(
+            &env,
+            &planner,
+            object,
+            &format!("refs/guardctl/approvals/{id}/{fpr}"),
+        );
     }
     let before = clone_state(&env, &bob);
     for args in [vec!["show", &id[..12]], vec!["inbox"], vec!["--json", "inbox"]] {
@@ -203,7 +218,12 @@ fn an_approval_re_signed_by_the_planner_misfiled_under_another_key_or_plan_count
         &payload,
     );
     let c = item_commit(&env, &planner, "approval.json", &forged);
-    push_object(&env, &planner, &c, &format!("refs/guardctl/approvals/{a}/{}", key_hex(&env, "alice")));
+    push_object(
+        &env,
+        &planner,
+        &c,
+        &format!("refs/guardctl/approvals/{a}/{}", key_hex(&env, "alice")),
+    );
     // 2. bob's genuine approval filed under carol's key: it would count twice if it counted.
     let on_origin = |refname: String| env.git_in(&env.origin(), &["update-ref", &refname, &bob_commit]);
     on_origin(format!("refs/guardctl/approvals/{a}/{}", key_hex(&env, "carol")));
@@ -234,7 +254,10 @@ fn a_consumed_marker_and_receipt_signed_by_the_planners_valid_key_make_no_apply_
     let (env, [planner, bob, carol, executor]) = team();
     let id = publish(&env, &planner, "plan.json", &[]);
     assert_eq!(env.run_in(&bob, "bob", &["approve", &id[..12], "--yes"]).code, 0);
-    assert_eq!(env.run_in(&carol, "carol", &["approve", &id[..12], "--yes"]).code, 0);
+    assert_eq!(
+        env.run_in(&carol, "carol", &["approve", &id[..12], "--yes"]).code,
+        0
+    );
     // The planner, who wants the plan never applied while CI reports success, forges the
     // marker (about this plan, naming its own key, which signed it) and a receipt.
     let alice_fpr = crate::plan_file::fingerprint(&env.key("alice"));
@@ -260,10 +283,95 @@ fn a_consumed_marker_and_receipt_signed_by_the_planners_valid_key_make_no_apply_
     assert_eq!(r.code, 16, "{}", r.transcript());
     assert!(!r.stdout.contains("\"replayed\""), "{}", r.stdout);
     let e = &r.json()["error"];
-    assert!(e["message"].as_str().unwrap().contains(&format!("refs/guardctl/consumed/{id}")), "{e}");
-    assert!(r.stderr.contains("not by the plan's executor") || e.to_string().contains("not by the plan's executor"), "{}", r.transcript());
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("refs/guardctl/consumed/{id}")),
+        "{e}"
+    );
+    assert!(
+        r.stderr.contains("not by the plan's executor")
+            || e.to_string().contains("not by the plan's executor"),
+        "{}",
+        r.transcript()
+    );
     assert_eq!(remote_branches_left(&env), 5, "nothing was deleted");
 }
 
 #[allow(dead_code)]
 fn _unused(_: Run) {}
+
+#[test]
+fn inbox_leaves_out_a_plan_whose_key_the_trusted_identities_do_not_give_the_planner_it_claims() {
+    use base64::Engine;
+    let (env, [planner, bob, _carol, _executor]) = team();
+    let real = publish(&env, &planner, "plan.json", &[]);
+    // Eve, who can push but has no trusted key, plans with a key of her own and rewrites the
+    // payload to claim alice as its planner, then publishes it under its own id.
+    let eve = env.path().join("keys/eve_ed25519");
+    let status = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "eve", "-f"])
+        .arg(&eve)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let own = planner.join("eve.json");
+    let mut c = env.command();
+    c.args(["-C", planner.to_str().unwrap(), "--key"])
+        .arg(&eve)
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args([
+            "plan",
+            "remote-branches",
+            "--remote",
+            "origin",
+            "--executor",
+            "dave@example.com",
+        ])
+        .args(["--expires-in", "2h", "-o", own.to_str().unwrap()]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let mut file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&own).unwrap()).unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut payload: serde_json::Value =
+        serde_json::from_slice(&b64.decode(file["payload"].as_str().unwrap()).unwrap()).unwrap();
+    payload["planner"]["principal"] = "alice@example.com".into();
+    let body = serde_json::to_vec_pretty(&payload).unwrap();
+    let ty = file["payloadType"].as_str().unwrap().to_string();
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, body.len()).into_bytes();
+    pae.extend_from_slice(&body);
+    file["payload"] = b64.encode(&body).into();
+    file["signatures"][0]["sig"] = crate::plan_file::ssh_sign(&eve, "guardctl-plan", &pae).into();
+    file["approvals"] = serde_json::json!([]);
+    let forged = serde_json::to_string_pretty(&file).unwrap() + "\n";
+    std::fs::write(&own, &forged).unwrap();
+    let r = env.run_in(&bob, "bob", &["--json", "show", own.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let id = r.json()["plan_id"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:")
+        .to_string();
+    let commit = item_commit(&env, &planner, "plan.json", &forged);
+    push_object(&env, &planner, &commit, &format!("refs/guardctl/plans/{id}"));
+    let r = env.run_in(&bob, "bob", &["--json", "inbox"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let v = r.json();
+    let listed: Vec<&str> = v["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["plan_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, vec![format!("sha256:{real}")], "{v}");
+    assert_eq!(v["left_out"]["invalid"], 1, "{v}");
+    assert!(
+        r.stderr.contains(&format!(
+            "left out: plan sha256:{id} claims planner alice@example.com"
+        )),
+        "{}",
+        r.stderr
+    );
+}
