@@ -108,7 +108,12 @@ impl Repo {
     /// (an included file reports the scope of the file that includes it).
     pub fn local_url_rewrites(&self) -> Result<Vec<String>> {
         let out = self
-            .read_config(&["--includes", "--show-scope", "--get-regexp", r"^url\..*\.insteadof$"])?
+            .read_config(&[
+                "--includes",
+                "--show-scope",
+                "--get-regexp",
+                r"^url\..*\.insteadof$",
+            ])?
             .unwrap_or_default();
         // `--show-scope --null`: `<scope>\0<key>\n<value>\0` per entry.
         let records: Vec<&[u8]> = out.split(|b| *b == 0).collect();
