@@ -233,8 +233,11 @@ pub fn publish(remote: &Remote, items: &[Item], extra: &[RefUpdate]) -> Result<P
             ),
         )
         .with_details(serde_json::json!({"refs": stale, "remote": remote.name}))
+        // Not "your earlier decision stands" alone: anyone who can push may have taken the
+        // ref first with junk (a rejection pre-empted that way is no veto for other clones),
+        // and a reviewer told it stands would believe their veto is in force.
         .with_hint(format!(
-            "see what is there with `git ls-remote {} 'refs/guardctl/*'`; an approval or rejection already published by your key stands as it is",
+            "see what is there with `git ls-remote {} 'refs/guardctl/*'`. If it is your own earlier decision, it stands as it is; if `guardctl show` warns that the ref is ignored, someone else took it and your decision is NOT on the remote: tell the executor (pass it to them as a file) and ask whoever administers the remote to delete that ref",
             safe(&remote.name)
         )));
     }

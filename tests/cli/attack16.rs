@@ -375,3 +375,31 @@ fn inbox_leaves_out_a_plan_whose_key_the_trusted_identities_do_not_give_the_plan
         r.stderr
     );
 }
+
+#[test]
+fn a_rejection_pre_empted_by_junk_under_its_ref_tells_the_reviewer_it_is_not_published() {
+    let (env, [planner, _bob, carol, _executor]) = team();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    // The planner takes carol's rejection ref first, with junk.
+    let tree = mktree(&env, &planner, "");
+    let junk = env.git_in(&planner, &["commit-tree", &tree, "-m", "junk"]);
+    push_object(
+        &env,
+        &planner,
+        &junk,
+        &format!("refs/guardctl/rejections/{id}/{}", key_hex(&env, "carol")),
+    );
+    let r = env.run_in(
+        &carol,
+        "carol",
+        &["--json", "reject", &id[..12], "--comment", "no"],
+    );
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    let hint = r.json()["error"]["details"]["hint"].as_str().unwrap().to_string();
+    assert!(hint.contains("your decision is NOT on the remote"), "{hint}");
+    assert!(
+        r.stderr.contains("ignored refs/guardctl/rejections/"),
+        "{}",
+        r.stderr
+    );
+}
