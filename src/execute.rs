@@ -1266,6 +1266,7 @@ pub fn remote_marker(
     item: &crate::store::consumption::RemoteItem,
     plan_id: &str,
     executor: Option<&str>,
+    made_within: std::ops::RangeInclusive<time::OffsetDateTime>,
     signers: &AllowedSigners,
 ) -> Result<Consumed> {
     let bad = |why: String| unverifiable(&item.refname, why);
@@ -1274,6 +1275,19 @@ pub fn remote_marker(
         verified_with(bytes, CONSUMED_PAYLOAD_TYPE, "marker", &bad)?;
     if marker.plan_id != plan_id {
         return Err(bad(format!("it consumes {}", safe(&marker.plan_id))));
+    }
+    // The key is judged at the time the marker claims: without this bound, an executor key
+    // retired since (`valid-before`) could back-date a marker and receipt to before its
+    // retirement and make every clone print "replayed" for a plan never applied. A genuine
+    // marker is made while the plan can be applied (from its creation to its expiry, give
+    // or take the clock skew), so a key retired before the plan was made cannot sign one.
+    if !made_within.contains(&marker.created_at) {
+        return Err(bad(format!(
+            "it claims to be made at {}, outside the plan's life ({} to {}, with the clock skew)",
+            crate::text::rfc3339(marker.created_at),
+            crate::text::rfc3339(*made_within.start()),
+            crate::text::rfc3339(*made_within.end()),
+        )));
     }
     if marker.key != verified.fingerprint {
         return Err(bad("it names another key than the one that signed it".into()));

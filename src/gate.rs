@@ -252,7 +252,7 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
 
 /// The policy's clock skew when it can be read here; the default otherwise (`show` works
 /// outside the plan's repository).
-fn clock_skew(ctx: &Ctx) -> u64 {
+pub fn clock_skew(ctx: &Ctx) -> u64 {
     match ctx.policy() {
         Ok(p) => p.policy.clock_skew_secs,
         Err(_) => Policy::default().clock_skew_secs,

@@ -193,7 +193,15 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     // Consumed on its remote by another apply, anywhere: that apply's receipt, before any
     // check that could tell this clone's state apart (a replay reports no drift).
     if let Some(remote) = &bound
-        && let Some(applied) = replay_from_remote(ui, &store, loaded, remote, args.wait, &signers)?
+        && let Some(applied) = replay_from_remote(
+            ui,
+            &store,
+            loaded,
+            remote,
+            args.wait,
+            &signers,
+            crate::gate::clock_skew(ctx),
+        )?
     {
         return Ok(applied);
     }
@@ -260,7 +268,15 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         // Refused (drift: the branches are gone; the consumed ref is taken) because another
         // apply consumed the plan meanwhile: that apply's receipt, as a replay.
         Err(e) => match &bound {
-            Some(remote) => match replay_from_remote(ui, &store, loaded, remote, args.wait, &signers)? {
+            Some(remote) => match replay_from_remote(
+                ui,
+                &store,
+                loaded,
+                remote,
+                args.wait,
+                &signers,
+                crate::gate::clock_skew(ctx),
+            )? {
                 Some(applied) => return Ok(applied),
                 None => return Err(e),
             },
@@ -365,6 +381,7 @@ fn replay_from_remote(
     remote: &Remote,
     wait: std::time::Duration,
     signers: &crate::sign::AllowedSigners,
+    skew_secs: u64,
 ) -> Result<Option<Applied>> {
     use crate::store::consumption;
     let id = loaded.id_hex();
@@ -379,7 +396,10 @@ fn replay_from_remote(
         return Ok(None);
     }
     let executor = loaded.plan.executor.principal.as_deref();
-    let marker = crate::execute::remote_marker(&found.consumed, &loaded.plan_id, executor, signers)?;
+    let skew = time::Duration::seconds(skew_secs as i64);
+    let made_within = (loaded.plan.created_at - skew)..=(loaded.plan.expires_at + skew);
+    let marker =
+        crate::execute::remote_marker(&found.consumed, &loaded.plan_id, executor, made_within, signers)?;
     let deadline = std::time::Instant::now() + wait;
     let mut pause = std::time::Duration::from_millis(200);
     let mut told = false;

@@ -403,3 +403,81 @@ fn a_rejection_pre_empted_by_junk_under_its_ref_tells_the_reviewer_it_is_not_pub
         r.stderr
     );
 }
+
+#[test]
+fn a_marker_back_dated_by_a_retired_executor_key_to_before_the_plan_existed_makes_no_replay() {
+    let (env, [planner, bob, carol, executor]) = team();
+    // Alice once ran the applies as dave: her key was dave's until April, then retired.
+    let text = std::fs::read_to_string(env.allowed_signers()).unwrap();
+    std::fs::write(
+        env.allowed_signers(),
+        text + &format!(
+            "dave@example.com valid-before=\"20260401\" {}\n",
+            env.public_key("alice")
+        ),
+    )
+    .unwrap();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    assert_eq!(env.run_in(&bob, "bob", &["approve", &id[..12], "--yes"]).code, 0);
+    assert_eq!(
+        env.run_in(&carol, "carol", &["approve", &id[..12], "--yes"]).code,
+        0
+    );
+    let shown = env
+        .run_in(&executor, "mallory", &["--json", "show", &id[..12]])
+        .json();
+    assert!(shown["repository"].is_string(), "{shown}");
+    let plan_hash = shown["plan_hash"].as_str().unwrap().to_string();
+    // She back-dates a marker and a receipt to March, when her key still spoke for dave.
+    let alice_fpr = crate::plan_file::fingerprint(&env.key("alice"));
+    let marker = serde_json::json!({
+        "plan_id": format!("sha256:{id}"),
+        "before_image": format!("sha256:{}", "0".repeat(64)),
+        "key": alice_fpr,
+        "created_at": "2026-03-01T12:00:00Z",
+        "nonce": "0123456789abcdef0123456789abcdef",
+    });
+    let receipt = serde_json::json!({
+        "plan_id": format!("sha256:{id}"),
+        "plan_hash": plan_hash,
+        "repository": shown["repository"],
+        "executor": "dave@example.com",
+        "key": alice_fpr,
+        "approved_by": ["bob@example.com", "carol@example.com"],
+        "applied_at": "2026-03-01T12:00:01Z",
+        "backup": null,
+        "deleted": [],
+        "config_removed": 0,
+        "verified": true,
+        "mismatches": [],
+    });
+    for (file, ty, value) in [
+        ("consumed", "application/vnd.guardctl.consumed.v1+json", marker),
+        ("receipt", "application/vnd.guardctl.receipt.v1+json", receipt),
+    ] {
+        let env_text = envelope(
+            &env,
+            "alice",
+            ty,
+            "guardctl-apply",
+            serde_json::to_string(&value).unwrap().as_bytes(),
+        );
+        let c = item_commit(&env, &planner, &format!("{file}.json"), &env_text);
+        let dir = if file == "consumed" {
+            "consumed"
+        } else {
+            "receipts"
+        };
+        push_object(&env, &planner, &c, &format!("refs/guardctl/{dir}/{id}"));
+    }
+    let r = env.run_in(&executor, "mallory", &["--json", "apply", &id[..12]]);
+    assert_eq!(
+        r.code,
+        16,
+        "a back-dated marker made a replay: {}",
+        r.transcript()
+    );
+    assert!(!r.stdout.contains("\"replayed\""), "{}", r.stdout);
+    assert!(r.stdout.contains("outside the plan's life"), "{}", r.stdout);
+    assert_eq!(remote_branches_left(&env), 5);
+}
