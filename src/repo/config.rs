@@ -68,7 +68,7 @@ impl Repo {
     /// git run and one pass over the refs for every branch.
     pub fn upstream_refs(&self) -> Result<HashMap<String, (String, bool)>> {
         let out = self
-            .git()
+            .git_local()
             .args(["for-each-ref", "--format=%(refname)%00%(upstream)", "refs/heads"])
             .output(None)?;
         if !out.status.success() {
@@ -110,7 +110,11 @@ impl Repo {
     }
 
     fn read_config(&self, args: &[&str]) -> Result<Option<Vec<u8>>> {
-        let out = self.git().args(["config", "--null"]).args(args).output(None)?;
+        let out = self
+            .git_local()
+            .args(["config", "--null"])
+            .args(args)
+            .output(None)?;
         match out.status.code() {
             Some(0) => Ok(Some(out.stdout)),
             Some(1) => Ok(None),
