@@ -476,14 +476,6 @@ impl Resource {
         self.history().commits_not_in_base
     }
 
-    /// The branch facts, for a branch.
-    pub fn branch(&self) -> Option<&BranchFacts> {
-        match &self.facts {
-            ResourceFacts::Branch(b) => Some(b),
-            ResourceFacts::Tag(_) => None,
-        }
-    }
-
     /// The configuration deleting it removes: a local branch's `branch.<name>.*` keys.
     pub fn config(&self) -> &[ConfigEntry] {
         match &self.facts {
@@ -1102,9 +1094,13 @@ mod tests {
         assert_eq!(b.commit(), b.oid);
         assert_eq!(b.config().len(), 1);
         assert_eq!(b.people_not_in_base(), ["b@x"]);
-        assert!(b.branch().is_some_and(|f| f.upstream.is_some()));
-        let t = test_data::tag("v1");
+        let mut t = test_data::tag("v1");
+        t.oid = "2".repeat(40);
+        assert_eq!(
+            t.commit(),
+            "1".repeat(40),
+            "the commit the tag names, not the tag"
+        );
         assert!(t.config().is_empty() && t.people_not_in_base().is_empty());
-        assert!(t.branch().is_none());
     }
 }
