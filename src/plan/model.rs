@@ -374,11 +374,12 @@ pub struct Resource {
     pub oid: String,
     /// Every criterion the resource met, sorted; the first is its main reason.
     pub reasons: Vec<Criterion>,
-    /// When it was last changed (for the kinds so far, the commit's committer time).
+    /// When it was last changed: a branch tip's committer time, an annotated tag's tagger
+    /// date (else its commit's).
     pub last_commit_time: OffsetDateTime,
-    /// Who last changed it: review routes by this.
+    /// Who last changed it (the tip's author, the tagger): review routes by this.
     pub author: Person,
-    /// What that last change says (commit subject, or the tag's).
+    /// What that last change says: the commit's subject, or the tag message's first line.
     pub subject: String,
     /// What only this kind of resource has.
     pub facts: ResourceFacts,

@@ -116,7 +116,6 @@ fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), I
             ));
         }
         // The facts of the operation's own kind of resource, and no other's.
-        let mismatch = || invalid(field("tag"), "tag facts belong to tag plans, and only there");
         match (op, &a.facts) {
             (Operation::Tags(_), ResourceFacts::Tag(t)) => {
                 if !is_oid(&t.object.commit) {
@@ -151,7 +150,10 @@ fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), I
             }
             (Operation::Tags(_), ResourceFacts::Branch(_))
             | (Operation::StaleBranches(_) | Operation::RemoteBranches(_), ResourceFacts::Tag(_)) => {
-                return Err(mismatch());
+                return Err(invalid(
+                    field("tag"),
+                    "tag facts belong to tag plans, and only there",
+                ));
             }
             // Refused above: an exec plan lists no resources.
             (Operation::Exec(_), ResourceFacts::Branch(_) | ResourceFacts::Tag(_)) => {
