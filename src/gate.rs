@@ -21,7 +21,8 @@ use std::path::PathBuf;
 /// What `verify` and `apply` act on: a plan file and any detached approvals.
 #[derive(Debug, clap::Args)]
 pub struct Target {
-    /// The plan file
+    /// The plan file, or the id (or a unique prefix of 8+ hex digits) of a plan published on
+    /// the team remote
     pub plan: PathBuf,
     /// A detached approval file (repeatable)
     #[arg(long = "approval", value_name = "FILE")]
@@ -61,18 +62,66 @@ fn approval_envelopes(ctx: &Ctx, loaded: &Loaded, extra: &[PathBuf]) -> Result<V
         out.push((p.display().to_string(), crate::planfile::load_envelope(p)?));
     }
     out.extend(recorded_decisions(ctx, loaded)?);
+    out.extend(published_decisions(ctx, loaded)?);
     let mut seen = std::collections::HashSet::new();
     out.retain(|(_, e)| seen.insert(same_envelope(e)));
     Ok(out)
 }
 
-/// What makes two copies of an envelope the same one (a rejection is both in the plan file
-/// and in the state).
+/// What makes two copies of an envelope the same one (a rejection is in the plan file, in
+/// the state and on the remote): its payload *and* its signatures. Not the payload alone: a
+/// copy of someone's rejection payload re-signed by another key would then stand in for the
+/// real one (and count for nothing), lifting the veto. Two signings of one payload are two
+/// envelopes; the gate counts a principal once however many there are.
 fn same_envelope(e: &Envelope) -> (String, Vec<String>) {
     (
         e.payload.clone(),
         e.signatures.iter().map(|s| s.sig.clone()).collect(),
     )
+}
+
+/// The approvals, rejections and withdrawals of the plan published on the team remote
+/// (docs/remote.md), those that are what their refs say; the others are noted as warnings
+/// (`Ctx::report_published`). None without a team remote. A remote that cannot be read is
+/// an error: it may hold a veto.
+pub fn published_decisions(ctx: &Ctx, loaded: &Loaded) -> Result<Vec<(String, Envelope)>> {
+    let Some(snapshot) = ctx.published(loaded.id_hex())? else {
+        return Ok(vec![]);
+    };
+    let d = snapshot.decisions(loaded.id_hex())?;
+    ctx.note_published(d.warnings);
+    Ok(d.envelopes)
+}
+
+/// The plan `arg` names: a plan file when the path exists (as always), else a plan
+/// published on the team remote, by id (`sha256:<hex>`, hex) or a unique prefix of at least
+/// 8 hex digits (docs/remote.md). Read from the remote, it is checked exactly as a file.
+pub fn load_plan(ctx: &Ctx, arg: &std::path::Path) -> Result<Loaded> {
+    let looks_like_id = arg.to_str().is_some_and(|s| {
+        let hex = s.strip_prefix("sha256:").unwrap_or(s);
+        !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit())
+    });
+    if !looks_like_id || std::fs::symlink_metadata(arg).is_ok() {
+        return crate::planfile::load(arg);
+    }
+    let Some(remote) = ctx.team_remote().ok().flatten().cloned() else {
+        // No remote to look in: the path's own error (66, not found).
+        return crate::planfile::load(arg);
+    };
+    let id = crate::store::published::resolve(&remote, &arg.to_string_lossy())?;
+    let snapshot = ctx
+        .published(&id)?
+        .ok_or_else(|| Error::internal("the team remote went away while reading it"))?;
+    snapshot.plan(&id)?.ok_or_else(|| {
+        Error::new(
+            Kind::NotFound,
+            format!(
+                "plan sha256:{id} is no longer published on remote `{}`",
+                safe(&remote.name)
+            ),
+        )
+        .with_hint("`guardctl inbox` lists the published plans")
+    })
 }
 
 /// The rejections and withdrawals of the plan recorded in this repository's guardctl state
@@ -145,6 +194,20 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
             vec![]
         }
     };
+    // `show` works when the remote cannot be read; `apply` and `verify` refuse.
+    let published: Vec<Envelope> = match published_decisions(ctx, loaded) {
+        Ok(p) => p.into_iter().map(|(_, e)| e).collect(),
+        Err(e) => {
+            ctx.note_published([format!(
+                "the published approvals and rejections are left out: {}",
+                std::iter::once(e.message.clone())
+                    .chain(e.causes.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(": ")
+            )]);
+            vec![]
+        }
+    };
     let mut seen = std::collections::HashSet::new();
     for env in loaded
         .file
@@ -152,6 +215,7 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
         .iter()
         .chain(extra)
         .chain(&recorded)
+        .chain(&published)
         .filter(|e| seen.insert(same_envelope(e)))
     {
         match check_approval(&signers, env, ctx.now) {
@@ -227,7 +291,7 @@ pub fn plans_repo<'a>(ctx: &'a Ctx, plan: &Plan) -> Option<&'a crate::repo::Repo
 /// (None for `verify` without a key of its own: the executor check is then skipped).
 pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> Result<Cleared> {
     let (plan_path, extra) = (target.plan.as_path(), target.approvals.as_slice());
-    let loaded = crate::planfile::load(plan_path)?;
+    let loaded = load_plan(ctx, plan_path)?;
     let repo = ctx.repo()?;
     // A local plan belongs to the clone it was made in; a remote's to that remote's URL,
     // whichever clone applies it.

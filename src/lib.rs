@@ -25,8 +25,10 @@
 //!   approvals, policy, then drift — the plan re-derived from its inputs and the repository now.
 //! - [`execute`]: the journaled, mutating sequences of `apply` and `rollback`, and `recover`.
 //! - [`store`]: guardctl's own state in `.git/guardctl` (lock, journals, markers, audit log),
-//!   every file of it untrusted input when read back.
-//! - [`repo`]: the only code that touches git. A `&Repo` only reads; changing the repository
+//!   every file of it untrusted input when read back; and what is published on the team
+//!   remote under `refs/guardctl/` (`store::published`, docs/remote.md), untrusted likewise.
+//! - [`repo`]: the only code that touches git (`repo::publish`: pushes and fetches through a
+//!   private scratch repository, never the user's). A `&Repo` only reads; changing the repository
 //!   takes a `repo::mutate::RepoMut`, which only exists while guardctl's lock is held
 //!   (`store::Store::lock`): `execute`, and `gc` and `approve`/`reject` for their audit entries.
 //! - [`render`]: view structs built from plans, human text from views, escaping.
@@ -103,6 +105,7 @@ pub fn main() -> ExitCode {
         Command::Approve(a) => commands::approve::run(a, &ctx, &mut ui),
         Command::Reject(a) => commands::reject::run(a, &ctx, &mut ui),
         Command::Verify(a) => commands::verify::run(a, &ctx, &mut ui),
+        Command::Inbox(a) => commands::inbox::run(a, &ctx, &mut ui),
         Command::Apply(a) => commands::apply::run(a, &ctx, &mut ui),
         Command::Rollback(a) => commands::rollback::run(a, &ctx, &mut ui),
         Command::Recover(a) => commands::recover::run(a, &ctx, &mut ui),

@@ -22,7 +22,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
-    let applied = execute(&args, ctx, ui)?;
+    let applied = execute(&args, ctx, ui);
+    ctx.report_published(ui);
+    let applied = applied?;
     if applied.replayed {
         ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)");
     }
@@ -197,6 +199,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         })?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     };
+    publish_consumed(ctx, ui, &store, &id);
     Ok(Applied {
         human: recorded("result.txt")?,
         json: recorded("result.json")?,
@@ -206,6 +209,39 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         unverified: !receipt.verified,
         command: receipt.exec.is_some(),
     })
+}
+
+/// A plan published on the team remote, applied now: its consumed marker goes there too
+/// (`refs/guardctl/consumed/<id>`, holding the signed receipt), so that `inbox` in every
+/// clone stops listing it. Create-only; a failure is a warning (the apply itself is done
+/// and recorded here).
+fn publish_consumed(ctx: &Ctx, ui: &mut Ui, store: &Store, id: &str) {
+    use crate::store::published::{Item, ItemKind, consumed_ref, publish};
+    match ctx.published(id) {
+        Ok(Some(s)) if s.has_plan(id) => {}
+        _ => return,
+    }
+    let done = store
+        .read_file(id, "receipt.json")
+        .and_then(|r| r.ok_or_else(|| Error::internal("the receipt was not recorded")))
+        .and_then(|bytes| {
+            let remote = ctx.publish_remote(None)?;
+            let item = Item {
+                kind: ItemKind::Consumed,
+                refname: consumed_ref(id),
+                bytes,
+            };
+            publish(&remote, &[item], &[])
+        });
+    if let Err(e) = done {
+        ui.warn(&format!(
+            "applied, but the consumed marker could not be published: {}",
+            std::iter::once(e.message)
+                .chain(e.causes)
+                .collect::<Vec<_>>()
+                .join(": ")
+        ));
+    }
 }
 
 /// The annotated tag objects the plan deletes, read now: the before-image keeps them.

@@ -20,10 +20,13 @@ use std::path::{Path, PathBuf};
 /// groups named with --group (it is still bound to the whole plan). Shows the plan first. On a terminal it asks you to type the first 8 hex digits of the plan
 /// id, so the approval binds to what was on screen; without a terminal (or with CI set) it
 /// needs --yes, which skips only that prompt. The approval is appended to the plan file, or
-/// written to --out as a detached approval file.
+/// written to --out as a detached approval file, and with --publish (the default for a
+/// published plan named by its id, or when `guardctl.remote` is set) published on the team
+/// remote (docs/remote.md).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The plan file
+    /// The plan file, or the id (or a unique prefix of 8+ hex digits) of a plan published on
+    /// the team remote
     pub plan: PathBuf,
     /// Do not ask for confirmation (required when stdin is not a terminal)
     #[arg(long)]
@@ -37,10 +40,45 @@ pub struct Args {
     /// Approve only this review group's part of the plan (repeatable; see `guardctl show`)
     #[arg(long = "group", value_name = "NAME")]
     pub groups: Vec<String>,
+    #[command(flatten)]
+    pub publish: PublishArgs,
+}
+
+/// `--publish[=REMOTE]` and `--no-publish` (docs/remote.md).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PublishArgs {
+    /// Publish to the team remote (`guardctl.remote`, else origin), or to REMOTE, under
+    /// refs/guardctl/ (docs/remote.md)
+    #[arg(
+        long,
+        value_name = "REMOTE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub publish: Option<String>,
+    /// Do not publish, even where `guardctl.remote` makes publishing the default
+    #[arg(long, conflicts_with = "publish")]
+    pub no_publish: bool,
+}
+
+impl PublishArgs {
+    /// The remote to publish to: `--publish[=REMOTE]`; else, unless `--no-publish`, the team
+    /// remote when `guardctl.remote` is set (system or global config) or `implied`.
+    pub fn remote(&self, ctx: &Ctx, implied: bool) -> Result<Option<crate::store::published::Remote>> {
+        match (&self.publish, self.no_publish) {
+            (Some(name), _) => Ok(Some(
+                ctx.publish_remote(Some(name.as_str()).filter(|n| !n.is_empty()))?,
+            )),
+            (None, true) => Ok(None),
+            (None, false) if implied || ctx.publish_by_default()? => Ok(Some(ctx.publish_remote(None)?)),
+            (None, false) => Ok(None),
+        }
+    }
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
-    record(
+    let r = record(
         ctx,
         ui,
         Record {
@@ -50,8 +88,11 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             out: args.out.as_deref(),
             yes: args.yes,
             groups: args.groups,
+            publish: args.publish,
         },
-    )
+    );
+    ctx.report_published(ui);
+    r
 }
 
 /// What to record: an approval (optionally scoped to review groups) or a rejection.
@@ -62,6 +103,7 @@ pub struct Record<'a> {
     pub out: Option<&'a Path>,
     pub yes: bool,
     pub groups: Vec<String>,
+    pub publish: PublishArgs,
 }
 
 /// Sign an approval or rejection of the plan at `plan_path` and store it.
@@ -73,8 +115,19 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         out,
         yes,
         groups,
+        publish,
     } = r;
-    let loaded = crate::planfile::load(plan_path)?;
+    let loaded = crate::gate::load_plan(ctx, plan_path)?;
+    // A plan named by its id was read from the remote: that is where its decisions go too,
+    // unless written to a file.
+    let from_file = std::fs::symlink_metadata(plan_path).is_ok();
+    let publish_to = publish.remote(ctx, !from_file && out.is_none())?;
+    if !from_file && out.is_none() && publish_to.is_none() {
+        return Err(Error::usage(
+            "nowhere to record this: the plan was read from the remote and --no-publish was given",
+        )
+        .with_hint("pass --out FILE for a detached file, or leave --no-publish out"));
+    }
     let plan = &loaded.plan;
     let key = ctx.signing_key(ui)?;
     let fingerprint = crate::sign::sshsig::fingerprint(&key.public);
@@ -100,7 +153,8 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     }
     let withdraws = match decision {
         Decision::Withdraw => {
-            let recorded = crate::gate::recorded_decisions(ctx, &loaded)?;
+            let mut recorded = crate::gate::recorded_decisions(ctx, &loaded)?;
+            recorded.extend(crate::gate::published_decisions(ctx, &loaded)?);
             let envelopes = loaded
                 .file
                 .approvals
@@ -147,15 +201,21 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         .map_err(|e| Error::internal("cannot sign the approval").caused_by(e))?;
     let env_copy = env.clone();
     let standing = crate::gate::approval_status_with(ctx, &loaded, std::slice::from_ref(&env))?;
-    let written = match out {
+    // Published first: what the remote refuses is recorded nowhere, so a retry starts clean.
+    let published = match &publish_to {
+        Some(remote) => Some(publish_decision(remote, &loaded, &env)?),
+        None => None,
+    };
+    let written: Option<PathBuf> = match out {
         Some(path) => {
             crate::planfile::write_json(path, &env)?;
-            path.to_path_buf()
+            Some(path.to_path_buf())
         }
-        None => {
+        None if from_file => {
             crate::planfile::append_approval(plan_path, &loaded.plan_id, env)?;
-            plan_path.to_path_buf()
+            Some(plan_path.to_path_buf())
         }
+        None => None,
     };
     let event = match decision {
         Decision::Approve => "approve",
@@ -169,6 +229,8 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
             Some(repo) => {
                 crate::store::decisions::record(&repo.state_dir(), loaded.id_hex(), &crate::plan::envelope::sha256_id(&payload), &env_copy)?;
             }
+            // Published, it is on the remote every clone's `apply` reads.
+            None if published.is_some() => {}
             None => ui.warn(
                 "not run in the plan's repository: this decision is only in the plan file; run it inside the repository too so that it cannot be stripped from the file",
             ),
@@ -188,15 +250,30 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         )
     };
     audit(ctx, &loaded, &key, event, &principal, approval.comment.as_deref())?;
+    let decision_ref = published.as_ref().map(|(r, _)| r.clone());
+    let mut places: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    if let (Some(remote), Some(r)) = (&publish_to, &decision_ref) {
+        places.push(format!("{} on remote `{}`", r, safe(&remote.name)));
+    }
     if ui.json {
-        ui.json_doc(&serde_json::json!({
+        let mut doc = serde_json::json!({
             "decision": event,
             "plan_id": loaded.plan_id,
             "principal": principal,
             "groups": groups_recorded,
-            "written_to": written.display().to_string(),
+            "written_to": written.as_ref().map(|p| p.display().to_string()),
             "approvals": standing,
-        }))?;
+        });
+        if let (Some(remote), Some((r, p))) = (&publish_to, &published) {
+            doc["published"] = serde_json::json!({
+                "remote": remote.name,
+                "url": remote.url,
+                "ref": r,
+                "created": p.created,
+                "already": p.already,
+            });
+        }
+        ui.json_doc(&doc)?;
     }
     ui.status(&format!(
         "{} {} plan {}{scope} as {}; recorded in {}.",
@@ -208,10 +285,27 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         plan.operation.kind(),
         view::short_id(&loaded.plan_id),
         safe(&principal),
-        written.display()
+        places.join(" and ")
     ));
     ui.status(&standing_line(&standing));
     Ok(0)
+}
+
+/// Publish a signed decision on `remote`, with the plan itself when the remote does not
+/// have it yet, in one atomic push. Returns the decision's ref and what the push did.
+fn publish_decision(
+    remote: &crate::store::published::Remote,
+    loaded: &Loaded,
+    env: &crate::plan::envelope::Envelope,
+) -> Result<(String, crate::store::published::Published)> {
+    use crate::store::published::{self, Item};
+    let decision = Item::decision(loaded.id_hex(), env)?;
+    let refname = decision.refname.clone();
+    let mut items = vec![decision];
+    if !published::has_plan(remote, loaded.id_hex())? {
+        items.insert(0, Item::plan(loaded.id_hex(), &loaded.file)?);
+    }
+    Ok((refname, published::publish(remote, &items, &[])?))
 }
 
 /// The plan as the approver must see it; on stderr with `--json` (stdout is the result).

@@ -43,6 +43,22 @@ pub struct Args {
     /// Exit 2 when the plan has changes, 0 when it has none
     #[arg(long, global = true)]
     pub detailed_exitcode: bool,
+
+    /// Also publish the plan to the team remote (`guardctl.remote`, else origin), or to
+    /// REMOTE, under refs/guardctl/plans/ (docs/remote.md)
+    #[arg(
+        long,
+        value_name = "REMOTE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "",
+        global = true
+    )]
+    pub publish: Option<String>,
+
+    /// Do not publish, even where `guardctl.remote` makes publishing the default
+    #[arg(long, conflicts_with = "publish", global = true)]
+    pub no_publish: bool,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -364,8 +380,32 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     // collision detection, a sixth of planning's time) buys nothing here. Process-wide, so
     // never in `guardctl mcp`, whose apply shares the process.
     git2::opts::strict_hash_verification(false);
+    // Where to publish is settled before any work: a remote that cannot be published to
+    // fails here, not after a long observation.
+    let publish_to = super::approve::PublishArgs {
+        publish: args.publish.clone(),
+        no_publish: args.no_publish,
+    }
+    .remote(ctx, false)?;
     let made = make(args, ctx, ui)?;
     crate::planfile::write(&out, &made.file)?;
+    let id_hex = made.plan_id.trim_start_matches("sha256:").to_string();
+    let published = match &publish_to {
+        Some(remote) => {
+            let item = crate::store::published::Item::plan(&id_hex, &made.file)?;
+            let refname = item.refname.clone();
+            if let Err(e) = crate::store::published::publish(remote, &[item], &[]) {
+                ui.status(&format!(
+                    "Saved plan {} to {}; it was not published.",
+                    made.plan_id,
+                    out.display()
+                ));
+                return Err(e);
+            }
+            Some((remote, refname))
+        }
+        None => None,
+    };
     if ui.json {
         ui.json_doc(&made.view)?;
     } else {
@@ -373,12 +413,21 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         crate::render::human::render(&made.view, color, ui.out().writer())
             .map_err(crate::ui::output_error)?;
     }
-    ui.status(&format!(
-        "\nSaved plan {} to {}. Review it with `guardctl show {}`.",
-        made.plan_id,
-        out.display(),
-        out.display()
-    ));
+    match published {
+        Some((remote, refname)) => ui.status(&format!(
+            "\nSaved plan {} to {} and published it to remote `{}` ({refname}). Reviewers: `guardctl inbox`, `guardctl show {}`.",
+            made.plan_id,
+            out.display(),
+            crate::text::safe(&remote.name),
+            &id_hex[..12],
+        )),
+        None => ui.status(&format!(
+            "\nSaved plan {} to {}. Review it with `guardctl show {}`.",
+            made.plan_id,
+            out.display(),
+            out.display()
+        )),
+    }
     Ok(if detailed_exitcode && made.count > 0 { 2 } else { 0 })
 }
 

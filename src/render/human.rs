@@ -559,6 +559,79 @@ fn write_groups(
     Ok(())
 }
 
+/// `guardctl inbox` as text.
+pub fn render_inbox(v: &super::view::InboxView, color: bool, w: &mut dyn Write) -> io::Result<()> {
+    use crate::text::safe;
+    let bold = |t: &str| paint(color, "1", t);
+    let you = match (&v.principal, &v.key) {
+        (Some(p), _) => format!("you approve as {}", safe(p)),
+        (None, Some(k)) => format!("your key {k} approves as no principal"),
+        (None, None) => "no signing key".to_string(),
+    };
+    let waiting = v.plans.len();
+    writeln!(
+        w,
+        "{} plan{} waiting on remote `{}` ({}); {you}.",
+        waiting,
+        if waiting == 1 { "" } else { "s" },
+        safe(&v.remote),
+        safe(&v.url)
+    )?;
+    for p in &v.plans {
+        let hex = p.plan_id.trim_start_matches("sha256:");
+        writeln!(w)?;
+        writeln!(
+            w,
+            "{}  {} by {}, expires in {}",
+            bold(&format!("sha256:{}", &hex[..hex.len().min(12)])),
+            p.operation,
+            safe(p.planner.as_deref().unwrap_or("(no principal)")),
+            crate::duration::humanize(p.expires_in_secs)
+        )?;
+        writeln!(w, "  {}", safe(&p.summary))?;
+        if !p.rejected_by.is_empty() {
+            let by: Vec<String> = p.rejected_by.iter().map(|r| safe(r)).collect();
+            writeln!(w, "  rejected by {}", by.join(", "))?;
+        }
+        for n in &p.still_needed {
+            let from = match &n.from {
+                None => "any principal but the planner".to_string(),
+                Some(f) => f.iter().map(|x| safe(x)).collect::<Vec<_>>().join(", "),
+            };
+            writeln!(w, "  needs: {} {} more (from {from})", safe(&n.group), n.missing)?;
+        }
+        if p.still_needed.is_empty() && p.rejected_by.is_empty() {
+            writeln!(w, "  every approval it needs is in place")?;
+        }
+        match (&p.may_approve, &p.why_not) {
+            (true, _) => writeln!(
+                w,
+                "  you may approve it: guardctl show {}; guardctl approve {} --publish",
+                &hex[..hex.len().min(12)],
+                &hex[..hex.len().min(12)]
+            )?,
+            (false, Some(why)) => writeln!(w, "  not for you: {why}")?,
+            (false, None) => {}
+        }
+    }
+    let l = &v.left_out;
+    let parts: Vec<String> = [
+        (l.consumed, "applied"),
+        (l.expired, "expired"),
+        (l.other_repository, "for another repository"),
+        (l.invalid, "invalid"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    if !parts.is_empty() {
+        writeln!(w)?;
+        writeln!(w, "Not listed: {}.", parts.join(", "))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::since::{Change, SinceView};

@@ -862,6 +862,64 @@ fn skipped(plan: &Plan, protected: &[&str], all: bool) -> SkippedView {
     }
 }
 
+/// `guardctl inbox`: the plans published on the team remote that wait for approvals, and
+/// which of them the key in use may approve (docs/remote.md). Strings are as published
+/// (escaped when rendered as text).
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxView {
+    /// The team remote's name and URL.
+    pub remote: String,
+    pub url: String,
+    /// The principal the key in use approves as (`guardctl-approval`), if any.
+    pub principal: Option<String>,
+    /// The key in use (`SHA256:` fingerprint), if there is one.
+    pub key: Option<String>,
+    /// Published plans for this repository, neither consumed nor expired, oldest first.
+    pub plans: Vec<InboxPlan>,
+    /// How many published plans are not listed, by reason.
+    pub left_out: InboxLeftOut,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxPlan {
+    pub plan_id: String,
+    pub summary: String,
+    pub operation: &'static str,
+    /// The remote a remote plan is bound to; `None` for a plan of the planner's clone.
+    pub remote: Option<String>,
+    pub planner: Option<String>,
+    pub created_at: String,
+    pub expires_at: String,
+    pub expires_in_secs: i64,
+    /// Each review group that still needs approvals: `group`, `missing`, `from`.
+    pub still_needed: Vec<StillNeeded>,
+    pub rejected_by: Vec<String>,
+    /// Whether the key in use may add an approval that counts.
+    pub may_approve: bool,
+    /// Why not, when it may not.
+    pub why_not: Option<String>,
+    /// The standing as `show` reports it.
+    pub approvals: ApprovalsView,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StillNeeded {
+    pub group: String,
+    pub missing: u32,
+    /// Who may still approve; `None`: any principal but the planner.
+    pub from: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct InboxLeftOut {
+    pub consumed: usize,
+    pub expired: usize,
+    /// Plans bound to another repository than this clone's remote.
+    pub other_repository: usize,
+    /// Refs that do not hold a valid plan with their id (each also a warning).
+    pub invalid: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ mod config;
 mod graph;
 pub mod mutate;
 mod parallel;
+pub mod publish;
 mod refs;
 mod remote;
 mod tags;
