@@ -60,10 +60,9 @@ pub fn publish_receipt(
     ctx: &Ctx,
     ui: &mut Ui,
     store: &Store,
-    loaded: &Loaded,
+    id: &str,
     bound: Option<&Remote>,
 ) -> Result<()> {
-    let id = loaded.id_hex();
     let (remote, with_marker) = match bound {
         Some(r) => (Some(r.clone()), false),
         None => match team_remote(ctx, id) {
@@ -94,6 +93,37 @@ pub fn publish_receipt(
             e.message,
             e.causes.iter().map(|c| format!(": {c}")).collect::<String>()
         ));
+    }
+    Ok(())
+}
+
+/// After `recover` completed interrupted applies (`ids`): publish each one's receipt where
+/// `apply` would have. A remote's plan is published to the remote its before-image names; an
+/// exec plan's remote is not in its before-image, so its receipt waits for a replay in this
+/// clone (`guardctl apply` with the plan), which publishes it. Failures are warnings.
+pub fn publish_recovered(ctx: &Ctx, ui: &mut Ui, store: &Store, repo: &Repo, ids: &[String]) -> Result<()> {
+    for id in ids {
+        if store.read_file(id, "receipt.json")?.is_none() {
+            continue;
+        }
+        let Some(image) = store.before_image(id)? else {
+            continue;
+        };
+        if image.command.is_some() {
+            continue;
+        }
+        let bound = match image.remote.as_deref().map(|name| plan_remote(repo, name)) {
+            None => None,
+            Some(Ok(r)) => Some(r),
+            Some(Err(e)) => {
+                ui.warn(&format!(
+                    "the receipt of plan sha256:{id} was not published: {}; run `guardctl apply` with this plan here to publish it",
+                    e.message
+                ));
+                continue;
+            }
+        };
+        publish_receipt(ctx, ui, store, id, bound.as_ref())?;
     }
     Ok(())
 }

@@ -165,9 +165,12 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         unlogged: false,
     };
     let (signers, _) = ctx.allowed_signers()?;
-    for (plan_id, outcome) in ex.recover(Some(&key), &signers)? {
+    let recovered = ex.recover(Some(&key), &signers)?;
+    for (plan_id, outcome) in &recovered {
         ui.notice(&format!("recovered plan sha256:{plan_id}: {outcome}"));
     }
+    let ids: Vec<String> = recovered.into_iter().map(|(id, _)| id).collect();
+    crate::consume::publish_recovered(ctx, ui, &store, repo, &ids)?;
 
     // Where this plan's consumption and receipt are published, if anywhere.
     let bound = match plan.operation.bound_to_remote() {
@@ -177,7 +180,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     let local = crate::gate::consumed(&store, &id);
     if let Ok(true) = local {
         // A replay here also publishes a receipt an earlier run could not.
-        crate::consume::publish_receipt(ctx, ui, &store, loaded, bound.as_ref())?;
+        crate::consume::publish_receipt(ctx, ui, &store, &id, bound.as_ref())?;
         return Ok(Applied {
             id: id.clone(),
             plan_id: loaded.plan_id.clone(),
@@ -278,7 +281,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             None => return Err(e),
         },
     };
-    crate::consume::publish_receipt(ctx, ui, &store, loaded, bound.as_ref())?;
+    crate::consume::publish_receipt(ctx, ui, &store, &id, bound.as_ref())?;
     // Written by this run under the lock; a replay rebuilds them from the verified receipt.
     let recorded = |name: &str| -> Result<String> {
         let bytes = store.read_file(&id, name)?.ok_or_else(|| {
