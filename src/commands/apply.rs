@@ -15,7 +15,7 @@ use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
 use crate::execute::Executor;
 use crate::plan::approval::DeletedRef;
-use crate::plan::model::{BACKUP_NAMESPACE, Operation};
+use crate::plan::model::{BACKUP_NAMESPACE, Operation, ResourceFacts};
 use crate::store::{BeforeImage, SavedTag, Store};
 use crate::text::safe;
 use crate::ui::Ui;
@@ -232,11 +232,11 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         config: plan
             .affected
             .iter()
-            .filter(|a| !a.config.is_empty())
+            .filter(|a| !a.config().is_empty())
             .map(|a| {
                 (
                     a.name().to_string(),
-                    a.config
+                    a.config()
                         .iter()
                         .map(|c| (c.key.clone(), c.value.clone()))
                         .collect(),
@@ -309,8 +309,10 @@ fn saved_tags(repo: &crate::repo::Repo, plan: &crate::plan::model::Plan) -> Resu
     use base64::Engine;
     let mut out = Vec::new();
     for a in &plan.affected {
-        let Some(t) = a.tag.as_ref().filter(|t| t.annotated) else {
-            continue;
+        let t = match &a.facts {
+            ResourceFacts::Tag(t) if t.object.annotated => &t.object,
+            // A lightweight tag is its commit (the backup commit keeps it); a branch has none.
+            ResourceFacts::Tag(_) | ResourceFacts::Branch(_) => continue,
         };
         let oid = git2::Oid::from_str(&a.oid).map_err(Error::from)?;
         out.push(SavedTag {

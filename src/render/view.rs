@@ -6,7 +6,9 @@
 
 use crate::duration::humanize;
 use crate::plan::derive::plural;
-use crate::plan::model::{Affected, Criterion, Operation, Plan, ReviewKind, SideEffectKind, SkipReason};
+use crate::plan::model::{
+    Criterion, Operation, Plan, Resource, ResourceFacts, ReviewKind, SideEffectKind, SkipReason,
+};
 use crate::policy::ApprovalReport;
 use crate::text::{Flag, flags, safe};
 use serde::Serialize;
@@ -142,7 +144,7 @@ pub struct GroupView {
     pub name: String,
     /// `route`, `default` or `bulk`.
     pub kind: &'static str,
-    /// Affected resources the group covers.
+    /// Resource resources the group covers.
     pub resources: u64,
     pub required: u32,
     /// The policy's principal groups that may approve; empty = any principal but the planner.
@@ -344,16 +346,16 @@ fn protected_literals(plan: &Plan) -> Vec<&str> {
 
 /// What a row is: the operation's kind of resource, and for a tag which kind of tag (a signed
 /// release tag must not look like any other).
-fn row_kind(op: &crate::plan::model::Operation, a: &Affected) -> &'static str {
+fn row_kind(op: &crate::plan::model::Operation, a: &Resource) -> &'static str {
     let remote = op.remote().is_some();
-    match (&a.tag, remote) {
-        (Some(t), false) if t.signed => "signed tag",
-        (Some(t), true) if t.signed => "remote signed tag",
-        (Some(t), false) if t.annotated => "annotated tag",
-        (Some(t), true) if t.annotated => "remote annotated tag",
-        (Some(_), false) => "lightweight tag",
-        (Some(_), true) => "remote lightweight tag",
-        (None, _) => op.resource_kind(),
+    match (&a.facts, remote) {
+        (ResourceFacts::Tag(t), false) if t.object.signed => "signed tag",
+        (ResourceFacts::Tag(t), true) if t.object.signed => "remote signed tag",
+        (ResourceFacts::Tag(t), false) if t.object.annotated => "annotated tag",
+        (ResourceFacts::Tag(t), true) if t.object.annotated => "remote annotated tag",
+        (ResourceFacts::Tag(_), false) => "lightweight tag",
+        (ResourceFacts::Tag(_), true) => "remote lightweight tag",
+        (ResourceFacts::Branch(_), _) => op.resource_kind(),
     }
 }
 
@@ -396,7 +398,7 @@ fn selection_flags(op: &crate::plan::model::Operation) -> Vec<String> {
     out
 }
 
-fn row(a: &Affected, kind: &'static str, now: OffsetDateTime, protected: &[&str]) -> Row {
+fn row(a: &Resource, kind: &'static str, now: OffsetDateTime, protected: &[&str]) -> Row {
     // Cut before escaping, so an escape is never cut in half.
     let mut subject: String = a.subject.chars().take(SUBJECT_CHARS).collect();
     if a.subject.chars().nth(SUBJECT_CHARS).is_some() {
@@ -410,8 +412,8 @@ fn row(a: &Affected, kind: &'static str, now: OffsetDateTime, protected: &[&str]
         age: humanize((now - a.last_commit_time).whole_seconds()),
         author: safe(&a.author.email),
         subject: safe(&subject),
-        commits_not_in_base: a.commits_not_in_base,
-        loses_work: a.loses_work,
+        commits_not_in_base: a.commits_not_in_base(),
+        loses_work: a.loses_work(),
         reasons: a.reasons.iter().map(|r| r.as_str()).collect(),
         flags: flags(a.name(), protected),
     }
@@ -501,7 +503,7 @@ fn summary(plan: &Plan, plan_id: &str, expires_in: i64, approvals: &ApprovalsVie
 fn rows(plan: &Plan, paging: Paging, now: OffsetDateTime, protected: &[&str]) -> RowsView {
     let n = plan.affected.len();
     let pages = n.div_ceil(PAGE_SIZE).max(1);
-    let (mode, page, picked): (&str, Option<usize>, Vec<&Affected>) = match paging {
+    let (mode, page, picked): (&str, Option<usize>, Vec<&Resource>) = match paging {
         Paging::All => ("all", None, plan.affected.iter().collect()),
         Paging::Auto if n <= PAGE_SIZE => ("all", None, plan.affected.iter().collect()),
         Paging::Auto => {
@@ -542,15 +544,15 @@ fn rows(plan: &Plan, paging: Paging, now: OffsetDateTime, protected: &[&str]) ->
 /// What a reviewer must not miss, whatever is shown: the most recently active, the oldest,
 /// the most unmerged, and every name that needs a second look.
 fn extremes(plan: &Plan, now: OffsetDateTime, protected: &[&str]) -> Extremes {
-    let row = |a: &&Affected| row(a, row_kind(&plan.operation, a), now, protected);
-    let mut by_time: Vec<&Affected> = plan.affected.iter().collect();
+    let row = |a: &&Resource| row(a, row_kind(&plan.operation, a), now, protected);
+    let mut by_time: Vec<&Resource> = plan.affected.iter().collect();
     by_time.sort_by_key(|a| std::cmp::Reverse(a.last_commit_time));
-    let mut by_unmerged: Vec<&Affected> = plan
+    let mut by_unmerged: Vec<&Resource> = plan
         .affected
         .iter()
-        .filter(|a| a.commits_not_in_base > 0)
+        .filter(|a| a.commits_not_in_base() > 0)
         .collect();
-    by_unmerged.sort_by_key(|a| std::cmp::Reverse(a.commits_not_in_base));
+    by_unmerged.sort_by_key(|a| std::cmp::Reverse(a.commits_not_in_base()));
     Extremes {
         most_recent: by_time.iter().take(EXTREMES).map(row).collect(),
         oldest: by_time.iter().rev().take(EXTREMES).map(row).collect(),
