@@ -16,7 +16,6 @@ use crate::error::{Error, Kind, Result};
 use crate::execute::Executor;
 use crate::plan::approval::DeletedRef;
 use crate::plan::model::{BACKUP_NAMESPACE, Operation, ResourceFacts};
-use crate::store::published::Remote;
 use crate::store::{BeforeImage, SavedTag, Store};
 use crate::text::safe;
 use crate::ui::Ui;
@@ -166,19 +165,22 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         unlogged: false,
     };
     let (signers, _) = ctx.allowed_signers()?;
-    for (plan_id, outcome) in ex.recover(Some(&key), &signers)? {
+    let recovered = ex.recover(Some(&key), &signers)?;
+    for (plan_id, outcome) in &recovered {
         ui.notice(&format!("recovered plan sha256:{plan_id}: {outcome}"));
     }
+    let ids: Vec<String> = recovered.into_iter().map(|(id, _)| id).collect();
+    crate::consume::publish_recovered(ctx, ui, &store, repo, &ids)?;
 
     // Where this plan's consumption and receipt are published, if anywhere.
     let bound = match plan.operation.bound_to_remote() {
-        Some(name) => Some(plan_remote(repo, name)?),
+        Some(name) => Some(crate::consume::plan_remote(repo, name)?),
         None => None,
     };
     let local = crate::gate::consumed(&store, &id);
     if let Ok(true) = local {
         // A replay here also publishes a receipt an earlier run could not.
-        publish_receipt(ctx, ui, &store, loaded, bound.as_ref())?;
+        crate::consume::publish_receipt(ctx, ui, &store, &id, bound.as_ref())?;
         return Ok(Applied {
             id: id.clone(),
             plan_id: loaded.plan_id.clone(),
@@ -192,8 +194,18 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     }
     // Consumed on its remote by another apply, anywhere: that apply's receipt, before any
     // check that could tell this clone's state apart (a replay reports no drift).
+    let replay = |r: crate::consume::Replay| Applied {
+        id: id.clone(),
+        plan_id: loaded.plan_id.clone(),
+        replayed: true,
+        unverified: false,
+        command: false,
+        from_remote: Some(r.remote),
+        human: r.human,
+        json: r.json,
+    };
     if let Some(remote) = &bound
-        && let Some(applied) = replay_from_remote(
+        && let Some(r) = crate::consume::replay_from_remote(
             ui,
             &store,
             loaded,
@@ -203,7 +215,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             crate::gate::clock_skew(ctx),
         )?
     {
-        return Ok(applied);
+        return Ok(replay(r));
     }
     local?;
     let image = BeforeImage {
@@ -268,22 +280,24 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         // Refused (drift: the branches are gone; the consumed ref is taken) because another
         // apply consumed the plan meanwhile: that apply's receipt, as a replay.
         Err(e) => match &bound {
-            Some(remote) => match replay_from_remote(
-                ui,
-                &store,
-                loaded,
-                remote,
-                args.wait,
-                &signers,
-                crate::gate::clock_skew(ctx),
-            )? {
-                Some(applied) => return Ok(applied),
-                None => return Err(e),
-            },
+            Some(remote) => {
+                match crate::consume::replay_from_remote(
+                    ui,
+                    &store,
+                    loaded,
+                    remote,
+                    args.wait,
+                    &signers,
+                    crate::gate::clock_skew(ctx),
+                )? {
+                    Some(r) => return Ok(replay(r)),
+                    None => return Err(e),
+                }
+            }
             None => return Err(e),
         },
     };
-    publish_receipt(ctx, ui, &store, loaded, bound.as_ref())?;
+    crate::consume::publish_receipt(ctx, ui, &store, &id, bound.as_ref())?;
     // Written by this run under the lock; a replay rebuilds them from the verified receipt.
     let recorded = |name: &str| -> Result<String> {
         let bytes = store.read_file(&id, name)?.ok_or_else(|| {
@@ -304,163 +318,6 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         command: receipt.exec.is_some(),
         from_remote: None,
     })
-}
-
-/// The remote a plan bound to remote `name` is consumed on: its one URL (preflight checked it
-/// is the plan's repository), reached with this clone's transport settings.
-fn plan_remote(repo: &crate::repo::Repo, name: &str) -> Result<Remote> {
-    Ok(Remote {
-        name: name.to_string(),
-        url: repo.remote_url(name)?,
-        transport: repo.transport_settings()?,
-    })
-}
-
-/// The team remote a local plan's receipt is published to, when publishing is on: by
-/// default (`guardctl.remote`, `Ctx::publish_by_default`), or because the plan was published
-/// there (`plan --publish`).
-fn team_remote(ctx: &Ctx, id: &str) -> Result<Option<Remote>> {
-    let on = ctx.publish_by_default()? || ctx.published(id)?.is_some_and(|snapshot| snapshot.has_plan(id));
-    Ok(if on { Some(ctx.publish_remote(None)?) } else { None })
-}
-
-/// Publish the receipt of the plan applied here (with its consumed marker, for a local plan,
-/// whose marker was never pushed): to the plan's remote, or the team remote when publishing
-/// is on. The apply happened either way: a failure is a warning saying how to publish later.
-fn publish_receipt(
-    ctx: &Ctx,
-    ui: &mut Ui,
-    store: &Store,
-    loaded: &crate::planfile::Loaded,
-    bound: Option<&Remote>,
-) -> Result<()> {
-    let id = loaded.id_hex();
-    let (remote, with_marker) = match bound {
-        Some(r) => (Some(r.clone()), false),
-        None => match team_remote(ctx, id) {
-            Ok(r) => (r, true),
-            Err(e) => {
-                ui.warn(&format!(
-                    "the receipt was not published: {}; run `guardctl apply` with this plan again here to publish it",
-                    e.message
-                ));
-                return Ok(());
-            }
-        },
-    };
-    let Some(remote) = remote else {
-        return Ok(());
-    };
-    let (Some(receipt), marker) = (
-        store.read_file(id, "receipt.json")?,
-        store.read_file(id, "consumed")?,
-    ) else {
-        return Ok(());
-    };
-    let marker = if with_marker { marker } else { None };
-    if let Err(e) = crate::store::consumption::publish_receipt(&remote, id, marker.as_deref(), &receipt) {
-        ui.warn(&format!(
-            "applied, but the receipt was not published to remote `{}`: {}{}; run `guardctl apply` with this plan again here to publish it",
-            safe(&remote.name),
-            e.message,
-            e.causes.iter().map(|c| format!(": {c}")).collect::<String>()
-        ));
-    }
-    Ok(())
-}
-
-/// The plan consumed on `remote` by another apply (not this clone's own marker): its receipt
-/// as a replay once it is published and verifies (`execute::remote_marker`,
-/// `execute::remote_result`), waiting up to `wait` for it. `None`: not consumed there by
-/// anyone else. A marker or receipt that does not verify is 16 naming its ref; no receipt
-/// within `wait` is 16 naming who consumed the plan and when.
-fn replay_from_remote(
-    ui: &mut Ui,
-    store: &Store,
-    loaded: &crate::planfile::Loaded,
-    remote: &Remote,
-    wait: std::time::Duration,
-    signers: &crate::sign::AllowedSigners,
-    skew_secs: u64,
-) -> Result<Option<Applied>> {
-    use crate::store::consumption;
-    let id = loaded.id_hex();
-    let ours = match store.read_file(id, "consumed")? {
-        Some(bytes) => Some(consumption::marker_oid(&bytes)?),
-        None => None,
-    };
-    let Some(mut found) = consumption::read(remote, id)? else {
-        return Ok(None);
-    };
-    if Some(found.consumed.oid) == ours {
-        return Ok(None);
-    }
-    let executor = loaded.plan.executor.principal.as_deref();
-    let skew = time::Duration::seconds(skew_secs as i64);
-    let made_within = (loaded.plan.created_at - skew)..=(loaded.plan.expires_at + skew);
-    let marker =
-        crate::execute::remote_marker(&found.consumed, &loaded.plan_id, executor, made_within, signers)?;
-    let deadline = std::time::Instant::now() + wait;
-    let mut pause = std::time::Duration::from_millis(200);
-    let mut told = false;
-    let receipt = loop {
-        if let Some(r) = found.receipt.take() {
-            break r;
-        }
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return Err(Error::new(
-                Kind::NeedsRecovery,
-                format!(
-                    "plan {} was consumed on remote `{}` by key {} ({}) at {}, and its receipt is not published{}; nothing was changed here",
-                    loaded.plan_id,
-                    safe(&remote.name),
-                    marker.key,
-                    safe(executor.unwrap_or("(none)")),
-                    crate::text::rfc3339(marker.created_at),
-                    if wait.is_zero() {
-                        String::new()
-                    } else {
-                        format!(" after waiting {}", crate::duration::humanize(wait.as_secs() as i64))
-                    }
-                ),
-            )
-            .with_details(serde_json::json!({
-                "consumed_by": {"key": marker.key, "principal": executor, "at": crate::text::rfc3339(marker.created_at)},
-                "ref": found.consumed.refname,
-            }))
-            .with_hint(format!(
-                "the apply that consumed it may still be running, or was interrupted: wait longer (`--wait`), or ask {} to run `guardctl recover` and then `guardctl apply` with this plan in the clone that applied it, which publishes the receipt",
-                safe(executor.unwrap_or("its executor"))
-            )));
-        }
-        if !told {
-            ui.notice(&format!(
-                "plan {} was consumed on remote `{}` by key {} at {}; waiting up to {} for its receipt",
-                loaded.plan_id,
-                safe(&remote.name),
-                marker.key,
-                crate::text::rfc3339(marker.created_at),
-                crate::duration::humanize(wait.as_secs() as i64)
-            ));
-            told = true;
-        }
-        std::thread::sleep(pause.min(left));
-        pause = (pause * 2).min(std::time::Duration::from_secs(5));
-        if let (_, Some(_)) = consumption::list(remote, id)? {
-            found = consumption::read(remote, id)?.unwrap_or(found);
-        }
-    };
-    Ok(Some(Applied {
-        id: id.to_string(),
-        plan_id: loaded.plan_id.clone(),
-        replayed: true,
-        unverified: false,
-        command: false,
-        from_remote: Some(remote.name.clone()),
-        human: crate::execute::remote_result(&receipt, &marker, &loaded.plan.plan_hash, false)?,
-        json: crate::execute::remote_result(&receipt, &marker, &loaded.plan.plan_hash, true)?,
-    }))
 }
 
 /// The annotated tag objects the plan deletes, read now: the before-image keeps them.

@@ -371,13 +371,11 @@ fn a_plan_consumed_elsewhere_without_a_receipt_yet_is_16_naming_who_until_it_is_
     assert!(message.contains("alice@example.com"), "{message}");
     assert!(message.contains("2026-06-01T12:00:00Z"), "{message}");
     assert_eq!(e["details"]["consumed_by"]["principal"], "alice@example.com");
-    // Clone 0 recovers (the marker says its push landed), and its next apply publishes the
-    // receipt; clone 1 then prints it, as clone 0 does.
+    // Clone 0 recovers (the marker says its push landed), which completes the apply and
+    // publishes its receipt; clone 1 then prints it, as a replay in clone 0 does.
     let r = run(alice_in(&env, &clones[0], &[], &["recover"]));
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert!(r.stdout.contains("completed"), "{}", r.stdout);
-    let there = run(alice_in(&env, &clones[0], &[], &["apply", plan_arg]));
-    assert_eq!(there.code, 0, "{}", there.transcript());
     let here = run(alice_in(
         &env,
         &clones[1],
@@ -385,6 +383,13 @@ fn a_plan_consumed_elsewhere_without_a_receipt_yet_is_16_naming_who_until_it_is_
         &["apply", "--wait", "0", plan_arg],
     ));
     assert_eq!(here.code, 0, "{}", here.transcript());
+    assert!(
+        here.stderr.contains("applied in another clone"),
+        "{}",
+        here.stderr
+    );
+    let there = run(alice_in(&env, &clones[0], &[], &["apply", plan_arg]));
+    assert_eq!(there.code, 0, "{}", there.transcript());
     assert_eq!(here.stdout, there.stdout, "byte for byte");
 }
 
