@@ -65,7 +65,14 @@ impl Repo {
     /// `core.sshCommand` in any config git reads; libgit2's copy of the config is emptied on
     /// open, so git itself is asked).
     fn git(&self) -> crate::process::Process {
-        let c = self.git_local();
+        // A remote URL is untrusted input (a plan names the one it is bound to): never a
+        // transport that runs a program, whatever the repository's own config allows
+        // (`protocol.ext.allow=always` there made `ext::sh -c …` as origin's URL run its
+        // command when `plan` read the policy from the remote). As for publishing
+        // (`repo::publish`), whose scratch git says the same.
+        let c = self
+            .git_local()
+            .args(["-c", "protocol.ext.allow=never", "-c", "protocol.fd.allow=never"]);
         if self.has_own_ssh_command() {
             c
         } else {
