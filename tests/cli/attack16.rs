@@ -481,3 +481,158 @@ fn a_marker_back_dated_by_a_retired_executor_key_to_before_the_plan_existed_make
     assert!(r.stdout.contains("outside the plan's life"), "{}", r.stdout);
     assert_eq!(remote_branches_left(&env), 5);
 }
+
+#[test]
+fn a_remote_url_naming_a_program_transport_runs_nothing_even_where_the_clone_allows_it() {
+    let env = remote_repo();
+    let ran = env.path().join("ran");
+    // The clone's own config allows `ext::` and origin's URL is a command: reading the
+    // policy from the remote's default branch must not run it.
+    env.git(&["config", "protocol.ext.allow", "always"]);
+    env.git(&[
+        "remote",
+        "set-url",
+        "origin",
+        &format!("ext::sh -c touch% {}", ran.display()),
+    ]);
+    let out = env.path().join("plan.json");
+    let r = env.run("alice", &["plan", "stale-branches", "-o", out.to_str().unwrap()]);
+    assert!(!ran.exists(), "the ext:: URL ran its command: {}", r.transcript());
+    assert_ne!(r.code, 0, "{}", r.transcript());
+    let r = env.run("alice", &["whoami"]);
+    assert!(!ran.exists(), "{}", r.transcript());
+}
+
+#[test]
+fn a_plan_pushed_under_an_id_that_is_not_its_own_is_refused_named_makes_a_prefix_ambiguous_and_is_left_out_of_inbox()
+ {
+    let (env, [planner, bob, _carol, _executor]) = team();
+    let short = publish(&env, &planner, "a.json", &[]);
+    let long = publish(&env, &planner, "b.json", &["--expires-in", "3h"]);
+    // Plan `short` pushed again under an id that shares `long`'s first 12 digits.
+    let commit = env.git_in(
+        &env.origin(),
+        &["rev-parse", &format!("refs/guardctl/plans/{short}")],
+    );
+    let fake = format!("{}{}", &long[..12], "f".repeat(52));
+    env.git_in(
+        &env.origin(),
+        &["update-ref", &format!("refs/guardctl/plans/{fake}"), &commit],
+    );
+    let r = env.run_in(&bob, "bob", &["--json", "show", &fake]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert!(
+        r.stdout.contains("a plan is published under its own id"),
+        "{}",
+        r.stdout
+    );
+    // The prefix both share is ambiguous (64, listing both): more digits name the real one.
+    let r = env.run_in(&bob, "bob", &["--json", "show", &long[..12]]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert_eq!(
+        r.json()["error"]["details"]["candidates"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(env.run_in(&bob, "bob", &["show", &long[..16]]).code, 0);
+    // inbox: the impostor is invalid (with a warning); two hours later `short` has expired.
+    let r = env.run_env(
+        "bob",
+        &[("GUARDCTL_TEST_NOW", "2026-06-01T14:00:00Z")],
+        &["-C", bob.to_str().unwrap(), "--json", "inbox"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let v = r.json();
+    assert_eq!(v["left_out"]["invalid"], 1, "{v}");
+    assert_eq!(v["left_out"]["expired"], 1, "{v}");
+    let listed: Vec<&str> = v["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["plan_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, vec![format!("sha256:{long}")], "{v}");
+    assert!(r.stderr.contains(&format!("plans/{fake}")), "{}", r.stderr);
+}
+
+#[test]
+fn a_receipt_pushed_by_the_planner_before_the_real_one_is_16_never_a_replay() {
+    let (env, [planner, bob, carol, executor]) = team();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    assert_eq!(env.run_in(&bob, "bob", &["approve", &id[..12], "--yes"]).code, 0);
+    assert_eq!(
+        env.run_in(&carol, "carol", &["approve", &id[..12], "--yes"]).code,
+        0
+    );
+    let shown = env
+        .run_in(&executor, "mallory", &["--json", "show", &id[..12]])
+        .json();
+    // A genuine marker by dave's key (another runner is applying), and, before that runner
+    // publishes its receipt, one the planner signed claiming nothing was deleted.
+    let marker = serde_json::json!({
+        "plan_id": format!("sha256:{id}"),
+        "before_image": format!("sha256:{}", "0".repeat(64)),
+        "key": crate::plan_file::fingerprint(&env.key("mallory")),
+        "created_at": "2026-06-01T12:00:00Z",
+        "nonce": "0123456789abcdef0123456789abcdef",
+    });
+    let receipt = serde_json::json!({
+        "plan_id": format!("sha256:{id}"),
+        "plan_hash": shown["plan_hash"],
+        "repository": shown["repository"],
+        "executor": "dave@example.com",
+        "key": crate::plan_file::fingerprint(&env.key("mallory")),
+        "approved_by": ["bob@example.com", "carol@example.com"],
+        "applied_at": "2026-06-01T12:00:01Z",
+        "backup": null,
+        "deleted": [],
+        "config_removed": 0,
+        "verified": true,
+        "mismatches": [],
+    });
+    for (dir, file, signer, ty, value) in [
+        (
+            "consumed",
+            "consumed.json",
+            "mallory",
+            "application/vnd.guardctl.consumed.v1+json",
+            marker,
+        ),
+        (
+            "receipts",
+            "receipt.json",
+            "alice",
+            "application/vnd.guardctl.receipt.v1+json",
+            receipt,
+        ),
+    ] {
+        let text = envelope(
+            &env,
+            signer,
+            ty,
+            "guardctl-apply",
+            serde_json::to_string(&value).unwrap().as_bytes(),
+        );
+        let c = item_commit(&env, &planner, file, &text);
+        push_object(&env, &planner, &c, &format!("refs/guardctl/{dir}/{id}"));
+    }
+    let r = env.run_in(
+        &executor,
+        "mallory",
+        &["--json", "apply", &id[..12], "--wait", "0"],
+    );
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(!r.stdout.contains("\"replayed\""), "{}", r.stdout);
+    assert!(
+        r.stdout.contains(&format!("refs/guardctl/receipts/{id}")),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("the key that consumed the plan"),
+        "{}",
+        r.stdout
+    );
+}
