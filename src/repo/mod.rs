@@ -10,6 +10,7 @@
 
 mod commit_graph;
 mod config;
+mod contained;
 mod graph;
 pub mod mutate;
 mod parallel;
