@@ -34,6 +34,9 @@ _guardctl() {
             guardctl,help)
                 cmd="guardctl__subcmd__help"
                 ;;
+            guardctl,inbox)
+                cmd="guardctl__subcmd__inbox"
+                ;;
             guardctl,log)
                 cmd="guardctl__subcmd__log"
                 ;;
@@ -78,6 +81,9 @@ _guardctl() {
                 ;;
             guardctl__subcmd__help,help)
                 cmd="guardctl__subcmd__help__subcmd__help"
+                ;;
+            guardctl__subcmd__help,inbox)
+                cmd="guardctl__subcmd__help__subcmd__inbox"
                 ;;
             guardctl__subcmd__help,log)
                 cmd="guardctl__subcmd__help__subcmd__log"
@@ -155,7 +161,7 @@ _guardctl() {
 
     case "${cmd}" in
         guardctl)
-            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help"
+            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -227,7 +233,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__approve)
-            opts="-C -q -h -V --yes --comment --out --group --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-C -q -h -V --yes --comment --out --group --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -242,6 +248,10 @@ _guardctl() {
                     return 0
                     ;;
                 --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --publish)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -375,7 +385,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__help)
-            opts="plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help"
+            opts="plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -459,6 +469,20 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__help__subcmd__inbox)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -654,6 +678,40 @@ _guardctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        guardctl__subcmd__inbox)
+            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         guardctl__subcmd__log)
             opts="-C -q -h -V --verify --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -723,7 +781,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan)
-            opts="-o -C -q -h -V --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version stale-branches remote-branches tags exec help"
+            opts="-o -C -q -h -V --out --expires-in --executor --detailed-exitcode --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version stale-branches remote-branches tags exec help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -742,6 +800,10 @@ _guardctl() {
                     return 0
                     ;;
                 --executor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --publish)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -773,7 +835,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__exec)
-            opts="-o -C -q -h -V --remote --preview --before-image --env --pin --verify --verify-prints --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-o -C -q -h -V --remote --preview --before-image --env --pin --verify --verify-prints --out --expires-in --executor --detailed-exitcode --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -820,6 +882,10 @@ _guardctl() {
                     return 0
                     ;;
                 --executor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --publish)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -935,7 +1001,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__remote__subcmd__branches)
-            opts="-o -C -q -h -V --remote --base --merged --older-than --squash-merged --include-unmerged --match --exclude --protect --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-o -C -q -h -V --remote --base --merged --older-than --squash-merged --include-unmerged --match --exclude --protect --out --expires-in --executor --detailed-exitcode --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -978,6 +1044,10 @@ _guardctl() {
                     return 0
                     ;;
                 --executor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --publish)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1009,7 +1079,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__stale__subcmd__branches)
-            opts="-o -C -q -h -V --base --gone --merged --older-than --squash-merged --include-unmerged --match --exclude --protect --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-o -C -q -h -V --base --gone --merged --older-than --squash-merged --include-unmerged --match --exclude --protect --out --expires-in --executor --detailed-exitcode --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1051,6 +1121,10 @@ _guardctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --publish)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --repo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1079,7 +1153,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__tags)
-            opts="-o -C -q -h -V --remote --match --older-than --exclude --protect --annotated --lightweight --include-signed --include-unmerged --out --expires-in --executor --detailed-exitcode --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-o -C -q -h -V --remote --match --older-than --exclude --protect --annotated --lightweight --include-signed --include-unmerged --out --expires-in --executor --detailed-exitcode --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1118,6 +1192,10 @@ _guardctl() {
                     return 0
                     ;;
                 --executor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --publish)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1183,13 +1261,17 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__reject)
-            opts="-C -q -h -V --comment --withdraw --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-C -q -h -V --comment --withdraw --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --comment)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --publish)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

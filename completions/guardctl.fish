@@ -39,6 +39,7 @@ complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "show" -d 'Render 
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "approve" -d 'Record a signed approval of exactly this plan, by a principal other than the planner'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "reject" -d 'Record a signed rejection of the plan; any valid rejection blocks apply'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "verify" -d 'Run every check apply runs (integrity, expiry, principal, approvals, policy, drift) without changing anything; exits with the code apply would give'
+complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "inbox" -d 'List the plans published on the team remote that are neither applied nor expired: what each still needs from which review group, and whether your key may approve it'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "apply" -d 'Apply exactly the plan: refuses on drift, expiry, missing approvals, wrong principal or changed policy; backs up before it deletes; idempotent on replay'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "rollback" -d 'Restore the branches and config an applied plan deleted, from its backups'
 complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "recover" -d 'Finish or abandon an interrupted apply or rollback, from its journal and the real refs'
@@ -52,6 +53,7 @@ complete -c guardctl -n "__fish_guardctl_needs_command" -f -a "help" -d 'Print t
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -s o -l out -d 'Where to write the plan' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l executor -d 'The principal that may apply the plan [default: the planner]' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l publish -d 'Also publish the plan to the team remote (`guardctl.remote`, else origin), or to REMOTE, under refs/guardctl/plans/ (docs/remote.md)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
@@ -59,6 +61,7 @@ never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l no-publish -d 'Do not publish, even where `guardctl.remote` makes publishing the default'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -76,6 +79,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s o -l out -d 'Where to write the plan' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l executor -d 'The principal that may apply the plan [default: the planner]' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l publish -d 'Also publish the plan to the team remote (`guardctl.remote`, else origin), or to REMOTE, under refs/guardctl/plans/ (docs/remote.md)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
@@ -87,6 +91,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l squash-merged -d 'Branches whose combined change is already in the base (squash or rebase merged)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l include-unmerged -d 'Allow branches with commits not in the base (each is flagged as losing work)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l no-publish -d 'Do not publish, even where `guardctl.remote` makes publishing the default'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -100,6 +105,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -s o -l out -d 'Where to write the plan' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l executor -d 'The principal that may apply the plan [default: the planner]' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l publish -d 'Also publish the plan to the team remote (`guardctl.remote`, else origin), or to REMOTE, under refs/guardctl/plans/ (docs/remote.md)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
@@ -110,6 +116,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l squash-merged -d 'Branches whose combined change is already in the base (squash or rebase merged)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l include-unmerged -d 'Allow branches with commits not in the base (each is flagged as losing work)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l no-publish -d 'Do not publish, even where `guardctl.remote` makes publishing the default'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -122,6 +129,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -s o -l out -d 'Where to write the plan' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l executor -d 'The principal that may apply the plan [default: the planner]' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l publish -d 'Also publish the plan to the team remote (`guardctl.remote`, else origin), or to REMOTE, under refs/guardctl/plans/ (docs/remote.md)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
@@ -133,6 +141,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l include-signed -d 'Allow signed tags'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l include-unmerged -d 'Allow tags whose commits no branch reaches (each is flagged as losing work)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l no-publish -d 'Do not publish, even where `guardctl.remote` makes publishing the default'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -148,6 +157,7 @@ diff\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -s o -l out -d 'Where to write the plan' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l expires-in -d 'How long the plan stays valid, e.g. 15m, 2h, 1d (bounded by policy)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l executor -d 'The principal that may apply the plan [default: the planner]' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l publish -d 'Also publish the plan to the team remote (`guardctl.remote`, else origin), or to REMOTE, under refs/guardctl/plans/ (docs/remote.md)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
@@ -155,6 +165,7 @@ never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l no-publish -d 'Do not publish, even where `guardctl.remote` makes publishing the default'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -180,6 +191,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s V -l version 
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l comment -d 'A comment recorded in the approval' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l out -d 'Write a detached approval file instead of appending to the plan' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l group -d 'Approve only this review group\'s part of the plan (repeatable; see `guardctl show`)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l publish -d 'Publish to the team remote (`guardctl.remote`, else origin), or to REMOTE, under refs/guardctl/ (docs/remote.md)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
@@ -187,11 +199,13 @@ never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l yes -d 'Do not ask for confirmation (required when stdin is not a terminal)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l no-publish -d 'Do not publish, even where `guardctl.remote` makes publishing the default'
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l comment -d 'Why the plan is rejected' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l publish -d 'Publish to the team remote (`guardctl.remote`, else origin), or to REMOTE, under refs/guardctl/ (docs/remote.md)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
@@ -199,6 +213,7 @@ never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l withdraw -d 'Withdraw your own earlier rejection(s) of this plan instead (signed, like a rejection)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l no-publish -d 'Do not publish, even where `guardctl.remote` makes publishing the default'
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -214,6 +229,16 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l json -d 'Pr
 complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -s h -l help -d 'Print help'
 complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -s V -l version -d 'Print version'
+complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
+complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -s q -l quiet -d 'Only print data and errors, no status lines'
+complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l approval -d 'A detached approval file (repeatable)' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
@@ -307,21 +332,22 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -l json -d 'Print
 complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -s V -l version -d 'Print version'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "plan" -d 'Observe and write a signed plan (read-only: never changes the repository)'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "show" -d 'Render a plan: summary, branches, extremes, side effects, skipped branches'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "approve" -d 'Record a signed approval of exactly this plan, by a principal other than the planner'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "reject" -d 'Record a signed rejection of the plan; any valid rejection blocks apply'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "verify" -d 'Run every check apply runs (integrity, expiry, principal, approvals, policy, drift) without changing anything; exits with the code apply would give'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "apply" -d 'Apply exactly the plan: refuses on drift, expiry, missing approvals, wrong principal or changed policy; backs up before it deletes; idempotent on replay'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "rollback" -d 'Restore the branches and config an applied plan deleted, from its backups'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "recover" -d 'Finish or abandon an interrupted apply or rollback, from its journal and the real refs'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "log" -d 'Show the audit trail and check it'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "whoami" -d 'Show the key in use, its fingerprint, and the principal it maps to'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "gc" -d 'Remove before-images (backup refs) past their retention'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "completions" -d 'Print shell completions for SHELL on stdout'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "demo" -d 'Run the whole loop on a throwaway repository, explaining each step'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "mcp" -d 'Serve guardctl as a Model Context Protocol server on stdin/stdout, for AI agents'
-complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify apply rollback recover log whoami gc completions demo mcp help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "plan" -d 'Observe and write a signed plan (read-only: never changes the repository)'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "show" -d 'Render a plan: summary, branches, extremes, side effects, skipped branches'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "approve" -d 'Record a signed approval of exactly this plan, by a principal other than the planner'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "reject" -d 'Record a signed rejection of the plan; any valid rejection blocks apply'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "verify" -d 'Run every check apply runs (integrity, expiry, principal, approvals, policy, drift) without changing anything; exits with the code apply would give'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "inbox" -d 'List the plans published on the team remote that are neither applied nor expired: what each still needs from which review group, and whether your key may approve it'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "apply" -d 'Apply exactly the plan: refuses on drift, expiry, missing approvals, wrong principal or changed policy; backs up before it deletes; idempotent on replay'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "rollback" -d 'Restore the branches and config an applied plan deleted, from its backups'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "recover" -d 'Finish or abandon an interrupted apply or rollback, from its journal and the real refs'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "log" -d 'Show the audit trail and check it'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "whoami" -d 'Show the key in use, its fingerprint, and the principal it maps to'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "gc" -d 'Remove before-images (backup refs) past their retention'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "completions" -d 'Print shell completions for SHELL on stdout'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "demo" -d 'Run the whole loop on a throwaway repository, explaining each step'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "mcp" -d 'Serve guardctl as a Model Context Protocol server on stdin/stdout, for AI agents'
+complete -c guardctl -n "__fish_guardctl_using_subcommand help; and not __fish_seen_subcommand_from plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and __fish_seen_subcommand_from plan" -f -a "stale-branches" -d 'Local branches that are safe to delete'
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and __fish_seen_subcommand_from plan" -f -a "remote-branches" -d 'A remote\'s branches that are safe to delete, as the remote holds them now'
 complete -c guardctl -n "__fish_guardctl_using_subcommand help; and __fish_seen_subcommand_from plan" -f -a "tags" -d 'Tags that are safe to delete, here or (with --remote) on a remote'

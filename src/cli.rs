@@ -53,6 +53,7 @@ pub enum Command {
     Approve(commands::approve::Args),
     Reject(commands::reject::Args),
     Verify(commands::verify::Args),
+    Inbox(commands::inbox::Args),
     Apply(commands::apply::Args),
     Rollback(commands::rollback::Args),
     Recover(commands::recover::Args),

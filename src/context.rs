@@ -14,10 +14,12 @@ use crate::policy::{InForce, Policy};
 use crate::repo::Repo;
 use crate::sign::key::{KeyLookup, KeySource};
 use crate::sign::{AllowedSigners, SigningKey};
+use crate::store::published::{Remote, Scope, Snapshot};
 use crate::text::safe;
 use crate::ui::Ui;
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::path::PathBuf;
+use std::rc::Rc;
 use time::OffsetDateTime;
 
 pub struct Ctx {
@@ -31,6 +33,12 @@ pub struct Ctx {
     /// The policy of a plan bound to a remote other than the default policy remote.
     remote_policy: OnceCell<(String, InForce)>,
     signers: OnceCell<(AllowedSigners, Option<SignersSource>)>,
+    /// The team remote for reading published items (`None`: there is none), resolved once.
+    team_remote: OnceCell<Option<Remote>>,
+    /// What was fetched from the team remote this run (docs/remote.md).
+    published: RefCell<Vec<Rc<Snapshot>>>,
+    /// Warnings about published items left out, not yet printed (`report_published`).
+    published_notes: RefCell<Vec<String>>,
 }
 
 /// Where the trusted identities came from: a file, or `<base>:.guardctl/allowed_signers`.
@@ -58,6 +66,9 @@ impl Ctx {
             policy: OnceCell::new(),
             remote_policy: OnceCell::new(),
             signers: OnceCell::new(),
+            team_remote: OnceCell::new(),
+            published: RefCell::new(Vec::new()),
+            published_notes: RefCell::new(Vec::new()),
         }
     }
 
@@ -351,6 +362,138 @@ impl Ctx {
     }
 }
 
+/// Where plans, approvals and rejections are published (docs/remote.md): the team remote,
+/// the same one whose default branch holds the policy (`guardctl.remote` in system or global
+/// config, else `origin`).
+impl Ctx {
+    /// The team remote as read from: `None` outside a repository or without a remote. Its
+    /// fetch URL; a repository-config `insteadOf` rewriting it is refused (`policy`, 14), as
+    /// for the policy: whoever can write this clone could hide published rejections.
+    pub fn team_remote(&self) -> Result<Option<&Remote>> {
+        if let Some(r) = self.team_remote.get() {
+            return Ok(r.as_ref());
+        }
+        let found = match self.try_repo() {
+            None => None,
+            Some(repo) => match policy_remote(repo)? {
+                None => None,
+                Some(name) => Some(resolve_remote(repo, &name, false)?),
+            },
+        };
+        Ok(self.team_remote.get_or_init(|| found).as_ref())
+    }
+
+    /// The remote to publish to: `name`, else the team remote's name. Its one URL (a push
+    /// URL that differs from the fetch URL is refused: guardctl would publish where it does
+    /// not read).
+    pub fn publish_remote(&self, name: Option<&str>) -> Result<Remote> {
+        let repo = self.repo()?;
+        let name = match name {
+            Some(n) => n.to_string(),
+            None => policy_remote(repo)?.ok_or_else(|| {
+                Error::usage("there is no remote to publish to: no `origin`, and no `guardctl.remote` in system or global git config")
+                    .with_hint("name one (`--publish=REMOTE`), or pass plan and approval files instead (`--out FILE`)")
+            })?,
+        };
+        resolve_remote(repo, &name, true)
+    }
+
+    /// Whether `--publish` is the default: `guardctl.remote` is set in system or global config.
+    pub fn publish_by_default(&self) -> Result<bool> {
+        Ok(match self.try_repo() {
+            Some(repo) => repo.admin_config("guardctl.remote")?.is_some(),
+            None => false,
+        })
+    }
+
+    /// What the team remote has published about plan `id_hex` (fetched once per run; a
+    /// fetch of everything, as `inbox` makes, covers every plan). `None` without a team
+    /// remote. A remote that cannot be read is an error: it may hold a veto.
+    pub fn published(&self, id_hex: &str) -> Result<Option<Rc<Snapshot>>> {
+        self.snapshot(Scope::Plan(id_hex.to_string()))
+    }
+
+    /// Everything the team remote has published (`inbox`).
+    pub fn published_all(&self) -> Result<Option<Rc<Snapshot>>> {
+        self.snapshot(Scope::All)
+    }
+
+    fn snapshot(&self, scope: Scope) -> Result<Option<Rc<Snapshot>>> {
+        let covered = |s: &Snapshot| match &scope {
+            Scope::All => s.scope == Scope::All,
+            Scope::Plan(id) => s.scope.covers(id),
+        };
+        if let Some(s) = self.published.borrow().iter().find(|s| covered(s)) {
+            return Ok(Some(s.clone()));
+        }
+        let Some(remote) = self.team_remote()? else {
+            return Ok(None);
+        };
+        let s = Rc::new(Snapshot::fetch(remote, scope)?);
+        self.published.borrow_mut().push(s.clone());
+        Ok(Some(s))
+    }
+
+    /// Keep a warning about a published item left out, for [`Ctx::report_published`].
+    pub fn note_published(&self, warnings: impl IntoIterator<Item = String>) {
+        let mut notes = self.published_notes.borrow_mut();
+        for w in warnings {
+            if !notes.contains(&w) {
+                notes.push(w);
+            }
+        }
+    }
+
+    /// Print (once) the warnings about published items that were left out.
+    pub fn report_published(&self, ui: &mut Ui) {
+        let notes: Vec<String> = self.published_notes.borrow_mut().drain(..).collect();
+        for n in notes {
+            ui.warn(&n);
+        }
+    }
+}
+
+/// A remote by name, with its URL and the settings git would reach it with from this clone.
+fn resolve_remote(repo: &Repo, name: &str, push: bool) -> Result<Remote> {
+    let url = if push {
+        repo.remote_url(name)?
+    } else {
+        repo.remote_fetch_url(name)?
+    };
+    refuse_local_rewrite(repo, name, "published plans and decisions", Kind::Policy)?;
+    crate::repo::publish::check_url(&url)?;
+    Ok(Remote {
+        name: name.to_string(),
+        url,
+        transport: repo.transport_settings()?,
+    })
+}
+
+/// Refused when the repository's own config rewrites the URL of remote `name`
+/// (`url.*.insteadOf`): whoever can write this clone could point it at a repository of their
+/// own.
+fn refuse_local_rewrite(repo: &Repo, name: &str, what: &str, kind: Kind) -> Result<()> {
+    let raw = repo
+        .config_string(&format!("remote.{name}.url"))?
+        .unwrap_or_default();
+    if let Some(prefix) = repo
+        .local_url_rewrites()?
+        .into_iter()
+        .find(|p| !p.is_empty() && raw.starts_with(p.as_str()))
+    {
+        return Err(Error::new(
+            kind,
+            format!(
+                "the repository's own config rewrites the URL of remote `{}` (url.*.insteadOf {}): guardctl reads {what} only from the remote itself",
+                safe(name),
+                safe(&prefix)
+            ),
+        )
+        .with_hint("move the insteadOf rule to your global git config, or remove it"));
+    }
+    Ok(())
+}
+
 /// The remote whose default branch holds the policy of local plans: the one named by
 /// `guardctl.remote`, else `origin` if there is one; `None` for a local-only repository.
 pub fn policy_remote(repo: &Repo) -> Result<Option<String>> {
@@ -376,24 +519,7 @@ pub fn committed_on_remote(
     kind: Kind,
 ) -> Result<Option<(String, Vec<u8>)>> {
     let url = repo.remote_fetch_url(name)?;
-    let raw = repo
-        .config_string(&format!("remote.{name}.url"))?
-        .unwrap_or_default();
-    if let Some(prefix) = repo
-        .local_url_rewrites()?
-        .into_iter()
-        .find(|p| !p.is_empty() && raw.starts_with(p.as_str()))
-    {
-        return Err(Error::new(
-            kind,
-            format!(
-                "the repository's own config rewrites the URL of remote `{}` (url.*.insteadOf {}): guardctl reads {path} only from the remote itself",
-                safe(name),
-                safe(&prefix)
-            ),
-        )
-        .with_hint("move the insteadOf rule to your global git config, or remove it"));
-    }
+    refuse_local_rewrite(repo, name, path, kind)?;
     let Some((head, oid)) = repo.ls_remote_head(&url)? else {
         return Ok(None);
     };

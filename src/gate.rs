@@ -21,7 +21,8 @@ use std::path::PathBuf;
 /// What `verify` and `apply` act on: a plan file and any detached approvals.
 #[derive(Debug, clap::Args)]
 pub struct Target {
-    /// The plan file
+    /// The plan file, or the id (or a unique prefix of 8+ hex digits) of a plan published on
+    /// the team remote
     pub plan: PathBuf,
     /// A detached approval file (repeatable)
     #[arg(long = "approval", value_name = "FILE")]
@@ -61,18 +62,66 @@ fn approval_envelopes(ctx: &Ctx, loaded: &Loaded, extra: &[PathBuf]) -> Result<V
         out.push((p.display().to_string(), crate::planfile::load_envelope(p)?));
     }
     out.extend(recorded_decisions(ctx, loaded)?);
+    out.extend(published_decisions(ctx, loaded)?);
     let mut seen = std::collections::HashSet::new();
     out.retain(|(_, e)| seen.insert(same_envelope(e)));
     Ok(out)
 }
 
-/// What makes two copies of an envelope the same one (a rejection is both in the plan file
-/// and in the state).
+/// What makes two copies of an envelope the same one (a rejection is in the plan file, in
+/// the state and on the remote): its payload *and* its signatures. Not the payload alone: a
+/// copy of someone's rejection payload re-signed by another key would then stand in for the
+/// real one (and count for nothing), lifting the veto. Two signings of one payload are two
+/// envelopes; the gate counts a principal once however many there are.
 fn same_envelope(e: &Envelope) -> (String, Vec<String>) {
     (
         e.payload.clone(),
         e.signatures.iter().map(|s| s.sig.clone()).collect(),
     )
+}
+
+/// The approvals, rejections and withdrawals of the plan published on the team remote
+/// (docs/remote.md), those that are what their refs say; the others are noted as warnings
+/// (`Ctx::report_published`). None without a team remote. A remote that cannot be read is
+/// an error: it may hold a veto.
+pub fn published_decisions(ctx: &Ctx, loaded: &Loaded) -> Result<Vec<(String, Envelope)>> {
+    let Some(snapshot) = ctx.published(loaded.id_hex())? else {
+        return Ok(vec![]);
+    };
+    let d = snapshot.decisions(loaded.id_hex())?;
+    ctx.note_published(d.warnings);
+    Ok(d.envelopes)
+}
+
+/// The plan `arg` names: a plan file when the path exists (as always), else a plan
+/// published on the team remote, by id (`sha256:<hex>`, hex) or a unique prefix of at least
+/// 8 hex digits (docs/remote.md). Read from the remote, it is checked exactly as a file.
+pub fn load_plan(ctx: &Ctx, arg: &std::path::Path) -> Result<Loaded> {
+    let looks_like_id = arg.to_str().is_some_and(|s| {
+        let hex = s.strip_prefix("sha256:").unwrap_or(s);
+        !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit())
+    });
+    if !looks_like_id || std::fs::symlink_metadata(arg).is_ok() {
+        return crate::planfile::load(arg);
+    }
+    let Some(remote) = ctx.team_remote().ok().flatten().cloned() else {
+        // No remote to look in: the path's own error (66, not found).
+        return crate::planfile::load(arg);
+    };
+    let id = crate::store::published::resolve(&remote, &arg.to_string_lossy())?;
+    let snapshot = ctx
+        .published(&id)?
+        .ok_or_else(|| Error::internal("the team remote went away while reading it"))?;
+    snapshot.plan(&id)?.ok_or_else(|| {
+        Error::new(
+            Kind::NotFound,
+            format!(
+                "plan sha256:{id} is no longer published on remote `{}`",
+                safe(&remote.name)
+            ),
+        )
+        .with_hint("`guardctl inbox` lists the published plans")
+    })
 }
 
 /// The rejections and withdrawals of the plan recorded in this repository's guardctl state
@@ -145,6 +194,20 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
             vec![]
         }
     };
+    // `show` works when the remote cannot be read; `apply` and `verify` refuse.
+    let published: Vec<Envelope> = match published_decisions(ctx, loaded) {
+        Ok(p) => p.into_iter().map(|(_, e)| e).collect(),
+        Err(e) => {
+            ctx.note_published([format!(
+                "the published approvals and rejections are left out: {}",
+                std::iter::once(e.message.clone())
+                    .chain(e.causes.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(": ")
+            )]);
+            vec![]
+        }
+    };
     let mut seen = std::collections::HashSet::new();
     for env in loaded
         .file
@@ -152,6 +215,7 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
         .iter()
         .chain(extra)
         .chain(&recorded)
+        .chain(&published)
         .filter(|e| seen.insert(same_envelope(e)))
     {
         match check_approval(&signers, env, ctx.now) {
@@ -195,34 +259,39 @@ fn clock_skew(ctx: &Ctx) -> u64 {
 /// The policy the plan was made under, checked against the one in force when run in the
 /// plan's repository.
 pub fn policy_status(ctx: &Ctx, plan: &Plan) -> PolicyView {
-    // A remote's plan is checked in any clone whose remote has the plan's one URL.
-    let here = match plan.operation.bound_to_remote() {
-        Some(remote) => ctx
-            .repo()
-            .ok()
-            .and_then(|r| r.remote_url(remote).ok())
-            .is_some_and(|url| crate::repo::url::same_repository(&url, &plan.repository)),
-        None => ctx
-            .repo()
-            .ok()
-            .and_then(|r| r.identity().ok())
-            .is_some_and(|id| id == plan.repository),
-    };
-    let now = here.then(|| match ctx.policy_for(plan.operation.bound_to_remote()) {
-        Ok(p) => Ok(p.hash.as_str()),
-        Err(e) => Err(std::iter::once(e.message.clone())
-            .chain(e.causes.iter().cloned())
-            .collect::<Vec<_>>()
-            .join(": ")),
-    });
+    let now =
+        plans_repo(ctx, plan)
+            .is_some()
+            .then(|| match ctx.policy_for(plan.operation.bound_to_remote()) {
+                Ok(p) => Ok(p.hash.as_str()),
+                Err(e) => Err(std::iter::once(e.message.clone())
+                    .chain(e.causes.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(": ")),
+            });
     PolicyView::new(plan, now)
+}
+
+/// The repository guardctl runs in, when it is the plan's: this clone for a local plan, a
+/// clone of the remote a remote plan is bound to (any clone whose remote has the plan's one
+/// URL).
+pub fn plans_repo<'a>(ctx: &'a Ctx, plan: &Plan) -> Option<&'a crate::repo::Repo> {
+    let repo = ctx.repo().ok()?;
+    let here = match plan.operation.bound_to_remote() {
+        None => repo.identity().ok().is_some_and(|id| id == plan.repository),
+        Some(remote) => repo
+            .remote_url(remote)
+            .ok()
+            .is_some_and(|url| crate::repo::url::same_repository(&url, &plan.repository)),
+    };
+    here.then_some(repo)
 }
 
 /// Integrity, expiry, principal, approvals, policy. `applying` is the key of whoever applies
 /// (None for `verify` without a key of its own: the executor check is then skipped).
 pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> Result<Cleared> {
     let (plan_path, extra) = (target.plan.as_path(), target.approvals.as_slice());
-    let loaded = crate::planfile::load(plan_path)?;
+    let loaded = load_plan(ctx, plan_path)?;
     let repo = ctx.repo()?;
     // A local plan belongs to the clone it was made in; a remote's to that remote's URL,
     // whichever clone applies it.
@@ -263,7 +332,7 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
         applying.map(|k| signers.principals_at(k.signer(), APPLY_NAMESPACE, &[ctx.now]));
     let in_force = ctx.policy_for(loaded.plan.operation.bound_to_remote())?;
     let part_of = part_of(ctx, &loaded, &signers, &in_force.policy)?;
-    let report = crate::policy::gate(GateInput {
+    let report = judge(GateInput {
         plan: &loaded.plan,
         plan_id: &loaded.plan_id,
         planner_principals: &planner_principals,
@@ -274,8 +343,7 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
         policy_hash: &in_force.hash,
         now: ctx.now,
         part_of: part_of.as_ref(),
-    })
-    .map_err(|r| refusal(r, &loaded, part_of.as_ref()))?;
+    })?;
     let executor = applying_principals.and_then(|_| loaded.plan.executor.principal.clone());
     Ok(Cleared {
         loaded,
@@ -369,7 +437,15 @@ fn planner_keys(signers: &AllowedSigners, plan: &Plan) -> Vec<String> {
     keys
 }
 
-fn refusal(r: Refusal, loaded: &Loaded, part_of: Option<&crate::policy::across::PartOf>) -> Error {
+/// The gate's decision: `policy::gate`'s checks (principal, expiry, executor, approvals,
+/// policy) on what `preflight` verified and looked up, a refusal as the error, exit code and
+/// advice `verify` and `apply` give. Pure: no files, no repository, no clock but `input.now`.
+pub fn judge(input: GateInput) -> Result<ApprovalReport> {
+    let (plan, plan_id, part_of) = (input.plan, input.plan_id, input.part_of);
+    crate::policy::gate(input).map_err(|r| refusal(r, plan, plan_id, part_of))
+}
+
+fn refusal(r: Refusal, plan: &Plan, plan_id: &str, part_of: Option<&crate::policy::across::PartOf>) -> Error {
     let replan = "re-run `guardctl plan`";
     match r {
         Refusal::PlannerUnconfirmed { claimed: None } => Error::new(
@@ -464,7 +540,7 @@ fn refusal(r: Refusal, loaded: &Loaded, part_of: Option<&crate::policy::across::
                 msg += &format!(
                     " (bulk: part of {} plans by {} totalling {} resources, seen in this repository: {})",
                     p.plans,
-                    safe(loaded.plan.planner.principal.as_deref().unwrap_or("(no principal)")),
+                    safe(plan.planner.principal.as_deref().unwrap_or("(no principal)")),
                     p.resources,
                     p.others
                         .iter()
@@ -483,7 +559,7 @@ fn refusal(r: Refusal, loaded: &Loaded, part_of: Option<&crate::policy::across::
                 .with_details(details)
                 .with_hint(format!(
                     "ask an approver of each group to run `guardctl approve` on plan {}",
-                    crate::render::view::short_id(&loaded.plan_id)
+                    crate::render::view::short_id(plan_id)
                 ))
         }
         Refusal::PolicyChanged { planned, now } => {
@@ -647,4 +723,330 @@ pub fn drift_error(drifts: &[Drift]) -> Error {
     }
     e.with_details(json!({"drift": drifts}))
         .with_hint("re-run `guardctl plan` and have the new plan approved")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::approval::Decision;
+    use crate::plan::model::test_data;
+    use crate::store::Store;
+    use time::OffsetDateTime;
+    use time::macros::datetime;
+
+    const T0: OffsetDateTime = datetime!(2026-06-01 12:00 UTC);
+    const ID: &str = "sha256:0123456789abcdef";
+
+    /// A plan by alice (key SHA256:a) deleting one branch, under the default policy.
+    fn plan() -> Plan {
+        let policy = Policy::default();
+        let mut p = test_data::plan(vec![test_data::by("topic", "dave@x", 0)], &policy.hash().unwrap());
+        p.plan_hash = "sha256:h".into();
+        p.review = crate::policy::route::review(&policy, &p.affected).unwrap();
+        p
+    }
+
+    fn approval(who: &str, key: &str, decision: Decision, comment: Option<&str>) -> CheckedApproval {
+        CheckedApproval {
+            approval: Approval {
+                plan_id: ID.into(),
+                plan_hash: "sha256:h".into(),
+                repository: "r".into(),
+                decision,
+                principal: who.into(),
+                key: key.into(),
+                created_at: T0 + time::Duration::minutes(1),
+                comment: comment.map(String::from),
+                groups: vec![],
+                withdraws: vec![],
+            },
+            signer_fingerprint: key.into(),
+            signer_principals: vec![who.into()],
+            id: format!("sha256:{who}-{key}"),
+        }
+    }
+
+    fn bob() -> CheckedApproval {
+        approval("bob", "SHA256:b", Decision::Approve, None)
+    }
+
+    /// The gate on `plan` at `now`, applied by alice (its executor) under `policy`.
+    fn judged(
+        plan: &Plan,
+        approvals: &[CheckedApproval],
+        policy: &Policy,
+        now: OffsetDateTime,
+    ) -> Result<ApprovalReport> {
+        let alice = ["alice".to_string()];
+        judge(GateInput {
+            plan,
+            plan_id: ID,
+            planner_principals: &alice,
+            planner_keys: &["SHA256:a".to_string()],
+            applying_principals: Some(&alice),
+            approvals,
+            policy,
+            policy_hash: &policy.hash().unwrap(),
+            now,
+            part_of: None,
+        })
+    }
+
+    fn refused(plan: &Plan, approvals: &[CheckedApproval], now: OffsetDateTime) -> Error {
+        judged(plan, approvals, &Policy::default(), now).unwrap_err()
+    }
+
+    #[test]
+    fn an_approved_plan_in_time_passes_with_its_report() {
+        let report = judged(
+            &plan(),
+            &[bob()],
+            &Policy::default(),
+            T0 + time::Duration::minutes(2),
+        )
+        .unwrap();
+        assert_eq!(report.approved_by, ["bob"]);
+    }
+
+    #[test]
+    fn an_expired_plan_is_refused_with_its_expiry() {
+        let p = plan();
+        let e = refused(&p, &[bob()], p.expires_at);
+        assert_eq!(
+            (e.kind, e.exit_code()),
+            (Kind::Expired, Kind::Expired.exit_code())
+        );
+        assert_eq!(e.message, "the plan expired at 2026-06-01T12:15:00Z");
+        assert_eq!(e.details["expires_at"], "2026-06-01T12:15:00Z");
+        assert!(e.hint().contains("approved again"), "{}", e.hint());
+    }
+
+    #[test]
+    fn self_approval_by_the_planners_key_or_principal_does_not_count() {
+        let now = T0 + time::Duration::minutes(2);
+        for own in [
+            // Another principal's name, the planner's key.
+            approval("mallory", "SHA256:a", Decision::Approve, None),
+            // The planner's principal, another key.
+            approval("alice", "SHA256:a2", Decision::Approve, None),
+        ] {
+            let e = refused(&plan(), &[own], now);
+            assert_eq!(e.kind, Kind::Unapproved);
+            assert!(
+                e.message
+                    .starts_with("the plan has 0 of the 1 approvals it needs; not counted: "),
+                "{}",
+                e.message
+            );
+            assert!(
+                e.message.contains("(the planner cannot approve their own plan)"),
+                "{}",
+                e.message
+            );
+            assert!(e.hint().contains("plan sha256:0123456789ab…"), "{}", e.hint());
+            assert_eq!(e.details["unmet_groups"], json!(["default"]));
+        }
+    }
+
+    #[test]
+    fn a_rejection_is_a_veto_named_with_its_comment() {
+        let veto = approval("carol", "SHA256:c", Decision::Reject, Some("not \u{1b}[31myet"));
+        let e = refused(&plan(), &[bob(), veto], T0 + time::Duration::minutes(2));
+        assert_eq!(e.kind, Kind::Unapproved);
+        assert_eq!(e.message, "rejected by carol: not \\x1b[31myet; plan again");
+        assert!(e.hint().contains("guardctl reject --withdraw"), "{}", e.hint());
+        assert!(e.hint().contains("carol may lift it"), "{}", e.hint());
+    }
+
+    #[test]
+    fn a_changed_policy_is_refused_after_the_approvals() {
+        let mut strict = Policy::default();
+        strict.clock_skew_secs += 1;
+        let e = judged(&plan(), &[bob()], &strict, T0 + time::Duration::minutes(2)).unwrap_err();
+        assert_eq!(e.kind, Kind::Policy);
+        assert_eq!(e.message, "the policy changed since the plan was made");
+        assert_eq!(e.details["now"], json!(strict.hash().unwrap()));
+        assert_eq!(e.details["planned"], json!(plan().policy_hash));
+    }
+
+    #[test]
+    fn only_the_executor_may_apply() {
+        let mut p = plan();
+        p.executor.principal = Some("ci".into());
+        let e = refused(&p, &[bob()], T0 + time::Duration::minutes(2));
+        assert_eq!(e.kind, Kind::WrongPrincipal);
+        assert_eq!(
+            e.message,
+            "only ci may apply this plan; your key speaks for alice"
+        );
+    }
+
+    #[test]
+    fn a_planner_the_trusted_identities_do_not_confirm_is_refused() {
+        let mut p = plan();
+        p.planner.principal = Some("eve".into());
+        let e = refused(&p, &[bob()], T0 + time::Duration::minutes(2));
+        assert_eq!(e.kind, Kind::InvalidPlan);
+        assert!(
+            e.message.starts_with("the plan claims planner eve"),
+            "{}",
+            e.message
+        );
+        p.planner.principal = None;
+        assert_eq!(refused(&p, &[bob()], T0).kind, Kind::Unapproved);
+    }
+
+    #[test]
+    fn a_plan_from_the_future_is_invalid() {
+        let e = refused(&plan(), &[bob()], T0 - time::Duration::hours(1));
+        assert_eq!(e.kind, Kind::InvalidPlan);
+        assert!(e.message.contains("dated in the future"), "{}", e.message);
+    }
+
+    #[test]
+    fn drift_names_each_resource_escaped_with_planned_and_now() {
+        let e = drift_error(&[Drift {
+            refname: "refs/heads/to\u{1b}pic".into(),
+            field: "tip".into(),
+            planned: "aaaa".into(),
+            now: "bbbb".into(),
+        }]);
+        assert_eq!((e.kind, e.exit_code()), (Kind::Drift, 10));
+        assert_eq!(
+            e.message,
+            "the repository no longer matches the plan (1 resource drifted); nothing was changed"
+        );
+        assert_eq!(e.causes, ["refs/heads/to\\x1bpic tip: planned aaaa, now bbbb"]);
+        assert_eq!(e.details["drift"][0]["field"], "tip");
+    }
+
+    /// A store in a fresh directory, and the id of a plan in it.
+    fn store() -> (tempfile::TempDir, Store, &'static str) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("guardctl"));
+        (
+            dir,
+            store,
+            "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        )
+    }
+
+    #[test]
+    fn a_plan_never_consumed_may_be_applied() {
+        let (_dir, store, id) = store();
+        assert!(!consumed(&store, id).unwrap());
+    }
+
+    #[test]
+    fn a_completed_apply_is_a_replay() {
+        let (_dir, store, id) = store();
+        store.mark_consumed(id, b"marker").unwrap();
+        store.write_file(id, "result.txt", b"done").unwrap();
+        assert!(consumed(&store, id).unwrap());
+    }
+
+    #[test]
+    fn an_aborted_apply_is_drift_and_the_plan_is_spent() {
+        let (_dir, store, id) = store();
+        store.mark_consumed(id, b"marker").unwrap();
+        store
+            .write_file(id, "aborted.json", br#"{"message": "topic moved"}"#)
+            .unwrap();
+        let e = consumed(&store, id).unwrap_err();
+        assert_eq!(e.kind, Kind::Drift);
+        assert_eq!(
+            e.message,
+            "this plan's apply was aborted and nothing was deleted: topic moved"
+        );
+        assert!(e.hint().contains("at most once"), "{}", e.hint());
+    }
+
+    #[test]
+    fn an_interrupted_apply_needs_recovery() {
+        let (_dir, store, id) = store();
+        store.mark_consumed(id, b"marker").unwrap();
+        let e = consumed(&store, id).unwrap_err();
+        assert_eq!(e.kind, Kind::NeedsRecovery);
+        assert!(e.hint().contains("guardctl recover"), "{}", e.hint());
+    }
+
+    /// A real repository: `main`, and `topic` merged into it (main's parent), planned for
+    /// deletion with `--merged` by the real observation; returns the plan too.
+    fn merged_topic() -> (tempfile::TempDir, crate::repo::Repo, Plan) {
+        let dir = tempfile::tempdir().unwrap();
+        let git = git2::Repository::init(dir.path()).unwrap();
+        let sig = git2::Signature::new("A", "a@x", &git2::Time::new(1_780_000_000, 0)).unwrap();
+        let tree = git.find_tree(git.index().unwrap().write_tree().unwrap()).unwrap();
+        let first = git
+            .commit(Some("refs/heads/topic"), &sig, &sig, "topic", &tree, &[])
+            .unwrap();
+        let parent = git.find_commit(first).unwrap();
+        git.commit(Some("refs/heads/main"), &sig, &sig, "main", &tree, &[&parent])
+            .unwrap();
+        git.set_head("refs/heads/main").unwrap();
+        let repo = crate::repo::Repo::open(Some(dir.path())).unwrap();
+        let policy = Policy::default();
+        let operation = test_data::merged_inputs();
+        let base = repo.ref_target("refs/heads/main");
+        let outcome =
+            crate::ops::assemble::observe(&repo, &operation, None, base, T0, &crate::ops::progress::Silent)
+                .unwrap();
+        let (_, review) = crate::ops::assemble::limits(&policy, &operation, &outcome).unwrap();
+        let alice = crate::plan::model::Party {
+            principal: Some("alice".into()),
+            key: Some("SHA256:a".into()),
+        };
+        let plan = crate::ops::assemble::assemble(crate::ops::assemble::Parts {
+            repository: "r".into(),
+            operation,
+            outcome,
+            planner: alice.clone(),
+            executor: alice,
+            review,
+            policy: &policy,
+            policy_source: test_data::plan(vec![], "").policy_source,
+            policy_hash: policy.hash().unwrap(),
+            created_at: T0,
+            expiry: std::time::Duration::from_secs(3600),
+            nonce: "0".repeat(32),
+        })
+        .unwrap();
+        (dir, repo, plan)
+    }
+
+    fn recheck(repo: &crate::repo::Repo, plan: &Plan) -> Result<Vec<Drift>> {
+        let Operation::StaleBranches(inputs) = &plan.operation else {
+            unreachable!("a branch plan")
+        };
+        recheck_branches(repo, inputs, plan, None, T0)
+    }
+
+    #[test]
+    fn a_repository_as_planned_has_no_drift_and_a_moved_branch_is_named() {
+        let (dir, repo, plan) = merged_topic();
+        assert_eq!(plan.affected.len(), 1, "{:?}", plan.skipped);
+        assert!(recheck(&repo, &plan).unwrap().is_empty());
+        // topic moves to main's commit: still merged, but not the commit that was approved.
+        let git = git2::Repository::open(dir.path()).unwrap();
+        let main = git.refname_to_id("refs/heads/main").unwrap();
+        git.reference("refs/heads/topic", main, true, "moved").unwrap();
+        let drifts = recheck(&repo, &plan).unwrap();
+        assert!(!drifts.is_empty());
+        assert!(
+            drifts.iter().all(|d| d.refname == "refs/heads/topic"),
+            "{drifts:?}"
+        );
+        assert_eq!(drift_error(&drifts).exit_code(), 10);
+    }
+
+    #[test]
+    fn a_base_that_no_longer_exists_is_drift() {
+        let (dir, repo, plan) = merged_topic();
+        let git = git2::Repository::open(dir.path()).unwrap();
+        git.set_head("refs/heads/topic").unwrap();
+        git.find_reference("refs/heads/main").unwrap().delete().unwrap();
+        let e = recheck(&repo, &plan).unwrap_err();
+        assert_eq!(e.kind, Kind::Drift);
+        assert_eq!(e.message, "the base refs/heads/main no longer exists");
+    }
 }

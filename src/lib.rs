@@ -4,7 +4,7 @@
 //! # Architecture map
 //!
 //! The arrows point one way: (`cli`, `usage`, `mcp`) → `commands` → (`gate`, `execute`, `ops`,
-//! `policy`, `render`, `sign`, `store`, `planfile`, `context`, `ui`) → (`plan`, `repo`) →
+//! `policy`, `render`, `review`, `sign`, `store`, `planfile`, `context`, `ui`) → (`plan`, `repo`) →
 //! leaves (`error`, `text`, `duration`, `fsutil`, `process`). docs/architecture.md has the layers and
 //! where a new operation kind goes; `tests/cli/layers.rs` checks the code against it.
 //!
@@ -15,20 +15,27 @@
 //! - [`commands`]: one file per command.
 //! - [`plan`]: the plan as pure data: payload types, DSSE envelope, plan hash, derived parts.
 //! - [`planfile`]: reading (verified, strict, bounded) and writing plan files.
-//! - [`ops`]: one module per operation: observe (read-only) and decide (pure).
+//! - [`ops`]: one module per operation: observe (read-only) and decide (pure); `assemble`
+//!   makes a plan of an observation (planner, executor, limits, review groups, derived parts).
+//! - [`review`]: the decisions of `approve`/`reject` before signing: who decides, no
+//!   self-approval, eligibility for the review groups, expiry, what a withdrawal lifts.
 //! - [`policy`]: the policy in force and its hash.
 //! - [`sign`]: keys, allowed signers, SSHSIG sign (ssh-keygen) and verify (in-process).
 //! - [`gate`]: the checks `verify` and `apply` share: integrity, expiry, principal,
 //!   approvals, policy, then drift — the plan re-derived from its inputs and the repository now.
 //! - [`execute`]: the journaled, mutating sequences of `apply` and `rollback`, and `recover`.
 //! - [`store`]: guardctl's own state in `.git/guardctl` (lock, journals, markers, audit log),
-//!   every file of it untrusted input when read back.
-//! - [`repo`]: the only code that touches git. A `&Repo` only reads; changing the repository
+//!   every file of it untrusted input when read back; and what is published on the team
+//!   remote under `refs/guardctl/` (`store::published`, docs/remote.md), untrusted likewise.
+//! - [`repo`]: the only code that touches git (`repo::publish`: pushes and fetches through a
+//!   private scratch repository, never the user's). A `&Repo` only reads; changing the repository
 //!   takes a `repo::mutate::RepoMut`, which only exists while guardctl's lock is held
 //!   (`store::Store::lock`): `execute`, and `gc` and `approve`/`reject` for their audit entries.
 //! - [`render`]: view structs built from plans, human text from views, escaping.
-//! - [`process`]: running git, ssh-keygen and guardctl itself: the command line in every
-//!   error, closed stdin, input written while both pipes are read, escaped stderr.
+//! - [`process`]: the one way to run a program (git, ssh-keygen, ssh-add, exec plans'
+//!   commands, guardctl itself): the command line in every error, closed stdin, input
+//!   written while both pipes are read, escaped stderr; `Running` for a child talked to
+//!   while it runs.
 //! - [`text`]: terminal-safe escaping of repository strings, JSON output, RFC 3339 times.
 //! - [`fsutil`], [`duration`]: atomic writes, bounded reads; duration parsing.
 //! - [`prompt`]: the approval prompt (raw keys: Ctrl-C, Esc and Ctrl-D are answers).
@@ -61,6 +68,7 @@ pub mod process;
 pub mod prompt;
 pub mod render;
 pub mod repo;
+pub mod review;
 pub mod sign;
 pub mod store;
 pub mod text;
@@ -97,6 +105,7 @@ pub fn main() -> ExitCode {
         Command::Approve(a) => commands::approve::run(a, &ctx, &mut ui),
         Command::Reject(a) => commands::reject::run(a, &ctx, &mut ui),
         Command::Verify(a) => commands::verify::run(a, &ctx, &mut ui),
+        Command::Inbox(a) => commands::inbox::run(a, &ctx, &mut ui),
         Command::Apply(a) => commands::apply::run(a, &ctx, &mut ui),
         Command::Rollback(a) => commands::rollback::run(a, &ctx, &mut ui),
         Command::Recover(a) => commands::recover::run(a, &ctx, &mut ui),

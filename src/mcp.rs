@@ -857,6 +857,9 @@ fn plan(
         expires_in: duration(expires_in, "expires_in")?,
         executor: None,
         detailed_exitcode: false,
+        // An agent's plan is a file it hands on; publishing is the CLI's (`plan --publish`).
+        publish: None,
+        no_publish: true,
     };
     let made = commands::plan::make(args, &ctx, &mut ui)?;
     let path = match out {

@@ -52,6 +52,18 @@ pub fn load(path: &Path) -> Result<Loaded> {
     from_file(path, file)
 }
 
+/// A plan file's bytes from elsewhere than a file (a plan published on a remote), checked
+/// exactly as [`load`] checks a file; `name` says where they came from in messages.
+pub fn load_bytes(name: &Path, bytes: &[u8]) -> Result<Loaded> {
+    if bytes.len() as u64 > envelope::MAX_FILE_BYTES {
+        return Err(invalid(
+            name,
+            format!("larger than {} bytes", envelope::MAX_FILE_BYTES),
+        ));
+    }
+    from_file(name, plan_file(name, bytes)?)
+}
+
 fn plan_file(path: &Path, bytes: &[u8]) -> Result<PlanFile> {
     envelope::parse_plan_file(bytes).map_err(|e| invalid(path, format!("not a guardctl plan file ({e})")))
 }

@@ -7,19 +7,27 @@
 //! Environment: a child inherits guardctl's environment minus what the caller removes
 //! (`env_remove`), or starts empty (`env_clear`) and gets exactly what the caller sets.
 //!
-//! Not here: the streaming `git update-ref --stdin` transaction (`repo::mutate`, which talks to
-//! git line by line) and the planned commands of `exec` plans (`ops::exec`, which runs them
-//! from pinned copies with the plan's own environment); both build on `std::process` directly.
+//! Two ways to run: [`Process::output`] (or [`Process::checked`], [`Process::status`]) runs to
+//! the end; [`Process::spawn`] returns the [`Running`] child for a caller that must talk to it
+//! while it runs (the streaming `git update-ref --stdin` transaction) or learn its process id
+//! before it ends (a journaled `git push`). A running child's stderr is drained by a thread
+//! from the start, so it can never fill its pipe and stall the child.
+//!
+//! No other module names `std::process::Command` (`tests/cli/layers.rs` checks it).
 
 use crate::error::Error;
 use std::ffi::OsStr;
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+pub use std::process::{ChildStdin, ChildStdout, ExitStatus, Output};
+use std::thread::JoinHandle;
 
 /// A program to run, with the command line it is reported as.
 pub struct Process {
     cmd: Command,
     line: String,
+    /// The length of the line's first word (the program as named).
+    program_len: usize,
 }
 
 impl Process {
@@ -27,6 +35,7 @@ impl Process {
         let line = program.as_ref().to_string_lossy().into_owned();
         Process {
             cmd: Command::new(program),
+            program_len: line.len(),
             line,
         }
     }
@@ -44,6 +53,18 @@ impl Process {
         S: AsRef<OsStr>,
     {
         args.into_iter().fold(self, Process::arg)
+    }
+
+    /// The name the program sees as its own (`argv[0]`), and the first word of the command
+    /// line errors name: a private copy of a program still runs as the name the user gave.
+    pub fn arg0(mut self, name: impl AsRef<OsStr>) -> Process {
+        use std::os::unix::process::CommandExt;
+        let name = name.as_ref();
+        let word = name.to_string_lossy();
+        self.line.replace_range(..self.program_len, &word);
+        self.program_len = word.len();
+        self.cmd.arg0(name);
+        self
     }
 
     pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Process {
@@ -126,6 +147,30 @@ impl Process {
         })
     }
 
+    /// Start the program and return at once, stdout piped to the caller, stderr drained by a
+    /// thread (see [`Running::stderr`]); stdin is piped when `with_stdin`, else closed.
+    pub fn spawn(mut self, with_stdin: bool) -> Result<Running, Error> {
+        self.cmd
+            .stdin(if with_stdin { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self.cmd.spawn().map_err(|e| {
+            Error::internal(format!("cannot run `{}`", crate::text::safe(&self.line))).caused_by(e)
+        })?;
+        let stderr = child.stderr.take().map(|mut pipe| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                bytes
+            })
+        });
+        Ok(Running {
+            child,
+            line: self.line,
+            stderr,
+        })
+    }
+
     /// `output`, and a status other than success is an error naming the command line, with its
     /// stderr (escaped) as the cause.
     pub fn checked(self, input: Option<&[u8]>) -> Result<Output, Error> {
@@ -147,6 +192,81 @@ pub fn failed(line: &str, out: &Output) -> Error {
     match stderr.trim() {
         "" => err,
         text => err.caused_by(crate::text::safe(text)),
+    }
+}
+
+/// A started program (from [`Process::spawn`]). Dropping it neither kills nor waits for the
+/// child: a caller that must not leave one behind calls [`Running::kill`] or [`Running::wait`].
+pub struct Running {
+    child: Child,
+    line: String,
+    stderr: Option<JoinHandle<Vec<u8>>>,
+}
+
+impl Running {
+    /// The child's process id.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The command line, as [`Process::line`].
+    pub fn line(&self) -> &str {
+        &self.line
+    }
+
+    /// The write end of the child's stdin (once; `None` without `with_stdin`).
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.child.stdin.take()
+    }
+
+    /// The read end of the child's stdout (once).
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.child.stdout.take()
+    }
+
+    /// Kill the child and reap it (an error path: whatever it was doing is abandoned).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Wait for the child to exit.
+    pub fn wait(&mut self) -> Result<ExitStatus, Error> {
+        self.child.wait().map_err(|e| {
+            Error::internal(format!("`{}` did not finish", crate::text::safe(&self.line))).caused_by(e)
+        })
+    }
+
+    /// Everything the child wrote to stderr, once it has closed it (normally by exiting: call
+    /// this after its stdin is closed, or it may wait for the child forever). Not escaped.
+    /// Empty the second time.
+    pub fn stderr(&mut self) -> Vec<u8> {
+        self.stderr
+            .take()
+            .map(|t| t.join().unwrap_or_default())
+            .unwrap_or_default()
+    }
+
+    /// Close stdin (if still held), read the rest of stdout (if not taken), wait for the
+    /// child, and collect its stderr.
+    pub fn finish(mut self) -> Result<Output, Error> {
+        drop(self.child.stdin.take());
+        let mut stdout = Vec::new();
+        if let Some(mut pipe) = self.child.stdout.take() {
+            pipe.read_to_end(&mut stdout).map_err(|e| {
+                Error::internal(format!(
+                    "cannot read the output of `{}`",
+                    crate::text::safe(&self.line)
+                ))
+                .caused_by(e)
+            })?;
+        }
+        let status = self.wait()?;
+        Ok(Output {
+            status,
+            stdout,
+            stderr: self.stderr(),
+        })
     }
 }
 
@@ -200,6 +320,57 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    #[test]
+    fn a_spawned_child_is_fed_and_read_while_it_runs() {
+        // Line by line, as the update-ref transaction talks to git: each answer is read
+        // before the next line is sent, while the child's stderr (more than a pipe holds)
+        // is drained on its own.
+        let mut child = Process::new("sh")
+            .args([
+                "-c",
+                "head -c 200000 /dev/zero >&2; while read l; do echo \"got $l\"; done; exit 4",
+            ])
+            .spawn(true)
+            .unwrap();
+        let mut stdin = child.take_stdin().unwrap();
+        let mut stdout = std::io::BufReader::new(child.take_stdout().unwrap());
+        for word in ["one", "two"] {
+            writeln!(stdin, "{word}").unwrap();
+            let mut line = String::new();
+            std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+            assert_eq!(line, format!("got {word}\n"));
+        }
+        drop(stdin);
+        assert_eq!(child.wait().unwrap().code(), Some(4));
+        assert_eq!(child.stderr().len(), 200_000);
+    }
+
+    #[test]
+    fn a_spawned_child_without_stdin_finishes_with_both_outputs() {
+        let child = Process::new("sh")
+            .args(["-c", "cat; echo out; echo err >&2"])
+            .spawn(false)
+            .unwrap();
+        assert!(child.id() > 0);
+        let out = child.finish().unwrap();
+        assert!(out.status.success());
+        assert_eq!(out.stdout, b"out\n");
+        assert_eq!(out.stderr, b"err\n");
+    }
+
+    #[test]
+    fn arg0_is_what_the_program_sees_and_what_errors_name() {
+        let p = Process::new("/bin/sh").arg0("my-shell").args(["-c", "echo $0"]);
+        assert_eq!(p.line(), "my-shell -c echo $0");
+        assert_eq!(p.checked(None).unwrap().stdout, b"my-shell\n");
+        let e = Process::new("/nonexistent/copy")
+            .arg0("tool")
+            .arg("x")
+            .output(None)
+            .unwrap_err();
+        assert!(e.message.contains("cannot run `tool x`"), "{}", e.message);
     }
 
     #[test]

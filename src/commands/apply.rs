@@ -8,7 +8,7 @@ use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
 use crate::execute::Executor;
 use crate::plan::approval::DeletedRef;
-use crate::plan::model::{BACKUP_NAMESPACE, Operation};
+use crate::plan::model::{BACKUP_NAMESPACE, Operation, ResourceFacts};
 use crate::store::{BeforeImage, SavedTag, Store};
 use crate::text::safe;
 use crate::ui::Ui;
@@ -22,7 +22,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
-    let applied = execute(&args, ctx, ui)?;
+    let applied = execute(&args, ctx, ui);
+    ctx.report_published(ui);
+    let applied = applied?;
     if applied.replayed {
         ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)");
     }
@@ -163,11 +165,11 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         config: plan
             .affected
             .iter()
-            .filter(|a| !a.config.is_empty())
+            .filter(|a| !a.config().is_empty())
             .map(|a| {
                 (
                     a.name().to_string(),
-                    a.config
+                    a.config()
                         .iter()
                         .map(|c| (c.key.clone(), c.value.clone()))
                         .collect(),
@@ -197,6 +199,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         })?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     };
+    publish_consumed(ctx, ui, &store, &id);
     Ok(Applied {
         human: recorded("result.txt")?,
         json: recorded("result.json")?,
@@ -208,13 +211,48 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     })
 }
 
+/// A plan published on the team remote, applied now: its consumed marker goes there too
+/// (`refs/guardctl/consumed/<id>`, holding the signed receipt), so that `inbox` in every
+/// clone stops listing it. Create-only; a failure is a warning (the apply itself is done
+/// and recorded here).
+fn publish_consumed(ctx: &Ctx, ui: &mut Ui, store: &Store, id: &str) {
+    use crate::store::published::{Item, ItemKind, consumed_ref, publish};
+    match ctx.published(id) {
+        Ok(Some(s)) if s.has_plan(id) => {}
+        _ => return,
+    }
+    let done = store
+        .read_file(id, "receipt.json")
+        .and_then(|r| r.ok_or_else(|| Error::internal("the receipt was not recorded")))
+        .and_then(|bytes| {
+            let remote = ctx.publish_remote(None)?;
+            let item = Item {
+                kind: ItemKind::Consumed,
+                refname: consumed_ref(id),
+                bytes,
+            };
+            publish(&remote, &[item], &[])
+        });
+    if let Err(e) = done {
+        ui.warn(&format!(
+            "applied, but the consumed marker could not be published: {}",
+            std::iter::once(e.message)
+                .chain(e.causes)
+                .collect::<Vec<_>>()
+                .join(": ")
+        ));
+    }
+}
+
 /// The annotated tag objects the plan deletes, read now: the before-image keeps them.
 fn saved_tags(repo: &crate::repo::Repo, plan: &crate::plan::model::Plan) -> Result<Vec<SavedTag>> {
     use base64::Engine;
     let mut out = Vec::new();
     for a in &plan.affected {
-        let Some(t) = a.tag.as_ref().filter(|t| t.annotated) else {
-            continue;
+        let t = match &a.facts {
+            ResourceFacts::Tag(t) if t.object.annotated => &t.object,
+            // A lightweight tag is its commit (the backup commit keeps it); a branch has none.
+            ResourceFacts::Tag(_) | ResourceFacts::Branch(_) => continue,
         };
         let oid = git2::Oid::from_str(&a.oid).map_err(Error::from)?;
         out.push(SavedTag {

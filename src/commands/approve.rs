@@ -3,11 +3,12 @@
 
 use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
+use crate::gate::plans_repo;
 use crate::plan::approval::{APPROVAL_NAMESPACE, Approval, Decision};
 use crate::plan::envelope::APPROVAL_PAYLOAD_TYPE;
-use crate::plan::model::{Plan, ReviewGroup};
 use crate::planfile::Loaded;
 use crate::render::view::{self, Paging, ViewInput};
+use crate::review;
 use crate::sign::dsse;
 use crate::text::safe;
 use crate::ui::Ui;
@@ -19,10 +20,13 @@ use std::path::{Path, PathBuf};
 /// groups named with --group (it is still bound to the whole plan). Shows the plan first. On a terminal it asks you to type the first 8 hex digits of the plan
 /// id, so the approval binds to what was on screen; without a terminal (or with CI set) it
 /// needs --yes, which skips only that prompt. The approval is appended to the plan file, or
-/// written to --out as a detached approval file.
+/// written to --out as a detached approval file, and with --publish (the default for a
+/// published plan named by its id, or when `guardctl.remote` is set) published on the team
+/// remote (docs/remote.md).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The plan file
+    /// The plan file, or the id (or a unique prefix of 8+ hex digits) of a plan published on
+    /// the team remote
     pub plan: PathBuf,
     /// Do not ask for confirmation (required when stdin is not a terminal)
     #[arg(long)]
@@ -36,10 +40,45 @@ pub struct Args {
     /// Approve only this review group's part of the plan (repeatable; see `guardctl show`)
     #[arg(long = "group", value_name = "NAME")]
     pub groups: Vec<String>,
+    #[command(flatten)]
+    pub publish: PublishArgs,
+}
+
+/// `--publish[=REMOTE]` and `--no-publish` (docs/remote.md).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PublishArgs {
+    /// Publish to the team remote (`guardctl.remote`, else origin), or to REMOTE, under
+    /// refs/guardctl/ (docs/remote.md)
+    #[arg(
+        long,
+        value_name = "REMOTE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub publish: Option<String>,
+    /// Do not publish, even where `guardctl.remote` makes publishing the default
+    #[arg(long, conflicts_with = "publish")]
+    pub no_publish: bool,
+}
+
+impl PublishArgs {
+    /// The remote to publish to: `--publish[=REMOTE]`; else, unless `--no-publish`, the team
+    /// remote when `guardctl.remote` is set (system or global config) or `implied`.
+    pub fn remote(&self, ctx: &Ctx, implied: bool) -> Result<Option<crate::store::published::Remote>> {
+        match (&self.publish, self.no_publish) {
+            (Some(name), _) => Ok(Some(
+                ctx.publish_remote(Some(name.as_str()).filter(|n| !n.is_empty()))?,
+            )),
+            (None, true) => Ok(None),
+            (None, false) if implied || ctx.publish_by_default()? => Ok(Some(ctx.publish_remote(None)?)),
+            (None, false) => Ok(None),
+        }
+    }
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
-    record(
+    let r = record(
         ctx,
         ui,
         Record {
@@ -49,8 +88,11 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             out: args.out.as_deref(),
             yes: args.yes,
             groups: args.groups,
+            publish: args.publish,
         },
-    )
+    );
+    ctx.report_published(ui);
+    r
 }
 
 /// What to record: an approval (optionally scoped to review groups) or a rejection.
@@ -61,6 +103,7 @@ pub struct Record<'a> {
     pub out: Option<&'a Path>,
     pub yes: bool,
     pub groups: Vec<String>,
+    pub publish: PublishArgs,
 }
 
 /// Sign an approval or rejection of the plan at `plan_path` and store it.
@@ -72,50 +115,30 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         out,
         yes,
         groups,
+        publish,
     } = r;
-    let loaded = crate::planfile::load(plan_path)?;
+    let loaded = crate::gate::load_plan(ctx, plan_path)?;
+    // A plan named by its id was read from the remote: that is where its decisions go too,
+    // unless written to a file.
+    let from_file = std::fs::symlink_metadata(plan_path).is_ok();
+    let publish_to = publish.remote(ctx, !from_file && out.is_none())?;
+    if !from_file && out.is_none() && publish_to.is_none() {
+        return Err(Error::usage(
+            "nowhere to record this: the plan was read from the remote and --no-publish was given",
+        )
+        .with_hint("pass --out FILE for a detached file, or leave --no-publish out"));
+    }
     let plan = &loaded.plan;
     let key = ctx.signing_key(ui)?;
     let fingerprint = crate::sign::sshsig::fingerprint(&key.public);
     let (signers, _) = ctx.allowed_signers()?;
     ctx.report_signers(ui, false)?;
-    let principal = match signers
-        .principals_at(key.signer(), APPROVAL_NAMESPACE, &[ctx.now])
-        .as_slice()
-    {
-        [one] => one.clone(),
-        [] => {
-            return Err(Error::new(
-                Kind::Unapproved,
-                format!("key {fingerprint} may not sign approvals: it maps to no principal for {APPROVAL_NAMESPACE}"),
-            )
-            .with_hint("use a key listed in the allowed-signers file without a namespaces= restriction excluding approvals"));
-        }
-        many => {
-            return Err(Error::usage(format!(
-                "key {fingerprint} maps to several principals: {}",
-                many.join(", ")
-            )));
-        }
-    };
-    let planner = plan.planner.principal.as_deref();
-    let planners_key = plan.planner.key.as_deref() == Some(fingerprint.as_str())
-        || planner.is_some_and(|p| signers.keys_of(p).contains(&fingerprint));
-    if decision == Decision::Approve
-        && (planners_key || planner.is_some_and(|p| p.eq_ignore_ascii_case(&principal)))
-    {
-        let who = if planners_key {
-            format!("key {fingerprint} belongs to the planner")
-        } else {
-            format!("{} planned this plan", safe(&principal))
-        };
-        return Err(
-            Error::new(Kind::Unapproved, format!("{who} and cannot approve it")).with_hint(
-                "a different principal, with a key of their own, must approve; that is the point of the gate",
-            ),
-        );
-    }
+    let principal = review::decider(
+        &signers.principals_at(key.signer(), APPROVAL_NAMESPACE, &[ctx.now]),
+        &fingerprint,
+    )?;
     if decision == Decision::Approve {
+        review::refuse_self_approval(plan, &principal, &fingerprint, &signers)?;
         // Eligible for the groups `apply` will count: with the bulk group when the planner's
         // other live plans seen here make this one bulk.
         let part_of = match (
@@ -126,19 +149,22 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
             _ => None,
         };
         let in_review = crate::policy::across::in_review(plan, part_of.as_ref());
-        check_eligible(in_review.as_ref().unwrap_or(plan), &principal, &groups)?;
+        review::check_eligible(in_review.as_ref().unwrap_or(plan), &principal, &groups)?;
     }
     let withdraws = match decision {
-        Decision::Withdraw => own_rejections(ctx, &loaded, &signers, &principal)?,
+        Decision::Withdraw => {
+            let mut recorded = crate::gate::recorded_decisions(ctx, &loaded)?;
+            recorded.extend(crate::gate::published_decisions(ctx, &loaded)?);
+            let envelopes = loaded
+                .file
+                .approvals
+                .iter()
+                .chain(recorded.iter().map(|(_, e)| e));
+            review::own_rejections(envelopes, &loaded.plan_id, &signers, &principal)?
+        }
         _ => Vec::new(),
     };
-    if ctx.now >= plan.expires_at {
-        return Err(Error::new(
-            Kind::Expired,
-            format!("the plan expired at {}", view::rfc3339(plan.expires_at)),
-        )
-        .with_hint("ask the planner to re-run `guardctl plan`"));
-    }
+    review::check_not_expired(plan, ctx.now)?;
 
     // Nothing is recorded where the audit log could not record it.
     if let Some(repo) = plans_repo(ctx, plan) {
@@ -175,15 +201,21 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         .map_err(|e| Error::internal("cannot sign the approval").caused_by(e))?;
     let env_copy = env.clone();
     let standing = crate::gate::approval_status_with(ctx, &loaded, std::slice::from_ref(&env))?;
-    let written = match out {
+    // Published first: what the remote refuses is recorded nowhere, so a retry starts clean.
+    let published = match &publish_to {
+        Some(remote) => Some(publish_decision(remote, &loaded, &env)?),
+        None => None,
+    };
+    let written: Option<PathBuf> = match out {
         Some(path) => {
             crate::planfile::write_json(path, &env)?;
-            path.to_path_buf()
+            Some(path.to_path_buf())
         }
-        None => {
+        None if from_file => {
             crate::planfile::append_approval(plan_path, &loaded.plan_id, env)?;
-            plan_path.to_path_buf()
+            Some(plan_path.to_path_buf())
         }
+        None => None,
     };
     let event = match decision {
         Decision::Approve => "approve",
@@ -197,6 +229,8 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
             Some(repo) => {
                 crate::store::decisions::record(&repo.state_dir(), loaded.id_hex(), &crate::plan::envelope::sha256_id(&payload), &env_copy)?;
             }
+            // Published, it is on the remote every clone's `apply` reads.
+            None if published.is_some() => {}
             None => ui.warn(
                 "not run in the plan's repository: this decision is only in the plan file; run it inside the repository too so that it cannot be stripped from the file",
             ),
@@ -216,15 +250,30 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         )
     };
     audit(ctx, &loaded, &key, event, &principal, approval.comment.as_deref())?;
+    let decision_ref = published.as_ref().map(|(r, _)| r.clone());
+    let mut places: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    if let (Some(remote), Some(r)) = (&publish_to, &decision_ref) {
+        places.push(format!("{} on remote `{}`", r, safe(&remote.name)));
+    }
     if ui.json {
-        ui.json_doc(&serde_json::json!({
+        let mut doc = serde_json::json!({
             "decision": event,
             "plan_id": loaded.plan_id,
             "principal": principal,
             "groups": groups_recorded,
-            "written_to": written.display().to_string(),
+            "written_to": written.as_ref().map(|p| p.display().to_string()),
             "approvals": standing,
-        }))?;
+        });
+        if let (Some(remote), Some((r, p))) = (&publish_to, &published) {
+            doc["published"] = serde_json::json!({
+                "remote": remote.name,
+                "url": remote.url,
+                "ref": r,
+                "created": p.created,
+                "already": p.already,
+            });
+        }
+        ui.json_doc(&doc)?;
     }
     ui.status(&format!(
         "{} {} plan {}{scope} as {}; recorded in {}.",
@@ -236,10 +285,27 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
         plan.operation.kind(),
         view::short_id(&loaded.plan_id),
         safe(&principal),
-        written.display()
+        places.join(" and ")
     ));
     ui.status(&standing_line(&standing));
     Ok(0)
+}
+
+/// Publish a signed decision on `remote`, with the plan itself when the remote does not
+/// have it yet, in one atomic push. Returns the decision's ref and what the push did.
+fn publish_decision(
+    remote: &crate::store::published::Remote,
+    loaded: &Loaded,
+    env: &crate::plan::envelope::Envelope,
+) -> Result<(String, crate::store::published::Published)> {
+    use crate::store::published::{self, Item};
+    let decision = Item::decision(loaded.id_hex(), env)?;
+    let refname = decision.refname.clone();
+    let mut items = vec![decision];
+    if !published::has_plan(remote, loaded.id_hex())? {
+        items.insert(0, Item::plan(loaded.id_hex(), &loaded.file)?);
+    }
+    Ok((refname, published::publish(remote, &items, &[])?))
 }
 
 /// The plan as the approver must see it; on stderr with `--json` (stdout is the result).
@@ -305,43 +371,6 @@ fn standing_line(a: &view::ApprovalsView) -> String {
     }
 }
 
-/// The named groups must exist, and the approver must be among the approvers of each named
-/// group (or of at least one group when none is named): an approval that could not count is
-/// refused here rather than silently ignored by `apply`.
-fn check_eligible(plan: &Plan, principal: &str, groups: &[String]) -> Result<()> {
-    let all: Vec<&str> = plan.review.iter().map(|g| g.name.as_str()).collect();
-    if let Some(unknown) = groups.iter().find(|g| !all.contains(&g.as_str())) {
-        return Err(Error::usage(format!(
-            "the plan has no review group `{}`; its groups: {}",
-            safe(unknown),
-            all.iter().map(|g| safe(g)).collect::<Vec<_>>().join(", ")
-        ))
-        .with_hint("name one of the plan's review groups with --group, or leave --group out")
-        .with_details(serde_json::json!({"groups": all})));
-    }
-    let may = |g: &ReviewGroup| g.approvers.is_empty() || g.approvers.iter().any(|a| a == principal);
-    let chosen: Vec<&ReviewGroup> = plan
-        .review
-        .iter()
-        .filter(|g| groups.is_empty() || groups.contains(&g.name))
-        .collect();
-    let barred: Vec<String> = chosen.iter().filter(|g| !may(g)).map(|g| safe(&g.name)).collect();
-    if (groups.is_empty() && chosen.iter().all(|g| !may(g))) || (!groups.is_empty() && !barred.is_empty()) {
-        return Err(Error::new(
-            Kind::Policy,
-            format!(
-                "the policy does not let {} approve review group{} {}",
-                safe(principal),
-                if barred.len() == 1 { "" } else { "s" },
-                barred.join(", ")
-            ),
-        )
-        .with_details(serde_json::json!({"principal": principal, "groups": barred}))
-        .with_hint("`guardctl show` lists each group's approvers"));
-    }
-    Ok(())
-}
-
 /// Ask for the first 8 hex digits of the plan id; never prompt without a terminal, in CI or
 /// under `--json` (an agent reading JSON cannot answer).
 fn confirm(loaded: &Loaded, may_prompt: bool) -> Result<()> {
@@ -365,65 +394,6 @@ fn confirm(loaded: &Loaded, may_prompt: bool) -> Result<()> {
     };
     Err(Error::new(Kind::Declined, why)
         .with_hint("nothing was recorded; run `guardctl approve` again to retry"))
-}
-
-/// The repository guardctl runs in, when it is the plan's: this clone for a local plan, a
-/// clone of the remote a remote plan is bound to.
-fn plans_repo<'a>(ctx: &'a Ctx, plan: &Plan) -> Option<&'a crate::repo::Repo> {
-    let repo = ctx.repo().ok()?;
-    let here = match plan.operation.bound_to_remote() {
-        None => repo.identity().ok().is_some_and(|id| id == plan.repository),
-        Some(remote) => repo
-            .remote_url(remote)
-            .ok()
-            .is_some_and(|url| crate::repo::url::same_repository(&url, &plan.repository)),
-    };
-    here.then_some(repo)
-}
-
-/// The ids of `principal`'s own valid rejections of the plan (in the file or the state):
-/// what a withdrawal names. None is a usage error: there is nothing to withdraw.
-fn own_rejections(
-    ctx: &Ctx,
-    loaded: &Loaded,
-    signers: &crate::sign::AllowedSigners,
-    principal: &str,
-) -> Result<Vec<String>> {
-    let recorded = crate::gate::recorded_decisions(ctx, loaded)?;
-    let mut ids: Vec<String> = Vec::new();
-    for env in loaded
-        .file
-        .approvals
-        .iter()
-        .chain(recorded.iter().map(|(_, e)| e))
-    {
-        let Ok(v) = dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE) else {
-            continue;
-        };
-        let Ok(a) = serde_json::from_slice::<Approval>(&v.payload) else {
-            continue;
-        };
-        let mine = a.decision == Decision::Reject
-            && a.principal == principal
-            && a.plan_id == loaded.plan_id
-            && a.key == v.fingerprint
-            && signers
-                .principals_for(&v.signer, APPROVAL_NAMESPACE, a.created_at)
-                .iter()
-                .any(|p| p == principal);
-        let id = crate::plan::envelope::sha256_id(&v.payload);
-        if mine && !ids.contains(&id) {
-            ids.push(id);
-        }
-    }
-    if ids.is_empty() {
-        return Err(Error::usage(format!(
-            "{} has no rejection of plan {} to withdraw",
-            safe(principal),
-            view::short_id(&loaded.plan_id)
-        )));
-    }
-    Ok(ids)
 }
 
 /// Record an event in this repository's audit log, signed with `key`, when run inside the

@@ -5,6 +5,7 @@ pub mod approve;
 pub mod completions;
 pub mod demo;
 pub mod gc;
+pub mod inbox;
 pub mod log;
 pub mod plan;
 pub mod recover;

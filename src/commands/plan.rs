@@ -3,15 +3,12 @@
 
 use crate::context::Ctx;
 use crate::context::POLICY_PATH;
-use crate::error::{Error, Kind, Result};
+use crate::error::{Error, Result};
+use crate::ops::assemble;
 use crate::ops::stale_branches::{self, Request};
 use crate::ops::{exec, tags};
-use crate::plan::derive;
 use crate::plan::envelope::PLAN_NAMESPACE;
-use crate::plan::hash::plan_hash;
-use crate::plan::model::{
-    BACKUP_NAMESPACE, BeforeImage, FORMAT_VERSION, Operation, Party, Plan, RemoteBranchesInputs,
-};
+use crate::plan::model::{Operation, Party, Plan, RemoteBranchesInputs};
 use crate::policy::{InForce, Policy};
 use crate::render::view::{self, Paging, ViewInput};
 use crate::repo::{RemoteRefs, Repo};
@@ -46,6 +43,22 @@ pub struct Args {
     /// Exit 2 when the plan has changes, 0 when it has none
     #[arg(long, global = true)]
     pub detailed_exitcode: bool,
+
+    /// Also publish the plan to the team remote (`guardctl.remote`, else origin), or to
+    /// REMOTE, under refs/guardctl/plans/ (docs/remote.md)
+    #[arg(
+        long,
+        value_name = "REMOTE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "",
+        global = true
+    )]
+    pub publish: Option<String>,
+
+    /// Do not publish, even where `guardctl.remote` makes publishing the default
+    #[arg(long, conflicts_with = "publish", global = true)]
+    pub no_publish: bool,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -367,8 +380,32 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     // collision detection, a sixth of planning's time) buys nothing here. Process-wide, so
     // never in `guardctl mcp`, whose apply shares the process.
     git2::opts::strict_hash_verification(false);
+    // Where to publish is settled before any work: a remote that cannot be published to
+    // fails here, not after a long observation.
+    let publish_to = super::approve::PublishArgs {
+        publish: args.publish.clone(),
+        no_publish: args.no_publish,
+    }
+    .remote(ctx, false)?;
     let made = make(args, ctx, ui)?;
     crate::planfile::write(&out, &made.file)?;
+    let id_hex = made.plan_id.trim_start_matches("sha256:").to_string();
+    let published = match &publish_to {
+        Some(remote) => {
+            let item = crate::store::published::Item::plan(&id_hex, &made.file)?;
+            let refname = item.refname.clone();
+            if let Err(e) = crate::store::published::publish(remote, &[item], &[]) {
+                ui.status(&format!(
+                    "Saved plan {} to {}; it was not published.",
+                    made.plan_id,
+                    out.display()
+                ));
+                return Err(e);
+            }
+            Some((remote, refname))
+        }
+        None => None,
+    };
     if ui.json {
         ui.json_doc(&made.view)?;
     } else {
@@ -376,12 +413,21 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         crate::render::human::render(&made.view, color, ui.out().writer())
             .map_err(crate::ui::output_error)?;
     }
-    ui.status(&format!(
-        "\nSaved plan {} to {}. Review it with `guardctl show {}`.",
-        made.plan_id,
-        out.display(),
-        out.display()
-    ));
+    match published {
+        Some((remote, refname)) => ui.status(&format!(
+            "\nSaved plan {} to {} and published it to remote `{}` ({refname}). Reviewers: `guardctl inbox`, `guardctl show {}`.",
+            made.plan_id,
+            out.display(),
+            crate::text::safe(&remote.name),
+            &id_hex[..12],
+        )),
+        None => ui.status(&format!(
+            "\nSaved plan {} to {}. Review it with `guardctl show {}`.",
+            made.plan_id,
+            out.display(),
+            out.display()
+        )),
+    }
     Ok(if detailed_exitcode && made.count > 0 { 2 } else { 0 })
 }
 
@@ -421,39 +467,16 @@ pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
     let key = ctx.signing_key(ui)?;
     let key_id = fingerprint(&key.public);
     let (signers, _) = ctx.allowed_signers()?;
-    let planner = match signers
-        .principals_at(key.signer(), PLAN_NAMESPACE, &[now])
-        .as_slice()
-    {
-        [] => {
-            ui.warn(&format!(
-                "key {key_id} maps to no principal for {PLAN_NAMESPACE}: this plan can be shown but never applied"
-            ));
-            None
-        }
-        [one] => Some(one.clone()),
-        many => {
-            return Err(Error::usage(format!(
-                "key {key_id} maps to several principals: {}",
-                many.join(", ")
-            ))
-            .with_hint("give each principal its own key in the allowed-signers file"));
-        }
-    };
-    let executor = match args.executor {
-        Some(e) if Some(&e) == planner.as_ref() => Party {
-            principal: Some(e),
-            key: Some(key_id.clone()),
-        },
-        Some(e) => Party {
-            principal: Some(e),
-            key: None,
-        },
-        None => Party {
-            principal: planner.clone(),
-            key: Some(key_id.clone()),
-        },
-    };
+    let planner = assemble::planner(
+        &signers.principals_at(key.signer(), PLAN_NAMESPACE, &[now]),
+        &key_id,
+    )?;
+    if planner.is_none() {
+        ui.warn(&format!(
+            "key {key_id} maps to no principal for {PLAN_NAMESPACE}: this plan can be shown but never applied"
+        ));
+    }
+    let executor = assemble::executor(args.executor, planner.as_deref(), &key_id);
     if let Some(e) = &executor.principal
         && !signers.lists(e)
     {
@@ -463,112 +486,35 @@ pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
             safe(e)
         ));
     }
-    if let Some(e) = &executor.principal
-        && !policy.may_execute(e)
-    {
-        return Err(Error::new(
-            Kind::Policy,
-            format!(
-                "the policy does not allow {} as an executor (allowed: members of {})",
-                safe(e),
-                policy.executors.join(", ")
-            ),
-        )
-        .with_hint("name an allowed principal with --executor"));
-    }
+    assemble::check_executor(policy, &executor)?;
     let (_, resources) = operation.nouns();
     ui.status(&format!(
         "Observing {resources} in {} ...",
         repo.display_path().display()
     ));
     let progress = ui.progress(&format!("observing {resources}"));
-    // Every kind answers (no wildcard): a new kind must say how it is observed.
-    let outcome = match &operation {
-        Operation::Tags(inputs) => tags::run(repo, inputs, remote_refs.as_ref().into(), now)?,
-        Operation::Exec(_) => stale_branches::Outcome::default(),
-        Operation::StaleBranches(selection)
-        | Operation::RemoteBranches(RemoteBranchesInputs { selection, .. }) => {
-            let base_oid = base_oid.ok_or_else(|| Error::internal("a branch operation without a base"))?;
-            let mut outcome = stale_branches::run(
-                repo,
-                selection,
-                remote_refs.as_ref().into(),
-                base_oid,
-                now,
-                &progress,
-            )?;
-            stale_branches::fill_people_not_in_base(repo, base_oid, &mut outcome.affected)?;
-            outcome
-        }
-    };
+    let outcome = assemble::observe(repo, &operation, remote_refs.as_ref(), base_oid, now, &progress)?;
     drop(progress);
-    // An exec plan's resources are its manifest: the ids its preview listed.
-    let manifest = crate::plan::manifest::of(&operation);
-    let count = manifest.as_ref().map_or(outcome.affected.len(), Vec::len);
-    if let Some(max) = policy.max_affected
-        && count as u64 > max
-    {
-        return Err(Error::new(
-            Kind::Policy,
-            format!("the plan would affect {count} resources; the policy allows at most {max} per plan"),
-        )
-        .with_details(serde_json::json!({"affected": count, "max_affected": max}))
-        .with_hint("narrow the selection (--match, --exclude, --older-than) and plan in parts"));
-    }
-    if let Some(ids) = &manifest
-        && let Some(id) =
-            crate::policy::route::protected_id(policy, ids).map_err(|e| Error::new(Kind::Policy, e))?
-    {
-        return Err(Error::new(
-            Kind::Policy,
-            format!(
-                "the preview lists {}, which the policy protects; no plan was written",
-                safe(id)
-            ),
-        )
-        .with_details(serde_json::json!({"protected": id}))
-        .with_hint("leave protected resources out of what the command does (and of its preview)"));
-    }
-    let review = match &manifest {
-        Some(ids) => crate::policy::route::review_ids(policy, ids),
-        None => crate::policy::route::review(policy, &outcome.affected),
-    }
-    .map_err(|e| Error::new(Kind::Policy, e))?;
-    let policy_hash = in_force.hash.clone();
-    let summary = derive::summary(&operation, &outcome.affected);
-    let risk = derive::risk(&operation, &outcome.affected, policy.bulk.threshold);
-    let side_effects = derive::side_effects(&operation, &outcome.affected);
+    let (count, review) = assemble::limits(policy, &operation, &outcome)?;
     // The plan's lifetime starts now that it is about to be written, so a long observation
     // does not eat into the reviewers' time.
-    let written = ctx.written_at();
-    let plan = Plan {
-        format_version: FORMAT_VERSION,
-        plan_hash: plan_hash(&repository, &operation, &policy_hash, &outcome.affected)
-            .map_err(|e| Error::internal("cannot hash the plan").caused_by(e))?,
-        created_at: written,
-        expires_at: written + expiry,
+    let plan = assemble::assemble(assemble::Parts {
+        repository,
+        operation,
+        outcome,
         planner: Party {
             principal: planner,
             key: Some(key_id),
         },
         executor,
-        repository,
-        nonce: crate::plan::envelope::hex(&crate::fsutil::random_bytes::<16>()?),
-        operation,
-        summary,
-        diff: derive::diff(&outcome.affected),
-        side_effects,
-        risk,
         review,
+        policy,
         policy_source: in_force.source.clone(),
-        before_image: BeforeImage {
-            namespace: BACKUP_NAMESPACE.into(),
-            retention_days: policy.retention_days,
-        },
-        affected: outcome.affected,
-        skipped: outcome.skipped,
-        policy_hash,
-    };
+        policy_hash: in_force.hash.clone(),
+        created_at: ctx.written_at(),
+        expiry,
+        nonce: crate::plan::envelope::hex(&crate::fsutil::random_bytes::<16>()?),
+    })?;
     let (file, plan_id) = crate::planfile::sign(&plan, &key)?;
     let view = view::build(ViewInput {
         plan: &plan,

@@ -13,7 +13,8 @@ use std::path::PathBuf;
 /// verified before anything in the plan is shown.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The plan file
+    /// The plan file, or the id (or a unique prefix of 8+ hex digits) of a plan published on
+    /// the team remote
     #[arg(default_value = "plan.json")]
     pub plan: PathBuf,
     /// List every affected and skipped branch
@@ -28,7 +29,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
-    let v = view(&args, ctx, ui)?;
+    let v = view(&args, ctx, ui);
+    ctx.report_published(ui);
+    let v = v?;
     if ui.json {
         ui.json_doc(&v)?;
     } else {
@@ -40,7 +43,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
 
 /// The view `show` prints (also `show --json`'s document), built from the verified plan file.
 pub fn view(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<view::ShowView> {
-    let loaded = crate::planfile::load(&args.plan)?;
+    let loaded = crate::gate::load_plan(ctx, &args.plan)?;
     let plan = &loaded.plan;
     ctx.report_signers(ui, true)?;
 
@@ -87,7 +90,7 @@ pub fn view(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<view::ShowView> {
         }
     }
     if let Some(old_path) = &args.since {
-        let old = crate::planfile::load(old_path)?;
+        let old = crate::gate::load_plan(ctx, old_path)?;
         if old.plan.repository != plan.repository || old.plan.operation.kind() != plan.operation.kind() {
             return Err(Error::usage(format!(
                 "{} is not a plan of the same operation on the same repository",

@@ -42,7 +42,9 @@ pub fn check(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Verified> {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
-    let Verified { cleared, consumed } = check(&args, ctx, ui)?;
+    let checked = check(&args, ctx, ui);
+    ctx.report_published(ui);
+    let Verified { cleared, consumed } = checked?;
     let id = &cleared.loaded.plan_id;
     if ui.json {
         ui.json_doc(&serde_json::json!({

@@ -18,12 +18,11 @@ pub use super::stale_branches::Drift;
 use crate::error::{Error, Result};
 use crate::plan::approval::Verification;
 use crate::plan::model::{EnvEntry, ExecInputs, FileDigest, PreviewOutput, VerifyPrints};
+use crate::process::{Output, Process};
 use crate::text::safe;
 use sha2::{Digest, Sha256};
 use std::ffi::{OsStr, OsString};
-use std::os::unix::process::CommandExt;
 use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
 /// The variables every command gets, besides those the planner allowlists.
 pub const ALWAYS: [&str; 1] = ["PATH"];
@@ -139,14 +138,18 @@ fn file_digests(top: &Path, dir: &Path, command: &[String]) -> Result<Vec<FileDi
     Ok(out)
 }
 
-fn with_env<'c>(c: &'c mut Command, dir: &Path, env: &[(String, Option<OsString>)]) -> &'c mut Command {
-    c.current_dir(dir).env_clear().stdin(Stdio::null());
-    for (name, value) in env {
-        if let Some(v) = value {
-            c.env(name, v);
-        }
-    }
-    c
+/// `p` in `dir` with exactly `env` (nothing inherited), stdin closed, run to the end; a
+/// program that cannot run is an error headed `what`, naming the command line.
+fn run_in(p: Process, what: String, dir: &Path, env: &[(String, Option<OsString>)]) -> Result<Output> {
+    let p = env
+        .iter()
+        .filter_map(|(name, value)| Some((name, value.as_ref()?)))
+        .fold(p.current_dir(dir).env_clear(), |p, (name, v)| p.env(name, v));
+    p.output(None).map_err(|e| {
+        let mut headed = Error::internal(what).caused_by(e.message);
+        headed.causes.extend(e.causes);
+        headed
+    })
 }
 
 /// The `PATH` the commands get (what bare program names are looked up in).
@@ -165,13 +168,8 @@ pub fn run_script(
     env: &[(String, Option<OsString>)],
 ) -> Result<Output> {
     let script = staged.script(which, script)?;
-    with_env(
-        Command::new(staged.shell()).arg0("sh").arg("-c").arg(script),
-        dir,
-        env,
-    )
-    .output()
-    .map_err(|e| Error::internal(format!("cannot run the {}", which.label())).caused_by(e))
+    let p = Process::new(staged.shell()).arg0("sh").arg("-c").arg(script);
+    run_in(p, format!("cannot run the {}", which.label()), dir, env)
 }
 
 /// The planned command itself (no shell), from the private copy, in `dir` with only `env`.
@@ -185,9 +183,8 @@ pub fn run_command(
     let (program, args) = argv
         .split_first()
         .ok_or_else(|| Error::invalid_plan("the plan has no command"))?;
-    with_env(Command::new(program).arg0(&command[0]).args(args), dir, env)
-        .output()
-        .map_err(|e| Error::internal(format!("cannot run {}", safe(&command[0]))).caused_by(e))
+    let p = Process::new(program).arg0(&command[0]).args(args);
+    run_in(p, format!("cannot run {}", safe(&command[0])), dir, env)
 }
 
 fn preview(

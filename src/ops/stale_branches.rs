@@ -11,7 +11,8 @@
 use crate::error::{Error, Result};
 use crate::ops::progress::Progress;
 use crate::plan::model::{
-    Affected, ConfigEntry, Criterion, Person, SkipReason, Skipped, StaleBranchesInputs, TagFacts, Upstream,
+    BranchFacts, ConfigEntry, Criterion, History, Person, Resource, ResourceFacts, SkipReason, Skipped,
+    StaleBranchesInputs, TagFacts, TagObject, Upstream,
 };
 use crate::repo::{BranchRef, CheckedOut, CommitFacts, Reachable, Reads, RemoteRefs, Repo};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
@@ -160,11 +161,11 @@ pub struct Observed {
     pub upstream: Option<Upstream>,
     pub config: Vec<ConfigEntry>,
     /// For a tag (see `ops::tags`): its kind and the commit it names.
-    pub tag: Option<TagFacts>,
+    pub tag: Option<TagObject>,
 }
 
 pub enum Verdict {
-    Delete(Box<Affected>),
+    Delete(Box<Resource>),
     Skip(SkipReason, Option<String>),
 }
 
@@ -206,7 +207,7 @@ pub fn classify(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateTime)
     }
     let last_commit_time =
         OffsetDateTime::from_unix_timestamp(o.facts.time).unwrap_or(OffsetDateTime::UNIX_EPOCH);
-    Verdict::Delete(Box::new(Affected {
+    Verdict::Delete(Box::new(Resource {
         refname: o.refname.clone(),
         oid: o.oid.clone(),
         reasons,
@@ -216,13 +217,29 @@ pub fn classify(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateTime)
             email: o.facts.author_email.clone(),
         },
         subject: o.facts.subject.clone(),
-        commits_not_in_base: unmerged,
-        loses_work,
-        upstream: o.upstream.clone(),
-        config: o.config.clone(),
-        tag: o.tag.clone(),
-        people_not_in_base: vec![],
+        facts: resource_facts(o, unmerged, loses_work),
     }))
+}
+
+/// The kind-specific part of a planned resource: a tag's object, or a branch's upstream and
+/// config (`people_not_in_base` is filled in after classification).
+fn resource_facts(o: &Observed, commits_not_in_base: u64, loses_work: bool) -> ResourceFacts {
+    let history = History {
+        commits_not_in_base,
+        loses_work,
+    };
+    match &o.tag {
+        Some(object) => ResourceFacts::Tag(TagFacts {
+            history,
+            object: object.clone(),
+        }),
+        None => ResourceFacts::Branch(BranchFacts {
+            history,
+            upstream: o.upstream.clone(),
+            config: o.config.clone(),
+            people_not_in_base: vec![],
+        }),
+    }
 }
 
 fn not_in_base(n: u64) -> String {
@@ -235,7 +252,7 @@ fn not_in_base(n: u64) -> String {
 /// The outcome of planning: what to delete and what was left alone.
 #[derive(Default)]
 pub struct Outcome {
-    pub affected: Vec<Affected>,
+    pub affected: Vec<Resource>,
     pub skipped: Vec<Skipped>,
 }
 
@@ -479,7 +496,7 @@ pub struct Drift {
 pub fn recheck(
     repo: &Repo,
     inputs: &StaleBranchesInputs,
-    planned: &[Affected],
+    planned: &[Resource],
     source: Branches,
     base_oid: git2::Oid,
     now: OffsetDateTime,
@@ -536,7 +553,7 @@ pub fn recheck(
             &crate::ops::progress::Silent,
         )?;
     }
-    let by_name: HashMap<&str, &Affected> = planned.iter().map(|a| (a.refname.as_str(), a)).collect();
+    let by_name: HashMap<&str, &Resource> = planned.iter().map(|a| (a.refname.as_str(), a)).collect();
     for (o, _) in &observed {
         let Some(a) = by_name.get(o.refname.as_str()) else {
             continue;
@@ -550,7 +567,7 @@ pub fn recheck(
 /// from the plan, or why it would not be planned now (its reasons then, as the plan's).
 pub fn rejudge(
     inputs: &StaleBranchesInputs,
-    planned: &Affected,
+    planned: &Resource,
     o: &Observed,
     now: OffsetDateTime,
 ) -> Vec<Drift> {
@@ -582,7 +599,7 @@ fn reason_names(v: &[Criterion]) -> String {
 }
 
 impl Drift {
-    fn new(a: &Affected, field: &str, planned: String, now: String) -> Drift {
+    fn new(a: &Resource, field: &str, planned: String, now: String) -> Drift {
         Drift {
             refname: a.refname.clone(),
             field: field.to_string(),
@@ -592,7 +609,7 @@ impl Drift {
     }
 
     /// A planned resource that the operation, run again now, would not plan.
-    pub fn not_eligible(a: &Affected, reason: SkipReason, detail: Option<String>) -> Drift {
+    pub fn not_eligible(a: &Resource, reason: SkipReason, detail: Option<String>) -> Drift {
         let why = match detail {
             Some(d) => format!("{} ({d})", reason.describe()),
             None => reason.describe().to_string(),
@@ -602,27 +619,21 @@ impl Drift {
 }
 
 /// Every difference between a planned resource and the same resource classified now. Each
-/// field of `Affected` is named here (the destructuring makes a new field a compile error
-/// until it is decided). Facts fixed by the object id must be exactly what the plan says:
+/// field of `Resource`, and of each kind's facts, is named here (the destructuring and the
+/// match make a new field or a new kind a compile error until it is decided). Facts fixed by the object id must be exactly what the plan says:
 /// review routing (by author, by risk) and the reviewer relied on them. What the base's
 /// moving forward changes is judged by direction: every planned reason must still hold (a
 /// squash-merged branch since merged for real gains one: fine), and no more work may be lost
 /// than the plan says.
-pub fn compare(planned: &Affected, now: &Affected) -> Vec<Drift> {
-    let Affected {
+pub fn compare(planned: &Resource, now: &Resource) -> Vec<Drift> {
+    let Resource {
         refname: _,
         oid,
         reasons,
         last_commit_time,
         author,
         subject,
-        commits_not_in_base,
-        loses_work,
-        upstream,
-        config,
-        tag,
-        // Re-derived by `recheck_people_not_in_base` (one walk for all branches).
-        people_not_in_base: _,
+        facts,
     } = planned;
     let mut out = Vec::new();
     let mut differ = |field: &str, p: String, n: String| {
@@ -649,52 +660,78 @@ pub fn compare(planned: &Affected, now: &Affected) -> Vec<Drift> {
             "nothing".into()
         }
     };
-    if now.loses_work && (!loses_work || now.commits_not_in_base > *commits_not_in_base) {
+    let (was, is) = (planned.history(), now.history());
+    if is.loses_work && (!was.loses_work || is.commits_not_in_base > was.commits_not_in_base) {
         differ(
             "loses_work",
-            lost(*loses_work, *commits_not_in_base),
-            lost(true, now.commits_not_in_base),
+            lost(was.loses_work, was.commits_not_in_base),
+            lost(true, is.commits_not_in_base),
         );
     }
-    let show_config = |c: &[ConfigEntry]| {
-        c.iter()
-            .map(|e| format!("{}={}", e.key, e.value))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    differ("config", show_config(config), show_config(&now.config));
-    // Whether the upstream is gone is a reason (compared above), not a fact of its own.
-    let show_upstream = |u: &Option<Upstream>| {
-        u.as_ref().map_or("(none)".to_string(), |u| {
-            format!("{} {} {:?}", u.remote, u.merge, u.tracking_ref)
-        })
-    };
-    differ("upstream", show_upstream(upstream), show_upstream(&now.upstream));
-    let show_tag = |t: &Option<TagFacts>| {
-        t.as_ref().map_or("(none)".to_string(), |t| {
+    let show_tag = |t: Option<&TagObject>| {
+        t.map_or("(none)".to_string(), |t| {
             format!(
                 "annotated={} signed={} commit={}",
                 t.annotated, t.signed, t.commit
             )
         })
     };
-    differ("tag", show_tag(tag), show_tag(&now.tag));
+    match (facts, &now.facts) {
+        (ResourceFacts::Branch(p), ResourceFacts::Branch(n)) => {
+            let BranchFacts {
+                history: _,
+                upstream,
+                config,
+                // Re-derived by `recheck_people_not_in_base` (one walk for all branches).
+                people_not_in_base: _,
+            } = p;
+            let show_config = |c: &[ConfigEntry]| {
+                c.iter()
+                    .map(|e| format!("{}={}", e.key, e.value))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            differ("config", show_config(config), show_config(&n.config));
+            // Whether the upstream is gone is a reason (compared above), not a fact of its own.
+            let show_upstream = |u: &Option<Upstream>| {
+                u.as_ref().map_or("(none)".to_string(), |u| {
+                    format!("{} {} {:?}", u.remote, u.merge, u.tracking_ref)
+                })
+            };
+            differ("upstream", show_upstream(upstream), show_upstream(&n.upstream));
+        }
+        (ResourceFacts::Tag(p), ResourceFacts::Tag(n)) => {
+            let TagFacts { history: _, object } = p;
+            differ("tag", show_tag(Some(object)), show_tag(Some(&n.object)));
+        }
+        // A ref that changed kind (a plan's kinds come from its operation: only a forged plan).
+        (ResourceFacts::Branch(_), ResourceFacts::Tag(n)) => {
+            differ("tag", show_tag(None), show_tag(Some(&n.object)));
+        }
+        (ResourceFacts::Tag(p), ResourceFacts::Branch(_)) => {
+            differ("tag", show_tag(Some(&p.object)), show_tag(None));
+        }
+    }
     out
 }
 
 /// Fill `people_not_in_base` (every author and committer of the commits not in the base) of
 /// each planned branch holding such commits: review routes match any of them. A pass over
 /// the planned branches after classification; a plan of merged branches costs nothing.
-pub fn fill_people_not_in_base(repo: &Repo, base_oid: git2::Oid, affected: &mut [Affected]) -> Result<()> {
-    if affected.iter().all(|a| a.commits_not_in_base == 0) {
+pub fn fill_people_not_in_base(repo: &Repo, base_oid: git2::Oid, affected: &mut [Resource]) -> Result<()> {
+    if affected.iter().all(|a| a.commits_not_in_base() == 0) {
         return Ok(());
     }
     // Plan time: `recheck_people_not_in_base` re-derives it with the objects.
     let reachable = repo.history(base_oid, Reads::Fast)?;
     for a in affected.iter_mut() {
         let oid = git2::Oid::from_str(&a.oid)?;
-        if !reachable.contains(oid) {
-            a.people_not_in_base = repo.people_not_in(oid, &reachable)?;
+        match &mut a.facts {
+            ResourceFacts::Branch(b) if !reachable.contains(oid) => {
+                b.people_not_in_base = repo.people_not_in(oid, &reachable)?;
+            }
+            // Merged: routed by the tip's author. A tag routes by its own author alone.
+            ResourceFacts::Branch(_) | ResourceFacts::Tag(_) => {}
         }
     }
     Ok(())
@@ -706,7 +743,7 @@ pub fn fill_people_not_in_base(repo: &Repo, base_oid: git2::Oid, affected: &mut 
 pub fn recheck_people_not_in_base(
     repo: &Repo,
     base_oid: git2::Oid,
-    affected: &[Affected],
+    affected: &[Resource],
 ) -> Result<Vec<Drift>> {
     let mut drifts = Vec::new();
     if affected.is_empty() {
@@ -720,11 +757,11 @@ pub fn recheck_people_not_in_base(
             Some(oid) if reachable.contains(oid) => vec![],
             Some(oid) => repo.people_not_in(oid, &reachable)?,
         };
-        if now != a.people_not_in_base {
+        if now != a.people_not_in_base() {
             drifts.push(Drift {
                 refname: a.refname.clone(),
                 field: "people_not_in_base".into(),
-                planned: a.people_not_in_base.join(" "),
+                planned: a.people_not_in_base().join(" "),
                 now: now.join(" "),
             });
         }
@@ -906,7 +943,7 @@ mod tests {
         let i = inputs(&[Criterion::Gone, Criterion::OlderThan], true);
         match classify(&i, &obs(false, 3, 400, Some(true)), NOW) {
             Verdict::Delete(a) => {
-                assert!(a.loses_work);
+                assert!(a.loses_work());
                 assert_eq!(a.reasons, vec![Criterion::Gone, Criterion::OlderThan]);
             }
             Verdict::Skip(r, _) => panic!("skipped: {r:?}"),
@@ -945,7 +982,7 @@ mod tests {
         let mut o = obs(false, 4, 1, None);
         o.squash_merged = Some(true);
         match classify(&i, &o, NOW) {
-            Verdict::Delete(a) => assert!(!a.loses_work),
+            Verdict::Delete(a) => assert!(!a.loses_work()),
             Verdict::Skip(r, _) => panic!("skipped: {r:?}"),
         }
     }

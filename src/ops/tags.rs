@@ -9,7 +9,7 @@
 
 use super::stale_branches::{self, Drift, Observed, Outcome, Patterns, Verdict};
 use crate::error::{Error, Result};
-use crate::plan::model::{Affected, Criterion, SkipReason, Skipped, TagFacts, TagKind, TagsInputs};
+use crate::plan::model::{Criterion, Resource, SkipReason, Skipped, TagKind, TagObject, TagsInputs};
 use crate::repo::{BranchRef, CheckedOut, CommitFacts, RemoteRefs, Repo};
 use std::time::Duration;
 use time::OffsetDateTime;
@@ -169,7 +169,7 @@ fn observe(
         squash_merged: None,
         upstream: None,
         config: vec![],
-        tag: Some(TagFacts {
+        tag: Some(TagObject {
             annotated: t.annotated,
             signed: t.signed,
             commit: t.commit.to_string(),
@@ -184,7 +184,7 @@ fn observe(
 pub fn recheck(
     repo: &Repo,
     inputs: &TagsInputs,
-    planned: &[Affected],
+    planned: &[Resource],
     source: Tags,
     now: OffsetDateTime,
 ) -> Result<Vec<Drift>> {

@@ -2,10 +2,10 @@
 //! the side effects, the risk tier and the summary line. Pure functions, so the plan writer
 //! and the tests get the same answer, and text is always generated from the data.
 
-use super::model::{Affected, Criterion, DiffEntry, Operation, Risk, RiskLevel, SideEffect, SideEffectKind};
+use super::model::{Criterion, DiffEntry, Operation, Resource, Risk, RiskLevel, SideEffect, SideEffectKind};
 
 /// One `oid` entry per branch, and one entry per configuration key it removes.
-pub fn diff(affected: &[Affected]) -> Vec<DiffEntry> {
+pub fn diff(affected: &[Resource]) -> Vec<DiffEntry> {
     let mut out = Vec::with_capacity(affected.len());
     for a in affected {
         out.push(DiffEntry {
@@ -14,7 +14,7 @@ pub fn diff(affected: &[Affected]) -> Vec<DiffEntry> {
             from: Some(a.oid.clone()),
             to: None,
         });
-        for c in &a.config {
+        for c in a.config() {
             out.push(DiffEntry {
                 resource: a.refname.clone(),
                 field: format!("config:{}", c.key),
@@ -32,7 +32,7 @@ fn is_upstream_key(key: &str) -> bool {
 
 /// What deleting `affected` does beyond removing the refs. Local branches take their reflog
 /// and config with them; a remote's branches vanish from every clone and close pull requests.
-pub fn side_effects(op: &Operation, affected: &[Affected]) -> Vec<SideEffect> {
+pub fn side_effects(op: &Operation, affected: &[Resource]) -> Vec<SideEffect> {
     let mut out = Vec::new();
     // Every kind answers here (no wildcard): a new kind must say what deleting it does.
     let command = match op {
@@ -81,7 +81,7 @@ pub fn side_effects(op: &Operation, affected: &[Affected]) -> Vec<SideEffect> {
     });
     let upstream = affected
         .iter()
-        .filter(|a| a.config.iter().any(|c| is_upstream_key(&c.key)));
+        .filter(|a| a.config().iter().any(|c| is_upstream_key(&c.key)));
     let upstream = upstream.count() as u64;
     if upstream > 0 {
         out.push(SideEffect {
@@ -92,7 +92,7 @@ pub fn side_effects(op: &Operation, affected: &[Affected]) -> Vec<SideEffect> {
     }
     let other = affected
         .iter()
-        .filter(|a| a.config.iter().any(|c| !is_upstream_key(&c.key)));
+        .filter(|a| a.config().iter().any(|c| !is_upstream_key(&c.key)));
     let other = other.count() as u64;
     if other > 0 {
         out.push(SideEffect {
@@ -107,7 +107,7 @@ pub fn side_effects(op: &Operation, affected: &[Affected]) -> Vec<SideEffect> {
 
 /// Deleting tags: a remote's deleted tags live on in other clones; unmerged history survives
 /// only in the backup.
-fn tag_side_effects(remote: bool, affected: &[Affected]) -> Vec<SideEffect> {
+fn tag_side_effects(remote: bool, affected: &[Resource]) -> Vec<SideEffect> {
     let mut out = Vec::new();
     if affected.is_empty() {
         return out;
@@ -124,12 +124,12 @@ fn tag_side_effects(remote: bool, affected: &[Affected]) -> Vec<SideEffect> {
 }
 
 /// Commits that only the backup will keep.
-fn backup_only(affected: &[Affected]) -> Option<SideEffect> {
-    let losing: Vec<&Affected> = affected.iter().filter(|a| a.loses_work).collect();
+fn backup_only(affected: &[Resource]) -> Option<SideEffect> {
+    let losing: Vec<&Resource> = affected.iter().filter(|a| a.loses_work()).collect();
     (!losing.is_empty()).then(|| SideEffect {
         kind: SideEffectKind::UnmergedCommitsBackupOnly,
         branches: losing.len() as u64,
-        commits: Some(losing.iter().map(|a| a.commits_not_in_base).sum()),
+        commits: Some(losing.iter().map(|a| a.commits_not_in_base()).sum()),
     })
 }
 
@@ -137,8 +137,8 @@ fn backup_only(affected: &[Affected]) -> Option<SideEffect> {
 /// a mistake would cost: low when the branch's work is in the base (only a name goes); medium
 /// when its commits survive only in the backup, or when it is one of a bulk plan no reviewer
 /// reads row by row; high when both.
-pub fn resource_risk(a: &Affected, bulk: bool) -> RiskLevel {
-    match (a.loses_work, bulk) {
+pub fn resource_risk(a: &Resource, bulk: bool) -> RiskLevel {
+    match (a.loses_work(), bulk) {
         (false, false) => RiskLevel::Low,
         (true, true) => RiskLevel::High,
         _ => RiskLevel::Medium,
@@ -147,14 +147,14 @@ pub fn resource_risk(a: &Affected, bulk: bool) -> RiskLevel {
 
 /// The plan's tier: the highest of its resources', with the reasons that raised it.
 /// `bulk_threshold` is the policy's: more affected resources than this make a plan bulk.
-pub fn risk(op: &Operation, affected: &[Affected], bulk_threshold: u64) -> Risk {
+pub fn risk(op: &Operation, affected: &[Resource], bulk_threshold: u64) -> Risk {
     // An exec plan's resources are its manifest's ids.
     let count = super::manifest::of(op).map_or(affected.len(), |m| m.len());
     risk_of(op, affected, count as u64 > bulk_threshold)
 }
 
 /// `risk` when whether the plan is bulk is already known (from its review groups).
-pub fn risk_of(op: &Operation, affected: &[Affected], bulk: bool) -> Risk {
+pub fn risk_of(op: &Operation, affected: &[Resource], bulk: bool) -> Risk {
     // guardctl cannot bound what a command does: only the preview says. Its manifest makes
     // it bulk like any plan.
     match op {
@@ -171,7 +171,7 @@ pub fn risk_of(op: &Operation, affected: &[Affected], bulk: bool) -> Risk {
         Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {}
     }
     let mut reasons = Vec::new();
-    if affected.iter().any(|a| a.loses_work) {
+    if affected.iter().any(|a| a.loses_work()) {
         reasons.push("unmerged_work".to_string());
     }
     if bulk {
@@ -186,7 +186,7 @@ pub fn risk_of(op: &Operation, affected: &[Affected], bulk: bool) -> Risk {
 }
 
 /// "delete 4 branches (2 merged, 1 squash-merged, 1 gone upstream); 0 unmerged commits lost"
-pub fn summary(op: &Operation, affected: &[Affected]) -> String {
+pub fn summary(op: &Operation, affected: &[Resource]) -> String {
     match op {
         Operation::Exec(e) => {
             let lines = e.preview_output.text.lines().count() as u64;
@@ -218,8 +218,8 @@ pub fn summary(op: &Operation, affected: &[Affected]) -> String {
     }
     let lost: u64 = affected
         .iter()
-        .filter(|a| a.loses_work)
-        .map(|a| a.commits_not_in_base)
+        .filter(|a| a.loses_work())
+        .map(|a| a.commits_not_in_base())
         .sum();
     format!(
         "delete {n} {} ({}); {lost} unmerged {} lost",
@@ -256,15 +256,16 @@ mod tests {
     use super::*;
     use crate::plan::model::*;
 
-    fn branch(name: &str, reason: Criterion, lost: u64) -> Affected {
-        Affected {
+    fn branch(name: &str, reason: Criterion, lost: u64) -> Resource {
+        let mut a = Resource {
             reasons: vec![reason],
-            config: vec![ConfigEntry {
-                key: format!("branch.{name}.remote"),
-                value: "origin".into(),
-            }],
             ..test_data::branch(name, lost)
-        }
+        };
+        test_data::branch_facts(&mut a).config = vec![ConfigEntry {
+            key: format!("branch.{name}.remote"),
+            value: "origin".into(),
+        }];
+        a
     }
 
     #[test]

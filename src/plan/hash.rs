@@ -7,7 +7,7 @@
 //! forward is not drift; a base rewinding past a merged branch removes its `merged` reason
 //! and so changes the hash.
 
-use super::model::{Affected, ConfigEntry, Criterion, Operation};
+use super::model::{ConfigEntry, Criterion, Operation, Resource};
 use serde::Serialize;
 
 #[derive(Serialize)]
@@ -29,13 +29,13 @@ pub struct ResourceState<'a> {
     pub config: &'a [ConfigEntry],
 }
 
-impl<'a> From<&'a Affected> for ResourceState<'a> {
-    fn from(a: &'a Affected) -> Self {
+impl<'a> From<&'a Resource> for ResourceState<'a> {
+    fn from(a: &'a Resource) -> Self {
         ResourceState {
             refname: &a.refname,
             oid: &a.oid,
             reasons: &a.reasons,
-            config: &a.config,
+            config: a.config(),
         }
     }
 }
@@ -44,7 +44,7 @@ pub fn plan_hash(
     repository: &str,
     operation: &Operation,
     policy_hash: &str,
-    affected: &[Affected],
+    affected: &[Resource],
 ) -> Result<String, serde_json::Error> {
     plan_hash_of(
         repository,
@@ -86,8 +86,8 @@ mod tests {
     use super::*;
     use crate::plan::model::*;
 
-    fn branch(name: &str, oid: &str, commits: u64) -> Affected {
-        Affected {
+    fn branch(name: &str, oid: &str, commits: u64) -> Resource {
+        Resource {
             oid: oid.into(),
             ..test_data::branch(name, commits)
         }

@@ -35,7 +35,7 @@ pub struct Plan {
     pub nonce: String,
     pub operation: Operation,
     pub summary: String,
-    pub affected: Vec<Affected>,
+    pub affected: Vec<Resource>,
     pub skipped: Vec<Skipped>,
     pub diff: Vec<DiffEntry>,
     pub side_effects: Vec<SideEffect>,
@@ -131,23 +131,6 @@ impl Operation {
         match self {
             Operation::Exec(x) => Some(x),
             Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
-        }
-    }
-
-    /// Whether each affected resource records tag facts (`affected[].tag`): tags, and only tags.
-    pub fn records_tag_facts(&self) -> bool {
-        match self {
-            Operation::Tags(_) => true,
-            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Exec(_) => false,
-        }
-    }
-
-    /// Whether affected resources may record an upstream and `branch.<name>.*` config: only
-    /// this repository's own branches have them.
-    pub fn records_branch_config(&self) -> bool {
-        match self {
-            Operation::StaleBranches(_) => true,
-            Operation::RemoteBranches(_) | Operation::Tags(_) | Operation::Exec(_) => false,
         }
     }
 
@@ -314,17 +297,6 @@ pub enum TagKind {
     Lightweight,
 }
 
-/// What a plan records of a tag beyond its ref: the kind, whether it is signed, and the
-/// commit it names (the backup commit keeps that commit; the before-image keeps the tag
-/// object itself).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TagFacts {
-    pub annotated: bool,
-    pub signed: bool,
-    pub commit: String,
-}
-
 /// `remote-branches`: the remote's name in the planning clone, and the selection, evaluated
 /// on the remote's refs as `git ls-remote` lists them (base and names as on the remote).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -383,35 +355,86 @@ impl Criterion {
     }
 }
 
-/// One branch the plan deletes, with the facts observed at planning time.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Affected {
-    #[serde(rename = "ref")]
+/// One resource the plan affects, with the facts observed at planning time: an
+/// operation-neutral part that every kind has (what it is, the version observed, why it was
+/// selected, who last touched it and when), and `facts`, the part only its kind has. Code
+/// that needs a kind's own facts matches on `facts`, so a new kind of resource is a new
+/// variant of `ResourceFacts` and the compiler lists every place that must decide about it.
+///
+/// On the wire (`affected[]`, docs/plan-format.md) a resource is one flat object whose field
+/// order and names predate this split: `Serialize`/`Deserialize` go through a private wire
+/// struct (`WireResource`) that denies unknown fields, and a resource whose facts mix kinds
+/// (a `tag` with an upstream, say) does not parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resource {
+    /// What is affected: its locator, for every kind so far the full ref name (wire `ref`).
     pub refname: String,
+    /// The version observed at planning time, on which drift is judged: the object id the
+    /// ref pointed at (for an annotated tag, the tag object's).
     pub oid: String,
-    /// Every criterion the branch met, sorted; the first is its main reason.
+    /// Every criterion the resource met, sorted; the first is its main reason.
     pub reasons: Vec<Criterion>,
-    #[serde(with = "time::serde::rfc3339")]
+    /// When it was last changed: a branch tip's committer time, an annotated tag's tagger
+    /// date (else its commit's).
     pub last_commit_time: OffsetDateTime,
+    /// Who last changed it (the tip's author, the tagger): review routes by this.
     pub author: Person,
+    /// What that last change says: the commit's subject, or the tag message's first line.
     pub subject: String,
-    /// Commits reachable from the tip but not from the base.
+    /// What only this kind of resource has.
+    pub facts: ResourceFacts,
+}
+
+/// The kind-specific part of a `Resource`. No code decides over it with a wildcard arm.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResourceFacts {
+    /// A branch, this repository's (`stale-branches`) or a remote's (`remote-branches`).
+    Branch(BranchFacts),
+    /// A tag, this repository's or a remote's (`tags`).
+    Tag(TagFacts),
+}
+
+/// What deleting a ref that names commits does to history: both branches and tags have it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct History {
+    /// Commits reachable from the ref but not from the base.
     pub commits_not_in_base: u64,
     /// True when deleting it loses commits whose changes are not in the base.
     pub loses_work: bool,
+}
+
+/// What a plan records of a branch beyond the neutral part.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BranchFacts {
+    pub history: History,
+    /// Only a local branch has one.
     pub upstream: Option<Upstream>,
-    /// The `branch.<name>.*` configuration the deletion removes (tracking, description, ...).
+    /// The `branch.<name>.*` configuration the deletion removes (tracking, description, ...);
+    /// only a local branch has any.
     pub config: Vec<ConfigEntry>,
-    /// For a tag: its kind and the commit it names.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tag: Option<TagFacts>,
     /// For a branch holding commits not in the base: the e-mail of every author and
     /// committer of those commits (sorted, distinct). Review routes match any of them, not
     /// just the tip's author: one commit by someone else on top does not re-route the work
     /// underneath. Empty for merged branches, which route by the tip's author.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub people_not_in_base: Vec<String>,
+}
+
+/// What a plan records of a tag beyond the neutral part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TagFacts {
+    pub history: History,
+    /// Its kind and the commit it names (wire `tag`).
+    pub object: TagObject,
+}
+
+/// A tag's kind, whether it is signed, and the commit it names (the backup commit keeps that
+/// commit; the before-image keeps the tag object itself). The `tag` object of the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TagObject {
+    pub annotated: bool,
+    pub signed: bool,
+    pub commit: String,
 }
 
 /// A branch or tag name without `refs/heads/` or `refs/tags/`.
@@ -422,19 +445,183 @@ pub fn short_name(refname: &str) -> &str {
         .unwrap_or(refname)
 }
 
-impl Affected {
+impl Resource {
     /// The name without `refs/heads/` or `refs/tags/`.
     pub fn name(&self) -> &str {
         short_name(&self.refname)
     }
 
-    /// The commit the backup must keep: the tip, or the commit a tag names.
+    /// The commit the backup must keep: a branch's tip, or the commit a tag names.
     pub fn commit(&self) -> &str {
-        self.tag.as_ref().map_or(&self.oid, |t| &t.commit)
+        match &self.facts {
+            ResourceFacts::Branch(_) => &self.oid,
+            ResourceFacts::Tag(t) => &t.object.commit,
+        }
+    }
+
+    /// What deleting it does to history (every kind so far names commits).
+    pub fn history(&self) -> &History {
+        match &self.facts {
+            ResourceFacts::Branch(b) => &b.history,
+            ResourceFacts::Tag(t) => &t.history,
+        }
+    }
+
+    /// Whether deleting it loses commits whose changes are not in the base.
+    pub fn loses_work(&self) -> bool {
+        self.history().loses_work
+    }
+
+    /// Commits reachable from it but not from the base.
+    pub fn commits_not_in_base(&self) -> u64 {
+        self.history().commits_not_in_base
+    }
+
+    /// The configuration deleting it removes: a local branch's `branch.<name>.*` keys.
+    pub fn config(&self) -> &[ConfigEntry] {
+        match &self.facts {
+            ResourceFacts::Branch(b) => &b.config,
+            ResourceFacts::Tag(_) => &[],
+        }
+    }
+
+    /// The authors and committers of its commits not in the base (a branch's; review routes
+    /// match any of them).
+    pub fn people_not_in_base(&self) -> &[String] {
+        match &self.facts {
+            ResourceFacts::Branch(b) => &b.people_not_in_base,
+            ResourceFacts::Tag(_) => &[],
+        }
     }
 
     pub fn main_reason(&self) -> Option<Criterion> {
         self.reasons.first().copied()
+    }
+}
+
+/// One resource as `affected[]` holds it: the format's flat object, read strictly.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireResource {
+    #[serde(rename = "ref")]
+    refname: String,
+    oid: String,
+    reasons: Vec<Criterion>,
+    #[serde(with = "time::serde::rfc3339")]
+    last_commit_time: OffsetDateTime,
+    author: Person,
+    subject: String,
+    commits_not_in_base: u64,
+    loses_work: bool,
+    upstream: Option<Upstream>,
+    config: Vec<ConfigEntry>,
+    #[serde(default)]
+    tag: Option<TagObject>,
+    #[serde(default)]
+    people_not_in_base: Vec<String>,
+}
+
+/// `WireResource` borrowed from a `Resource`, for writing (same names, order and omissions).
+#[derive(Serialize)]
+struct WireResourceRef<'a> {
+    #[serde(rename = "ref")]
+    refname: &'a str,
+    oid: &'a str,
+    reasons: &'a [Criterion],
+    #[serde(with = "time::serde::rfc3339")]
+    last_commit_time: OffsetDateTime,
+    author: &'a Person,
+    subject: &'a str,
+    commits_not_in_base: u64,
+    loses_work: bool,
+    upstream: Option<&'a Upstream>,
+    config: &'a [ConfigEntry],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tag: Option<&'a TagObject>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    people_not_in_base: &'a [String],
+}
+
+impl TryFrom<WireResource> for Resource {
+    type Error = String;
+
+    /// A `tag` object makes it a tag, which has no branch facts; without one it is a branch.
+    fn try_from(w: WireResource) -> Result<Self, String> {
+        let history = History {
+            commits_not_in_base: w.commits_not_in_base,
+            loses_work: w.loses_work,
+        };
+        let facts = match w.tag {
+            Some(object) => {
+                let branch_only = if w.upstream.is_some() {
+                    Some("upstream")
+                } else if !w.config.is_empty() {
+                    Some("config")
+                } else if !w.people_not_in_base.is_empty() {
+                    Some("people_not_in_base")
+                } else {
+                    None
+                };
+                if let Some(field) = branch_only {
+                    return Err(format!(
+                        "a tag (it has `tag`) cannot have `{field}`: only branches have it"
+                    ));
+                }
+                ResourceFacts::Tag(TagFacts { history, object })
+            }
+            None => ResourceFacts::Branch(BranchFacts {
+                history,
+                upstream: w.upstream,
+                config: w.config,
+                people_not_in_base: w.people_not_in_base,
+            }),
+        };
+        Ok(Resource {
+            refname: w.refname,
+            oid: w.oid,
+            reasons: w.reasons,
+            last_commit_time: w.last_commit_time,
+            author: w.author,
+            subject: w.subject,
+            facts,
+        })
+    }
+}
+
+impl Serialize for Resource {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (history, upstream, config, tag, people): (_, _, &[ConfigEntry], _, &[String]) = match &self.facts
+        {
+            ResourceFacts::Branch(b) => (
+                b.history,
+                b.upstream.as_ref(),
+                &b.config,
+                None,
+                &b.people_not_in_base,
+            ),
+            ResourceFacts::Tag(t) => (t.history, None, &[], Some(&t.object), &[]),
+        };
+        WireResourceRef {
+            refname: &self.refname,
+            oid: &self.oid,
+            reasons: &self.reasons,
+            last_commit_time: self.last_commit_time,
+            author: &self.author,
+            subject: &self.subject,
+            commits_not_in_base: history.commits_not_in_base,
+            loses_work: history.loses_work,
+            upstream,
+            config,
+            tag,
+            people_not_in_base: people,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Resource {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Resource::try_from(WireResource::deserialize(d)?).map_err(serde::de::Error::custom)
     }
 }
 
@@ -676,8 +863,8 @@ pub mod test_data {
     use super::*;
 
     /// `refs/heads/<name>`, merged, by a@x, losing `lost` commits when `lost > 0`.
-    pub fn branch(name: &str, lost: u64) -> Affected {
-        Affected {
+    pub fn branch(name: &str, lost: u64) -> Resource {
+        Resource {
             refname: format!("refs/heads/{name}"),
             oid: "1".repeat(40),
             reasons: vec![Criterion::Merged],
@@ -687,27 +874,75 @@ pub mod test_data {
                 email: "a@x".into(),
             },
             subject: "s".into(),
-            commits_not_in_base: lost,
-            loses_work: lost > 0,
-            upstream: None,
-            config: vec![],
-            tag: None,
-            people_not_in_base: vec![],
+            facts: ResourceFacts::Branch(BranchFacts {
+                history: History {
+                    commits_not_in_base: lost,
+                    loses_work: lost > 0,
+                },
+                ..BranchFacts::default()
+            }),
+        }
+    }
+
+    /// The branch facts of a resource `branch` made, to change in a test.
+    pub fn branch_facts(a: &mut Resource) -> &mut BranchFacts {
+        match &mut a.facts {
+            ResourceFacts::Branch(b) => b,
+            ResourceFacts::Tag(_) => panic!("not a branch"),
         }
     }
 
     /// `branch` by another author.
-    pub fn by(name: &str, email: &str, lost: u64) -> Affected {
+    pub fn by(name: &str, email: &str, lost: u64) -> Resource {
         let mut a = branch(name, lost);
         a.author.email = email.into();
         a
     }
 
+    /// `refs/tags/<name>`, a lightweight tag matched by `v*`, naming a merged commit.
+    pub fn tag(name: &str) -> Resource {
+        Resource {
+            refname: format!("refs/tags/{name}"),
+            reasons: vec![Criterion::Matched],
+            facts: ResourceFacts::Tag(TagFacts {
+                history: History::default(),
+                object: TagObject {
+                    annotated: false,
+                    signed: false,
+                    commit: "1".repeat(40),
+                },
+            }),
+            ..branch(name, 0)
+        }
+    }
+
+    /// `plan tags --match 'v*'`.
+    pub fn tag_inputs() -> Operation {
+        Operation::Tags(TagsInputs {
+            remote: None,
+            kind: TagKind::All,
+            include_signed: false,
+            selection: StaleBranchesInputs {
+                base: TAG_BASE.into(),
+                criteria: vec![Criterion::Matched],
+                older_than_secs: None,
+                include_unmerged: false,
+                match_globs: vec!["v*".into()],
+                exclude: vec![],
+                protect: vec![],
+            },
+        })
+    }
+
     /// A plan of `affected` (merged against main) as `guardctl plan` writes it, every derived
     /// field computed; planned by alice, for repository `r`, at 2026-06-01 12:00 UTC.
-    pub fn plan(affected: Vec<Affected>, policy_hash: &str) -> Plan {
+    pub fn plan(affected: Vec<Resource>, policy_hash: &str) -> Plan {
+        plan_of(merged_inputs(), affected, policy_hash)
+    }
+
+    /// `plan` of another operation.
+    pub fn plan_of(op: Operation, affected: Vec<Resource>, policy_hash: &str) -> Plan {
         use crate::plan::{derive, hash::plan_hash};
-        let op = merged_inputs();
         let t0 = time::macros::datetime!(2026-06-01 12:00 UTC);
         let alice = Party {
             principal: Some("alice".into()),
@@ -753,5 +988,120 @@ pub mod test_data {
             exclude: vec![],
             protect: vec![],
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A branch with every branch fact set.
+    fn full_branch() -> Resource {
+        let mut a = test_data::branch("feature/x", 2);
+        let b = test_data::branch_facts(&mut a);
+        b.upstream = Some(Upstream {
+            remote: "origin".into(),
+            merge: "refs/heads/feature/x".into(),
+            tracking_ref: None,
+            gone: true,
+        });
+        b.config = vec![ConfigEntry {
+            key: "branch.feature/x.remote".into(),
+            value: "origin".into(),
+        }];
+        b.people_not_in_base = vec!["b@x".into()];
+        a
+    }
+
+    #[test]
+    fn a_branch_round_trips_as_the_flat_object_of_the_format() {
+        let a = full_branch();
+        let text = serde_json::to_string(&a).unwrap();
+        assert_eq!(
+            text,
+            concat!(
+                r#"{"ref":"refs/heads/feature/x","oid":"1111111111111111111111111111111111111111","#,
+                r#""reasons":["merged"],"last_commit_time":"2026-01-01T00:00:00Z","#,
+                r#""author":{"name":"A","email":"a@x"},"subject":"s","commits_not_in_base":2,"#,
+                r#""loses_work":true,"upstream":{"remote":"origin","merge":"refs/heads/feature/x","#,
+                r#""tracking_ref":null,"gone":true},"config":[{"key":"branch.feature/x.remote","#,
+                r#""value":"origin"}],"people_not_in_base":["b@x"]}"#
+            )
+        );
+        assert_eq!(serde_json::from_str::<Resource>(&text).unwrap(), a);
+        // A merged branch omits `people_not_in_base`, as before the split; no branch has `tag`.
+        let merged = serde_json::to_string(&test_data::branch("a", 0)).unwrap();
+        assert!(
+            merged.ends_with(r#""loses_work":false,"upstream":null,"config":[]}"#),
+            "{merged}"
+        );
+    }
+
+    #[test]
+    fn a_tag_round_trips_with_its_tag_object_and_no_branch_facts() {
+        let mut t = test_data::tag("v1.0");
+        if let ResourceFacts::Tag(f) = &mut t.facts {
+            f.object.annotated = true;
+            f.history = History {
+                commits_not_in_base: 3,
+                loses_work: true,
+            };
+        }
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(v["tag"]["annotated"], true);
+        assert_eq!(v["upstream"], serde_json::Value::Null);
+        assert_eq!(v["config"], serde_json::json!([]));
+        assert_eq!(v["commits_not_in_base"], 3);
+        assert!(v.get("people_not_in_base").is_none());
+        let back: Resource = serde_json::from_value(v).unwrap();
+        assert_eq!(back, t);
+        assert_eq!(back.commit(), "1".repeat(40));
+        assert_eq!(back.history().commits_not_in_base, 3);
+    }
+
+    #[test]
+    fn unknown_and_missing_fields_are_refused() {
+        let mut v = serde_json::to_value(full_branch()).unwrap();
+        v["note"] = "trust me".into();
+        let e = serde_json::from_value::<Resource>(v).unwrap_err();
+        assert!(e.to_string().contains("unknown field `note`"), "{e}");
+        let mut v = serde_json::to_value(test_data::tag("v1")).unwrap();
+        v["tag"]["message"] = "x".into();
+        assert!(serde_json::from_value::<Resource>(v).is_err());
+        let mut v = serde_json::to_value(full_branch()).unwrap();
+        v.as_object_mut().unwrap().remove("loses_work");
+        let e = serde_json::from_value::<Resource>(v).unwrap_err();
+        assert!(e.to_string().contains("missing field `loses_work`"), "{e}");
+    }
+
+    #[test]
+    fn a_tag_carrying_branch_facts_does_not_parse() {
+        let branch = serde_json::to_value(full_branch()).unwrap();
+        let tag = serde_json::to_value(test_data::tag("v1")).unwrap();
+        for field in ["upstream", "config", "people_not_in_base"] {
+            let mut v = tag.clone();
+            v[field] = branch[field].clone();
+            let e = serde_json::from_value::<Resource>(v).unwrap_err();
+            assert!(
+                e.to_string().contains(&format!("cannot have `{field}`")),
+                "{field}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn facts_are_reached_through_the_kind() {
+        let b = full_branch();
+        assert_eq!(b.commit(), b.oid);
+        assert_eq!(b.config().len(), 1);
+        assert_eq!(b.people_not_in_base(), ["b@x"]);
+        let mut t = test_data::tag("v1");
+        t.oid = "2".repeat(40);
+        assert_eq!(
+            t.commit(),
+            "1".repeat(40),
+            "the commit the tag names, not the tag"
+        );
+        assert!(t.config().is_empty() && t.people_not_in_base().is_empty());
     }
 }

@@ -14,7 +14,8 @@
 use super::derive;
 use super::hash::plan_hash;
 use super::model::{
-    BACKUP_NAMESPACE, Criterion, ExecInputs, Operation, Plan, ReviewKind, StaleBranchesInputs, TAG_BASE,
+    BACKUP_NAMESPACE, Criterion, ExecInputs, Operation, Plan, ResourceFacts, ReviewKind, StaleBranchesInputs,
+    TAG_BASE,
 };
 use std::collections::HashSet;
 
@@ -89,8 +90,6 @@ fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), I
         };
     };
     let criteria = inputs(op)?;
-    let tags = op.records_tag_facts();
-    let local = op.records_branch_config();
     let mut seen = HashSet::with_capacity(plan.affected.len());
     for (i, a) in plan.affected.iter().enumerate() {
         let field = |name: &str| format!("affected[{i}].{name}");
@@ -116,40 +115,53 @@ fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), I
                 "must be sorted, distinct and not empty",
             ));
         }
-        if tags != a.tag.is_some() {
-            return Err(invalid(
-                field("tag"),
-                "tag facts belong to tag plans, and only there",
-            ));
+        // The facts of the operation's own kind of resource, and no other's.
+        match (op, &a.facts) {
+            (Operation::Tags(_), ResourceFacts::Tag(t)) => {
+                if !is_oid(&t.object.commit) {
+                    return Err(invalid(field("tag.commit"), "is not an object id"));
+                }
+            }
+            (Operation::StaleBranches(_), ResourceFacts::Branch(b)) => {
+                let section = format!("branch.{}.", a.name());
+                // `branch.<name>.<variable>`: a variable has no dot, else the key is another
+                // branch's (`branch.a.b.remote` is branch `a.b`'s, not `a`'s).
+                let own = |key: &str| {
+                    key.strip_prefix(&section)
+                        .is_some_and(|var| !var.is_empty() && !var.contains('.'))
+                };
+                if let Some(c) = b.config.iter().find(|c| !own(&c.key)) {
+                    return Err(invalid(
+                        field("config"),
+                        format!(
+                            "{} is not a key of {name}'s own section",
+                            crate::text::safe(&c.key)
+                        ),
+                    ));
+                }
+            }
+            (Operation::RemoteBranches(_), ResourceFacts::Branch(b)) => {
+                if b.upstream.is_some() || !b.config.is_empty() {
+                    return Err(invalid(
+                        field("config"),
+                        "only local branches have upstreams and config",
+                    ));
+                }
+            }
+            (Operation::Tags(_), ResourceFacts::Branch(_))
+            | (Operation::StaleBranches(_) | Operation::RemoteBranches(_), ResourceFacts::Tag(_)) => {
+                return Err(invalid(
+                    field("tag"),
+                    "tag facts belong to tag plans, and only there",
+                ));
+            }
+            // Refused above: an exec plan lists no resources.
+            (Operation::Exec(_), ResourceFacts::Branch(_) | ResourceFacts::Tag(_)) => {
+                return Err(invalid("affected", "an exec plan lists no refs"));
+            }
         }
-        if let Some(t) = &a.tag
-            && !is_oid(&t.commit)
-        {
-            return Err(invalid(field("tag.commit"), "is not an object id"));
-        }
-        if !local && (a.upstream.is_some() || !a.config.is_empty()) {
-            return Err(invalid(
-                field("config"),
-                "only local branches have upstreams and config",
-            ));
-        }
-        let section = format!("branch.{}.", a.name());
-        // `branch.<name>.<variable>`: a variable has no dot, else the key is another
-        // branch's (`branch.a.b.remote` is branch `a.b`'s, not `a`'s).
-        let own = |key: &str| {
-            key.strip_prefix(&section)
-                .is_some_and(|var| !var.is_empty() && !var.contains('.'))
-        };
-        if let Some(c) = a.config.iter().find(|c| !own(&c.key)) {
-            return Err(invalid(
-                field("config"),
-                format!(
-                    "{} is not a key of {name}'s own section",
-                    crate::text::safe(&c.key)
-                ),
-            ));
-        }
-        if a.loses_work && a.commits_not_in_base == 0 {
+        let history = a.history();
+        if history.loses_work && history.commits_not_in_base == 0 {
             return Err(invalid(
                 field("loses_work"),
                 "loses work but has no commit not in base",
@@ -168,7 +180,7 @@ fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), I
     if plan
         .affected
         .iter()
-        .try_fold(0u64, |sum, a| sum.checked_add(a.commits_not_in_base))
+        .try_fold(0u64, |sum, a| sum.checked_add(a.commits_not_in_base()))
         .is_none()
     {
         return Err(invalid("affected", "commit counts beyond any repository"));
@@ -294,7 +306,10 @@ fn inputs(op: &Operation) -> Result<Option<&[Criterion]>, Invalid> {
             format!("must be sorted, distinct criteria of a {} plan", op.kind()),
         ));
     }
-    let tags = op.records_tag_facts();
+    let tags = match op {
+        Operation::Tags(_) => true,
+        Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Exec(_) => false,
+    };
     let by_age = c.contains(&Criterion::OlderThan);
     match selection.older_than_secs {
         Some(s) if s == 0 || s > crate::duration::MAX_SECS => {
@@ -413,7 +428,7 @@ mod tests {
     }
 
     /// A plan as `guardctl plan` writes it, with every derived field computed.
-    fn honest(affected: Vec<Affected>) -> Plan {
+    fn honest(affected: Vec<Resource>) -> Plan {
         test_data::plan(affected, &format!("sha256:{}", "0".repeat(64)))
     }
 
@@ -478,11 +493,46 @@ mod tests {
     #[test]
     fn config_of_another_section_is_refused() {
         let mut a = test_data::branch("a", 0);
-        a.config = vec![ConfigEntry {
+        test_data::branch_facts(&mut a).config = vec![ConfigEntry {
             key: "core.fsmonitor".into(),
             value: "evil".into(),
         }];
         assert_eq!(field(&honest(vec![a])), "affected[0].config");
+    }
+
+    #[test]
+    fn each_operation_lists_only_its_own_kind_of_resource() {
+        let hash = format!("sha256:{}", "0".repeat(64));
+        let tags = |a| test_data::plan_of(test_data::tag_inputs(), vec![a], &hash);
+        assert_eq!(check(&tags(test_data::tag("v1")), valid), Ok(()));
+        // A tag plan whose resource is branch-shaped (no tag object), in the tag namespace.
+        let mut branch_shaped = test_data::branch("v1", 0);
+        branch_shaped.refname = "refs/tags/v1".into();
+        branch_shaped.reasons = vec![Criterion::Matched];
+        assert_eq!(field(&tags(branch_shaped)), "affected[0].tag");
+        // A branch plan whose resource is a tag.
+        let mut tag_shaped = test_data::tag("a");
+        tag_shaped.refname = "refs/heads/a".into();
+        tag_shaped.reasons = vec![Criterion::Merged];
+        assert_eq!(field(&honest(vec![tag_shaped])), "affected[0].tag");
+        // A remote's branch has no upstream or config of this clone.
+        let remote = Operation::RemoteBranches(RemoteBranchesInputs {
+            remote: "origin".into(),
+            selection: test_data::merged_inputs().selection().unwrap().clone(),
+        });
+        let mut a = test_data::branch("a", 0);
+        assert_eq!(
+            check(&test_data::plan_of(remote.clone(), vec![a.clone()], &hash), valid),
+            Ok(())
+        );
+        test_data::branch_facts(&mut a).config = vec![ConfigEntry {
+            key: "branch.a.remote".into(),
+            value: "origin".into(),
+        }];
+        assert_eq!(
+            field(&test_data::plan_of(remote, vec![a], &hash)),
+            "affected[0].config"
+        );
     }
 
     #[test]
@@ -534,9 +584,9 @@ mod tests {
         p.before_image.retention_days = u32::MAX;
         assert_eq!(field(&p), "before_image.retention_days");
         let mut a = test_data::branch("a", 1);
-        a.commits_not_in_base = u64::MAX;
+        test_data::branch_facts(&mut a).history.commits_not_in_base = u64::MAX;
         let mut b = test_data::branch("b", 1);
-        b.commits_not_in_base = 2;
+        test_data::branch_facts(&mut b).history.commits_not_in_base = 2;
         let mut p = honest(vec![]);
         p.affected = vec![a, b];
         assert_eq!(field(&p), "affected");

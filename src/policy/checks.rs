@@ -432,7 +432,7 @@ mod tests {
 
     const T0: OffsetDateTime = datetime!(2026-06-01 12:00 UTC);
 
-    fn plan_under(policy: &Policy, affected: Vec<Affected>) -> Plan {
+    fn plan_under(policy: &Policy, affected: Vec<Resource>) -> Plan {
         Plan {
             // What the approvals below are bound to.
             plan_hash: "sha256:h".into(),
@@ -446,7 +446,7 @@ mod tests {
         plan_under(&Policy::default(), vec![branch("feature/x", "dave@example.com")])
     }
 
-    fn branch(name: &str, email: &str) -> Affected {
+    fn branch(name: &str, email: &str) -> Resource {
         test_data::by(name, email, 0)
     }
 

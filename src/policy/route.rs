@@ -10,13 +10,13 @@
 
 use super::{Policy, Requirement};
 use crate::plan::derive::resource_risk;
-use crate::plan::model::{Affected, ReviewGroup, ReviewKind, RiskLevel};
+use crate::plan::model::{Resource, ReviewGroup, ReviewKind, RiskLevel};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// The review groups of a plan with these affected resources, in the policy's order: routes
 /// that matched something, then `default` (when some resource matched no route, or the plan
 /// is empty), then `bulk`.
-pub fn review(policy: &Policy, affected: &[Affected]) -> Result<Vec<ReviewGroup>, String> {
+pub fn review(policy: &Policy, affected: &[Resource]) -> Result<Vec<ReviewGroup>, String> {
     let bulk = affected.len() as u64 > policy.bulk.threshold;
     let subjects: Vec<Subject> = affected
         .iter()
@@ -24,7 +24,7 @@ pub fn review(policy: &Policy, affected: &[Affected]) -> Result<Vec<ReviewGroup>
             id: &a.refname,
             name: a.name(),
             author: Some(&a.author.email),
-            people: &a.people_not_in_base,
+            people: a.people_not_in_base(),
             risk: resource_risk(a, bulk),
         })
         .collect();
@@ -209,7 +209,7 @@ from = ["b"]
     #[test]
     fn empty_plan_needs_the_default_group_and_default_policy_routes_nothing() {
         assert_eq!(names(&review(&policy(), &[]).unwrap()), vec![("default", 0)]);
-        let many: Vec<Affected> = (0..60)
+        let many: Vec<Resource> = (0..60)
             .map(|i| branch(&format!("b{i}"), "x@example.com", 0))
             .collect();
         let g = review(&Policy::default(), &many).unwrap();
@@ -240,10 +240,12 @@ from = ["b"]
     fn an_author_route_matches_anyone_whose_unmerged_work_is_at_stake() {
         // The tip is someone else's, but team A's commits are underneath it.
         let mut b = branch("x", "other@example.com", 2);
-        b.people_not_in_base = vec!["dev@a.example.com".into(), "other@example.com".into()];
+        crate::plan::model::test_data::branch_facts(&mut b).people_not_in_base =
+            vec!["dev@a.example.com".into(), "other@example.com".into()];
         let g = review(&policy(), &[b.clone()]).unwrap();
         assert_eq!(names(&g), vec![("team-a", 1), ("lossy", 1)]);
-        b.people_not_in_base = vec!["other@example.com".into()];
+        crate::plan::model::test_data::branch_facts(&mut b).people_not_in_base =
+            vec!["other@example.com".into()];
         let g = review(&policy(), &[b]).unwrap();
         assert_eq!(names(&g), vec![("lossy", 1)]);
     }
@@ -251,7 +253,7 @@ from = ["b"]
     #[test]
     fn risk_selector_sees_bulk() {
         // Merged branches lose nothing (low), but in a bulk plan they are medium.
-        let a: Vec<Affected> = (0..4)
+        let a: Vec<Resource> = (0..4)
             .map(|i| branch(&format!("b{i}"), "x@example.com", 0))
             .collect();
         let g = review(&policy(), &a).unwrap();

@@ -7,21 +7,33 @@ use crate::ui::paint;
 use comfy_table::{CellAlignment, ContentArrangement, Table, presets};
 use std::io::{self, Write};
 
+/// The whole text of `view`, section by section.
 pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()> {
-    let bold = |t: &str| paint(color, "1", t);
-    writeln!(w, "{}", bold(&view.summary))?;
-    writeln!(w)?;
-    let who = |p: &super::view::PartyView| match (&p.principal, &p.key) {
-        (Some(pr), Some(k)) => format!("{pr} ({k})"),
-        (Some(pr), None) => pr.clone(),
-        (None, Some(k)) => format!("unknown principal ({k})"),
-        (None, None) => "unknown".to_string(),
-    };
-    let risk = if view.risk.reasons.is_empty() {
-        view.risk.level.to_string()
+    header(view, color, w)?;
+    if let Some(since) = &view.since {
+        since_section(view, since, color, w)?;
+    }
+    if !view.approvals.is_simple() {
+        write_groups(&view.approvals, (view.resource, view.resources), color, w)?;
+    }
+    if let Some(x) = &view.exec {
+        write_exec(x, color, w)?;
+        side_effects(&view.side_effects, color, w)?;
+    } else if view.total_affected == 0 {
+        writeln!(w)?;
+        writeln!(w, "No changes. Nothing would be deleted.")?;
     } else {
-        format!("{} ({})", view.risk.level, view.risk.reasons.join(", "))
-    };
+        affected(view, color, w)?;
+        extremes(view, color, w)?;
+        side_effects(&view.side_effects, color, w)?;
+    }
+    skipped(&view.skipped, color, w)
+}
+
+/// The summary line and the plan's details, one `key value` row each.
+fn header(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w, "{}", paint(color, "1", &view.summary))?;
+    writeln!(w)?;
     // What each approver or rejecter said, under the approvals row.
     let comments = view.approvals.comments.iter().map(|c| {
         (
@@ -30,33 +42,13 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
         )
     });
     let rows = [
-        ("operation", {
-            let on = match &view.remote {
-                Some(remote) => format!(" on {remote} ({})", view.repository),
-                None => String::new(),
-            };
-            // Tags are judged against every branch, not one base; a command has neither.
-            let base = if view.resource == "tag" {
-                "commits judged against every branch".to_string()
-            } else {
-                format!("base {}", view.base)
-            };
-            if view.exec.is_some() {
-                format!("{} (the command below, gated by its preview)", view.operation)
-            } else {
-                format!(
-                    "{}{on} ({base}; criteria: {})",
-                    view.operation,
-                    view.criteria.join(", ")
-                )
-            }
-        }),
+        ("operation", operation_line(view)),
         ("inputs", view.selection.join(" ")),
         ("planner", who(&view.planner)),
         ("executor", who(&view.executor)),
         ("created", view.created_at.clone()),
         ("expires", view.expires_at.clone()),
-        ("risk", risk),
+        ("risk", risk_line(&view.risk)),
         ("policy", policy_line(&view.policy)),
         ("approvals", approvals_line(&view.approvals)),
         ("part of", part_of_line(&view.approvals, view.resources)),
@@ -82,18 +74,69 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
             )?;
         }
     }
+    Ok(())
+}
 
-    if let Some(since) = &view.since {
-        writeln!(w)?;
-        let inputs = if since.inputs_changed {
-            " (the inputs differ too)"
-        } else {
-            ""
-        };
-        writeln!(
-            w,
-            "{}",
-            bold(&format!(
+fn who(p: &super::view::PartyView) -> String {
+    match (&p.principal, &p.key) {
+        (Some(pr), Some(k)) => format!("{pr} ({k})"),
+        (Some(pr), None) => pr.clone(),
+        (None, Some(k)) => format!("unknown principal ({k})"),
+        (None, None) => "unknown".to_string(),
+    }
+}
+
+fn risk_line(risk: &super::view::RiskView) -> String {
+    if risk.reasons.is_empty() {
+        risk.level.to_string()
+    } else {
+        format!("{} ({})", risk.level, risk.reasons.join(", "))
+    }
+}
+
+/// What the plan does, on what, judged how.
+fn operation_line(view: &ShowView) -> String {
+    let on = match &view.remote {
+        Some(remote) => format!(" on {remote} ({})", view.repository),
+        None => String::new(),
+    };
+    // Tags are judged against every branch, not one base; a command has neither.
+    let base = if view.resource == "tag" {
+        "commits judged against every branch".to_string()
+    } else {
+        format!("base {}", view.base)
+    };
+    if view.exec.is_some() {
+        format!("{} (the command below, gated by its preview)", view.operation)
+    } else {
+        format!(
+            "{}{on} ({base}; criteria: {})",
+            view.operation,
+            view.criteria.join(", ")
+        )
+    }
+}
+
+/// What changed since an earlier plan (`show --since`).
+fn since_section(
+    view: &ShowView,
+    since: &super::since::SinceView,
+    color: bool,
+    w: &mut dyn Write,
+) -> io::Result<()> {
+    writeln!(w)?;
+    let inputs = if since.inputs_changed {
+        " (the inputs differ too)"
+    } else {
+        ""
+    };
+    writeln!(
+        w,
+        "{}",
+        paint(
+            color,
+            "1",
+            &format!(
                 "{} {} changed since plan {}{inputs}: {} added, {} removed, {} moved.",
                 since.changed,
                 view.resources,
@@ -101,178 +144,175 @@ pub fn render(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()>
                 since.added,
                 since.removed,
                 since.moved
-            ))
-        )?;
-        for c in &since.changes {
-            let sign = match c.change {
-                "added" => paint(color, "31", "+"),
-                "removed" => paint(color, "32", "-"),
-                _ => paint(color, "33", "~"),
-            };
-            let short = |o: &Option<String>| o.as_deref().map(|s| s.chars().take(12).collect::<String>());
-            if view.exec.is_some() {
-                writeln!(w, "  {sign} {}", c.name)?;
-                continue;
-            }
-            let detail = match (short(&c.from), short(&c.to)) {
-                (Some(f), Some(t)) => format!("{f} -> {t}"),
-                (None, Some(t)) => format!("now planned at {t}"),
-                (Some(f), None) => format!("no longer planned (was {f})"),
-                (None, None) => String::new(),
-            };
-            writeln!(w, "  {sign} {:<32} {detail}", c.name)?;
+            )
+        )
+    )?;
+    for c in &since.changes {
+        let sign = match c.change {
+            "added" => paint(color, "31", "+"),
+            "removed" => paint(color, "32", "-"),
+            _ => paint(color, "33", "~"),
+        };
+        let short = |o: &Option<String>| o.as_deref().map(|s| s.chars().take(12).collect::<String>());
+        if view.exec.is_some() {
+            writeln!(w, "  {sign} {}", c.name)?;
+            continue;
         }
+        let detail = match (short(&c.from), short(&c.to)) {
+            (Some(f), Some(t)) => format!("{f} -> {t}"),
+            (None, Some(t)) => format!("now planned at {t}"),
+            (Some(f), None) => format!("no longer planned (was {f})"),
+            (None, None) => String::new(),
+        };
+        writeln!(w, "  {sign} {:<32} {detail}", c.name)?;
     }
+    Ok(())
+}
 
-    if !view.approvals.is_simple() {
-        write_groups(&view.approvals, (view.resource, view.resources), color, w)?;
-    }
-
-    if let Some(x) = &view.exec {
-        write_exec(x, color, w)?;
-        writeln!(w)?;
-        writeln!(w, "{}", bold("Side effects:"))?;
-        for s in &view.side_effects {
-            writeln!(w, "  - {s}")?;
-        }
-    } else if view.total_affected == 0 {
-        writeln!(w)?;
-        writeln!(w, "No changes. Nothing would be deleted.")?;
-    } else {
-        writeln!(w)?;
-        let heading = match (view.rows.mode, view.rows.page) {
-            ("page", Some(p)) => format!(
-                "{} to delete ({}), page {p} of {}:",
+/// The heading and table of what would be deleted, and how much of it is shown.
+fn affected(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w)?;
+    let heading = match (view.rows.mode, view.rows.page) {
+        ("page", Some(p)) => format!(
+            "{} to delete ({}), page {p} of {}:",
+            capitalized(view.resources),
+            view.total_affected,
+            view.rows.pages
+        ),
+        ("sample", _) => {
+            let counts: Vec<String> = view
+                .counts_by_reason
+                .iter()
+                .map(|c| format!("{} {}", c.count, c.reason))
+                .collect();
+            format!(
+                "{} to delete ({}: {}); a sample of {}:",
                 capitalized(view.resources),
                 view.total_affected,
-                view.rows.pages
-            ),
-            ("sample", _) => {
-                let counts: Vec<String> = view
-                    .counts_by_reason
-                    .iter()
-                    .map(|c| format!("{} {}", c.count, c.reason))
-                    .collect();
-                format!(
-                    "{} to delete ({}: {}); a sample of {}:",
-                    capitalized(view.resources),
-                    view.total_affected,
-                    counts.join(", "),
-                    view.rows.shown
-                )
-            }
-            _ => format!(
-                "{} to delete ({}):",
-                capitalized(view.resources),
-                view.total_affected
-            ),
-        };
-        writeln!(w, "{}", paint(color, "1;31", &heading))?;
-        write_table(&view.resource.to_uppercase(), &view.rows.items, w)?;
-        if view.rows.mode != "all" {
-            writeln!(
-                w,
-                "  ({} of {} shown; `--all` lists every branch, `--page N` pages through {} pages of {})",
-                view.rows.shown,
-                view.total_affected,
-                view.rows.pages,
-                super::view::PAGE_SIZE
-            )?;
+                counts.join(", "),
+                view.rows.shown
+            )
         }
+        _ => format!(
+            "{} to delete ({}):",
+            capitalized(view.resources),
+            view.total_affected
+        ),
+    };
+    writeln!(w, "{}", paint(color, "1;31", &heading))?;
+    write_table(&view.resource.to_uppercase(), &view.rows.items, w)?;
+    if view.rows.mode != "all" {
+        writeln!(
+            w,
+            "  ({} of {} shown; `--all` lists every branch, `--page N` pages through {} pages of {})",
+            view.rows.shown,
+            view.total_affected,
+            view.rows.pages,
+            super::view::PAGE_SIZE
+        )?;
+    }
+    Ok(())
+}
 
-        writeln!(w)?;
-        writeln!(w, "{}", bold("Extremes a reviewer must not miss:"))?;
-        let list = |rows: &[Row], f: &dyn Fn(&Row) -> String| {
-            if rows.is_empty() {
-                "none".to_string()
-            } else {
-                rows.iter().map(f).collect::<Vec<_>>().join(", ")
-            }
-        };
-        writeln!(
-            w,
-            "  most recently active: {}",
-            list(&view.extremes.most_recent, &|r| format!(
-                "{} ({} ago)",
-                r.name, r.age
-            ))
-        )?;
-        writeln!(
-            w,
-            "  oldest:               {}",
-            list(&view.extremes.oldest, &|r| format!("{} ({} ago)", r.name, r.age))
-        )?;
-        writeln!(
-            w,
-            "  most commits not in base: {}",
-            list(&view.extremes.most_unmerged, &|r| format!(
-                "{} ({}{})",
-                r.name,
-                r.commits_not_in_base,
-                if r.loses_work {
-                    ", work lost"
-                } else {
-                    ", changes in base"
-                }
-            ))
-        )?;
-        if view.extremes.suspicious_names.is_empty() {
-            writeln!(w, "  names to check:       none")?;
+/// The extremes a reviewer must not miss, whatever part of the table is shown.
+fn extremes(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w)?;
+    writeln!(w, "{}", paint(color, "1", "Extremes a reviewer must not miss:"))?;
+    let list = |rows: &[Row], f: &dyn Fn(&Row) -> String| {
+        if rows.is_empty() {
+            "none".to_string()
         } else {
-            writeln!(w, "  {}", paint(color, "1;33", "names to check:"))?;
-            for r in &view.extremes.suspicious_names {
-                let why: Vec<&str> = r.flags.iter().map(|f| f.describe()).collect();
-                writeln!(w, "    {} ({})", r.name, why.join(", "))?;
-            }
+            rows.iter().map(f).collect::<Vec<_>>().join(", ")
         }
-
-        writeln!(w)?;
-        writeln!(w, "{}", bold("Side effects:"))?;
-        for s in &view.side_effects {
-            writeln!(w, "  - {s}")?;
+    };
+    let x = &view.extremes;
+    writeln!(
+        w,
+        "  most recently active: {}",
+        list(&x.most_recent, &|r| format!("{} ({} ago)", r.name, r.age))
+    )?;
+    writeln!(
+        w,
+        "  oldest:               {}",
+        list(&x.oldest, &|r| format!("{} ({} ago)", r.name, r.age))
+    )?;
+    writeln!(
+        w,
+        "  most commits not in base: {}",
+        list(&x.most_unmerged, &|r| format!(
+            "{} ({}{})",
+            r.name,
+            r.commits_not_in_base,
+            if r.loses_work {
+                ", work lost"
+            } else {
+                ", changes in base"
+            }
+        ))
+    )?;
+    if x.suspicious_names.is_empty() {
+        writeln!(w, "  names to check:       none")?;
+    } else {
+        writeln!(w, "  {}", paint(color, "1;33", "names to check:"))?;
+        for r in &x.suspicious_names {
+            let why: Vec<&str> = r.flags.iter().map(|f| f.describe()).collect();
+            writeln!(w, "    {} ({})", r.name, why.join(", "))?;
         }
     }
+    Ok(())
+}
 
-    if view.skipped.total > 0 {
-        writeln!(w)?;
-        let counts: Vec<String> = view
-            .skipped
-            .counts
-            .iter()
-            .map(|c| format!("{} {}", c.count, c.reason))
-            .collect();
+fn side_effects(effects: &[String], color: bool, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w)?;
+    writeln!(w, "{}", paint(color, "1", "Side effects:"))?;
+    for s in effects {
+        writeln!(w, "  - {s}")?;
+    }
+    Ok(())
+}
+
+/// What the plan left out, and why (nothing when it left nothing out).
+fn skipped(skipped: &super::view::SkippedView, color: bool, w: &mut dyn Write) -> io::Result<()> {
+    if skipped.total == 0 {
+        return Ok(());
+    }
+    writeln!(w)?;
+    let counts: Vec<String> = skipped
+        .counts
+        .iter()
+        .map(|c| format!("{} {}", c.count, c.reason))
+        .collect();
+    writeln!(
+        w,
+        "{}",
+        paint(
+            color,
+            "1",
+            &format!("Not planned ({}: {}):", skipped.total, counts.join(", "))
+        )
+    )?;
+    for s in &skipped.items {
+        let flags = if s.flags.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " [{}]",
+                s.flags
+                    .iter()
+                    .map(|f| f.describe())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let detail = s.detail.as_deref().unwrap_or("");
+        writeln!(w, "  {:<32} {:<13} {detail}{flags}", s.name, s.reason)?;
+    }
+    if skipped.items.len() < skipped.total {
         writeln!(
             w,
-            "{}",
-            bold(&format!(
-                "Not planned ({}: {}):",
-                view.skipped.total,
-                counts.join(", ")
-            ))
+            "  ({} more; `--all` lists them)",
+            skipped.total - skipped.items.len()
         )?;
-        for s in &view.skipped.items {
-            let flags = if s.flags.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " [{}]",
-                    s.flags
-                        .iter()
-                        .map(|f| f.describe())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            };
-            let detail = s.detail.as_deref().unwrap_or("");
-            writeln!(w, "  {:<32} {:<13} {detail}{flags}", s.name, s.reason)?;
-        }
-        if view.skipped.items.len() < view.skipped.total {
-            writeln!(
-                w,
-                "  ({} more; `--all` lists them)",
-                view.skipped.total - view.skipped.items.len()
-            )?;
-        }
     }
     Ok(())
 }
@@ -517,4 +557,439 @@ fn write_groups(
         writeln!(w, "  {line}")?;
     }
     Ok(())
+}
+
+/// `guardctl inbox` as text.
+pub fn render_inbox(v: &super::view::InboxView, color: bool, w: &mut dyn Write) -> io::Result<()> {
+    use crate::text::safe;
+    let bold = |t: &str| paint(color, "1", t);
+    let you = match (&v.principal, &v.key) {
+        (Some(p), _) => format!("you approve as {}", safe(p)),
+        (None, Some(k)) => format!("your key {k} approves as no principal"),
+        (None, None) => "no signing key".to_string(),
+    };
+    let waiting = v.plans.len();
+    writeln!(
+        w,
+        "{} plan{} waiting on remote `{}` ({}); {you}.",
+        waiting,
+        if waiting == 1 { "" } else { "s" },
+        safe(&v.remote),
+        safe(&v.url)
+    )?;
+    for p in &v.plans {
+        let hex = p.plan_id.trim_start_matches("sha256:");
+        writeln!(w)?;
+        writeln!(
+            w,
+            "{}  {} by {}, expires in {}",
+            bold(&format!("sha256:{}", &hex[..hex.len().min(12)])),
+            p.operation,
+            safe(p.planner.as_deref().unwrap_or("(no principal)")),
+            crate::duration::humanize(p.expires_in_secs)
+        )?;
+        writeln!(w, "  {}", safe(&p.summary))?;
+        if !p.rejected_by.is_empty() {
+            let by: Vec<String> = p.rejected_by.iter().map(|r| safe(r)).collect();
+            writeln!(w, "  rejected by {}", by.join(", "))?;
+        }
+        for n in &p.still_needed {
+            let from = match &n.from {
+                None => "any principal but the planner".to_string(),
+                Some(f) => f.iter().map(|x| safe(x)).collect::<Vec<_>>().join(", "),
+            };
+            writeln!(w, "  needs: {} {} more (from {from})", safe(&n.group), n.missing)?;
+        }
+        if p.still_needed.is_empty() && p.rejected_by.is_empty() {
+            writeln!(w, "  every approval it needs is in place")?;
+        }
+        match (&p.may_approve, &p.why_not) {
+            (true, _) => writeln!(
+                w,
+                "  you may approve it: guardctl show {}; guardctl approve {} --publish",
+                &hex[..hex.len().min(12)],
+                &hex[..hex.len().min(12)]
+            )?,
+            (false, Some(why)) => writeln!(w, "  not for you: {why}")?,
+            (false, None) => {}
+        }
+    }
+    let l = &v.left_out;
+    let parts: Vec<String> = [
+        (l.consumed, "applied"),
+        (l.expired, "expired"),
+        (l.other_repository, "for another repository"),
+        (l.invalid, "invalid"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    if !parts.is_empty() {
+        writeln!(w)?;
+        writeln!(w, "Not listed: {}.", parts.join(", "))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::since::{Change, SinceView};
+    use super::super::view::*;
+    use super::*;
+    use crate::text::Flag;
+
+    fn row(name: &str, age: &str, unmerged: u64) -> Row {
+        Row {
+            kind: "branch",
+            name: name.into(),
+            tip: "0123456789abcdef0123".into(),
+            last_commit: "2026-01-01T00:00:00Z".into(),
+            age: age.into(),
+            author: "a@x".into(),
+            subject: "fix it".into(),
+            commits_not_in_base: unmerged,
+            loses_work: unmerged > 0,
+            reasons: vec!["merged"],
+            flags: vec![],
+        }
+    }
+
+    /// A two-branch stale-branches plan, as simple as views come.
+    fn view() -> ShowView {
+        ShowView {
+            plan_id: "sha256:abc".into(),
+            plan_hash: "sha256:def".into(),
+            summary: "Plan sha256:abc…: delete 2 branches.".into(),
+            operation: "stale-branches".into(),
+            resource: "branch",
+            resources: "branches",
+            repository: "/r".into(),
+            remote: None,
+            base: "refs/heads/main".into(),
+            criteria: vec!["merged"],
+            selection: vec![],
+            planner: PartyView {
+                principal: Some("alice".into()),
+                key: Some("SHA256:a".into()),
+            },
+            executor: PartyView {
+                principal: None,
+                key: None,
+            },
+            created_at: "2026-06-01T12:00:00Z".into(),
+            expires_at: "2026-06-01T13:00:00Z".into(),
+            expires_in_secs: 3600,
+            expired: false,
+            approvals: ApprovalsView {
+                groups: vec![GroupView {
+                    name: "default".into(),
+                    kind: "default",
+                    resources: 2,
+                    required: 1,
+                    from: vec![],
+                    approvers: vec![],
+                    approved_by: vec![],
+                    missing: 1,
+                }],
+                ..Default::default()
+            },
+            policy: PolicyView {
+                source: "built-in".into(),
+                hash: "sha256:p".into(),
+                status: "in_force",
+                detail: None,
+            },
+            risk: RiskView {
+                level: "low",
+                reasons: vec![],
+            },
+            total_affected: 2,
+            counts_by_reason: vec![],
+            rows: RowsView {
+                mode: "all",
+                page: None,
+                pages: 1,
+                shown: 2,
+                items: vec![row("old", "90d", 0), row("new", "1d", 0)],
+            },
+            extremes: Extremes {
+                most_recent: vec![row("new", "1d", 0)],
+                oldest: vec![row("old", "90d", 0)],
+                most_unmerged: vec![],
+                suspicious_names: vec![],
+            },
+            side_effects: vec!["Deleting 2 branches also deletes their reflogs.".into()],
+            before_image: String::new(),
+            skipped: SkippedView {
+                total: 0,
+                counts: vec![],
+                items: vec![],
+            },
+            exec: None,
+            since: None,
+        }
+    }
+
+    fn text(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> String {
+        let mut buf = Vec::new();
+        f(&mut buf).unwrap();
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn the_header_lists_the_details_and_leaves_out_empty_rows() {
+        let v = view();
+        let out = text(|w| header(&v, false, w));
+        assert_eq!(
+            out,
+            "Plan sha256:abc…: delete 2 branches.\n\
+             \n  operation  stale-branches (base refs/heads/main; criteria: merged)\
+             \n  planner    alice (SHA256:a)\
+             \n  executor   unknown\
+             \n  created    2026-06-01T12:00:00Z\
+             \n  expires    2026-06-01T13:00:00Z\
+             \n  risk       low\
+             \n  policy     built-in, in force\
+             \n  approvals  0 of 1 needed\
+             \n  plan id    sha256:abc\
+             \n  plan hash  sha256:def\n"
+        );
+    }
+
+    #[test]
+    fn the_header_of_a_remote_plan_names_the_url_it_changes_and_comments_follow_approvals() {
+        let mut v = view();
+        v.remote = Some("origin".into());
+        v.repository = "https://example.com/r.git".into();
+        v.selection = vec!["--match topic/*".into()];
+        v.approvals.rejected_by = vec!["bob".into()];
+        v.approvals.comments = vec![CommentView {
+            principal: "bob".into(),
+            decision: "reject",
+            comment: "not yet".into(),
+        }];
+        let out = text(|w| header(&v, false, w));
+        assert!(out.contains(
+            "  operation  stale-branches on origin (https://example.com/r.git) (base refs/heads/main; criteria: merged)\n\
+             \x20 changes    https://example.com/r.git (the one URL apply observes and pushes to)\n\
+             \x20 inputs     --match topic/*\n"
+        ), "{out}");
+        assert!(
+            out.contains(
+                "  approvals  0 of 1 needed; REJECTED by bob\n  comment    bob (reject): not yet\n  plan id"
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn color_is_only_ever_added_when_asked_for() {
+        let v = view();
+        assert!(!text(|w| render(&v, false, w)).contains('\u{1b}'));
+        let colored = text(|w| header(&v, true, w));
+        assert!(colored.starts_with("\u{1b}[1mPlan sha256:abc…"), "{colored:?}");
+    }
+
+    #[test]
+    fn the_table_heading_says_how_much_is_shown() {
+        let mut v = view();
+        let out = text(|w| affected(&v, false, w));
+        assert!(out.starts_with("\nBranches to delete (2):\n"), "{out}");
+        assert!(
+            out.contains(
+                "  │ branch   old      0123456789ab   90d   a@x                0   merged   fix it  │\n"
+            ),
+            "{out}"
+        );
+        assert!(!out.contains("shown;"), "{out}");
+        v.total_affected = 120;
+        v.rows.mode = "sample";
+        v.rows.pages = 3;
+        v.counts_by_reason = vec![Count {
+            reason: "merged",
+            count: 120,
+        }];
+        let out = text(|w| affected(&v, false, w));
+        assert!(
+            out.starts_with("\nBranches to delete (120: 120 merged); a sample of 2:\n"),
+            "{out}"
+        );
+        assert!(
+            out.ends_with(
+                "  (2 of 120 shown; `--all` lists every branch, `--page N` pages through 3 pages of 50)\n"
+            ),
+            "{out}"
+        );
+        v.rows.mode = "page";
+        v.rows.page = Some(3);
+        let out = text(|w| affected(&v, false, w));
+        assert!(
+            out.starts_with("\nBranches to delete (120), page 3 of 3:\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn extremes_say_none_or_list_each_with_why() {
+        let mut v = view();
+        assert_eq!(
+            text(|w| extremes(&v, false, w)),
+            "\nExtremes a reviewer must not miss:\
+             \n  most recently active: new (1d ago)\
+             \n  oldest:               old (90d ago)\
+             \n  most commits not in base: none\
+             \n  names to check:       none\n"
+        );
+        v.extremes.most_unmerged = vec![row("wip", "3d", 4)];
+        let mut odd = row("mаin", "2d", 0);
+        odd.flags = vec![Flag::NonAscii, Flag::LooksProtected];
+        v.extremes.suspicious_names = vec![odd];
+        let out = text(|w| extremes(&v, false, w));
+        assert!(
+            out.contains("  most commits not in base: wip (4, work lost)\n"),
+            "{out}"
+        );
+        assert!(
+            out.ends_with("  names to check:\n    mаin (non-ASCII, looks like a protected name)\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn side_effects_are_a_list() {
+        assert_eq!(
+            text(|w| side_effects(&["one".into(), "two".into()], false, w)),
+            "\nSide effects:\n  - one\n  - two\n"
+        );
+    }
+
+    #[test]
+    fn skipped_says_nothing_when_nothing_was_left_out_and_counts_the_rest() {
+        let v = view();
+        assert_eq!(text(|w| skipped(&v.skipped, false, w)), "");
+        let s = SkippedView {
+            total: 3,
+            counts: vec![Count {
+                reason: "protected",
+                count: 3,
+            }],
+            items: vec![SkippedRow {
+                name: "main".into(),
+                reason: "protected",
+                detail: Some("matches --protect".into()),
+                flags: vec![Flag::MixedScripts],
+            }],
+        };
+        assert_eq!(
+            text(|w| skipped(&s, false, w)),
+            format!(
+                "\nNot planned (3: 3 protected):\n  {:<32} {:<13} matches --protect [mixed scripts]\n  (2 more; `--all` lists them)\n",
+                "main", "protected"
+            )
+        );
+    }
+
+    #[test]
+    fn since_lists_each_change_with_its_commits() {
+        let v = view();
+        let since = SinceView {
+            old_plan_id: "sha256:0123456789abcdef".into(),
+            inputs_changed: true,
+            changed: 2,
+            added: 1,
+            removed: 0,
+            moved: 1,
+            changes: vec![
+                Change {
+                    change: "added",
+                    name: "x".into(),
+                    from: None,
+                    to: Some("aaaaaaaaaaaaaaaa".into()),
+                },
+                Change {
+                    change: "moved",
+                    name: "y".into(),
+                    from: Some("bbbbbbbbbbbbbbbb".into()),
+                    to: Some("cccccccccccccccc".into()),
+                },
+            ],
+        };
+        assert_eq!(
+            text(|w| since_section(&v, &since, false, w)),
+            format!(
+                "\n2 branches changed since plan sha256:0123456789ab… (the inputs differ too): 1 added, 0 removed, 1 moved.\n  + {:<32} now planned at aaaaaaaaaaaa\n  ~ {:<32} bbbbbbbbbbbb -> cccccccccccc\n",
+                "x", "y"
+            )
+        );
+    }
+
+    #[test]
+    fn a_plan_without_changes_says_so_instead_of_a_table() {
+        let mut v = view();
+        v.total_affected = 0;
+        let out = text(|w| render(&v, false, w));
+        assert!(
+            out.ends_with("  plan hash  sha256:def\n\nNo changes. Nothing would be deleted.\n"),
+            "{out}"
+        );
+        assert!(!out.contains("Side effects"), "{out}");
+    }
+
+    #[test]
+    fn routed_approvals_get_the_review_group_table() {
+        let mut v = view();
+        v.approvals.groups[0].kind = "route";
+        v.approvals.groups[0].name = "release".into();
+        v.approvals.groups[0].from = vec!["release".into()];
+        v.approvals.groups[0].approvers = vec!["rel@x".into(), "ops@x".into()];
+        v.approvals.groups[0].approved_by = vec!["ops@x".into()];
+        let out = text(|w| render(&v, false, w));
+        assert!(
+            out.contains("  approvals  0 of 1 review groups approved (below)\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("Review groups (every one must be approved):"),
+            "{out}"
+        );
+        assert!(
+            out.contains("  │ release   2 branches   1 from release   ops@x         1 of: rel@x  │\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn an_exec_plan_shows_the_command_what_is_pinned_and_the_manifest() {
+        let x = ExecView {
+            command: "rm -r build".into(),
+            workdir: ".".into(),
+            env: vec!["PATH".into()],
+            files: vec![],
+            preview: "ls build".into(),
+            before_image: None,
+            verify: None,
+            pinned: vec!["/bin/rm sha256:aaaa [path]".into()],
+            on_path: vec!["rm -> /bin/rm".into()],
+            not_pinned: NOT_PINNED,
+            resources: 60,
+            manifest_format: "lines",
+            total_lines: 60,
+            mode: "first",
+            page: None,
+            pages: 2,
+            lines: vec!["a".into(), "b".into()],
+        };
+        let out = text(|w| write_exec(&x, false, w));
+        assert!(out.starts_with("\nCommand: rm -r build\n  in          .\n  environment PATH (nothing else)\n  preview     ls build\n  on PATH     rm -> /bin/rm\n"), "{out}");
+        assert!(
+            out.contains("  /bin/rm sha256:aaaa [path]\n  not pinned: anything the command calls"),
+            "{out}"
+        );
+        assert!(
+            out.contains("Manifest: 60 resources (one a line), seen by the policy like branches.\n"),
+            "{out}"
+        );
+        assert!(out.ends_with("Preview output (60 lines); the first 2:\n  a\n  b\n  (58 more; `--all` shows every line, `--page N` pages through 2 pages)\n"), "{out}");
+    }
 }

@@ -2,7 +2,7 @@
 //! one, branch by branch (added, removed, moved to another commit), diffed with `similar`
 //! over the sorted ref names; for two previews of a command, line by line.
 
-use crate::plan::model::{Affected, Plan};
+use crate::plan::model::{Plan, Resource};
 use crate::text::safe;
 use serde::Serialize;
 use similar::{Algorithm, DiffTag, capture_diff_slices};
@@ -58,8 +58,8 @@ pub fn build(old: &Plan, old_id: &str, new: &Plan) -> SinceView {
             changes,
         };
     }
-    fn sorted(p: &Plan) -> Vec<&Affected> {
-        let mut v: Vec<&Affected> = p.affected.iter().collect();
+    fn sorted(p: &Plan) -> Vec<&Resource> {
+        let mut v: Vec<&Resource> = p.affected.iter().collect();
         v.sort_by(|a, b| a.refname.cmp(&b.refname));
         v
     }
@@ -67,7 +67,7 @@ pub fn build(old: &Plan, old_id: &str, new: &Plan) -> SinceView {
     let on: Vec<&str> = o.iter().map(|a| a.refname.as_str()).collect();
     let nn: Vec<&str> = n.iter().map(|a| a.refname.as_str()).collect();
     let mut changes = Vec::new();
-    let change = |kind, a: &Affected, from: Option<&str>, to: Option<&str>| Change {
+    let change = |kind, a: &Resource, from: Option<&str>, to: Option<&str>| Change {
         change: kind,
         name: safe(a.name()),
         from: from.map(String::from),

@@ -6,7 +6,9 @@
 
 use crate::duration::humanize;
 use crate::plan::derive::plural;
-use crate::plan::model::{Affected, Criterion, Operation, Plan, ReviewKind, SideEffectKind, SkipReason};
+use crate::plan::model::{
+    Criterion, Operation, Plan, Resource, ResourceFacts, ReviewKind, SideEffectKind, SkipReason,
+};
 use crate::policy::ApprovalReport;
 use crate::text::{Flag, flags, safe};
 use serde::Serialize;
@@ -142,7 +144,7 @@ pub struct GroupView {
     pub name: String,
     /// `route`, `default` or `bulk`.
     pub kind: &'static str,
-    /// Affected resources the group covers.
+    /// Resource resources the group covers.
     pub resources: u64,
     pub required: u32,
     /// The policy's principal groups that may approve; empty = any principal but the planner.
@@ -344,16 +346,16 @@ fn protected_literals(plan: &Plan) -> Vec<&str> {
 
 /// What a row is: the operation's kind of resource, and for a tag which kind of tag (a signed
 /// release tag must not look like any other).
-fn row_kind(op: &crate::plan::model::Operation, a: &Affected) -> &'static str {
+fn row_kind(op: &crate::plan::model::Operation, a: &Resource) -> &'static str {
     let remote = op.remote().is_some();
-    match (&a.tag, remote) {
-        (Some(t), false) if t.signed => "signed tag",
-        (Some(t), true) if t.signed => "remote signed tag",
-        (Some(t), false) if t.annotated => "annotated tag",
-        (Some(t), true) if t.annotated => "remote annotated tag",
-        (Some(_), false) => "lightweight tag",
-        (Some(_), true) => "remote lightweight tag",
-        (None, _) => op.resource_kind(),
+    match (&a.facts, remote) {
+        (ResourceFacts::Tag(t), false) if t.object.signed => "signed tag",
+        (ResourceFacts::Tag(t), true) if t.object.signed => "remote signed tag",
+        (ResourceFacts::Tag(t), false) if t.object.annotated => "annotated tag",
+        (ResourceFacts::Tag(t), true) if t.object.annotated => "remote annotated tag",
+        (ResourceFacts::Tag(_), false) => "lightweight tag",
+        (ResourceFacts::Tag(_), true) => "remote lightweight tag",
+        (ResourceFacts::Branch(_), _) => op.resource_kind(),
     }
 }
 
@@ -396,7 +398,7 @@ fn selection_flags(op: &crate::plan::model::Operation) -> Vec<String> {
     out
 }
 
-fn row(a: &Affected, kind: &'static str, now: OffsetDateTime, protected: &[&str]) -> Row {
+fn row(a: &Resource, kind: &'static str, now: OffsetDateTime, protected: &[&str]) -> Row {
     // Cut before escaping, so an escape is never cut in half.
     let mut subject: String = a.subject.chars().take(SUBJECT_CHARS).collect();
     if a.subject.chars().nth(SUBJECT_CHARS).is_some() {
@@ -410,8 +412,8 @@ fn row(a: &Affected, kind: &'static str, now: OffsetDateTime, protected: &[&str]
         age: humanize((now - a.last_commit_time).whole_seconds()),
         author: safe(&a.author.email),
         subject: safe(&subject),
-        commits_not_in_base: a.commits_not_in_base,
-        loses_work: a.loses_work,
+        commits_not_in_base: a.commits_not_in_base(),
+        loses_work: a.loses_work(),
         reasons: a.reasons.iter().map(|r| r.as_str()).collect(),
         flags: flags(a.name(), protected),
     }
@@ -427,18 +429,81 @@ pub struct ViewInput<'a> {
     pub show_all_skipped: bool,
 }
 
+/// The view of `input.plan`: each part from its own section below.
 pub fn build(input: ViewInput) -> ShowView {
     let ViewInput {
         plan, plan_id, now, ..
     } = input;
     let protected = protected_literals(plan);
     let inputs = plan.operation.selection();
-    let n = plan.affected.len();
     let expires_in = (plan.expires_at - now).whole_seconds();
-    let expired = expires_in <= 0;
+    ShowView {
+        plan_id: plan_id.to_string(),
+        plan_hash: plan.plan_hash.clone(),
+        summary: summary(plan, plan_id, expires_in, &input.approvals),
+        operation: plan.operation.kind().to_string(),
+        resource: plan.operation.nouns().0,
+        resources: plan.operation.nouns().1,
+        repository: safe(&plan.repository),
+        remote: plan.operation.remote().map(safe),
+        base: inputs.map(|i| safe(&i.base)).unwrap_or_default(),
+        criteria: inputs
+            .map(|i| i.criteria.iter().map(|c| c.as_str()).collect())
+            .unwrap_or_default(),
+        selection: selection_flags(&plan.operation),
+        planner: party(&plan.planner),
+        executor: party(&plan.executor),
+        created_at: rfc3339(plan.created_at),
+        expires_at: rfc3339(plan.expires_at),
+        expires_in_secs: expires_in,
+        expired: expires_in <= 0,
+        approvals: input.approvals.clone(),
+        policy: input.policy.clone(),
+        risk: RiskView {
+            level: plan.risk.level.as_str(),
+            reasons: plan.risk.reasons.iter().map(|r| safe(r)).collect(),
+        },
+        total_affected: plan.affected.len(),
+        counts_by_reason: counts_by_reason(plan),
+        rows: rows(plan, input.paging, now, &protected),
+        extremes: extremes(plan, now, &protected),
+        side_effects: side_effects(plan, plan_id),
+        before_image: before_image(plan, plan_id),
+        skipped: skipped(plan, &protected, input.show_all_skipped),
+        exec: match &plan.operation {
+            Operation::Exec(x) => Some(exec_view(x, &input.paging)),
+            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
+        },
+        since: None,
+    }
+}
 
+/// The one-line summary: id, what the plan does, expiry, approvals.
+fn summary(plan: &Plan, plan_id: &str, expires_in: i64, approvals: &ApprovalsView) -> String {
+    format!(
+        "Plan {}: {}. {}. Approvals {}{}.",
+        short_id(plan_id),
+        safe(&plan.summary),
+        if expires_in <= 0 {
+            format!("Expired {} ago", humanize(-expires_in))
+        } else {
+            format!("Expires in {}", humanize(expires_in))
+        },
+        approvals.tally(),
+        if approvals.rejected_by.is_empty() {
+            ""
+        } else {
+            ", REJECTED"
+        },
+    )
+}
+
+/// The affected resources shown: all of a small plan, an even sample of a large one, or one
+/// page.
+fn rows(plan: &Plan, paging: Paging, now: OffsetDateTime, protected: &[&str]) -> RowsView {
+    let n = plan.affected.len();
     let pages = n.div_ceil(PAGE_SIZE).max(1);
-    let (mode, page, picked): (&str, Option<usize>, Vec<&Affected>) = match input.paging {
+    let (mode, page, picked): (&str, Option<usize>, Vec<&Resource>) = match paging {
         Paging::All => ("all", None, plan.affected.iter().collect()),
         Paging::Auto if n <= PAGE_SIZE => ("all", None, plan.affected.iter().collect()),
         Paging::Auto => {
@@ -463,132 +528,74 @@ pub fn build(input: ViewInput) -> ShowView {
             )
         }
     };
-    let kind = |a: &Affected| row_kind(&plan.operation, a);
-    let items: Vec<Row> = picked.iter().map(|a| row(a, kind(a), now, &protected)).collect();
+    let items: Vec<Row> = picked
+        .iter()
+        .map(|a| row(a, row_kind(&plan.operation, a), now, protected))
+        .collect();
+    RowsView {
+        mode,
+        page,
+        pages,
+        shown: items.len(),
+        items,
+    }
+}
 
-    let mut by_time: Vec<&Affected> = plan.affected.iter().collect();
+/// What a reviewer must not miss, whatever is shown: the most recently active, the oldest,
+/// the most unmerged, and every name that needs a second look.
+fn extremes(plan: &Plan, now: OffsetDateTime, protected: &[&str]) -> Extremes {
+    let row = |a: &&Resource| row(a, row_kind(&plan.operation, a), now, protected);
+    let mut by_time: Vec<&Resource> = plan.affected.iter().collect();
     by_time.sort_by_key(|a| std::cmp::Reverse(a.last_commit_time));
-    let most_recent = by_time
-        .iter()
-        .take(EXTREMES)
-        .map(|a| row(a, kind(a), now, &protected))
-        .collect();
-    let oldest = by_time
-        .iter()
-        .rev()
-        .take(EXTREMES)
-        .map(|a| row(a, kind(a), now, &protected))
-        .collect();
-    let mut by_unmerged: Vec<&Affected> = plan
+    let mut by_unmerged: Vec<&Resource> = plan
         .affected
         .iter()
-        .filter(|a| a.commits_not_in_base > 0)
+        .filter(|a| a.commits_not_in_base() > 0)
         .collect();
-    by_unmerged.sort_by_key(|a| std::cmp::Reverse(a.commits_not_in_base));
-    let most_unmerged = by_unmerged
-        .iter()
-        .take(EXTREMES)
-        .map(|a| row(a, kind(a), now, &protected))
-        .collect();
-    let suspicious_names = plan
-        .affected
-        .iter()
-        .map(|a| row(a, kind(a), now, &protected))
-        .filter(|r| !r.flags.is_empty())
-        .collect();
+    by_unmerged.sort_by_key(|a| std::cmp::Reverse(a.commits_not_in_base()));
+    Extremes {
+        most_recent: by_time.iter().take(EXTREMES).map(row).collect(),
+        oldest: by_time.iter().rev().take(EXTREMES).map(row).collect(),
+        most_unmerged: by_unmerged.iter().take(EXTREMES).map(row).collect(),
+        suspicious_names: plan
+            .affected
+            .iter()
+            .map(|a| row(&a))
+            .filter(|r| !r.flags.is_empty())
+            .collect(),
+    }
+}
 
-    let mut counts_by_reason = Vec::new();
-    for c in [
+/// How many affected resources each criterion (the first that matched) selected.
+fn counts_by_reason(plan: &Plan) -> Vec<Count> {
+    [
         Criterion::Merged,
         Criterion::SquashMerged,
         Criterion::Gone,
         Criterion::OlderThan,
-    ] {
+    ]
+    .into_iter()
+    .filter_map(|c| {
         let count = plan
             .affected
             .iter()
             .filter(|a| a.main_reason() == Some(c))
             .count();
-        if count > 0 {
-            counts_by_reason.push(Count {
-                reason: c.as_str(),
-                count,
-            });
-        }
-    }
+        (count > 0).then(|| Count {
+            reason: c.as_str(),
+            count,
+        })
+    })
+    .collect()
+}
 
-    let summary = format!(
-        "Plan {}: {}. {}. Approvals {}{}.",
-        short_id(plan_id),
-        safe(&plan.summary),
-        if expired {
-            format!("Expired {} ago", humanize(-expires_in))
-        } else {
-            format!("Expires in {}", humanize(expires_in))
-        },
-        input.approvals.tally(),
-        if input.approvals.rejected_by.is_empty() {
-            ""
-        } else {
-            ", REJECTED"
-        },
-    );
-
-    ShowView {
-        plan_id: plan_id.to_string(),
-        plan_hash: plan.plan_hash.clone(),
-        summary,
-        operation: plan.operation.kind().to_string(),
-        resource: plan.operation.nouns().0,
-        resources: plan.operation.nouns().1,
-        repository: safe(&plan.repository),
-        remote: plan.operation.remote().map(safe),
-        base: inputs.map(|i| safe(&i.base)).unwrap_or_default(),
-        criteria: inputs
-            .map(|i| i.criteria.iter().map(|c| c.as_str()).collect())
-            .unwrap_or_default(),
-        selection: selection_flags(&plan.operation),
-        planner: party(&plan.planner),
-        executor: party(&plan.executor),
-        created_at: rfc3339(plan.created_at),
-        expires_at: rfc3339(plan.expires_at),
-        expires_in_secs: expires_in,
-        expired,
-        approvals: input.approvals.clone(),
-        policy: input.policy.clone(),
-        risk: RiskView {
-            level: plan.risk.level.as_str(),
-            reasons: plan.risk.reasons.iter().map(|r| safe(r)).collect(),
-        },
-        total_affected: n,
-        counts_by_reason,
-        rows: RowsView {
-            mode,
-            page,
-            pages,
-            shown: items.len(),
-            items,
-        },
-        extremes: Extremes {
-            most_recent,
-            oldest,
-            most_unmerged,
-            suspicious_names,
-        },
-        side_effects: side_effects(plan, plan_id),
-        before_image: format!(
-            "{}/{} (one commit keeping every deleted tip), kept {} days",
-            crate::plan::model::BACKUP_NAMESPACE,
-            plan_id.trim_start_matches("sha256:"),
-            plan.before_image.retention_days
-        ),
-        skipped: skipped(plan, &protected, input.show_all_skipped),
-        exec: match &plan.operation {
-            Operation::Exec(x) => Some(exec_view(x, &input.paging)),
-            Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
-        },
-        since: None,
-    }
+fn before_image(plan: &Plan, plan_id: &str) -> String {
+    format!(
+        "{}/{} (one commit keeping every deleted tip), kept {} days",
+        crate::plan::model::BACKUP_NAMESPACE,
+        plan_id.trim_start_matches("sha256:"),
+        plan.before_image.retention_days
+    )
 }
 
 #[derive(Debug, Serialize)]
@@ -852,5 +859,188 @@ fn skipped(plan: &Plan, protected: &[&str], all: bool) -> SkippedView {
         total: plan.skipped.len(),
         counts,
         items,
+    }
+}
+
+/// `guardctl inbox`: the plans published on the team remote that wait for approvals, and
+/// which of them the key in use may approve (docs/remote.md). Strings are as published
+/// (escaped when rendered as text).
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxView {
+    /// The team remote's name and URL.
+    pub remote: String,
+    pub url: String,
+    /// The principal the key in use approves as (`guardctl-approval`), if any.
+    pub principal: Option<String>,
+    /// The key in use (`SHA256:` fingerprint), if there is one.
+    pub key: Option<String>,
+    /// Published plans for this repository, neither consumed nor expired, oldest first.
+    pub plans: Vec<InboxPlan>,
+    /// How many published plans are not listed, by reason.
+    pub left_out: InboxLeftOut,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxPlan {
+    pub plan_id: String,
+    pub summary: String,
+    pub operation: &'static str,
+    /// The remote a remote plan is bound to; `None` for a plan of the planner's clone.
+    pub remote: Option<String>,
+    pub planner: Option<String>,
+    pub created_at: String,
+    pub expires_at: String,
+    pub expires_in_secs: i64,
+    /// Each review group that still needs approvals: `group`, `missing`, `from`.
+    pub still_needed: Vec<StillNeeded>,
+    pub rejected_by: Vec<String>,
+    /// Whether the key in use may add an approval that counts.
+    pub may_approve: bool,
+    /// Why not, when it may not.
+    pub why_not: Option<String>,
+    /// The standing as `show` reports it.
+    pub approvals: ApprovalsView,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StillNeeded {
+    pub group: String,
+    pub missing: u32,
+    /// Who may still approve; `None`: any principal but the planner.
+    pub from: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct InboxLeftOut {
+    pub consumed: usize,
+    pub expired: usize,
+    /// Plans bound to another repository than this clone's remote.
+    pub other_repository: usize,
+    /// Refs that do not hold a valid plan with their id (each also a warning).
+    pub invalid: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::model::test_data;
+    use time::macros::datetime;
+
+    const NOW: OffsetDateTime = datetime!(2026-06-01 12:05 UTC);
+
+    /// `n` merged branches `b00`, `b01`, ..., `b<i>` last active `i` days before NOW and
+    /// `i` commits not in base.
+    fn plan_of(n: usize) -> Plan {
+        let affected = (0..n)
+            .map(|i| {
+                let mut a = test_data::branch(&format!("b{i:02}"), i as u64);
+                a.last_commit_time = NOW - time::Duration::days(i as i64);
+                a
+            })
+            .collect();
+        let mut plan = test_data::plan(affected, "sha256:p");
+        plan.review =
+            crate::policy::route::review(&crate::policy::Policy::default(), &plan.affected).unwrap();
+        plan
+    }
+
+    fn names(rows: &[Row]) -> Vec<&str> {
+        rows.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    #[test]
+    fn a_small_plan_is_shown_whole() {
+        let r = rows(&plan_of(3), Paging::Auto, NOW, &[]);
+        assert_eq!((r.mode, r.page, r.pages, r.shown), ("all", None, 1, 3));
+        assert_eq!(names(&r.items), ["b00", "b01", "b02"]);
+        assert_eq!(r.items[1].age, "1d");
+        assert_eq!(r.items[1].kind, "branch");
+    }
+
+    #[test]
+    fn a_large_plan_is_sampled_evenly_and_paged_on_request() {
+        let plan = plan_of(120);
+        let r = rows(&plan, Paging::Auto, NOW, &[]);
+        assert_eq!((r.mode, r.pages), ("sample", 3));
+        assert_eq!(r.shown, 10);
+        assert_eq!(&names(&r.items)[..3], ["b00", "b12", "b24"]);
+        let last = rows(&plan, Paging::Page(3), NOW, &[]);
+        assert_eq!((last.mode, last.page, last.shown), ("page", Some(3), 20));
+        assert_eq!(last.items[0].name, "b100");
+        // A page past the end is the last page.
+        let past = rows(&plan, Paging::Page(9), NOW, &[]);
+        assert_eq!(past.page, Some(3));
+        assert_eq!(rows(&plan, Paging::All, NOW, &[]).shown, 120);
+    }
+
+    #[test]
+    fn extremes_name_the_newest_oldest_most_unmerged_and_suspicious() {
+        let mut plan = plan_of(5);
+        plan.affected.push(test_data::branch("mаin", 0)); // Cyrillic а
+        let x = extremes(&plan, NOW, &["main"]);
+        // `branch` made mаin last active in January, before every b.
+        assert_eq!(names(&x.most_recent), ["b00", "b01", "b02"]);
+        assert_eq!(names(&x.oldest), ["mаin", "b04", "b03"]);
+        assert_eq!(names(&x.most_unmerged), ["b04", "b03", "b02"]);
+        assert_eq!(names(&x.suspicious_names), ["mаin"]);
+        assert!(x.suspicious_names[0].flags.contains(&Flag::LooksProtected));
+    }
+
+    #[test]
+    fn counts_by_reason_go_by_each_resource_s_first_reason() {
+        let mut plan = plan_of(3);
+        plan.affected[0].reasons = vec![Criterion::Gone, Criterion::Merged];
+        let counts: Vec<(&str, usize)> = counts_by_reason(&plan)
+            .iter()
+            .map(|c| (c.reason, c.count))
+            .collect();
+        assert_eq!(counts, [("merged", 2), ("gone", 1)]);
+    }
+
+    #[test]
+    fn the_summary_says_expiry_and_rejection() {
+        let plan = plan_of(1);
+        let mut approvals = ApprovalsView::unapproved(&plan);
+        let live = summary(&plan, "sha256:0123456789abcdef", 90, &approvals);
+        assert!(live.starts_with("Plan sha256:0123456789ab…: "), "{live}");
+        assert!(live.ends_with(". Expires in 1m. Approvals 0/1."), "{live}");
+        approvals.rejected_by = vec!["bob".into()];
+        let dead = summary(&plan, "sha256:0123456789abcdef", -7200, &approvals);
+        assert!(
+            dead.ends_with(". Expired 2h ago. Approvals 0/1, REJECTED."),
+            "{dead}"
+        );
+    }
+
+    #[test]
+    fn side_effects_end_with_the_backup_and_none_without_changes() {
+        let plan = plan_of(2);
+        let effects = side_effects(&plan, "sha256:abc");
+        assert_eq!(
+            effects.last().map(String::as_str),
+            Some("Backups are written first: refs/guardctl/backup/abc keeps every deleted tip, for 30 days.")
+        );
+        assert!(side_effects(&plan_of(0), "sha256:abc").is_empty());
+    }
+
+    #[test]
+    fn the_whole_view_escapes_repository_strings() {
+        let mut plan = plan_of(1);
+        plan.affected[0].subject = "evil \u{1b}]0;title\u{7} subject".into();
+        plan.repository = "/repo/\u{202e}x".into();
+        let v = build(ViewInput {
+            plan: &plan,
+            plan_id: "sha256:abc",
+            approvals: ApprovalsView::unapproved(&plan),
+            policy: PolicyView::new(&plan, None),
+            now: NOW,
+            paging: Paging::Auto,
+            show_all_skipped: false,
+        });
+        let json = serde_json::to_string(&v).unwrap();
+        assert!(!json.contains('\u{1b}') && !json.contains('\u{202e}'), "{json}");
+        assert_eq!(v.total_affected, 1);
+        assert_eq!(v.policy.status, "unchecked");
+        assert!(!v.expired);
     }
 }

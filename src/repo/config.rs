@@ -68,10 +68,9 @@ impl Repo {
     /// git run and one pass over the refs for every branch.
     pub fn upstream_refs(&self) -> Result<HashMap<String, (String, bool)>> {
         let out = self
-            .git()
+            .git_local()
             .args(["for-each-ref", "--format=%(refname)%00%(upstream)", "refs/heads"])
-            .output()
-            .map_err(|e| Error::internal("cannot run git for-each-ref").caused_by(e))?;
+            .output(None)?;
         if !out.status.success() {
             return Err(Error::internal("cannot read the branches' upstreams")
                 .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim())));
@@ -112,11 +111,10 @@ impl Repo {
 
     fn read_config(&self, args: &[&str]) -> Result<Option<Vec<u8>>> {
         let out = self
-            .git()
+            .git_local()
             .args(["config", "--null"])
             .args(args)
-            .output()
-            .map_err(|e| Error::internal("cannot run git config").caused_by(e))?;
+            .output(None)?;
         match out.status.code() {
             Some(0) => Ok(Some(out.stdout)),
             Some(1) => Ok(None),

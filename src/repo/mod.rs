@@ -14,6 +14,7 @@ mod contained;
 mod graph;
 pub mod mutate;
 mod parallel;
+pub mod publish;
 mod refs;
 mod remote;
 mod tags;
@@ -60,21 +61,33 @@ impl Repo {
     /// git, run inside the git dir with `--git-dir .`: every ref file it locks, renames and
     /// unlinks is then a short relative path. Measured: an absolute `--git-dir` makes a
     /// 6,000-ref update-ref transaction about 10% slower (extra path components per file).
-    fn git(&self) -> std::process::Command {
-        let mut c = std::process::Command::new("git");
-        c.current_dir(self.git.path()).args(["--git-dir", "."]);
-        // Never a password or host-key prompt from ssh (it would hang an agent or CI): fail
-        // fast instead. Only when the user has not chosen an ssh command of their own.
-        let own_ssh = std::env::var_os("GIT_SSH_COMMAND").is_some()
+    /// For commands that stay local (config reads): [`Repo::git`] adds the ssh policy.
+    fn git_local(&self) -> crate::process::Process {
+        crate::process::Process::new("git")
+            .current_dir(self.git.path())
+            .args(["--git-dir", "."])
+    }
+
+    /// git for a command that may reach a remote. Never a password or host-key prompt from
+    /// ssh (it would hang an agent or CI): ssh runs in batch mode and fails fast, unless the
+    /// user chose an ssh command of their own (`GIT_SSH_COMMAND`, `GIT_SSH`, or
+    /// `core.sshCommand` in any config git reads; libgit2's copy of the config is emptied on
+    /// open, so git itself is asked).
+    fn git(&self) -> crate::process::Process {
+        let c = self.git_local();
+        if self.has_own_ssh_command() {
+            c
+        } else {
+            c.env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+        }
+    }
+
+    fn has_own_ssh_command(&self) -> bool {
+        std::env::var_os("GIT_SSH_COMMAND").is_some()
             || std::env::var_os("GIT_SSH").is_some()
             || self
-                .git
-                .config()
-                .is_ok_and(|c| c.get_string("core.sshCommand").is_ok());
-        if !own_ssh {
-            c.env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes");
-        }
-        c
+                .settings()
+                .is_ok_and(|s| s.iter().any(|(k, _)| k == "core.sshcommand"))
     }
 
     /// Open the repository at `path`, or discover it from the working directory like git.
@@ -375,4 +388,28 @@ pub fn admin_config(key: &str) -> Result<Option<String>> {
         .filter(|(scope, _)| matches!(*scope, "system" | "global"))
         .map(|(_, v)| v.to_string())
         .next_back())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `core.sshCommand` (e.g. a CI's deploy key) is seen although libgit2's copy of the
+    /// config is emptied on open: guardctl then leaves ssh to it instead of forcing batch mode.
+    #[test]
+    fn an_ssh_command_in_the_git_config_is_respected() {
+        let dir = tempfile::tempdir().unwrap();
+        git2::Repository::init(dir.path()).unwrap();
+        let env_set = std::env::var_os("GIT_SSH_COMMAND").is_some() || std::env::var_os("GIT_SSH").is_some();
+        let plain = Repo::open(Some(dir.path())).unwrap();
+        assert_eq!(plain.has_own_ssh_command(), env_set);
+        let status = std::process::Command::new("git")
+            .args(["config", "core.sshCommand", "ssh -i deploy-key"])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let configured = Repo::open(Some(dir.path())).unwrap();
+        assert!(configured.has_own_ssh_command());
+    }
 }

@@ -22,9 +22,9 @@ pub use push::{RemoteOp, push_args};
 
 use super::Repo;
 use crate::error::{Error, Kind, Result};
+use crate::process::{ChildStdin, ChildStdout, Running};
 use git2::Oid;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
@@ -108,19 +108,13 @@ impl RepoMut<'_> {
         let mut child = self
             .git()
             .args(["-c", "core.fsync=committed,reference", "update-ref", "--stdin"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| Error::internal("cannot run git update-ref").caused_by(e))?;
+            .spawn(true)?;
         if let Err(e) = spawned(child.id()) {
-            let _ = child.kill();
-            let _ = child.wait();
+            child.kill();
             return Err(e);
         }
-        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = child.kill();
-            let _ = child.wait();
+        let (Some(mut stdin), Some(stdout)) = (child.take_stdin(), child.take_stdout()) else {
+            child.kill();
             return Err(Error::internal("cannot talk to git update-ref"));
         };
         // A thread feeds git, so a pipe full of commands never blocks the caller's checks.
@@ -206,9 +200,7 @@ impl RepoMut<'_> {
                 &new,
                 &old,
             ])
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| Error::internal("cannot run git update-ref").caused_by(e))?;
+            .output(None)?;
         if !out.status.success() {
             return Err(update_ref_error(String::from_utf8_lossy(&out.stderr).trim())
                 .caused_by(format!("moving {}", ANCHOR_REF)));
@@ -222,7 +214,7 @@ impl RepoMut<'_> {
     }
 
     fn hash_object(&self, kind: &str, content: &[u8]) -> Result<String> {
-        let mut child = self
+        let out = self
             .git()
             // Loose objects are not fsynced by default; the backup commit must be durable
             // before the ref that points at it is committed.
@@ -235,16 +227,7 @@ impl RepoMut<'_> {
                 "-w",
                 "--stdin",
             ])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| Error::internal("cannot run git hash-object").caused_by(e))?;
-        let failed = |e| Error::internal("git hash-object -w --stdin failed").caused_by(e);
-        if let Some(mut stdin) = child.stdin.take() {
-            stdin.write_all(content).map_err(failed)?;
-        }
-        let out = child.wait_with_output().map_err(failed)?;
+            .output(Some(content))?;
         if !out.status.success() {
             return Err(Error::internal("git hash-object failed")
                 .caused_by(crate::text::safe(String::from_utf8_lossy(&out.stderr).trim())));
@@ -315,8 +298,7 @@ impl RepoMut<'_> {
             let out = self
                 .git()
                 .args(["config", "--local", "--add", key, value])
-                .output()
-                .map_err(|e| Error::internal("cannot run git config --local --add").caused_by(e))?;
+                .output(None)?;
             if !out.status.success() {
                 return Err(
                     Error::internal(format!("cannot restore config {}", crate::text::safe(key)))
@@ -338,7 +320,7 @@ pub struct BackupCommit {
 /// A ref transaction handed to git and not yet committed. Dropped without `commit`, it is
 /// aborted: nothing changes.
 pub struct PendingTransaction {
-    child: Child,
+    child: Running,
     writer: Option<JoinHandle<std::io::Result<ChildStdin>>>,
     stdout: BufReader<ChildStdout>,
 }
@@ -382,12 +364,9 @@ impl PendingTransaction {
     /// Git ended without the answer we wanted: wait for it and say why.
     fn failed(&mut self) -> Error {
         drop(self.writer.take());
-        let mut stderr = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut stderr);
-        }
+        let stderr = self.child.stderr();
         let _ = self.child.wait();
-        update_ref_error(stderr.trim())
+        update_ref_error(String::from_utf8_lossy(&stderr).trim())
     }
 }
 

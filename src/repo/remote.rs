@@ -94,15 +94,11 @@ impl Repo {
     /// `git remote get-url [--push] --all`: the URLs git would use, rewritten by
     /// `insteadOf` (and for pushing `pushInsteadOf`).
     fn remote_urls(&self, remote: &str, push: bool) -> Result<Vec<String>> {
-        let mut c = self.git();
-        c.args(["remote", "get-url", "--all"]);
+        let mut c = self.git().args(["remote", "get-url", "--all"]);
         if push {
-            c.arg("--push");
+            c = c.arg("--push");
         }
-        let out = c
-            .args(["--", remote])
-            .output()
-            .map_err(|e| Error::internal("cannot run git remote get-url").caused_by(e))?;
+        let out = c.args(["--", remote]).output(None)?;
         if !out.status.success() {
             return Err(
                 Error::usage(format!("no remote named `{}` in this repository", safe(remote)))
@@ -138,8 +134,7 @@ impl Repo {
                 "refs/heads/*",
                 "refs/tags/*",
             ])
-            .output()
-            .map_err(|e| Error::internal("cannot run git ls-remote").caused_by(e))?;
+            .output(None)?;
         if !out.status.success() {
             return Err(
                 Error::internal(format!("cannot list the branches of remote `{}`", safe(remote)))
@@ -157,8 +152,7 @@ impl Repo {
             .git()
             .env("GIT_TERMINAL_PROMPT", "0")
             .args(["ls-remote", "--symref", "--", url, "HEAD"])
-            .output()
-            .map_err(|e| Error::internal("cannot run git ls-remote").caused_by(e))?;
+            .output(None)?;
         if !out.status.success() {
             return Err(Error::internal(format!("cannot list the HEAD of {}", safe(url)))
                 .caused_by(stderr_lines(&out.stderr))

@@ -7,7 +7,7 @@
 //! Not here: signing itself (`sshsig::sign`), which key is in use (`key::resolve`).
 
 use super::key::SigningKey;
-use std::process::{Command, Stdio};
+use crate::process::Process;
 
 /// What stands between the key and a signature.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,11 +100,10 @@ fn agent_keys() -> Result<Vec<ssh_key::PublicKey>, Readiness> {
     if std::env::var_os("SSH_AUTH_SOCK").is_none_or(|s| s.is_empty()) {
         return Err(Readiness::NoAgent);
     }
-    let out = Command::new("ssh-add")
-        .arg("-L")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Readiness::AgentUnreachable(format!("could not run ssh-add: {e}")))?;
+    let out = Process::new("ssh-add").arg("-L").output(None).map_err(|e| {
+        let causes: String = e.causes.iter().map(|c| format!(": {c}")).collect();
+        Readiness::AgentUnreachable(format!("{}{causes}", e.message))
+    })?;
     match out.status.code() {
         Some(0) | Some(1) => Ok(String::from_utf8_lossy(&out.stdout)
             .lines()

@@ -8,6 +8,7 @@
 
 pub mod audit;
 pub mod decisions;
+pub mod published;
 pub mod seen;
 pub mod state;
 

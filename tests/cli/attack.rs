@@ -548,16 +548,21 @@ fn overstated_commit_counts_that_overflow_are_refused_not_a_panic_or_a_wrapped_s
     // The hostile planner computes the summary with wrapping sums (what a release build
     // does); the plan hash is recomputed as usual.
     crate::hostile::forge_raw(&env, |p| {
+        use guardctl::plan::ResourceFacts;
         for a in &mut p.affected {
-            if a.loses_work {
-                a.commits_not_in_base = u64::MAX;
+            if let ResourceFacts::Branch(b) = &mut a.facts
+                && b.history.loses_work
+            {
+                b.history.commits_not_in_base = u64::MAX;
             }
         }
         // and one more, so the sum overflows even with a single losing branch
-        let mut extra = p.affected.iter().find(|a| a.loses_work).unwrap().clone();
+        let mut extra = p.affected.iter().find(|a| a.loses_work()).unwrap().clone();
         extra.refname = "refs/heads/feature/live".into();
-        extra.config.clear();
-        extra.upstream = None;
+        if let ResourceFacts::Branch(b) = &mut extra.facts {
+            b.config.clear();
+            b.upstream = None;
+        }
         p.affected.push(extra);
         p.plan_hash =
             guardctl::plan::hash::plan_hash(&p.repository, &p.operation, &p.policy_hash, &p.affected)

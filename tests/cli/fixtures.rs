@@ -518,6 +518,27 @@ pub fn remote_repo() -> TestEnv {
 }
 
 impl TestEnv {
+    /// A fresh clone of the bare remote `origin` (its `file://` URL) for each of `names`,
+    /// under the test's directory: the machines of a team, each with a clone of its own.
+    pub fn clones(&self, names: &[&str]) -> Vec<PathBuf> {
+        let url = format!("file://{}", self.origin().display());
+        names
+            .iter()
+            .map(|name| {
+                let path = self.path().join(name);
+                self.git_in(self.path(), &["clone", "-q", &url, path.to_str().unwrap()]);
+                path
+            })
+            .collect()
+    }
+
+    /// `run` in the clone at `dir` (`-C dir`).
+    pub fn run_in(&self, dir: &Path, user: &str, args: &[&str]) -> Run {
+        let mut full = vec!["-C", dir.to_str().unwrap()];
+        full.extend_from_slice(args);
+        self.run(user, &full)
+    }
+
     /// The bare repository `standard_repo` uses as `origin`.
     pub fn origin(&self) -> PathBuf {
         self.path().join("origin.git")

@@ -48,8 +48,8 @@ pub(crate) fn forge_raw(env: &TestEnv, edit: impl Fn(&mut Plan)) {
     fs::write(&path, forged).unwrap();
 }
 
-/// What git says of a branch's tip: the `Affected` a plan would list for it.
-fn affected_for(env: &TestEnv, branch: &str) -> guardctl::plan::Affected {
+/// What git says of a branch's tip: the `Resource` a plan would list for it.
+fn affected_for(env: &TestEnv, branch: &str) -> guardctl::plan::Resource {
     let out = env.git(&[
         "log",
         "-1",
@@ -57,7 +57,7 @@ fn affected_for(env: &TestEnv, branch: &str) -> guardctl::plan::Affected {
         &format!("refs/heads/{branch}"),
     ]);
     let f: Vec<&str> = out.trim_end().split('\0').collect();
-    guardctl::plan::Affected {
+    guardctl::plan::Resource {
         refname: format!("refs/heads/{branch}"),
         oid: f[0].into(),
         reasons: vec![guardctl::plan::Criterion::Merged],
@@ -67,12 +67,7 @@ fn affected_for(env: &TestEnv, branch: &str) -> guardctl::plan::Affected {
             email: f[2].into(),
         },
         subject: f[3].into(),
-        commits_not_in_base: 0,
-        loses_work: false,
-        upstream: None,
-        config: vec![],
-        tag: None,
-        people_not_in_base: vec![],
+        facts: guardctl::plan::ResourceFacts::Branch(guardctl::plan::BranchFacts::default()),
     }
 }
 

@@ -260,6 +260,22 @@ fn every_subcommand_prints_one_documented_json_document_on_success_and_failure()
         "log",
     );
 
+    // inbox: the plans published on origin (one, approvable by bob); outside a remote, usage.
+    let r = json(
+        &env2,
+        "alice",
+        &["plan", "stale-branches", "--merged", "-o", "p3.json", "--publish"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    c.check("inbox", &json(&env2, "bob", &["inbox"]), 0, "inbox");
+    env2.git(&["remote", "remove", "origin"]);
+    c.check(
+        "inbox without a remote",
+        &json(&env2, "bob", &["inbox"]),
+        64,
+        "inbox",
+    );
+
     let mut demo = env.command();
     demo.args(["--json", "demo"]);
     c.check("demo", &crate::fixtures::run(demo), 0, "demo");

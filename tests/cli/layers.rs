@@ -240,3 +240,83 @@ fn every_module_is_in_the_map_of_lib_rs() {
         "modules missing from lib.rs's map: {unmapped:?}"
     );
 }
+
+/// What in a file's code (comments and test modules left out) spawns a program without
+/// `crate::process`: `std::process`'s command, child and pipe types, or the Unix extension
+/// of its command. `std::process::ExitCode` and `std::process::id()` spawn nothing.
+fn spawns_directly(text: &str) -> Vec<String> {
+    // Each occurrence of `needle` not reached through `crate::process` (which re-exports the
+    // pipe types a running child hands out).
+    let direct = |needle: &str| {
+        text.match_indices(needle)
+            .filter(|(i, _)| !text[..*i].ends_with("crate::"))
+            .map(|(i, _)| i + needle.len())
+            .collect::<Vec<_>>()
+    };
+    let mut found = Vec::new();
+    for needle in ["process::Command", "process::Child", "process::Stdio"] {
+        if !direct(needle).is_empty() {
+            found.push(needle.to_string());
+        }
+    }
+    for needle in ["CommandExt", "tokio::process"] {
+        if text.contains(needle) {
+            found.push(needle.to_string());
+        }
+    }
+    // `use std::process::{...}` groups.
+    for start in direct("process::{") {
+        let group = &text[start..start + text[start..].find('}').unwrap_or(text.len() - start)];
+        for name in group.split(',').map(str::trim) {
+            if name.starts_with("Command") || name.starts_with("Child") || name.starts_with("Stdio") {
+                found.push(format!("process::{{{name}}}"));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn only_the_process_module_spawns_programs() {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    let process_rs = root().join("src/process.rs");
+    assert!(
+        !spawns_directly(&code(&process_rs)).is_empty(),
+        "src/process.rs names no std::process::Command: is the check still looking for the right thing?"
+    );
+    let mut offenders = Vec::new();
+    for file in files.iter().filter(|f| **f != process_rs) {
+        let found = spawns_directly(&code(file));
+        if !found.is_empty() {
+            offenders.push(format!(
+                "{}: {found:?}",
+                file.strip_prefix(root()).unwrap().display()
+            ));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "run programs through crate::process::Process, not std::process: {offenders:#?}"
+    );
+}
+
+#[test]
+fn the_spawn_check_sees_each_way_of_naming_the_command() {
+    for text in [
+        "let c = std::process::Command::new(\"git\");",
+        "use std::process::{Output, Command};",
+        "use std::process::{Child, ChildStdin};",
+        "use std::os::unix::process::CommandExt;",
+        "use std::process;\nlet c = process::Command::new(\"git\");",
+    ] {
+        assert!(!spawns_directly(text).is_empty(), "missed: {text}");
+    }
+    for text in [
+        "fn main() -> std::process::ExitCode {}",
+        "let pid = std::process::id();",
+        "use crate::process::{ChildStdin, Process};",
+    ] {
+        assert!(spawns_directly(text).is_empty(), "flagged: {text}");
+    }
+}

@@ -31,5 +31,6 @@ mod show;
 mod squash;
 mod state;
 mod tags;
+mod teams;
 mod trust;
 mod whoami;

@@ -179,3 +179,56 @@ fn a_plan_made_in_one_clone_is_refused_in_a_copy_of_it() {
     // In the repository it was made in, it applies.
     assert_eq!(env.run("alice", &["apply", "plan.json"]).code, 0);
 }
+
+#[test]
+fn show_and_inbox_of_a_published_plan_write_nothing_in_the_repository() {
+    if is_root() && Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: running as root without setpriv, a read-only repository cannot be enforced");
+        return;
+    }
+    let env = standard_repo();
+    let scratch = scratch(&env);
+    let r = env.run(
+        "alice",
+        &[
+            "--json",
+            "plan",
+            "stale-branches",
+            "--merged",
+            "-o",
+            scratch.join("p.json").to_str().unwrap(),
+            "--publish",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let id = r.json()["plan_id"].as_str().unwrap().to_string();
+    let refs_before = env.git(&["for-each-ref"]);
+    let state_before = env.repository_state();
+    chmod_tree(&env.repo, false);
+    let _restore = Writable(&env.repo);
+    let frozen = tree(&env.repo);
+    for args in [
+        vec!["show", &id[7..19]],
+        vec!["--json", "show", &id],
+        vec!["inbox"],
+        vec!["--json", "inbox"],
+    ] {
+        let r = reader(&env, &scratch, "bob", &args);
+        assert_eq!(
+            r.code,
+            0,
+            "{args:?} on a read-only repository:\n{}",
+            r.transcript()
+        );
+        assert_eq!(
+            frozen,
+            tree(&env.repo),
+            "{args:?} changed something under the repository"
+        );
+    }
+    drop(_restore);
+    // Refs, config, reflogs and the object store are as they were: the published plan was
+    // read through a private scratch repository, never fetched into this one.
+    assert_eq!(env.repository_state(), state_before);
+    assert_eq!(env.git(&["for-each-ref"]), refs_before);
+}

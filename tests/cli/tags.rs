@@ -108,6 +108,42 @@ fn apply_deletes_tags_and_rollback_recreates_the_same_tag_objects_after_gc() {
     assert_eq!(env.git(&["cat-file", "-t", "v0.3"]), "tag");
 }
 
+/// Review routes match `people_not_in_base`, and only a branch plan re-derives it at apply:
+/// a tag resource carrying it (or any other branch fact) is a plan guardctl never writes.
+#[test]
+fn a_tag_plan_whose_tags_carry_branch_facts_is_refused() {
+    let env = tagged_repo();
+    assert_eq!(env.run("alice", &["plan", "tags", "--match", "rc/*"]).code, 0);
+    let path = env.repo.join("plan.json");
+    let honest = std::fs::read_to_string(&path).unwrap();
+    let branch_facts = [
+        ("people_not_in_base", serde_json::json!(["carol@example.com"])),
+        (
+            "upstream",
+            serde_json::json!({"remote": "origin", "merge": "refs/heads/x", "tracking_ref": null, "gone": true}),
+        ),
+        (
+            "config",
+            serde_json::json!([{"key": "branch.rc/1.remote", "value": "origin"}]),
+        ),
+    ];
+    for (field, value) in branch_facts {
+        let forged = crate::plan_file::re_signed(&env, &honest, "alice", |p| {
+            p["affected"][0][field] = value.clone();
+        });
+        std::fs::write(&path, forged).unwrap();
+        for cmd in ["show", "verify"] {
+            let r = env.run("bob", &[cmd, "plan.json"]);
+            assert_eq!(r.code, 65, "{field}, {cmd}: {}", r.transcript());
+            assert!(
+                r.stderr.contains(&format!("cannot have `{field}`")),
+                "{field}, {cmd}: {}",
+                r.stderr
+            );
+        }
+    }
+}
+
 #[test]
 fn a_tag_moved_after_planning_is_drift_and_nothing_is_deleted() {
     let env = tagged_repo();

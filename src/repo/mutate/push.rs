@@ -5,7 +5,6 @@
 
 use crate::error::{Error, Kind, Result};
 use crate::text::safe;
-use std::process::Stdio;
 
 /// One change to a remote branch.
 #[derive(Debug, Clone)]
@@ -64,7 +63,7 @@ impl super::RepoMut<'_> {
         spawned: &mut dyn FnMut(u32) -> Result<()>,
     ) -> Result<()> {
         let args = push_args(ops)?;
-        let child = self
+        let mut child = self
             .git()
             .env("GIT_TERMINAL_PROMPT", "0")
             .args(["push", "--atomic", "--porcelain"])
@@ -72,15 +71,12 @@ impl super::RepoMut<'_> {
             .arg("--")
             .arg(url)
             .args(&args[ops.len()..])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| Error::internal("cannot run git push").caused_by(e))?;
-        spawned(child.id())?;
-        let out = child
-            .wait_with_output()
-            .map_err(|e| Error::internal("git push did not finish").caused_by(e))?;
+            .spawn(false)?;
+        if let Err(e) = spawned(child.id()) {
+            child.kill();
+            return Err(e);
+        }
+        let out = child.finish()?;
         if out.status.success() {
             return Ok(());
         }

@@ -1,0 +1,662 @@
+//! Plans, approvals, rejections and consumed markers published on a git remote under
+//! `refs/guardctl/` (docs/remote.md): the layout, publishing (create-only, atomic) and
+//! reading back, where everything is untrusted input.
+//!
+//! Layout (`<id>`: the plan id's 64 hex digits; `<fpr>`: the hex SHA-256 of the signer's
+//! public key blob, the digest of its `SHA256:` fingerprint):
+//!
+//! | ref | file in its one-file commit |
+//! |---|---|
+//! | `refs/guardctl/plans/<id>` | `plan.json`: the plan file as signed, without approvals |
+//! | `refs/guardctl/approvals/<id>/<fpr>` | `approval.json`: one signed approval |
+//! | `refs/guardctl/rejections/<id>/<fpr>` | `rejection.json`: one signed rejection |
+//! | `refs/guardctl/withdrawals/<id>/<fpr>` | `withdrawal.json`: one signed withdrawal |
+//! | `refs/guardctl/consumed/<id>` | `receipt.json`: who applied it, when, what happened |
+//!
+//! Writing: [`publish`] sends items (create-only) and any other ref updates (each guarded by
+//! its own expected value, e.g. a remote branch deletion leased on its tip) in **one atomic
+//! push**: all land or none does. Reading: [`Snapshot::fetch`] lists, then fetches, the refs
+//! of one plan or all of them; [`Snapshot::consumed`] reads a plan's consumed marker.
+//!
+//! What this module checks when reading: a plan is read exactly as a plan file
+//! (`planfile`: size cap, strict parse, signature, validation) and must have the id its ref
+//! names; an envelope must verify, be about the plan its ref names, carry the decision its
+//! ref kind names, and be signed by the key its ref names. Anything else is left out with a
+//! warning (a junk ref denies nothing but itself). Who a key speaks for, and whether an
+//! approval counts, is the gate's business, exactly as for an envelope in a plan file.
+
+use crate::error::{Error, Kind, Result};
+use crate::plan::approval::{APPROVAL_NAMESPACE, Approval, Decision};
+use crate::plan::envelope::{APPROVAL_PAYLOAD_TYPE, Envelope, MAX_FILE_BYTES, PlanFile};
+use crate::planfile::Loaded;
+use crate::repo::publish::{self, RefOutcome, RefUpdate, Scratch};
+use crate::sign::dsse;
+use crate::text::safe;
+use git2::Oid;
+use std::path::Path;
+
+/// Where everything guardctl publishes lives.
+pub const ROOT: &str = "refs/guardctl/";
+/// Envelopes larger than this are not decisions guardctl wrote.
+const MAX_ENVELOPE_BYTES: u64 = 1024 * 1024;
+/// A receipt of a 50,000-branch plan is tens of megabytes.
+const MAX_RECEIPT_BYTES: u64 = MAX_FILE_BYTES;
+
+/// The kinds of published items, each with its ref directory and its one file's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemKind {
+    Plan,
+    Approval,
+    Rejection,
+    Withdrawal,
+    Consumed,
+}
+
+impl ItemKind {
+    pub fn dir(self) -> &'static str {
+        match self {
+            ItemKind::Plan => "plans",
+            ItemKind::Approval => "approvals",
+            ItemKind::Rejection => "rejections",
+            ItemKind::Withdrawal => "withdrawals",
+            ItemKind::Consumed => "consumed",
+        }
+    }
+
+    pub fn file(self) -> &'static str {
+        match self {
+            ItemKind::Plan => "plan.json",
+            ItemKind::Approval => "approval.json",
+            ItemKind::Rejection => "rejection.json",
+            ItemKind::Withdrawal => "withdrawal.json",
+            ItemKind::Consumed => "receipt.json",
+        }
+    }
+
+    /// The decision kind an envelope under this directory must carry.
+    pub fn of_decision(d: Decision) -> ItemKind {
+        match d {
+            Decision::Approve => ItemKind::Approval,
+            Decision::Reject => ItemKind::Rejection,
+            Decision::Withdraw => ItemKind::Withdrawal,
+        }
+    }
+
+    const DECISIONS: [ItemKind; 3] = [ItemKind::Approval, ItemKind::Rejection, ItemKind::Withdrawal];
+}
+
+/// `refs/guardctl/plans/<id>`.
+pub fn plan_ref(id_hex: &str) -> String {
+    format!("{ROOT}plans/{id_hex}")
+}
+
+/// `refs/guardctl/consumed/<id>`.
+pub fn consumed_ref(id_hex: &str) -> String {
+    format!("{ROOT}consumed/{id_hex}")
+}
+
+/// `refs/guardctl/{approvals,rejections,withdrawals}/<id>/<fpr>`.
+pub fn decision_ref(kind: ItemKind, id_hex: &str, fpr_hex: &str) -> String {
+    format!("{ROOT}{}/{id_hex}/{fpr_hex}", kind.dir())
+}
+
+/// The ref-safe fingerprint of a key: hex of the SHA-256 of its public key blob (what the
+/// `SHA256:` base64 form encodes, which has `/` and `+` in it).
+pub fn key_hex(key: &ssh_key::PublicKey) -> String {
+    crate::plan::envelope::hex(key.fingerprint(ssh_key::HashAlg::Sha256).as_bytes())
+}
+
+/// A plan id as given (`sha256:<hex>` or hex) as its 64 hex digits, if it is one.
+pub fn id_hex_of(arg: &str) -> Option<String> {
+    let hex = arg.strip_prefix("sha256:").unwrap_or(arg).to_ascii_lowercase();
+    crate::store::state::is_plan_id_hex(&hex).then_some(hex)
+}
+
+/// The remote published items go to and come from, resolved to its one URL.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    pub name: String,
+    pub url: String,
+    pub transport: Vec<(String, String)>,
+}
+
+impl Remote {
+    fn describe(&self) -> String {
+        format!("remote `{}` ({})", safe(&self.name), safe(&self.url))
+    }
+}
+
+/// One item to publish: its ref and the bytes of its one file.
+pub struct Item {
+    pub kind: ItemKind,
+    pub refname: String,
+    pub bytes: Vec<u8>,
+}
+
+impl Item {
+    /// The plan `id_hex` as signed, without approvals (pretty JSON, as `plan` writes a file).
+    pub fn plan(id_hex: &str, file: &PlanFile) -> Result<Item> {
+        let file = PlanFile {
+            approvals: Vec::new(),
+            ..file.clone()
+        };
+        Ok(Item {
+            kind: ItemKind::Plan,
+            refname: plan_ref(id_hex),
+            bytes: json_file(&file)?,
+        })
+    }
+
+    /// A signed approval, rejection or withdrawal of plan `id_hex`, under the key that
+    /// signed it.
+    pub fn decision(id_hex: &str, env: &Envelope) -> Result<Item> {
+        let v = dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE)
+            .map_err(|e| Error::internal("cannot read back the envelope just signed").caused_by(e))?;
+        let a: Approval = serde_json::from_slice(&v.payload)
+            .map_err(|e| Error::internal("cannot read back the envelope just signed").caused_by(e))?;
+        let kind = ItemKind::of_decision(a.decision);
+        Ok(Item {
+            kind,
+            refname: decision_ref(kind, id_hex, &key_hex(&v.signer)),
+            bytes: json_file(env)?,
+        })
+    }
+}
+
+fn json_file(value: &impl serde::Serialize) -> Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| Error::internal("cannot serialise JSON").caused_by(e))?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// What a publication did: the refs created now and those that already held these bytes.
+#[derive(Debug, Default)]
+pub struct Published {
+    pub created: Vec<String>,
+    pub already: Vec<String>,
+}
+
+/// Publish `items` and `extra` updates in one atomic push: each item create-only (a ref that
+/// exists with other content refuses the whole push: `policy`, 14), `extra` guarded by their
+/// own expectations. A remote or hook that refuses a ref is `policy` too, naming the ref, the
+/// remote's message and the file fallback. Nothing is half-published.
+pub fn publish(remote: &Remote, items: &[Item], extra: &[RefUpdate]) -> Result<Published> {
+    let scratch = Scratch::new(remote.transport.clone())?;
+    let mut updates = Vec::with_capacity(items.len() + extra.len());
+    for item in items {
+        updates.push(RefUpdate::create(
+            item.refname.clone(),
+            scratch.item(item.kind.file(), &item.bytes)?,
+        ));
+    }
+    updates.extend(extra.iter().cloned());
+    let report = scratch.push(&remote.url, &updates)?;
+    let mut out = Published::default();
+    if report.ok {
+        for (r, o) in &report.refs {
+            match o {
+                RefOutcome::AlreadyThere => out.already.push(r.clone()),
+                _ => out.created.push(r.clone()),
+            }
+        }
+        return Ok(out);
+    }
+    let stale: Vec<&str> = report
+        .refs
+        .iter()
+        .filter(|(_, o)| *o == RefOutcome::Stale)
+        .map(|(r, _)| r.as_str())
+        .collect();
+    if !stale.is_empty() {
+        let is_item = |r: &str| items.iter().any(|i| i.refname == r);
+        let what = if stale.iter().all(|r| is_item(r)) {
+            "is already published with other content; a published item is never overwritten"
+        } else {
+            "is not what this push expected (another guardctl changed it first)"
+        };
+        return Err(Error::new(
+            Kind::Policy,
+            format!(
+                "nothing was published to {}: {} {what}",
+                remote.describe(),
+                stale.iter().map(|r| safe(r)).collect::<Vec<_>>().join(", ")
+            ),
+        )
+        .with_details(serde_json::json!({"refs": stale, "remote": remote.name}))
+        .with_hint(format!(
+            "see what is there with `git ls-remote {} 'refs/guardctl/*'`; an approval or rejection already published by your key stands as it is",
+            safe(&remote.name)
+        )));
+    }
+    let refused: Vec<(&str, &str)> = report
+        .refs
+        .iter()
+        .filter_map(|(r, o)| match o {
+            RefOutcome::Refused(why) => Some((r.as_str(), why.as_str())),
+            _ => None,
+        })
+        .collect();
+    let mut e = Error::new(
+        Kind::Policy,
+        format!(
+            "{} refused {}: nothing was published",
+            remote.describe(),
+            match refused.as_slice() {
+                [] => "the push".to_string(),
+                some => some
+                    .iter()
+                    .map(|(r, why)| format!("{} {why}", safe(r)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }
+        ),
+    )
+    .with_details(serde_json::json!({
+        "refs": refused.iter().map(|(r, _)| r).collect::<Vec<_>>(),
+        "remote": remote.name,
+        "remote_messages": report.remote_messages,
+    }))
+    .with_hint(
+        "the remote does not take refs/guardctl/* pushes: pass files instead (`guardctl plan --out FILE`, `guardctl approve FILE --out APPROVAL`, `guardctl apply FILE --approval APPROVAL`), or ask its administrator to allow creating refs/guardctl/* (docs/remote.md)",
+    );
+    for m in &report.remote_messages {
+        e = e.caused_by(format!("remote: {m}"));
+    }
+    Err(e)
+}
+
+/// What to fetch: everything under `refs/guardctl/`, or what concerns one plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    All,
+    Plan(String),
+}
+
+impl Scope {
+    /// `git ls-remote` patterns for the scope's refs (git matches them against the end of
+    /// each name: [`Scope::holds`] keeps only the layout's own).
+    fn patterns(&self) -> Vec<String> {
+        match self {
+            Scope::All => vec![format!("{ROOT}*")],
+            Scope::Plan(id) => vec![format!("{ROOT}*/{id}"), format!("{ROOT}*/{id}/*")],
+        }
+    }
+
+    /// Whether `refname` is one of the layout's refs within this scope.
+    pub fn holds(&self, refname: &str) -> bool {
+        let Some(rest) = refname.strip_prefix(ROOT) else {
+            return false;
+        };
+        let parts: Vec<&str> = rest.split('/').collect();
+        let id_ok = |id: &str| crate::store::state::is_plan_id_hex(id) && self.covers(id);
+        match parts.as_slice() {
+            [dir, id] => (*dir == "plans" || *dir == "consumed") && id_ok(id),
+            [dir, id, fpr] => {
+                ItemKind::DECISIONS.iter().any(|k| k.dir() == *dir)
+                    && id_ok(id)
+                    && fpr.len() == 64
+                    && fpr.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            }
+            _ => false,
+        }
+    }
+
+    pub fn covers(&self, id_hex: &str) -> bool {
+        match self {
+            Scope::All => true,
+            Scope::Plan(id) => id == id_hex,
+        }
+    }
+}
+
+/// Published items fetched into a scratch repository: read them from here.
+pub struct Snapshot {
+    pub remote: Remote,
+    pub scope: Scope,
+    scratch: Scratch,
+}
+
+/// A published plan's envelopes that passed this module's checks, and warnings about those
+/// that did not.
+#[derive(Debug, Default, Clone)]
+pub struct Decisions {
+    /// `(where, envelope)`: `where` names the ref for messages.
+    pub envelopes: Vec<(String, Envelope)>,
+    pub warnings: Vec<String>,
+}
+
+/// A plan's consumed marker on the remote.
+#[derive(Debug, Clone)]
+pub struct ConsumedItem {
+    pub refname: String,
+    pub oid: Oid,
+    /// Its `receipt.json`; `Err` says why it is not readable.
+    pub receipt: std::result::Result<Vec<u8>, String>,
+}
+
+impl Snapshot {
+    /// Fetch `scope` from `remote` into a new scratch repository: the refs are listed first
+    /// (`git ls-remote`), and only when there are some is anything fetched.
+    pub fn fetch(remote: &Remote, scope: Scope) -> Result<Snapshot> {
+        let scratch = Scratch::new(remote.transport.clone())?;
+        let cannot = |e: Error| {
+            Error::new(e.kind, format!("cannot read refs/guardctl/ on {}", remote.describe()))
+                .caused_by(e.message)
+                .with_hint("check the remote's URL and your access to it (`git ls-remote <remote> 'refs/guardctl/*'`); guardctl needs it to see published approvals and rejections")
+        };
+        let listed = scratch
+            .ls_remote(&remote.url, &scope.patterns())
+            .map_err(cannot)?;
+        let wanted: Vec<String> = listed
+            .into_iter()
+            .map(|(r, _)| r)
+            .filter(|r| scope.holds(r))
+            .collect();
+        if !wanted.is_empty() {
+            scratch.fetch(&remote.url, &wanted).map_err(cannot)?;
+        }
+        Ok(Snapshot {
+            remote: remote.clone(),
+            scope,
+            scratch,
+        })
+    }
+
+    /// The ids (hex) of the plans published here, sorted.
+    pub fn plan_ids(&self) -> Result<Vec<String>> {
+        Ok(self
+            .scratch
+            .refs(&format!("{ROOT}plans/"))?
+            .into_iter()
+            .filter_map(|(r, _)| r.strip_prefix(&format!("{ROOT}plans/")).map(String::from))
+            .filter(|id| crate::store::state::is_plan_id_hex(id))
+            .collect())
+    }
+
+    /// Whether plan `id_hex` is published here (whatever its ref holds).
+    pub fn has_plan(&self, id_hex: &str) -> bool {
+        let r = plan_ref(id_hex);
+        self.scratch
+            .refs(&r)
+            .is_ok_and(|refs| refs.iter().any(|(n, _)| *n == r))
+    }
+
+    fn name(&self, refname: &str) -> String {
+        format!("{refname} on {}", self.remote.describe())
+    }
+
+    /// The plan published as `id_hex`, verified as a plan file: `None` when none is
+    /// published; `Err` (invalid_plan, 65) when what is there is not a valid plan with that id.
+    pub fn plan(&self, id_hex: &str) -> Result<Option<Loaded>> {
+        let refname = plan_ref(id_hex);
+        let Some((_, oid)) = self
+            .scratch
+            .refs(&refname)?
+            .into_iter()
+            .find(|(r, _)| *r == refname)
+        else {
+            return Ok(None);
+        };
+        let name = self.name(&refname);
+        let bytes = self
+            .scratch
+            .read_item(oid, ItemKind::Plan.file(), MAX_FILE_BYTES)
+            .map_err(|why| {
+                Error::invalid_plan(format!("{name}: {why}")).with_hint(
+                    "what is published there is not a plan guardctl published; ask the planner to plan again",
+                )
+            })?;
+        let loaded = crate::planfile::load_bytes(Path::new(&name), &bytes)?;
+        if loaded.id_hex() != id_hex {
+            return Err(Error::invalid_plan(format!(
+                "{name} holds another plan ({}): a plan is published under its own id",
+                loaded.plan_id
+            ))
+            .with_hint("ask the planner to publish the plan again (`guardctl plan … --publish`)"));
+        }
+        Ok(Some(loaded))
+    }
+
+    /// The approvals, rejections and withdrawals published for plan `id_hex` that are what
+    /// their refs say (see the module doc); the others are warnings.
+    pub fn decisions(&self, id_hex: &str) -> Result<Decisions> {
+        let mut out = Decisions::default();
+        for kind in ItemKind::DECISIONS {
+            let dir = format!("{ROOT}{}/{id_hex}/", kind.dir());
+            for (refname, oid) in self.scratch.refs(&dir)? {
+                let fpr = &refname[dir.len()..];
+                match self.decision(kind, id_hex, fpr, oid) {
+                    Ok(env) => out.envelopes.push((self.name(&refname), env)),
+                    Err(why) => out
+                        .warnings
+                        .push(format!("ignored {}: {why}", safe(&self.name(&refname)))),
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn decision(
+        &self,
+        kind: ItemKind,
+        id_hex: &str,
+        fpr: &str,
+        oid: Oid,
+    ) -> std::result::Result<Envelope, String> {
+        let bytes = self.scratch.read_item(oid, kind.file(), MAX_ENVELOPE_BYTES)?;
+        let env: Envelope =
+            serde_json::from_slice(&bytes).map_err(|e| format!("not a signed envelope ({e})"))?;
+        let v = dsse::verify(&env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE).map_err(|e| e.to_string())?;
+        let a: Approval = serde_json::from_slice(&v.payload).map_err(|e| format!("malformed ({e})"))?;
+        if key_hex(&v.signer) != fpr {
+            return Err(format!(
+                "signed by key {}, not the key the ref names",
+                v.fingerprint
+            ));
+        }
+        if a.plan_id != format!("sha256:{id_hex}") {
+            return Err(format!("it is about another plan ({})", safe(&a.plan_id)));
+        }
+        if ItemKind::of_decision(a.decision) != kind {
+            return Err(format!("it is a {:?} decision, not a {}", a.decision, kind.dir()));
+        }
+        Ok(env)
+    }
+
+    /// The consumed marker of plan `id_hex`, if the remote has one.
+    pub fn consumed(&self, id_hex: &str) -> Result<Option<ConsumedItem>> {
+        let refname = consumed_ref(id_hex);
+        Ok(self
+            .scratch
+            .refs(&refname)?
+            .into_iter()
+            .find(|(r, _)| *r == refname)
+            .map(|(refname, oid)| ConsumedItem {
+                receipt: self
+                    .scratch
+                    .read_item(oid, ItemKind::Consumed.file(), MAX_RECEIPT_BYTES),
+                refname,
+                oid,
+            }))
+    }
+}
+
+/// Whether `remote` has plan `id_hex` published (whatever it holds).
+pub fn has_plan(remote: &Remote, id_hex: &str) -> Result<bool> {
+    let r = plan_ref(id_hex);
+    Ok(
+        publish::ls_remote(remote.transport.clone(), &remote.url, std::slice::from_ref(&r))?
+            .iter()
+            .any(|(n, _)| *n == r),
+    )
+}
+
+/// The published plan `arg` names: a plan id (`sha256:<hex>` or 64 hex digits) or a unique
+/// prefix of at least 8 hex digits among the plans published on `remote`. None is
+/// `not_found` (66); several is `usage` (64), listing them.
+pub fn resolve(remote: &Remote, arg: &str) -> Result<String> {
+    let wanted = arg.strip_prefix("sha256:").unwrap_or(arg).to_ascii_lowercase();
+    if wanted.len() < 8 || wanted.len() > 64 || !wanted.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Error::new(
+            Kind::NotFound,
+            format!("{} is neither a file nor a plan id", safe(arg)),
+        )
+        .with_hint("pass a plan file, a plan id, or at least 8 hex digits of a published plan's id (`guardctl inbox` lists them)"));
+    }
+    let listed = publish::ls_remote(
+        remote.transport.clone(),
+        &remote.url,
+        &[format!("{ROOT}plans/{wanted}*")],
+    )?;
+    let prefix = format!("{ROOT}plans/");
+    let ids: Vec<String> = listed
+        .into_iter()
+        .filter_map(|(r, _)| r.strip_prefix(&prefix).map(String::from))
+        .filter(|id| crate::store::state::is_plan_id_hex(id) && id.starts_with(&wanted))
+        .collect();
+    match ids.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(Error::new(
+            Kind::NotFound,
+            format!(
+                "no file {} and no plan published on {} with that id",
+                safe(arg),
+                remote.describe()
+            ),
+        )
+        .with_hint("check the path or the id (`guardctl inbox` lists the published plans)")),
+        many => Err(Error::usage(format!(
+            "{} matches {} published plans: {}",
+            safe(arg),
+            many.len(),
+            many.iter()
+                .map(|i| format!("sha256:{i}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .with_details(
+            serde_json::json!({"candidates": many.iter().map(|i| format!("sha256:{i}")).collect::<Vec<_>>()}),
+        )
+        .with_hint("give more hex digits of the plan id")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refs_follow_the_documented_layout() {
+        let id = "a".repeat(64);
+        assert_eq!(plan_ref(&id), format!("refs/guardctl/plans/{id}"));
+        assert_eq!(consumed_ref(&id), format!("refs/guardctl/consumed/{id}"));
+        assert_eq!(
+            decision_ref(ItemKind::Rejection, &id, "ff"),
+            format!("refs/guardctl/rejections/{id}/ff")
+        );
+        for k in ItemKind::DECISIONS {
+            assert!(crate::repo::is_valid_refname(&decision_ref(
+                k,
+                &id,
+                &"0".repeat(64)
+            )));
+        }
+        assert_eq!(id_hex_of(&format!("sha256:{}", "A".repeat(64))), Some(id.clone()));
+        assert_eq!(id_hex_of("abc"), None);
+    }
+
+    fn bare() -> (tempfile::TempDir, Remote) {
+        let d = tempfile::tempdir().unwrap();
+        git2::Repository::init_bare(d.path()).unwrap();
+        let remote = Remote {
+            name: "origin".into(),
+            url: d.path().display().to_string(),
+            transport: vec![],
+        };
+        (d, remote)
+    }
+
+    fn item(refname: &str, bytes: &[u8]) -> Item {
+        Item {
+            kind: ItemKind::Plan,
+            refname: refname.into(),
+            bytes: bytes.to_vec(),
+        }
+    }
+
+    #[test]
+    fn publishing_again_is_already_published_and_other_content_is_refused() {
+        let (_d, remote) = bare();
+        let r = plan_ref(&"c".repeat(64));
+        let first = publish(&remote, &[item(&r, b"one")], &[]).unwrap();
+        assert_eq!(first.created, vec![r.clone()]);
+        let again = publish(&remote, &[item(&r, b"one")], &[]).unwrap();
+        assert_eq!(again.already, vec![r.clone()]);
+        let e = publish(&remote, &[item(&r, b"two")], &[]).unwrap_err();
+        assert_eq!(e.kind, Kind::Policy);
+        assert!(
+            e.message.contains("already published with other content"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains(&r), "{}", e.message);
+        let snap = Snapshot::fetch(&remote, Scope::All).unwrap();
+        assert_eq!(snap.plan_ids().unwrap(), vec!["c".repeat(64)]);
+    }
+
+    #[test]
+    fn a_remote_that_refuses_the_refs_is_named_with_its_message_and_the_fallback() {
+        let (d, remote) = bare();
+        let hook = d.path().join("hooks/pre-receive");
+        std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+        std::fs::write(
+            &hook,
+            "#!/bin/sh\necho 'custom refs are not allowed here'\nexit 1\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let r = plan_ref(&"d".repeat(64));
+        let e = publish(&remote, &[item(&r, b"x")], &[]).unwrap_err();
+        assert_eq!(e.kind, Kind::Policy);
+        assert!(
+            e.message.contains(&r) && e.message.contains("refused"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.causes
+                .iter()
+                .any(|c| c.contains("custom refs are not allowed here")),
+            "{:?}",
+            e.causes
+        );
+        assert!(e.hint().contains("--out FILE"), "{}", e.hint());
+        assert!(
+            Snapshot::fetch(&remote, Scope::All)
+                .unwrap()
+                .plan_ids()
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn scope_of_one_plan_fetches_only_its_refs() {
+        let id = "b".repeat(64);
+        let p = Scope::Plan(id.clone()).patterns();
+        assert!(p.iter().all(|x| x.contains(&id)), "{p:?}");
+        assert_eq!(Scope::All.patterns(), vec!["refs/guardctl/*".to_string()]);
+        let fpr = "0".repeat(64);
+        let other = "c".repeat(64);
+        let mine = Scope::Plan(id.clone());
+        assert!(mine.holds(&plan_ref(&id)));
+        assert!(mine.holds(&decision_ref(ItemKind::Approval, &id, &fpr)));
+        assert!(!mine.holds(&plan_ref(&other)));
+        assert!(!mine.holds(&format!("refs/other/refs/guardctl/plans/{id}")));
+        assert!(!mine.holds(&format!("refs/guardctl/approvals/{id}/short")));
+        assert!(!mine.holds(&format!("refs/guardctl/junk/{id}")));
+        assert!(Scope::All.holds(&consumed_ref(&other)));
+    }
+}

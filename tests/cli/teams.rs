@@ -1,0 +1,450 @@
+//! Teams across machines (issue 16, docs/remote.md): plans, approvals, rejections and consumed
+//! markers travel through the git remote under `refs/guardctl/`, each person in a clone of
+//! their own with a key of their own, and no file passes between them.
+
+use crate::fixtures::{Run, TestEnv, remote_repo};
+use std::path::{Path, PathBuf};
+
+/// Two approvals, from the `reviewers` group only.
+const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 2\nfrom = [\"reviewers\"]\n";
+
+/// A team around a `file://` remote: the policy committed on its default branch, dave (the
+/// mallory test key) trusted as the executor, and four clones — planner (alice), two
+/// reviewers (bob, carol) and the executor (dave) — made after the policy was pushed.
+struct Team {
+    env: TestEnv,
+    planner: PathBuf,
+    bob: PathBuf,
+    carol: PathBuf,
+    executor: PathBuf,
+}
+
+fn team() -> Team {
+    let env = remote_repo();
+    std::fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+    std::fs::write(env.repo.join(".guardctl/policy.toml"), POLICY).unwrap();
+    env.git(&["add", ".guardctl/policy.toml"]);
+    env.git(&["commit", "-q", "-m", "two reviewers approve"]);
+    env.git(&["push", "-q", "origin", "main"]);
+    env.allow_signer("dave@example.com", "mallory");
+    let clones = env.clones(&["planner", "bob", "carol", "executor"]);
+    let [planner, bob, carol, executor] = <[PathBuf; 4]>::try_from(clones).unwrap();
+    Team {
+        env,
+        planner,
+        bob,
+        carol,
+        executor,
+    }
+}
+
+impl Team {
+    /// Alice plans the merged remote branches, for dave to apply, and publishes the plan.
+    fn publish_plan(&self) -> String {
+        let out = self.planner.join("plan.json");
+        let r = self.env.run_in(
+            &self.planner,
+            "alice",
+            &[
+                "--json",
+                "plan",
+                "remote-branches",
+                "--remote",
+                "origin",
+                "--executor",
+                "dave@example.com",
+                "-o",
+                out.to_str().unwrap(),
+                "--publish",
+            ],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        r.json()["plan_id"].as_str().unwrap().to_string()
+    }
+
+    fn inbox(&self, dir: &Path, user: &str) -> serde_json::Value {
+        let r = self.env.run_in(dir, user, &["--json", "inbox"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        r.json()
+    }
+
+    fn origin_refs(&self) -> String {
+        self.env.git_in(
+            &self.env.origin(),
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                "refs/guardctl",
+            ],
+        )
+    }
+}
+
+/// The first 12 hex digits of a plan id: what people type.
+fn prefix(id: &str) -> &str {
+    &id["sha256:".len().."sha256:".len() + 12]
+}
+
+fn no_plan_files(dir: &Path) {
+    let files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .map(|e| e.path())
+        .collect();
+    assert!(files.is_empty(), "files in {}: {files:?}", dir.display());
+}
+
+fn remote_branch_names(env: &TestEnv) -> Vec<String> {
+    env.remote_branches()
+        .lines()
+        .map(|l| {
+            l.split(' ')
+                .next()
+                .unwrap()
+                .trim_start_matches("refs/heads/")
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_plan_published_in_one_clone_is_approved_in_two_and_applied_in_a_fourth_with_no_file_passed() {
+    let t = team();
+    let id = t.publish_plan();
+    let hex = id.trim_start_matches("sha256:");
+    assert!(
+        t.origin_refs().contains(&format!("refs/guardctl/plans/{hex}")),
+        "{}",
+        t.origin_refs()
+    );
+
+    // The inbox shows it to the reviewers, who may approve it; not to the planner or the
+    // executor, who may not.
+    for (dir, user) in [(&t.bob, "bob"), (&t.carol, "carol")] {
+        let v = t.inbox(dir, user);
+        let plans = v["plans"].as_array().unwrap();
+        assert_eq!(plans.len(), 1, "{v:#}");
+        assert_eq!(plans[0]["plan_id"], id.as_str());
+        assert_eq!(plans[0]["may_approve"], true, "{user}: {v:#}");
+        assert_eq!(plans[0]["still_needed"][0]["missing"], 2);
+        assert_eq!(
+            plans[0]["still_needed"][0]["from"],
+            serde_json::json!(["bob@example.com", "carol@example.com"])
+        );
+        assert_eq!(v["principal"], format!("{user}@example.com").as_str());
+    }
+    let planner = t.inbox(&t.planner, "alice");
+    assert_eq!(planner["plans"][0]["may_approve"], false);
+    assert_eq!(planner["plans"][0]["why_not"], "you planned it");
+    let executor = t.inbox(&t.executor, "mallory");
+    assert_eq!(executor["plans"][0]["may_approve"], false);
+    assert_eq!(
+        executor["plans"][0]["why_not"],
+        "no group that still needs approvals lists you"
+    );
+    // As text too.
+    let r = t.env.run_in(&t.bob, "bob", &["inbox"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stdout.contains("1 plan waiting on remote `origin`"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("needs: default 2 more (from bob@example.com, carol@example.com)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains(&format!("guardctl approve {} --publish", prefix(&id))),
+        "{}",
+        r.stdout
+    );
+
+    // Each reviewer looks at it and approves it by a prefix of its id, in their own clone.
+    let r = t.env.run_in(&t.bob, "bob", &["show", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("feature/done"), "{}", r.stdout);
+    let r = t.env.run_in(&t.bob, "bob", &["approve", prefix(&id), "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stderr.contains("on remote `origin`"), "{}", r.stderr);
+    let r = t.env.run_in(
+        &t.carol,
+        "carol",
+        &["--json", "approve", &id, "--yes", "--publish"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let v = r.json();
+    assert_eq!(v["written_to"], serde_json::Value::Null);
+    assert_eq!(v["published"]["remote"], "origin");
+    assert!(
+        v["published"]["ref"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("refs/guardctl/approvals/{hex}/"))
+    );
+    assert_eq!(
+        v["approvals"]["approved_by"].as_array().unwrap().len(),
+        2,
+        "{v:#}"
+    );
+    // Bob's inbox: the plan needs nothing more, and he approved it already.
+    let v = t.inbox(&t.bob, "bob");
+    assert_eq!(v["plans"][0]["still_needed"], serde_json::json!([]));
+    assert_eq!(v["plans"][0]["why_not"], "you approved it");
+
+    // The executor verifies and applies it in a fourth clone, by its id alone.
+    let r = t.env.run_in(&t.executor, "mallory", &["verify", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        remote_branch_names(&t.env),
+        ["feature/live", "main", "release/1.0"]
+    );
+    assert!(
+        t.origin_refs().contains(&format!("refs/guardctl/consumed/{hex}")),
+        "{}",
+        t.origin_refs()
+    );
+
+    // Nothing waits any more, for anyone.
+    for (dir, user) in [(&t.bob, "bob"), (&t.carol, "carol"), (&t.planner, "alice")] {
+        let v = t.inbox(dir, user);
+        assert_eq!(v["plans"], serde_json::json!([]), "{v:#}");
+        assert_eq!(v["left_out"]["consumed"], 1);
+    }
+    // No plan or approval file was passed: the reviewers' and executor's clones have none.
+    for dir in [&t.bob, &t.carol, &t.executor] {
+        no_plan_files(dir);
+    }
+}
+
+#[test]
+fn a_rejection_published_from_one_clone_makes_apply_refuse_in_another() {
+    let t = team();
+    let id = t.publish_plan();
+    assert_eq!(t.env.run_in(&t.bob, "bob", &["approve", &id, "--yes"]).code, 0);
+    let r = t.env.run_in(
+        &t.carol,
+        "carol",
+        &["reject", prefix(&id), "--comment", "not before the release"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // The rejection was made in carol's clone only; the executor's clone sees it on the remote.
+    for cmd in ["verify", "apply"] {
+        let r = t.env.run_in(&t.executor, "mallory", &[cmd, prefix(&id)]);
+        assert_eq!(r.code, 12, "{cmd}: {}", r.transcript());
+        assert!(
+            r.stderr
+                .contains("rejected by carol@example.com: not before the release"),
+            "{cmd}: {}",
+            r.stderr
+        );
+    }
+    // Also for the plan file in the planner's clone, which never held the rejection.
+    let file = t.planner.join("plan.json");
+    let r = t
+        .env
+        .run_in(&t.planner, "alice", &["show", file.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("carol@example.com"), "{}", r.stdout);
+    assert_eq!(
+        remote_branch_names(&t.env),
+        ["feature/done", "feature/live", "fix/old", "main", "release/1.0"]
+    );
+    // The inbox says so, and nobody is asked to approve a vetoed plan.
+    let v = t.inbox(&t.bob, "bob");
+    assert_eq!(
+        v["plans"][0]["rejected_by"],
+        serde_json::json!(["carol@example.com"])
+    );
+    assert_eq!(v["plans"][0]["may_approve"], false);
+}
+
+#[test]
+fn a_published_approval_is_never_overwritten_by_a_second_one_from_the_same_key() {
+    let t = team();
+    let id = t.publish_plan();
+    let hex = id.trim_start_matches("sha256:");
+    let r = t
+        .env
+        .run_in(&t.bob, "bob", &["approve", &id, "--yes", "--comment", "first"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let before = t.origin_refs();
+    // A second, different approval by the same key: the create-only lease refuses it.
+    let r = t
+        .env
+        .run_in(&t.bob, "bob", &["approve", &id, "--yes", "--comment", "second"]);
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("already published with other content"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(&format!("refs/guardctl/approvals/{hex}/")),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(t.origin_refs(), before, "a published ref moved");
+    // Carol approves the planner's file and publishes: the plan is on the remote already, so
+    // only her approval is created; what bob published first is what counts.
+    let plan = t.planner.join("plan.json");
+    let r = t.env.run_in(
+        &t.planner,
+        "carol",
+        &["--json", "approve", plan.to_str().unwrap(), "--yes", "--publish"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        r.json()["published"]["created"].as_array().unwrap().len(),
+        1,
+        "{}",
+        r.stdout
+    );
+    let r = t
+        .env
+        .run_in(&t.planner, "alice", &["show", plan.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("first"), "{}", r.stdout);
+    assert!(!r.stdout.contains("second"), "{}", r.stdout);
+}
+
+#[test]
+fn a_remote_that_refuses_guardctl_refs_is_named_with_its_message_and_the_file_fallback() {
+    let t = team();
+    let hook = t.env.origin().join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in refs/guardctl/*) echo \"custom refs are not accepted here: $ref\"; exit 1;; esac\ndone\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = t.planner.join("plan.json");
+    let r: Run = t.env.run_in(
+        &t.planner,
+        "alice",
+        &[
+            "plan",
+            "remote-branches",
+            "--remote",
+            "origin",
+            "-o",
+            out.to_str().unwrap(),
+            "--publish",
+        ],
+    );
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert!(r.stderr.contains("refused refs/guardctl/plans/"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("custom refs are not accepted here"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("--out FILE"), "{}", r.stderr);
+    assert_eq!(t.origin_refs(), "", "something was published");
+    // The file fallback works with the same remote.
+    assert!(out.exists());
+    let r = t.env.run_in(
+        &t.bob,
+        "bob",
+        &["approve", out.to_str().unwrap(), "--yes", "--no-publish"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+#[test]
+fn a_prefix_is_resolved_among_published_plans_and_junk_under_refs_guardctl_is_left_out() {
+    let t = team();
+    let id = t.publish_plan();
+    let hex = id.trim_start_matches("sha256:");
+    // Not published: not found (66). Too short: not an id (66).
+    let r = t.env.run_in(&t.bob, "bob", &["show", "0123456789ab"]);
+    assert_eq!(r.code, 66, "{}", r.transcript());
+    let r = t.env.run_in(&t.bob, "bob", &["show", &hex[..6]]);
+    assert_eq!(r.code, 66, "{}", r.transcript());
+    // Junk published by someone with push access: an "approval" under bob's name that is
+    // not a signed envelope. It is left out with a warning naming the ref; bob's own
+    // approval can then no longer be published under that ref (denial, nothing more).
+    let fpr = "0".repeat(64);
+    let tree = t.env.git_in(&t.env.origin(), &["mktree"]);
+    let commit = t
+        .env
+        .git_in(&t.env.origin(), &["commit-tree", &tree, "-m", "junk"]);
+    t.env.git_in(
+        &t.env.origin(),
+        &[
+            "update-ref",
+            &format!("refs/guardctl/approvals/{hex}/{fpr}"),
+            &commit,
+        ],
+    );
+    let r = t.env.run_in(&t.bob, "bob", &["show", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains(&format!("ignored refs/guardctl/approvals/{hex}/{fpr}")),
+        "{}",
+        r.stderr
+    );
+    let r = t.env.run_in(&t.executor, "mallory", &["verify", prefix(&id)]);
+    assert_eq!(r.code, 12, "junk counted as an approval: {}", r.transcript());
+}
+
+#[test]
+fn a_published_rejection_cannot_be_shadowed_by_its_payload_re_signed_with_another_key() {
+    use base64::Engine;
+    let t = team();
+    let id = t.publish_plan();
+    let hex = id.trim_start_matches("sha256:");
+    assert_eq!(t.env.run_in(&t.bob, "bob", &["approve", &id, "--yes"]).code, 0);
+    assert_eq!(
+        t.env
+            .run_in(&t.carol, "carol", &["reject", &id, "--comment", "no"])
+            .code,
+        0
+    );
+    let listed = t.origin_refs();
+    let rejection_ref = listed
+        .lines()
+        .map(|l| l.split(' ').next().unwrap())
+        .find(|r| r.starts_with(&format!("refs/guardctl/rejections/{hex}/")))
+        .unwrap()
+        .to_string();
+    let text = t.env.git_in(
+        &t.env.origin(),
+        &["show", &format!("{rejection_ref}:rejection.json")],
+    );
+    // The planner copies carol's payload and signs it with a key of their own, then puts that
+    // envelope first in the plan file the executor is handed.
+    let mut forged: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let body = base64::engine::general_purpose::STANDARD
+        .decode(forged["payload"].as_str().unwrap())
+        .unwrap();
+    let ty = forged["payloadType"].as_str().unwrap().to_string();
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, body.len()).into_bytes();
+    pae.extend_from_slice(&body);
+    let key = t.env.key("alice");
+    forged["signatures"][0]["sig"] =
+        serde_json::Value::String(crate::plan_file::ssh_sign(&key, "guardctl-approval", &pae));
+    forged["signatures"][0]["keyid"] = serde_json::Value::String(crate::plan_file::fingerprint(&key));
+    let mut file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(t.planner.join("plan.json")).unwrap()).unwrap();
+    file["approvals"] = serde_json::json!([forged]);
+    let handed = t.executor.join("handed.json");
+    std::fs::write(&handed, file.to_string()).unwrap();
+    let r = t
+        .env
+        .run_in(&t.executor, "mallory", &["apply", handed.to_str().unwrap()]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("rejected by carol@example.com: no"),
+        "{}",
+        r.stderr
+    );
+}
