@@ -31,10 +31,10 @@ pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut dyn Write) -> io::R
 
 /// What `fill` writes, written and fsynced to a temporary file beside `path` (in its
 /// directory).
-fn staged<'a>(
-    path: &'a Path,
+fn staged(
+    path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
-) -> io::Result<(&'a Path, tempfile::NamedTempFile)> {
+) -> io::Result<(&Path, tempfile::NamedTempFile)> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
