@@ -195,13 +195,17 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__apply)
-            opts="-C -q -h -V --approval --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-C -q -h -V --approval --wait --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --approval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

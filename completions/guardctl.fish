@@ -240,6 +240,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -s q -l quiet -
 complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l approval -d 'A detached approval file (repeatable)' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l wait -d 'When another clone has consumed the plan and its receipt is not published yet: how long to wait for it, e.g. 30s, 10m (0: do not wait)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''

@@ -12,13 +12,18 @@
 //! A remote's branches (remote-branches): nothing can lock a remote's refs, so the drift check
 //! comes first, then the before-image, `consumed`, the local backup ref (`backup-created`),
 //! and one atomic `git push` whose every deletion is leased on the planned id: a branch that
-//! moved after the check fails the whole push. Recovery asks the remote (`git ls-remote`).
+//! moved after the check fails the whole push. The same push creates the plan's consumed
+//! marker on the remote, create-only (`refs/guardctl/consumed/<id>`, docs/remote.md): of any
+//! number of clones applying the plan, one push lands. Recovery asks the remote whether this
+//! clone's marker is there (`git ls-remote`): it is exactly when the push landed.
 //!
 //! A command (exec): drift (the pinned files re-derived, the preview re-run from a private
 //! copy), a second private copy checked against the plan, the before-image command and the
 //! command run from it, the before-image, `consumed`, `command-started`, the command, the
 //! verify command, `command-finished`; a crash between the last two is recorded as
-//! interrupted and the command is never run again.
+//! interrupted and the command is never run again. Bound to a remote, the consumed marker is
+//! created there (create-only) between `consumed` and `command-started`: a clone whose push is
+//! refused runs nothing.
 //!
 //! Apply journal: `before-image-written`, `consumed`, (`backup-created`,) then `refs-committed`
 //! or `aborted`, `config-removed`, `done`; or `refused` when a check failed before anything was
@@ -43,6 +48,14 @@ use time::OffsetDateTime;
 const EXEC_RESULT: &str = "exec-result.json";
 /// The payload type of the signed command result.
 const EXEC_RESULT_PAYLOAD_TYPE: &str = "application/vnd.guardctl.exec-result.v1+json";
+
+/// What an exec plan runs, and where: its inputs, the work tree it runs in, and the URL of
+/// the remote it is bound to (where it is consumed before the command runs), if any.
+pub struct Run<'a> {
+    pub inputs: &'a ExecInputs,
+    pub top: &'a std::path::Path,
+    pub consume_at: Option<&'a str>,
+}
 
 pub struct Executor<'a> {
     /// The repository, under guardctl's lock: only an executor may change it.
@@ -226,6 +239,14 @@ impl Executor<'_> {
         self.step(id, Step::BeforeImageWritten)?;
         self.consume(id, key)?;
         self.step(id, Step::Consumed)?;
+        // The consumed marker goes to the remote in the same atomic push as the deletions,
+        // create-only: of any number of clones applying this plan, one push lands.
+        let (marker, marker_oid) = self.consumed_item(id)?;
+        let mut ops = ops;
+        ops.push(RemoteOp::Create {
+            refname: marker,
+            oid: marker_oid.to_string(),
+        });
         if let (Some(refname), Some(commit)) = (image.backup_ref.clone(), commit) {
             let create = RefOp::Create {
                 refname,
@@ -236,16 +257,76 @@ impl Executor<'_> {
                 return Err(e);
             }
             self.step(id, Step::BackupCreated)?;
-            if let Err(e) = self
-                .repo
-                .push_atomic(url, &ops, &mut |pid| self.record_git(id, pid))
-            {
-                self.abort(id, &e)?;
-                return Err(e);
-            }
         }
+        if let Err(e) = self.push_consuming(id, url, &ops, marker_oid) {
+            self.abort(id, &e)?;
+            return Err(e);
+        }
+        crash_point("pushed");
         self.step(id, Step::RefsCommitted)?;
         self.finish(id, &image, key)
+    }
+
+    /// Write the item of this plan's consumed marker (`consumed.json`: the bytes of the
+    /// local marker) into the repository, so a push from here carries it: its ref and id.
+    fn consumed_item(&self, id: &str) -> Result<(String, git2::Oid)> {
+        let bytes = self
+            .store
+            .read_file(id, "consumed")?
+            .ok_or_else(|| Error::internal("the consumed marker vanished before it was pushed"))?;
+        let oid = self
+            .repo
+            .write_item(crate::store::published::ItemKind::Consumed.file(), &bytes)?;
+        Ok((
+            crate::store::published::consumed_ref(id),
+            git2::Oid::from_str(&oid)?,
+        ))
+    }
+
+    /// One atomic push of `ops`, the last of which creates `consumed/<id>` (as `ours`). When
+    /// git reports a failure, the remote's consumed ref decides what it was: ours (the push
+    /// landed: a lost answer), another's (applied elsewhere: [`applied_elsewhere`]), none (a
+    /// real failure; retried a few times when the remote only could not lock a ref that a
+    /// concurrent push held, since every update is leased and a retry is the same
+    /// compare-and-swap).
+    fn push_consuming(&self, id: &str, url: &str, ops: &[RemoteOp], ours: git2::Oid) -> Result<()> {
+        let mut pause = std::time::Duration::from_millis(100);
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let Err(e) = self
+                .repo
+                .push_atomic(url, ops, &mut |pid| self.record_git(id, pid))
+            else {
+                return Ok(());
+            };
+            match self.remote_consumed(url, id) {
+                Ok(Some(oid)) if oid == ours => return Ok(()),
+                Ok(Some(oid)) => return Err(applied_elsewhere(id, oid)),
+                Ok(None) if attempts < 6 && lock_contention(&e) => {
+                    std::thread::sleep(pause);
+                    pause *= 2;
+                }
+                _ if e.causes.iter().any(|c| c.contains("remote rejected")) => {
+                    return Err(e.with_hint(format!(
+                        "the remote refused the push, which creates {} with the changes: guardctl consumes a remote's plan there, exactly once across clones; ask its administrator to allow creating refs/guardctl/* (docs/remote.md)",
+                        crate::store::published::consumed_ref(id)
+                    )));
+                }
+                _ => return Err(e),
+            }
+        }
+    }
+
+    /// What `consumed/<id>` points at on the repository at `url`, if it exists.
+    fn remote_consumed(&self, url: &str, id: &str) -> Result<Option<git2::Oid>> {
+        let refname = crate::store::published::consumed_ref(id);
+        let listed = crate::repo::publish::ls_remote(
+            self.repo.transport_settings()?,
+            url,
+            std::slice::from_ref(&refname),
+        )?;
+        Ok(listed.into_iter().find(|(r, _)| *r == refname).map(|(_, o)| o))
     }
 
     /// A command (exec): check drift (the preview re-run), copy the pinned files into a
@@ -260,10 +341,14 @@ impl Executor<'_> {
         id: &str,
         image: BeforeImage,
         key: &SigningKey,
-        inputs: &ExecInputs,
-        top: &std::path::Path,
+        run: Run<'_>,
         drift_check: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Receipt> {
+        let Run {
+            inputs,
+            top,
+            consume_at,
+        } = run;
         drift_check()?;
         let names: Vec<String> = inputs.env.iter().map(|e| e.name.clone()).collect();
         let env = exec::environment(&names);
@@ -307,6 +392,20 @@ impl Executor<'_> {
         self.step(id, Step::BeforeImageWritten)?;
         self.consume(id, key)?;
         self.step(id, Step::Consumed)?;
+        // Bound to a remote: the consumed marker is created there (create-only) before the
+        // command runs; a clone that finds it taken runs nothing.
+        if let Some(url) = consume_at {
+            let (marker, oid) = self.consumed_item(id)?;
+            let create = RemoteOp::Create {
+                refname: marker,
+                oid: oid.to_string(),
+            };
+            if let Err(e) = self.push_consuming(id, url, &[create], oid) {
+                self.abort(id, &e)?;
+                return Err(e);
+            }
+            crash_point("pushed");
+        }
         self.step(id, Step::CommandStarted)?;
         let mut result = match exec::run_command(&staged, &inputs.command, &dir, &env) {
             Ok(out) => {
@@ -375,6 +474,7 @@ impl Executor<'_> {
             before_image: crate::plan::envelope::sha256_id(&image),
             key: crate::sign::sshsig::fingerprint(&key.public),
             created_at: self.now,
+            nonce: Some(crate::plan::envelope::hex(&crate::fsutil::random_bytes::<16>()?)),
         };
         let bytes = signed_state(CONSUMED_PAYLOAD_TYPE, &marker, key, "consumed")?;
         self.store.mark_consumed(id, &bytes)
@@ -965,6 +1065,26 @@ impl Executor<'_> {
             return Ok("the command had not started: abandoned the apply; it was not run".into());
         }
         self.check_locks(image)?;
+        // A remote's deletions and the consumed marker were one atomic push: the marker on
+        // the remote, exactly as this clone signed it, says the push landed; its absence (or
+        // another's marker) that it did not, whatever the branches look like now.
+        if let Some(url) = self.remote_target(image)? {
+            let ours = crate::store::consumption::marker_oid(
+                &self.store.read_file(id, "consumed")?.unwrap_or_default(),
+            )?;
+            if self.remote_consumed(&url, id)? == Some(ours) {
+                let key = self.receipt_key(id, image, marker, key)?;
+                self.store.journal(id, Step::RefsCommitted, self.now)?;
+                self.finish(id, image, key)?;
+                return Ok("the push had landed: completed the apply".into());
+            }
+            let e = Error::new(
+                Kind::Drift,
+                "the apply was interrupted before its push landed on the remote",
+            );
+            self.abort(id, &e)?;
+            return Ok("the push had not landed: abandoned the apply; nothing was deleted".into());
+        }
         let (deleted, backed) = self.committed(image)?;
         if deleted == image.refs.len() && backed == image.refs.len() {
             let key = self.receipt_key(id, image, marker, key)?;
@@ -972,9 +1092,9 @@ impl Executor<'_> {
             self.finish(id, image, key)?;
             return Ok("the deletions had been committed: completed the apply".into());
         }
-        // Locally the backup ref is created in the deletions' transaction; for a remote it is
-        // created first, so a push that never happened leaves it behind (gc removes it).
-        if deleted == 0 && (backed == 0 || image.remote.is_some()) {
+        // Locally the backup ref is created in the deletions' transaction (a remote's plan was
+        // decided above, by its consumed marker).
+        if deleted == 0 && backed == 0 {
             let e = Error::new(
                 Kind::Drift,
                 "the apply was interrupted before any branch was deleted",
@@ -1039,6 +1159,28 @@ impl Executor<'_> {
         }
         Ok(())
     }
+}
+
+/// The refusal of an apply that found the plan consumed on its remote by another apply (its
+/// marker there is `oid`): nothing was changed here. `apply` then prints that apply's
+/// receipt as a replay, once it is published.
+fn applied_elsewhere(id: &str, oid: git2::Oid) -> Error {
+    Error::new(
+        Kind::NeedsRecovery,
+        format!(
+            "plan sha256:{id} was applied elsewhere first ({} is {oid}); nothing was changed here",
+            crate::store::published::consumed_ref(id)
+        ),
+    )
+    .with_hint("run `guardctl apply` again to print the receipt of the apply that consumed it")
+}
+
+/// Whether a failed push failed only because the remote could not lock a ref (another push
+/// held it at that moment).
+fn lock_contention(e: &Error) -> bool {
+    std::iter::once(&e.message).chain(&e.causes).any(|m| {
+        m.contains("cannot lock ref") || m.contains("Unable to create") || m.contains("failed to lock")
+    })
 }
 
 /// The before-image of `id` and its consumed marker, each cross-checked (see
@@ -1114,6 +1256,90 @@ pub fn recorded_result(store: &Store, id: &str, signers: &AllowedSigners, json: 
     })
 }
 
+/// A plan's consumed marker as published on its remote (`consumed/<id>`), verified as the
+/// local marker is, except for the before-image it binds (which lives in the clone that
+/// applied): signed in `guardctl-apply` by the key it names, that key speaking for the
+/// plan's `executor` when the marker says it was made, about this plan. Anything else is
+/// `needs_recovery` (16) naming the ref: whoever can push there can block the plan, never
+/// make an apply report it applied.
+pub fn remote_marker(
+    item: &crate::store::consumption::RemoteItem,
+    plan_id: &str,
+    executor: Option<&str>,
+    signers: &AllowedSigners,
+) -> Result<Consumed> {
+    let bad = |why: String| unverifiable(&item.refname, why);
+    let bytes = item.bytes.as_ref().map_err(|why| bad(why.clone()))?;
+    let (marker, verified, _): (Consumed, _, _) =
+        verified_with(bytes, CONSUMED_PAYLOAD_TYPE, "marker", &bad)?;
+    if marker.plan_id != plan_id {
+        return Err(bad(format!("it consumes {}", safe(&marker.plan_id))));
+    }
+    if marker.key != verified.fingerprint {
+        return Err(bad("it names another key than the one that signed it".into()));
+    }
+    let principals = signers.principals_for(&verified.signer, APPLY_NAMESPACE, marker.created_at);
+    match executor {
+        Some(e) if principals.iter().any(|p| p == e) => Ok(marker),
+        _ => Err(bad(format!(
+            "it is signed by {} ({}), not by the plan's executor {}",
+            verified.fingerprint,
+            if principals.is_empty() {
+                "no principal".to_string()
+            } else {
+                principals.join(", ")
+            },
+            safe(executor.unwrap_or("(none)"))
+        ))),
+    }
+}
+
+/// The result of a plan applied elsewhere, as a replay prints it (the same rendering as
+/// [`recorded_result`], so every clone prints the same bytes): rebuilt from the receipt
+/// published at `receipts/<id>` once it verifies, signed by the key of `marker` (a marker
+/// [`remote_marker`] verified), for this plan.
+pub fn remote_result(
+    item: &crate::store::consumption::RemoteItem,
+    marker: &Consumed,
+    plan_hash: &str,
+    json: bool,
+) -> Result<String> {
+    let bad = |why: String| unverifiable(&item.refname, why);
+    let bytes = item.bytes.as_ref().map_err(|why| bad(why.clone()))?;
+    let (receipt, verified, envelope): (Receipt, _, _) =
+        verified_with(bytes, RECEIPT_PAYLOAD_TYPE, "receipt", &bad)?;
+    if verified.fingerprint != marker.key {
+        return Err(bad(format!(
+            "signed by {}, not by {}, the key that consumed the plan",
+            verified.fingerprint, marker.key
+        )));
+    }
+    if receipt.plan_id != marker.plan_id || receipt.plan_hash != plan_hash {
+        return Err(bad(format!("it is the receipt of {}", safe(&receipt.plan_id))));
+    }
+    Ok(if json {
+        crate::render::receipt::json(&receipt, &envelope).map_err(|e| encode_failed("result.json", e))?
+    } else {
+        crate::render::receipt::human(&receipt)
+    })
+}
+
+/// The failure for a published marker or receipt that does not verify: 16, naming the ref.
+fn unverifiable(refname: &str, why: String) -> Error {
+    Error::new(
+        Kind::NeedsRecovery,
+        format!(
+            "{} on the remote is not a marker or receipt guardctl can verify; nothing was changed",
+            safe(refname)
+        ),
+    )
+    .caused_by(safe(&why))
+    .with_hint(format!(
+        "someone pushed it by hand or it was damaged: inspect it (`git fetch <remote> {0} && git show FETCH_HEAD --stat`); the plan cannot be applied while it is there: ask whoever administers the remote to remove it, or plan again",
+        safe(refname)
+    ))
+}
+
 /// A consumed plan's image and marker, for a step that comes after consumption.
 fn consumed(store: &Store, id: &str, signers: &AllowedSigners) -> Result<(BeforeImage, Consumed)> {
     match trusted(store, id, signers)? {
@@ -1157,7 +1383,16 @@ fn verified_state<T: serde::de::DeserializeOwned>(
     payload_type: &str,
     what: &str,
 ) -> Result<(T, dsse::Verified, crate::plan::envelope::Envelope)> {
-    let bad = |why: String| state::inconsistent(path, why);
+    verified_with(bytes, payload_type, what, &|why| state::inconsistent(path, why))
+}
+
+/// [`verified_state`] for bytes from anywhere: `bad` makes the error.
+fn verified_with<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    payload_type: &str,
+    what: &str,
+    bad: &dyn Fn(String) -> Error,
+) -> Result<(T, dsse::Verified, crate::plan::envelope::Envelope)> {
     let envelope: crate::plan::envelope::Envelope =
         serde_json::from_slice(bytes).map_err(|e| bad(format!("not a signed {what} ({e})")))?;
     let verified = dsse::verify(&envelope, payload_type, APPLY_NAMESPACE).map_err(|e| bad(e.to_string()))?;

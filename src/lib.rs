@@ -3,8 +3,9 @@
 //!
 //! # Architecture map
 //!
-//! The arrows point one way: (`cli`, `usage`, `mcp`) → `commands` → (`gate`, `execute`, `ops`,
-//! `policy`, `render`, `review`, `sign`, `store`, `planfile`, `context`, `ui`) → (`plan`, `repo`) →
+//! The arrows point one way: (`cli`, `usage`, `mcp`) → `commands` → (`gate`, `execute`,
+//! `consume`, `ops`, `policy`, `render`, `review`, `sign`, `store`, `planfile`, `context`, `ui`)
+//! → (`plan`, `repo`) →
 //! leaves (`error`, `text`, `duration`, `fsutil`, `process`). docs/architecture.md has the layers and
 //! where a new operation kind goes; `tests/cli/layers.rs` checks the code against it.
 //!
@@ -24,6 +25,8 @@
 //! - [`gate`]: the checks `verify` and `apply` share: integrity, expiry, principal,
 //!   approvals, policy, then drift — the plan re-derived from its inputs and the repository now.
 //! - [`execute`]: the journaled, mutating sequences of `apply` and `rollback`, and `recover`.
+//! - [`consume`]: exactly once across machines: a remote's plan consumed on that remote, the
+//!   receipt published, and an apply made in another clone replayed from what it published.
 //! - [`store`]: guardctl's own state in `.git/guardctl` (lock, journals, markers, audit log),
 //!   every file of it untrusted input when read back; and what is published on the team
 //!   remote under `refs/guardctl/` (`store::published`, docs/remote.md), untrusted likewise.
@@ -53,6 +56,7 @@ compile_error!("the `test-hooks` feature is for tests only; it cannot be built w
 
 pub mod cli;
 pub mod commands;
+pub mod consume;
 pub mod context;
 pub mod duration;
 pub mod error;

@@ -1041,6 +1041,7 @@ fn apply(s: &Settings, p: GateParams) -> Result<ApplyOutput> {
     let mut ui = s.ui();
     let args = commands::apply::Args {
         target: target(&ctx, p)?,
+        wait: commands::apply::default_wait(),
     };
     let applied = commands::apply::execute(&args, &ctx, &mut ui)?;
     let repo = ctx.repo()?;

@@ -3,6 +3,13 @@
 //! consumed, then the journaled sequence in `execute`: drift (checked while git locks the refs
 //! of the one compare-and-swap transaction), before-image, consumed marker, commit, config
 //! removal, observation, signed receipt, audit.
+//!
+//! Across machines (docs/remote.md): a plan bound to a remote is consumed on that remote too
+//! (`refs/guardctl/consumed/<id>`, create-only, pushed by `execute`), and its receipt is
+//! published there once applied (`refs/guardctl/receipts/<id>`); a local plan's receipt and
+//! marker are published to the team remote when publishing is on. An apply that finds the
+//! plan consumed on the remote by another apply prints that apply's receipt as a replay
+//! (waiting for it, `--wait`), exactly as a replay in the clone that applied it would.
 
 use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};
@@ -19,14 +26,42 @@ use crate::ui::Ui;
 pub struct Args {
     #[command(flatten)]
     pub target: crate::gate::Target,
+
+    /// When another clone has consumed the plan and its receipt is not published yet: how
+    /// long to wait for it, e.g. 30s, 10m (0: do not wait)
+    #[arg(long, value_name = "DUR", value_parser = parse_wait, default_value = DEFAULT_WAIT)]
+    pub wait: std::time::Duration,
+}
+
+/// How long `apply` waits, unless told otherwise, for the receipt of an apply of the same plan
+/// that consumed it in another clone.
+pub const DEFAULT_WAIT: &str = "10m";
+
+/// [`DEFAULT_WAIT`] as a duration (for callers that build [`Args`] themselves: `mcp`).
+pub fn default_wait() -> std::time::Duration {
+    parse_wait(DEFAULT_WAIT).unwrap_or(std::time::Duration::from_secs(600))
+}
+
+fn parse_wait(s: &str) -> std::result::Result<std::time::Duration, String> {
+    if s.trim() == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    crate::duration::parse(s)
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let applied = execute(&args, ctx, ui);
     ctx.report_published(ui);
     let applied = applied?;
-    if applied.replayed {
-        ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)");
+    match (&applied.replayed, &applied.from_remote) {
+        (true, Some(remote)) => ui.notice(&format!(
+            "this plan was applied in another clone (consumed on remote `{}`); printing its published receipt (nothing was changed here)",
+            safe(remote)
+        )),
+        (true, None) => {
+            ui.notice("this plan was already applied; printing the recorded result (nothing was changed now)")
+        }
+        (false, _) => {}
     }
     if ui.json {
         // The recorded document, and whether this run applied it or found it applied before.
@@ -65,6 +100,8 @@ pub struct Applied {
     pub unverified: bool,
     /// The plan ran a command (it has no rollback).
     pub command: bool,
+    /// A replay of an apply made in another clone: the remote its receipt came from.
+    pub from_remote: Option<String>,
     /// The human result.
     pub human: String,
     /// `{"receipt", "envelope"}`: what `guardctl --json apply` prints.
@@ -128,21 +165,51 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         unlogged: false,
     };
     let (signers, _) = ctx.allowed_signers()?;
-    for (plan_id, outcome) in ex.recover(Some(&key), &signers)? {
+    let recovered = ex.recover(Some(&key), &signers)?;
+    for (plan_id, outcome) in &recovered {
         ui.notice(&format!("recovered plan sha256:{plan_id}: {outcome}"));
     }
+    let ids: Vec<String> = recovered.into_iter().map(|(id, _)| id).collect();
+    crate::consume::publish_recovered(ctx, ui, &store, repo, &ids)?;
 
-    if crate::gate::consumed(&store, &id)? {
+    // Where this plan's consumption and receipt are published, if anywhere.
+    let bound = match plan.operation.bound_to_remote() {
+        Some(name) => Some(crate::consume::plan_remote(repo, name)?),
+        None => None,
+    };
+    let local = crate::gate::consumed(&store, &id);
+    if let Ok(true) = local {
+        // A replay here also publishes a receipt an earlier run could not.
+        crate::consume::publish_receipt(ctx, ui, &store, &id, bound.as_ref())?;
         return Ok(Applied {
             id: id.clone(),
             plan_id: loaded.plan_id.clone(),
             replayed: true,
             unverified: false,
             command: false,
+            from_remote: None,
             human: crate::execute::recorded_result(&store, &id, &signers, false)?,
             json: crate::execute::recorded_result(&store, &id, &signers, true)?,
         });
     }
+    // Consumed on its remote by another apply, anywhere: that apply's receipt, before any
+    // check that could tell this clone's state apart (a replay reports no drift).
+    let replay = |r: crate::consume::Replay| Applied {
+        id: id.clone(),
+        plan_id: loaded.plan_id.clone(),
+        replayed: true,
+        unverified: false,
+        command: false,
+        from_remote: Some(r.remote),
+        human: r.human,
+        json: r.json,
+    };
+    if let Some(remote) = &bound
+        && let Some(r) = crate::consume::replay_from_remote(ui, &store, loaded, remote, args.wait, &signers)?
+    {
+        return Ok(replay(r));
+    }
+    local?;
     let image = BeforeImage {
         plan_id: loaded.plan_id.clone(),
         plan_hash: plan.plan_hash.clone(),
@@ -183,12 +250,38 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         },
     };
     let mut drift = || crate::gate::drift(ctx, loaded);
-    let receipt = match &plan.operation {
-        Operation::Exec(inputs) => ex.apply_exec(&id, image, &key, inputs, &repo.display_path(), &mut drift),
+    let consume_at = bound.as_ref().map(|r| r.url.as_str());
+    let result = match &plan.operation {
+        Operation::Exec(inputs) => ex.apply_exec(
+            &id,
+            image,
+            &key,
+            crate::execute::Run {
+                inputs,
+                top: &repo.display_path(),
+                consume_at,
+            },
+            &mut drift,
+        ),
         Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {
             ex.apply(&id, image, &key, &mut drift)
         }
-    }?;
+    };
+    let receipt = match result {
+        Ok(r) => r,
+        // Refused (drift: the branches are gone; the consumed ref is taken) because another
+        // apply consumed the plan meanwhile: that apply's receipt, as a replay.
+        Err(e) => match &bound {
+            Some(remote) => {
+                match crate::consume::replay_from_remote(ui, &store, loaded, remote, args.wait, &signers)? {
+                    Some(r) => return Ok(replay(r)),
+                    None => return Err(e),
+                }
+            }
+            None => return Err(e),
+        },
+    };
+    crate::consume::publish_receipt(ctx, ui, &store, &id, bound.as_ref())?;
     // Written by this run under the lock; a replay rebuilds them from the verified receipt.
     let recorded = |name: &str| -> Result<String> {
         let bytes = store.read_file(&id, name)?.ok_or_else(|| {
@@ -199,7 +292,6 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         })?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     };
-    publish_consumed(ctx, ui, &store, &id);
     Ok(Applied {
         human: recorded("result.txt")?,
         json: recorded("result.json")?,
@@ -208,40 +300,8 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         replayed: false,
         unverified: !receipt.verified,
         command: receipt.exec.is_some(),
+        from_remote: None,
     })
-}
-
-/// A plan published on the team remote, applied now: its consumed marker goes there too
-/// (`refs/guardctl/consumed/<id>`, holding the signed receipt), so that `inbox` in every
-/// clone stops listing it. Create-only; a failure is a warning (the apply itself is done
-/// and recorded here).
-fn publish_consumed(ctx: &Ctx, ui: &mut Ui, store: &Store, id: &str) {
-    use crate::store::published::{Item, ItemKind, consumed_ref, publish};
-    match ctx.published(id) {
-        Ok(Some(s)) if s.has_plan(id) => {}
-        _ => return,
-    }
-    let done = store
-        .read_file(id, "receipt.json")
-        .and_then(|r| r.ok_or_else(|| Error::internal("the receipt was not recorded")))
-        .and_then(|bytes| {
-            let remote = ctx.publish_remote(None)?;
-            let item = Item {
-                kind: ItemKind::Consumed,
-                refname: consumed_ref(id),
-                bytes,
-            };
-            publish(&remote, &[item], &[])
-        });
-    if let Err(e) = done {
-        ui.warn(&format!(
-            "applied, but the consumed marker could not be published: {}",
-            std::iter::once(e.message)
-                .chain(e.causes)
-                .collect::<Vec<_>>()
-                .join(": ")
-        ));
-    }
 }
 
 /// The annotated tag objects the plan deletes, read now: the before-image keeps them.

@@ -30,6 +30,8 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         unlogged: false,
     }
     .recover(key.as_ref(), &ctx.allowed_signers()?.0)?;
+    let ids: Vec<String> = done.iter().map(|(id, _)| id.clone()).collect();
+    crate::consume::publish_recovered(ctx, ui, &store, repo, &ids)?;
     if ui.json {
         let items: Vec<_> = done
             .iter()

@@ -75,9 +75,12 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         unlogged: false,
     };
     let (signers, _) = ctx.allowed_signers()?;
-    for (plan_id, outcome) in ex.recover(Some(&key), &signers)? {
+    let recovered = ex.recover(Some(&key), &signers)?;
+    for (plan_id, outcome) in &recovered {
         ui.notice(&format!("recovered plan sha256:{plan_id}: {outcome}"));
     }
+    let ids: Vec<String> = recovered.into_iter().map(|(id, _)| id).collect();
+    crate::consume::publish_recovered(ctx, ui, &store, repo, &ids)?;
     if store.read_file(&id, "before-image.json")?.is_none() {
         return Err(Error::usage(format!(
             "plan sha256:{id} was never applied here: there is nothing to restore"

@@ -23,6 +23,34 @@ use std::path::Path;
 /// in any clone, so publishing an item twice is "already published", not a conflict.
 const AUTHOR: (&str, &str) = ("guardctl", "guardctl@invalid");
 
+/// The three objects of a published item (blob, tree, commit), as raw object bodies, and
+/// the commit's id: exactly what [`Scratch::item`] builds, computed without a repository, so
+/// an item can be written into another object store (the consumed marker that `apply`
+/// pushes from the user's repository, `repo::mutate`) and recognised by its id.
+pub struct ItemObjects {
+    pub blob: Vec<u8>,
+    pub tree: Vec<u8>,
+    pub commit: Vec<u8>,
+    pub oid: Oid,
+}
+
+/// The objects of the one-file item `name` holding `bytes` (see [`ItemObjects`]).
+pub fn item_objects(name: &str, bytes: &[u8]) -> Result<ItemObjects> {
+    let blob_id = Oid::hash_object(git2::ObjectType::Blob, bytes)?;
+    let mut tree = format!("100644 {name}\0").into_bytes();
+    tree.extend_from_slice(blob_id.as_bytes());
+    let tree_id = Oid::hash_object(git2::ObjectType::Tree, &tree)?;
+    let who = format!("{} <{}> 0 +0000", AUTHOR.0, AUTHOR.1);
+    let commit = format!("tree {tree_id}\nauthor {who}\ncommitter {who}\n\nguardctl {name}\n").into_bytes();
+    let oid = Oid::hash_object(git2::ObjectType::Commit, &commit)?;
+    Ok(ItemObjects {
+        blob: bytes.to_vec(),
+        tree,
+        commit,
+        oid,
+    })
+}
+
 /// A private bare repository in a temporary directory, removed when dropped.
 pub struct Scratch {
     dir: tempfile::TempDir,
@@ -396,6 +424,16 @@ mod tests {
             a.item("plan.json", b"x").unwrap(),
             a.item("approval.json", b"x").unwrap()
         );
+    }
+
+    #[test]
+    fn item_objects_computed_without_a_repository_are_the_scratch_items() {
+        let s = Scratch::new(vec![]).unwrap();
+        for (name, bytes) in [("consumed.json", &b"{}\n"[..]), ("receipt.json", b"x")] {
+            let o = item_objects(name, bytes).unwrap();
+            assert_eq!(o.oid, s.item(name, bytes).unwrap());
+            assert_eq!(s.read_item(o.oid, name, 10).unwrap(), bytes);
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! moved through it). Recorded rejections live in [`decisions`].
 
 pub mod audit;
+pub mod consumption;
 pub mod decisions;
 pub mod published;
 pub mod seen;

@@ -11,7 +11,8 @@
 //! | `refs/guardctl/approvals/<id>/<fpr>` | `approval.json`: one signed approval |
 //! | `refs/guardctl/rejections/<id>/<fpr>` | `rejection.json`: one signed rejection |
 //! | `refs/guardctl/withdrawals/<id>/<fpr>` | `withdrawal.json`: one signed withdrawal |
-//! | `refs/guardctl/consumed/<id>` | `receipt.json`: who applied it, when, what happened |
+//! | `refs/guardctl/consumed/<id>` | `consumed.json`: the signed consumed marker (who applied it, when) |
+//! | `refs/guardctl/receipts/<id>` | `receipt.json`: the signed receipt (what happened), after the apply |
 //!
 //! Writing: [`publish`] sends items (create-only) and any other ref updates (each guarded by
 //! its own expected value, e.g. a remote branch deletion leased on its tip) in **one atomic
@@ -50,6 +51,7 @@ pub enum ItemKind {
     Rejection,
     Withdrawal,
     Consumed,
+    Receipt,
 }
 
 impl ItemKind {
@@ -60,6 +62,7 @@ impl ItemKind {
             ItemKind::Rejection => "rejections",
             ItemKind::Withdrawal => "withdrawals",
             ItemKind::Consumed => "consumed",
+            ItemKind::Receipt => "receipts",
         }
     }
 
@@ -69,7 +72,8 @@ impl ItemKind {
             ItemKind::Approval => "approval.json",
             ItemKind::Rejection => "rejection.json",
             ItemKind::Withdrawal => "withdrawal.json",
-            ItemKind::Consumed => "receipt.json",
+            ItemKind::Consumed => "consumed.json",
+            ItemKind::Receipt => "receipt.json",
         }
     }
 
@@ -93,6 +97,11 @@ pub fn plan_ref(id_hex: &str) -> String {
 /// `refs/guardctl/consumed/<id>`.
 pub fn consumed_ref(id_hex: &str) -> String {
     format!("{ROOT}consumed/{id_hex}")
+}
+
+/// `refs/guardctl/receipts/<id>`.
+pub fn receipt_ref(id_hex: &str) -> String {
+    format!("{ROOT}receipts/{id_hex}")
 }
 
 /// `refs/guardctl/{approvals,rejections,withdrawals}/<id>/<fpr>`.
@@ -291,7 +300,7 @@ impl Scope {
         let parts: Vec<&str> = rest.split('/').collect();
         let id_ok = |id: &str| crate::store::state::is_plan_id_hex(id) && self.covers(id);
         match parts.as_slice() {
-            [dir, id] => (*dir == "plans" || *dir == "consumed") && id_ok(id),
+            [dir, id] => (*dir == "plans" || *dir == "consumed" || *dir == "receipts") && id_ok(id),
             [dir, id, fpr] => {
                 ItemKind::DECISIONS.iter().any(|k| k.dir() == *dir)
                     && id_ok(id)
@@ -331,8 +340,9 @@ pub struct Decisions {
 pub struct ConsumedItem {
     pub refname: String,
     pub oid: Oid,
-    /// Its `receipt.json`; `Err` says why it is not readable.
-    pub receipt: std::result::Result<Vec<u8>, String>,
+    /// Its `consumed.json` (the signed marker: `store::consumption`, `execute::remote_marker`
+    /// verify it); `Err` says why it is not readable.
+    pub marker: std::result::Result<Vec<u8>, String>,
 }
 
 impl Snapshot {
@@ -473,7 +483,7 @@ impl Snapshot {
             .into_iter()
             .find(|(r, _)| *r == refname)
             .map(|(refname, oid)| ConsumedItem {
-                receipt: self
+                marker: self
                     .scratch
                     .read_item(oid, ItemKind::Consumed.file(), MAX_RECEIPT_BYTES),
                 refname,

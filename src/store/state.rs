@@ -143,6 +143,12 @@ pub struct Consumed {
     pub key: String,
     #[serde(with = "time::serde::rfc3339")]
     pub created_at: OffsetDateTime,
+    /// 32 random hex digits: two applies of one plan never write the same marker, even with
+    /// one key at one instant (the same bytes would make the same commit, and a create-only
+    /// push of what a ref already holds succeeds: `refs/guardctl/consumed/<id>` must tell
+    /// the applies apart). Absent in markers written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nonce: Option<String>,
 }
 
 /// One journal line.

@@ -32,5 +32,6 @@ mod squash;
 mod state;
 mod tags;
 mod teams;
+mod teams_race;
 mod trust;
 mod whoami;

@@ -171,18 +171,21 @@ fn rollback_refuses_where_the_name_was_taken_on_the_remote() {
 
 #[test]
 fn a_crash_before_the_push_is_recovered_as_nothing_deleted_and_after_it_as_applied() {
-    // (crash after step, a push that landed though the journal never said so, deleted)
+    // (crash after, branches deleted by hand meanwhile, the apply's push landed). `pushed` is
+    // the moment after the push landed and before the journal says so: the consumed marker on
+    // the remote, pushed in the same atomic push as the deletions, is what tells recovery.
     let cases = [
         ("consumed", false, false),
         ("backup-created", false, false),
-        ("backup-created", true, true),
+        ("backup-created", true, false),
+        ("pushed", false, true),
         ("refs-committed", false, true),
     ];
-    for (step, landed, deleted) in cases {
+    for (step, by_hand, landed) in cases {
         let env = planned_and_approved();
         let before = env.remote_branches();
         let mut hooks = vec![("CRASH_AFTER", step.to_string())];
-        if landed {
+        if by_hand {
             let delete = |b: &str| in_origin(&env, &format!("update-ref -d refs/heads/{b}"));
             hooks.push(("EXEC_AT", step.to_string()));
             hooks.push((
@@ -194,17 +197,23 @@ fn a_crash_before_the_push_is_recovered_as_nothing_deleted_and_after_it_as_appli
         assert_ne!(killed.code, 0, "{step}: {}", killed.transcript());
         let r = env.run("alice", &["recover"]);
         assert_eq!(r.code, 0, "{step}: {}", r.transcript());
-        if deleted {
+        let marker = env.git_in(&env.origin(), &["for-each-ref", "refs/guardctl/consumed"]);
+        if landed {
             assert!(r.stdout.contains("completed"), "{step}: {}", r.stdout);
             assert_eq!(
                 names(&env.remote_branches()),
                 ["feature/live", "main", "release/1.0"]
             );
+            assert!(!marker.is_empty(), "{step}: the marker landed with the deletions");
             let receipt = env.run("alice", &["apply", "plan.json"]);
             assert_eq!(receipt.code, 0, "{step}: {}", receipt.transcript());
         } else {
+            // Branches someone else deleted are not this apply's doing: it never pushed.
             assert!(r.stdout.contains("nothing was deleted"), "{step}: {}", r.stdout);
-            assert_eq!(env.remote_branches(), before, "{step}");
+            assert!(marker.is_empty(), "{step}: {marker}");
+            if !by_hand {
+                assert_eq!(env.remote_branches(), before, "{step}");
+            }
         }
     }
 }

@@ -1,0 +1,214 @@
+//! Exactly once across machines (docs/remote.md): where a plan's consumption is recorded
+//! beyond this clone, its receipt published, and a plan consumed by an apply in another clone
+//! replayed from what that apply published.
+//!
+//! - A plan bound to a remote (`remote-branches`, `tags --remote`, `exec --remote`) is consumed
+//!   on that remote, at the one URL it is bound to ([`plan_remote`]): `execute` creates
+//!   `refs/guardctl/consumed/<id>` create-only, in the same atomic push as the deletions or
+//!   before the command runs.
+//! - Its signed receipt is published at `refs/guardctl/receipts/<id>` once applied
+//!   ([`publish_receipt`]); a local plan's marker and receipt go to the team remote when
+//!   publishing is on. A failure to publish is a warning: the apply happened, and a replay in
+//!   the clone that applied publishes it.
+//! - An apply anywhere that finds another apply's marker there prints that apply's receipt as
+//!   a replay ([`replay_from_remote`]): verified (`execute::remote_marker`,
+//!   `execute::remote_result`), rendered exactly as a replay in the applying clone, waited for
+//!   (bounded, with backoff) while the winner still runs.
+
+use crate::context::Ctx;
+use crate::error::{Error, Kind, Result};
+use crate::planfile::Loaded;
+use crate::repo::Repo;
+use crate::sign::AllowedSigners;
+use crate::store::Store;
+use crate::store::published::Remote;
+use crate::text::safe;
+use crate::ui::Ui;
+
+/// The receipt of an apply made in another clone, as a replay prints it.
+pub struct Replay {
+    /// The remote it came from.
+    pub remote: String,
+    /// The human result (without the `Replayed:` line).
+    pub human: String,
+    /// `{"receipt", "envelope"}`, as the applying clone's `--json apply` printed it.
+    pub json: String,
+}
+
+/// The remote a plan bound to remote `name` is consumed on: its one URL (preflight checked it
+/// is the plan's repository), reached with this clone's transport settings.
+pub fn plan_remote(repo: &Repo, name: &str) -> Result<Remote> {
+    Ok(Remote {
+        name: name.to_string(),
+        url: repo.remote_url(name)?,
+        transport: repo.transport_settings()?,
+    })
+}
+
+/// The team remote a local plan's receipt is published to, when publishing is on: by
+/// default (`guardctl.remote`, `Ctx::publish_by_default`), or because the plan was published
+/// there (`plan --publish`).
+fn team_remote(ctx: &Ctx, id: &str) -> Result<Option<Remote>> {
+    let on = ctx.publish_by_default()? || ctx.published(id)?.is_some_and(|snapshot| snapshot.has_plan(id));
+    Ok(if on { Some(ctx.publish_remote(None)?) } else { None })
+}
+
+/// Publish the receipt of the plan applied here (with its consumed marker, for a local plan,
+/// whose marker was never pushed): to the plan's remote, or the team remote when publishing
+/// is on. The apply happened either way: a failure is a warning saying how to publish later.
+pub fn publish_receipt(
+    ctx: &Ctx,
+    ui: &mut Ui,
+    store: &Store,
+    id: &str,
+    bound: Option<&Remote>,
+) -> Result<()> {
+    let (remote, with_marker) = match bound {
+        Some(r) => (Some(r.clone()), false),
+        None => match team_remote(ctx, id) {
+            Ok(r) => (r, true),
+            Err(e) => {
+                ui.warn(&format!(
+                    "the receipt was not published: {}; run `guardctl apply` with this plan again here to publish it",
+                    e.message
+                ));
+                return Ok(());
+            }
+        },
+    };
+    let Some(remote) = remote else {
+        return Ok(());
+    };
+    let (Some(receipt), marker) = (
+        store.read_file(id, "receipt.json")?,
+        store.read_file(id, "consumed")?,
+    ) else {
+        return Ok(());
+    };
+    let marker = if with_marker { marker } else { None };
+    if let Err(e) = crate::store::consumption::publish_receipt(&remote, id, marker.as_deref(), &receipt) {
+        ui.warn(&format!(
+            "applied, but the receipt was not published to remote `{}`: {}{}; run `guardctl apply` with this plan again here to publish it",
+            safe(&remote.name),
+            e.message,
+            e.causes.iter().map(|c| format!(": {c}")).collect::<String>()
+        ));
+    }
+    Ok(())
+}
+
+/// After `recover` completed interrupted applies (`ids`): publish each one's receipt where
+/// `apply` would have. A remote's plan is published to the remote its before-image names; an
+/// exec plan's remote is not in its before-image, so its receipt waits for a replay in this
+/// clone (`guardctl apply` with the plan), which publishes it. Failures are warnings.
+pub fn publish_recovered(ctx: &Ctx, ui: &mut Ui, store: &Store, repo: &Repo, ids: &[String]) -> Result<()> {
+    for id in ids {
+        if store.read_file(id, "receipt.json")?.is_none() {
+            continue;
+        }
+        let Some(image) = store.before_image(id)? else {
+            continue;
+        };
+        if image.command.is_some() {
+            continue;
+        }
+        let bound = match image.remote.as_deref().map(|name| plan_remote(repo, name)) {
+            None => None,
+            Some(Ok(r)) => Some(r),
+            Some(Err(e)) => {
+                ui.warn(&format!(
+                    "the receipt of plan sha256:{id} was not published: {}; run `guardctl apply` with this plan here to publish it",
+                    e.message
+                ));
+                continue;
+            }
+        };
+        publish_receipt(ctx, ui, store, id, bound.as_ref())?;
+    }
+    Ok(())
+}
+
+/// The plan consumed on `remote` by another apply (not this clone's own marker): its receipt
+/// as a replay once it is published and verifies (`execute::remote_marker`,
+/// `execute::remote_result`), waiting up to `wait` for it. `None`: not consumed there by
+/// anyone else. A marker or receipt that does not verify is 16 naming its ref; no receipt
+/// within `wait` is 16 naming who consumed the plan and when.
+pub fn replay_from_remote(
+    ui: &mut Ui,
+    store: &Store,
+    loaded: &Loaded,
+    remote: &Remote,
+    wait: std::time::Duration,
+    signers: &AllowedSigners,
+) -> Result<Option<Replay>> {
+    use crate::store::consumption;
+    let id = loaded.id_hex();
+    let ours = match store.read_file(id, "consumed")? {
+        Some(bytes) => Some(consumption::marker_oid(&bytes)?),
+        None => None,
+    };
+    let Some(mut found) = consumption::read(remote, id)? else {
+        return Ok(None);
+    };
+    if Some(found.consumed.oid) == ours {
+        return Ok(None);
+    }
+    let executor = loaded.plan.executor.principal.as_deref();
+    let marker = crate::execute::remote_marker(&found.consumed, &loaded.plan_id, executor, signers)?;
+    let deadline = std::time::Instant::now() + wait;
+    let mut pause = std::time::Duration::from_millis(200);
+    let mut told = false;
+    let receipt = loop {
+        if let Some(r) = found.receipt.take() {
+            break r;
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(Error::new(
+                Kind::NeedsRecovery,
+                format!(
+                    "plan {} was consumed on remote `{}` by key {} ({}) at {}, and its receipt is not published{}; nothing was changed here",
+                    loaded.plan_id,
+                    safe(&remote.name),
+                    marker.key,
+                    safe(executor.unwrap_or("(none)")),
+                    crate::text::rfc3339(marker.created_at),
+                    if wait.is_zero() {
+                        String::new()
+                    } else {
+                        format!(" after waiting {}", crate::duration::humanize(wait.as_secs() as i64))
+                    }
+                ),
+            )
+            .with_details(serde_json::json!({
+                "consumed_by": {"key": marker.key, "principal": executor, "at": crate::text::rfc3339(marker.created_at)},
+                "ref": found.consumed.refname,
+            }))
+            .with_hint(format!(
+                "the apply that consumed it may still be running, or was interrupted: wait longer (`--wait`), or ask {} to run `guardctl recover` and then `guardctl apply` with this plan in the clone that applied it, which publishes the receipt",
+                safe(executor.unwrap_or("its executor"))
+            )));
+        }
+        if !told {
+            ui.notice(&format!(
+                "plan {} was consumed on remote `{}` by key {} at {}; waiting up to {} for its receipt",
+                loaded.plan_id,
+                safe(&remote.name),
+                marker.key,
+                crate::text::rfc3339(marker.created_at),
+                crate::duration::humanize(wait.as_secs() as i64)
+            ));
+            told = true;
+        }
+        std::thread::sleep(pause.min(left));
+        pause = (pause * 2).min(std::time::Duration::from_secs(5));
+        if let (_, Some(_)) = consumption::list(remote, id)? {
+            found = consumption::read(remote, id)?.unwrap_or(found);
+        }
+    };
+    Ok(Some(Replay {
+        remote: remote.name.clone(),
+        human: crate::execute::remote_result(&receipt, &marker, &loaded.plan.plan_hash, false)?,
+        json: crate::execute::remote_result(&receipt, &marker, &loaded.plan.plan_hash, true)?,
+    }))
+}
