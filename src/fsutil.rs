@@ -18,20 +18,32 @@ pub fn random_bytes<const N: usize>() -> crate::error::Result<[u8; N]> {
 
 /// Write `bytes` to `path` so that a reader sees either the old or the new content.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let (dir, tmp) = staged(path, bytes)?;
+    write_atomic_with(path, |w| w.write_all(bytes))
+}
+
+/// [`write_atomic`] with the content streamed by `fill` through a buffer, so a large
+/// document (a plan of 30,000 branches is 20 MB) is never held in memory a second time.
+pub fn write_atomic_with(path: &Path, fill: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> io::Result<()> {
+    let (dir, tmp) = staged(path, fill)?;
     tmp.persist(path).map_err(|e| e.error)?;
     File::open(dir)?.sync_all()
 }
 
-/// `bytes` written and fsynced to a temporary file beside `path` (in its directory).
-fn staged<'a>(path: &'a Path, bytes: &[u8]) -> io::Result<(&'a Path, tempfile::NamedTempFile)> {
+/// What `fill` writes, written and fsynced to a temporary file beside `path` (in its
+/// directory).
+fn staged(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<(&Path, tempfile::NamedTempFile)> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new().prefix(".guardctl-").tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
+    let tmp = tempfile::Builder::new().prefix(".guardctl-").tempfile_in(dir)?;
+    let mut w = io::BufWriter::with_capacity(1 << 16, tmp);
+    fill(&mut w)?;
+    let tmp = w.into_inner().map_err(io::IntoInnerError::into_error)?;
     tmp.as_file().sync_all()?;
     Ok((dir, tmp))
 }

@@ -141,12 +141,13 @@ pub fn write(path: &Path, file: &PlanFile) -> Result<()> {
     write_json(path, file)
 }
 
+/// Streamed into the file: a 20 MB plan is not serialised into memory first.
 pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value)
-        .map_err(|e| Error::internal("cannot serialise JSON").caused_by(e))?;
-    bytes.push(b'\n');
-    crate::fsutil::write_atomic(path, &bytes)
-        .map_err(|e| Error::internal(format!("cannot write {}", path.display())).caused_by(e))
+    crate::fsutil::write_atomic_with(path, |w| {
+        serde_json::to_writer_pretty(&mut *w, value)?;
+        std::io::Write::write_all(w, b"\n")
+    })
+    .map_err(|e| Error::internal(format!("cannot write {}", path.display())).caused_by(e))
 }
 
 /// Append an approval or rejection to the plan file, atomically and under a lock, re-reading

@@ -774,12 +774,15 @@ pub fn recheck_people_not_in_base(
 ///
 /// - git's patch-id (3 lines of context) equal: the squash commit is exactly the change; or
 /// - the same lines added in the same files (main changed the replaced lines, or lines next
-///   to them, between the fork and the squash), **and** merging the tip into that commit
-///   changes nothing (a tree merge
-///   from the fork point: no conflict, that commit's tree): both must agree, so a commit
-///   with the same lines somewhere else is never taken for the branch's work. (Into that
-///   commit, not into today's base: main changing the same lines later is no reason to
-///   keep a branch whose work landed.)
+///   to them, between the fork and the squash), **and** that commit holds the branch's
+///   change: merging the tip into it changes nothing (a tree merge from the fork point: no
+///   conflict, that commit's tree), or, where that merge conflicts because main had changed
+///   lines next to the branch's, every line the branch wrote is in it where the branch
+///   wrote it, and it differs from the tip only in lines the branch never changed
+///   (`Repo::change_is_in`, whose comment argues why that is sound). Both the candidate and
+///   the confirmation must agree, so a commit with the same lines somewhere else is never
+///   taken for the branch's work. (Into that commit, not into today's base: main changing
+///   the same lines later is no reason to keep a branch whose work landed.)
 ///
 /// The base's patch-ids are computed once for all branches, for the commits at or above the
 /// lowest fork point's level (a squash commit descends from the fork it was forked at), on
@@ -832,7 +835,7 @@ fn detect_squash_merges(
             return Ok(true);
         }
         for &c in added.get(&id.added).into_iter().flatten().filter(after_fork) {
-            if r.merge_changes_nothing(fork, c, tip)? {
+            if r.merge_changes_nothing(fork, c, tip)? || r.change_is_in(fork, tip, c)? {
                 return Ok(true);
             }
         }

@@ -10,6 +10,7 @@
 
 mod commit_graph;
 mod config;
+mod contained;
 mod graph;
 pub mod mutate;
 mod parallel;
@@ -28,6 +29,14 @@ use crate::error::{Error, Result};
 use git2::{ErrorCode, Oid, Repository};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+/// The size of each window libgit2 maps of a pack file, and the most it keeps mapped in
+/// all (set by the binary at start-up, see `src/main.rs`): a pack is read through a few
+/// small windows rather than held in memory whole. 8 MiB windows keep the number of mmap
+/// calls in the hundreds for a 120 MB pack; 32 MiB in all keeps planning 50,000 branches
+/// well under 200 MB.
+pub const PACK_WINDOW_BYTES: usize = 8 << 20;
+pub const PACK_MAPPED_LIMIT_BYTES: usize = 32 << 20;
 
 pub struct Repo {
     git: Repository,

@@ -15,7 +15,7 @@
 //! deleting entries is no more than never having seen those plans.
 
 use crate::error::{Error, Result};
-use crate::plan::envelope::PlanFile;
+use crate::plan::envelope::{Envelope, Signature};
 use crate::planfile::Loaded;
 use std::path::{Path, PathBuf};
 use time::OffsetDateTime;
@@ -35,6 +35,16 @@ fn parse_name(name: &str) -> Option<(i64, &str)> {
     Some((expiry.parse().ok()?, id))
 }
 
+/// A [`crate::plan::envelope::PlanFile`] without approvals, as borrowed fields (serialised exactly as one).
+#[derive(serde::Serialize)]
+struct Unapproved<'a> {
+    #[serde(rename = "payloadType")]
+    payload_type: &'a str,
+    payload: &'a str,
+    signatures: &'a [Signature],
+    approvals: &'a [Envelope],
+}
+
 /// Keep `loaded` (as signed, without approvals) until the later of its expiry and `until`
 /// (`None` for a plan reviewed, the time an applied one keeps counting), and prune entries
 /// no longer counted at `now`. Recording twice is harmless.
@@ -48,13 +58,17 @@ pub fn record(
     let until = until.map_or(loaded.plan.expires_at, |t| t.max(loaded.plan.expires_at));
     let path = dir.join(entry_name(until, loaded.id_hex()));
     if !path.exists() {
-        let file = PlanFile {
-            approvals: Vec::new(),
-            ..loaded.file.clone()
+        // The plan file's fields, borrowed and streamed: no copy of a payload that is tens
+        // of megabytes at 50,000 branches (apply with a `[branch]` section per branch peaked
+        // at 240 MB with two).
+        let file = &loaded.file;
+        let unapproved = Unapproved {
+            payload_type: &file.payload_type,
+            payload: &file.payload,
+            signatures: &file.signatures,
+            approvals: &[],
         };
-        let bytes =
-            serde_json::to_vec(&file).map_err(|e| Error::internal("cannot encode the plan").caused_by(e))?;
-        crate::fsutil::write_atomic(&path, &bytes)
+        crate::fsutil::write_atomic_with(&path, |w| Ok(serde_json::to_writer(w, &unapproved)?))
             .map_err(|e| Error::internal(format!("cannot write {}", path.display())).caused_by(e))?;
     }
     for (p, expiry, _) in entries(&dir)? {
