@@ -134,17 +134,7 @@ fn cannot_read(remote: &Remote, e: Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn bare() -> (tempfile::TempDir, Remote) {
-        let d = tempfile::tempdir().unwrap();
-        git2::Repository::init_bare(d.path()).unwrap();
-        let remote = Remote {
-            name: "origin".into(),
-            url: d.path().display().to_string(),
-            transport: vec![],
-        };
-        (d, remote)
-    }
+    use crate::store::published::tests::bare;
 
     #[test]
     fn a_receipt_published_with_its_marker_is_read_back_and_the_marker_is_known_by_its_id() {

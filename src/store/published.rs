@@ -556,7 +556,7 @@ pub fn resolve(remote: &Remote, arg: &str) -> Result<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -579,7 +579,9 @@ mod tests {
         assert_eq!(id_hex_of("abc"), None);
     }
 
-    fn bare() -> (tempfile::TempDir, Remote) {
+    /// An empty bare repository standing in for the team remote (also used by
+    /// `consumption`'s tests).
+    pub(in crate::store) fn bare() -> (tempfile::TempDir, Remote) {
         let d = tempfile::tempdir().unwrap();
         git2::Repository::init_bare(d.path()).unwrap();
         let remote = Remote {
