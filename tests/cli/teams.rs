@@ -448,3 +448,106 @@ fn a_published_rejection_cannot_be_shadowed_by_its_payload_re_signed_with_anothe
         r.stderr
     );
 }
+
+/// guardctl in `dir` with `key` (a path: a user certificate with its private key beside it)
+/// and the team's allowed-signers file.
+fn run_key_in(env: &TestEnv, dir: &Path, key: &Path, args: &[&str]) -> Run {
+    let mut c = env.command();
+    c.arg("--key")
+        .arg(key)
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .arg("-C")
+        .arg(dir)
+        .args(args);
+    crate::fixtures::run(c)
+}
+
+#[test]
+fn an_executor_signing_with_a_certificate_is_replayed_in_another_clone_not_refused() {
+    let t = team();
+    // dave applies with a key of the day, certified for dave@example.com by the team's CA.
+    let cert = t.env.certified_key("dave_today", "dave@example.com");
+    let id = t.publish_plan();
+    for (dir, user) in [(&t.bob, "bob"), (&t.carol, "carol")] {
+        let r = t.env.run_in(dir, user, &["approve", &id, "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let second = t.env.clones(&["second"]).pop().unwrap();
+    let r = run_key_in(&t.env, &t.executor, &cert, &["--json", "apply", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let applied = r.json();
+    assert_eq!(
+        remote_branch_names(&t.env),
+        ["feature/live", "main", "release/1.0"]
+    );
+    // Another runner of dave's, in another clone: the marker and receipt the certificate
+    // signed are dave's, so it prints that receipt as a replay.
+    let r = run_key_in(&t.env, &second, &cert, &["--json", "apply", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let replayed = r.json();
+    assert_eq!(replayed["replayed"], true, "{replayed:#}");
+    assert_eq!(replayed["receipt"], applied["receipt"]);
+    // And in the clone that applied it, as ever.
+    let r = run_key_in(&t.env, &t.executor, &cert, &["--json", "apply", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.json()["replayed"], true);
+}
+
+/// Create `refname` on the team's remote holding a parentless commit of the one file `name`
+/// with `bytes` (what anyone with push access can do).
+fn push_item(env: &TestEnv, refname: &str, name: &str, bytes: &[u8]) {
+    let dir = env.path().join(format!("pusher-{}", refname.replace('/', "-")));
+    env.git_in(env.path(), &["init", "-q", dir.to_str().unwrap()]);
+    std::fs::write(dir.join(name), bytes).unwrap();
+    env.git_in(&dir, &["add", name]);
+    env.git_in(&dir, &["commit", "-q", "-m", "pushed by hand"]);
+    let url = format!("file://{}", env.origin().display());
+    env.git_in(&dir, &["push", "-q", &url, &format!("HEAD:{refname}")]);
+}
+
+#[test]
+fn a_consumed_marker_signed_with_a_certificate_for_another_principal_is_refused() {
+    use base64::Engine;
+    let t = team();
+    let dave = t.env.certified_key("dave_today", "dave@example.com");
+    // eve's certificate comes from the same CA, which the allowed signers trust for eve.
+    let eve = t.env.certified_key("eve_today", "eve@example.com");
+    let id = t.publish_plan();
+    let hex = id.trim_start_matches("sha256:");
+    for (dir, user) in [(&t.bob, "bob"), (&t.carol, "carol")] {
+        assert_eq!(t.env.run_in(dir, user, &["approve", &id, "--yes"]).code, 0);
+    }
+    // eve signs a consumed marker for dave's plan with her certificate and pushes it.
+    let key = crate::plan_file::fingerprint(&eve);
+    let body = serde_json::json!({
+        "plan_id": id, "before_image": format!("sha256:{}", "0".repeat(64)), "key": key,
+        "created_at": crate::fixtures::NOW, "nonce": "0".repeat(32),
+    });
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let ty = "application/vnd.guardctl.consumed.v1+json";
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, bytes.len()).into_bytes();
+    pae.extend_from_slice(&bytes);
+    let sig = crate::plan_file::ssh_sign(&eve, "guardctl-apply", &pae);
+    let marker = serde_json::json!({"payloadType": ty,
+        "payload": base64::engine::general_purpose::STANDARD.encode(&bytes),
+        "signatures": [{"keyid": key, "sig": sig}]});
+    let consumed = format!("refs/guardctl/consumed/{hex}");
+    push_item(&t.env, &consumed, "consumed.json", marker.to_string().as_bytes());
+    // dave's apply does not take it for dave's: 16 naming the ref and whom it speaks for.
+    let r = run_key_in(&t.env, &t.executor, &dave, &["apply", prefix(&id)]);
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(r.stderr.contains(&consumed), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "it is signed by {key} (eve@example.com), not by the plan's executor dave@example.com"
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("Replayed"), "{}", r.stdout);
+    assert_eq!(
+        remote_branch_names(&t.env),
+        ["feature/done", "feature/live", "fix/old", "main", "release/1.0"]
+    );
+}
