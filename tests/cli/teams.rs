@@ -551,3 +551,178 @@ fn a_consumed_marker_signed_with_a_certificate_for_another_principal_is_refused(
         ["feature/done", "feature/live", "fix/old", "main", "release/1.0"]
     );
 }
+
+/// The ref-safe fingerprint of fixture key `user` (hex of the SHA-256 of its public key
+/// blob): the last part of its decision refs.
+fn fpr_hex(env: &TestEnv, user: &str) -> String {
+    use base64::Engine;
+    let fp = crate::plan_file::fingerprint(&env.key(user));
+    let raw = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(fp.trim_start_matches("SHA256:"))
+        .unwrap();
+    raw.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A junk commit (one empty file) at `refname` on the team's remote.
+fn junk_at(env: &TestEnv, refname: &str) {
+    push_item(env, refname, "junk.txt", b"not a decision\n");
+}
+
+#[test]
+fn junk_at_a_reviewers_rejection_ref_does_not_silence_the_veto_they_publish() {
+    let t = team();
+    let id = t.publish_plan();
+    let hex = id.trim_start_matches("sha256:");
+    assert_eq!(t.env.run_in(&t.bob, "bob", &["approve", &id, "--yes"]).code, 0);
+    // Someone with push access takes carol's rejection name first.
+    let taken = format!("refs/guardctl/rejections/{hex}/{}", fpr_hex(&t.env, "carol"));
+    junk_at(&t.env, &taken);
+    let r = t.env.run_in(
+        &t.carol,
+        "carol",
+        &["--json", "reject", prefix(&id), "--comment", "not now"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains(&format!("{taken} on remote `origin` was taken")),
+        "{}",
+        r.stderr
+    );
+    let published = r.json()["published"]["ref"].as_str().unwrap().to_string();
+    assert!(
+        published.starts_with(&format!("{taken}-")) && published.len() == taken.len() + 17,
+        "{published}"
+    );
+    let refs = t.origin_refs();
+    assert!(refs.contains(&taken) && refs.contains(&published), "{refs}");
+    // Every other clone sees carol's veto, said first, with the junk named besides.
+    for cmd in ["verify", "apply"] {
+        let r = t.env.run_in(&t.executor, "mallory", &[cmd, prefix(&id)]);
+        assert_eq!(r.code, 12, "{cmd}: {}", r.transcript());
+        assert!(
+            r.stderr.contains("rejected by carol@example.com: not now"),
+            "{cmd}: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains(&format!("also blocked: {taken}")),
+            "{cmd}: {}",
+            r.stderr
+        );
+    }
+    let v = t.inbox(&t.bob, "bob");
+    assert_eq!(
+        v["plans"][0]["rejected_by"],
+        serde_json::json!(["carol@example.com"])
+    );
+    assert_eq!(
+        remote_branch_names(&t.env),
+        ["feature/done", "feature/live", "fix/old", "main", "release/1.0"]
+    );
+}
+
+#[test]
+fn junk_alone_under_a_plans_rejections_blocks_apply_and_nothing_is_deleted() {
+    let t = team();
+    let id = t.publish_plan();
+    let hex = id.trim_start_matches("sha256:");
+    for (dir, user) in [(&t.bob, "bob"), (&t.carol, "carol")] {
+        assert_eq!(t.env.run_in(dir, user, &["approve", &id, "--yes"]).code, 0);
+    }
+    // Not even a fingerprint for a name: still read, still blocking.
+    let junk = format!("refs/guardctl/rejections/{hex}/junk");
+    junk_at(&t.env, &junk);
+    let before = t.origin_refs();
+    for cmd in ["verify", "apply"] {
+        let r = t
+            .env
+            .run_in(&t.executor, "mallory", &["--json", cmd, prefix(&id)]);
+        assert_eq!(r.code, 12, "{cmd}: {}", r.transcript());
+        let e = r.json();
+        let msg = e["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("the plan is blocked:") && msg.contains(&junk),
+            "{cmd}: {e:#}"
+        );
+        assert_eq!(
+            e["error"]["details"]["blocked_by"].as_array().unwrap().len(),
+            1,
+            "{e:#}"
+        );
+        assert!(
+            e["error"]["details"]["hint"]
+                .as_str()
+                .unwrap()
+                .contains("administers the remote"),
+            "{e:#}"
+        );
+    }
+    assert_eq!(
+        remote_branch_names(&t.env),
+        ["feature/done", "feature/live", "fix/old", "main", "release/1.0"]
+    );
+    assert_eq!(t.origin_refs(), before, "a ref on the remote changed");
+    // show and inbox say so; nobody is asked to approve it.
+    let r = t.env.run_in(&t.bob, "bob", &["show", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("BLOCKED"), "{}", r.stdout);
+    let v = t.inbox(&t.bob, "bob");
+    let plan = &v["plans"][0];
+    assert_eq!(plan["may_approve"], false, "{v:#}");
+    assert!(
+        plan["approvals"]["blocked_by"][0]
+            .as_str()
+            .unwrap()
+            .contains(&junk),
+        "{v:#}"
+    );
+    let r = t.env.run_in(&t.bob, "bob", &["inbox"]);
+    assert!(r.stdout.contains("blocked (taken for a veto)"), "{}", r.stdout);
+}
+
+#[test]
+fn junk_under_a_plans_approvals_counts_for_nothing_and_does_not_keep_an_approval_off() {
+    let t = team();
+    let id = t.publish_plan();
+    let hex = id.trim_start_matches("sha256:");
+    // Junk at both reviewers' approval names, and under a name that is no fingerprint.
+    for user in ["bob", "carol"] {
+        junk_at(
+            &t.env,
+            &format!("refs/guardctl/approvals/{hex}/{}", fpr_hex(&t.env, user)),
+        );
+    }
+    junk_at(&t.env, &format!("refs/guardctl/approvals/{hex}/junk"));
+    let r = t.env.run_in(&t.executor, "mallory", &["verify", prefix(&id)]);
+    assert_eq!(r.code, 12, "junk counted as an approval: {}", r.transcript());
+    assert!(!r.stderr.contains("blocked"), "{}", r.stderr);
+    // bob approves twice (his name is taken, so each lands under its own fallback name):
+    // he still counts once.
+    for comment in ["first", "second"] {
+        let r = t
+            .env
+            .run_in(&t.bob, "bob", &["approve", &id, "--yes", "--comment", comment]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let r = t
+        .env
+        .run_in(&t.executor, "mallory", &["--json", "verify", prefix(&id)]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    let e = r.json();
+    assert_eq!(
+        e["error"]["details"]["approved_by"],
+        serde_json::json!(["bob@example.com"])
+    );
+    assert_eq!(e["error"]["details"]["groups"][0]["missing"], 1, "{e:#}");
+    assert_eq!(
+        t.env.run_in(&t.carol, "carol", &["approve", &id, "--yes"]).code,
+        0
+    );
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        remote_branch_names(&t.env),
+        ["feature/live", "main", "release/1.0"]
+    );
+}
