@@ -434,6 +434,60 @@ pub struct Snapshot {
     pub remote: Remote,
     pub scope: Scope,
     scratch: Scratch,
+    /// Refs listed but not fetched: what they hold is larger than any item can be.
+    too_large: Vec<(String, Oid)>,
+}
+
+/// The largest file of any published item (a plan file or a receipt): what one fetch of
+/// published items may bring per file (`Scratch::fetch`).
+pub const MAX_ITEM_BYTES: u64 = MAX_FILE_BYTES;
+
+/// The largest file an item under `refname` may hold.
+fn item_limit(refname: &str) -> u64 {
+    let dir = refname.strip_prefix(ROOT).and_then(|r| r.split('/').next());
+    match dir {
+        Some("plans") | Some("receipts") => MAX_ITEM_BYTES,
+        _ => MAX_ENVELOPE_BYTES,
+    }
+}
+
+/// Why an item left unfetched cannot be read.
+fn too_large_why(file: &str) -> String {
+    format!(
+        "its `{file}` is larger than any published item can be (the fetch stopped at {} bytes)",
+        publish::fetch_cap(MAX_ITEM_BYTES)
+    )
+}
+
+/// `(ref, commit)` as listed, for the `wanted` refs.
+fn listed_of(listed: &[(String, Oid)], wanted: &[String]) -> Vec<(String, Oid)> {
+    listed
+        .iter()
+        .filter(|(r, _)| wanted.contains(r))
+        .cloned()
+        .collect()
+}
+
+/// Fetch `refs` (as listed, with their commits) from `url` into `scratch`, no file of more
+/// than an item's size cap: all in one fetch when that stays within the cap of the largest
+/// item, else one ref at a time, each within its own kind's cap. Returns the refs left
+/// unfetched because they hold more than that (a hostile pusher's huge blob costs at most
+/// the cap, once for the first fetch and once for its own). Any other failure is an error.
+pub fn fetch_capped(scratch: &Scratch, url: &str, refs: &[(String, Oid)]) -> Result<Vec<(String, Oid)>> {
+    if refs.is_empty() {
+        return Ok(vec![]);
+    }
+    let names: Vec<String> = refs.iter().map(|(r, _)| r.clone()).collect();
+    if scratch.fetch(url, &names, MAX_ITEM_BYTES)? == publish::Fetch::Done {
+        return Ok(vec![]);
+    }
+    let mut too_large = Vec::new();
+    for (r, oid) in refs {
+        if scratch.fetch(url, std::slice::from_ref(r), item_limit(r))? == publish::Fetch::Capped {
+            too_large.push((r.clone(), *oid));
+        }
+    }
+    Ok(too_large)
 }
 
 /// A published plan's envelopes that passed this module's checks, and warnings about those
@@ -474,25 +528,50 @@ impl Snapshot {
             .ls_remote(&remote.url, &scope.patterns())
             .map_err(cannot)?;
         let wanted: Vec<String> = listed
-            .into_iter()
-            .map(|(r, _)| r)
+            .iter()
+            .map(|(r, _)| r.clone())
             .filter(|r| scope.holds(r))
             .collect();
-        if !wanted.is_empty() {
-            scratch.fetch(&remote.url, &wanted).map_err(cannot)?;
-        }
+        let too_large = fetch_capped(&scratch, &remote.url, &listed_of(&listed, &wanted)).map_err(cannot)?;
         Ok(Snapshot {
             remote: remote.clone(),
             scope,
             scratch,
+            too_large,
         })
+    }
+
+    /// The ref `refname` if it was listed but left unfetched as too large, with its commit.
+    fn too_large(&self, refname: &str) -> Option<Oid> {
+        self.too_large.iter().find(|(r, _)| r == refname).map(|(_, o)| *o)
+    }
+
+    /// The refs under `prefix`: those fetched, and those left out as too large (sorted).
+    fn listed(&self, prefix: &str) -> Result<Vec<(String, Oid)>> {
+        let mut refs = self.scratch.refs(prefix)?;
+        refs.extend(
+            self.too_large
+                .iter()
+                .filter(|(r, _)| r.starts_with(prefix))
+                .cloned(),
+        );
+        refs.sort();
+        Ok(refs)
+    }
+
+    /// The one file of the item `refname` (commit `oid`), of at most `limit` bytes; `Err` says
+    /// why it is not readable, a ref left unfetched as too large included.
+    fn read(&self, refname: &str, oid: Oid, file: &str, limit: u64) -> std::result::Result<Vec<u8>, String> {
+        if self.too_large(refname).is_some() {
+            return Err(too_large_why(file));
+        }
+        self.scratch.read_item(oid, file, limit)
     }
 
     /// The ids (hex) of the plans published here, sorted.
     pub fn plan_ids(&self) -> Result<Vec<String>> {
         Ok(self
-            .scratch
-            .refs(&format!("{ROOT}plans/"))?
+            .listed(&format!("{ROOT}plans/"))?
             .into_iter()
             .filter_map(|(r, _)| r.strip_prefix(&format!("{ROOT}plans/")).map(String::from))
             .filter(|id| crate::store::state::is_plan_id_hex(id))
@@ -502,8 +581,7 @@ impl Snapshot {
     /// Whether plan `id_hex` is published here (whatever its ref holds).
     pub fn has_plan(&self, id_hex: &str) -> bool {
         let r = plan_ref(id_hex);
-        self.scratch
-            .refs(&r)
+        self.listed(&r)
             .is_ok_and(|refs| refs.iter().any(|(n, _)| *n == r))
     }
 
@@ -515,18 +593,12 @@ impl Snapshot {
     /// published; `Err` (invalid_plan, 65) when what is there is not a valid plan with that id.
     pub fn plan(&self, id_hex: &str) -> Result<Option<Loaded>> {
         let refname = plan_ref(id_hex);
-        let Some((_, oid)) = self
-            .scratch
-            .refs(&refname)?
-            .into_iter()
-            .find(|(r, _)| *r == refname)
-        else {
+        let Some((_, oid)) = self.listed(&refname)?.into_iter().find(|(r, _)| *r == refname) else {
             return Ok(None);
         };
         let name = self.name(&refname);
         let bytes = self
-            .scratch
-            .read_item(oid, ItemKind::Plan.file(), MAX_FILE_BYTES)
+            .read(&refname, oid, ItemKind::Plan.file(), MAX_FILE_BYTES)
             .map_err(|why| {
                 Error::invalid_plan(format!("{name}: {why}")).with_hint(
                     "what is published there is not a plan guardctl published; ask the planner to plan again",
@@ -549,8 +621,9 @@ impl Snapshot {
         let mut out = Decisions::default();
         for kind in ItemKind::DECISIONS {
             let dir = format!("{ROOT}{}/{id_hex}/", kind.dir());
-            for (refname, oid) in self.scratch.refs(&dir)? {
+            for (refname, oid) in self.listed(&dir)? {
                 let checked = match fpr_of_name(&refname[dir.len()..]) {
+                    Some(_) if self.too_large(&refname).is_some() => Err(too_large_why(kind.file())),
                     Some(fpr) => self.decision(kind, id_hex, fpr, oid),
                     None => Err("its name is not a key fingerprint (`<fpr>` or `<fpr>-<digest>`)".into()),
                 };
@@ -599,14 +672,11 @@ impl Snapshot {
     pub fn consumed(&self, id_hex: &str) -> Result<Option<ConsumedItem>> {
         let refname = consumed_ref(id_hex);
         Ok(self
-            .scratch
-            .refs(&refname)?
+            .listed(&refname)?
             .into_iter()
             .find(|(r, _)| *r == refname)
             .map(|(refname, oid)| ConsumedItem {
-                marker: self
-                    .scratch
-                    .read_item(oid, ItemKind::Consumed.file(), MAX_RECEIPT_BYTES),
+                marker: self.read(&refname, oid, ItemKind::Consumed.file(), MAX_RECEIPT_BYTES),
                 refname,
                 oid,
             }))
