@@ -56,7 +56,7 @@ fn approval_envelopes(
     ctx: &Ctx,
     loaded: &Loaded,
     extra: &[PathBuf],
-) -> Result<(Vec<(String, Envelope)>, Vec<String>)> {
+) -> Result<crate::store::published::Decisions> {
     let mut out: Vec<(String, Envelope)> = loaded
         .file
         .approvals
@@ -72,7 +72,11 @@ fn approval_envelopes(
     out.extend(published.envelopes);
     let mut seen = std::collections::HashSet::new();
     out.retain(|(_, e)| seen.insert(same_envelope(e)));
-    Ok((out, published.blocking))
+    Ok(crate::store::published::Decisions {
+        envelopes: out,
+        warnings: Vec::new(),
+        blocking: published.blocking,
+    })
 }
 
 /// What makes two copies of an envelope the same one (a rejection is in the plan file, in
@@ -379,7 +383,8 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
         .with_hint("apply a plan in the repository (clone) it was made in, or re-run `guardctl plan` here"));
     }
     let (signers, _) = ctx.allowed_signers()?;
-    let (envelopes, blocking) = approval_envelopes(ctx, &loaded, extra)?;
+    let all = approval_envelopes(ctx, &loaded, extra)?;
+    let (envelopes, blocking) = (all.envelopes, all.blocking);
     let approvals = check_approvals(&signers, &envelopes, ctx.now)?;
     let planner_principals = planner_principals(&signers, &loaded, ctx.now);
     let planner_keys = planner_keys(&signers, &loaded.plan);
