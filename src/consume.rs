@@ -87,9 +87,12 @@ pub fn publish_receipt(
         return Ok(());
     };
     let (outcome, what) = match store.read_file(id, "receipt.json")? {
-        Some(r) => (r, "the receipt"),
+        Some(r) => (r, "applied, but the receipt"),
         None => match store.read_file(id, crate::execute::ABANDONED)? {
-            Some(a) if bound.is_some() => (a, "the record that the apply was abandoned"),
+            Some(a) if bound.is_some() => (
+                a,
+                "the record that the apply was abandoned (its command never ran)",
+            ),
             _ => return Ok(()),
         },
     };
@@ -99,7 +102,7 @@ pub fn publish_receipt(
     };
     if let Err(e) = crate::store::consumption::publish_receipt(&remote, id, marker.as_deref(), &outcome) {
         ui.warn(&format!(
-            "{what} of plan sha256:{id} was not published to remote `{}`: {}{}; run `guardctl apply` with this plan again here to publish it",
+            "{what} was not published to remote `{}`: {}{}; run `guardctl apply` with this plan again here to publish it",
             safe(&remote.name),
             e.message,
             e.causes.iter().map(|c| format!(": {c}")).collect::<String>()

@@ -1976,6 +1976,48 @@ mod tests {
     }
 
     #[test]
+    fn a_before_image_whose_consumption_record_was_changed_after_consuming_stops_recover() {
+        let f = fixture();
+        let (alice, bob) = (
+            key(f.dir.path(), "alice_ed25519"),
+            key(f.dir.path(), "bob_ed25519"),
+        );
+        let ex = executor(&f, &alice);
+        let consumed_on = |marker| {
+            Some(crate::store::RemoteConsumption {
+                remote: "origin".into(),
+                url: "file:///nowhere.git".into(),
+                marker,
+            })
+        };
+        let image = BeforeImage {
+            remote: Some("origin".into()),
+            consumed_on: consumed_on(true),
+            ..image(&f)
+        };
+        f.store.write_before_image(ID, &image).unwrap();
+        f.store.journal(ID, Step::BeforeImageWritten, NOW).unwrap();
+        ex.consume(ID, &alice).unwrap();
+        f.store.journal(ID, Step::Consumed, NOW).unwrap();
+        // Flipped to "no marker", recover would decide by the refs, which anyone could have
+        // deleted: the signed marker binds the image as written, so it stops before looking.
+        let tampered = BeforeImage {
+            consumed_on: consumed_on(false),
+            ..image
+        };
+        f.store.write_before_image(ID, &tampered).unwrap();
+        let e = ex.recover(Some(&alice), &signers(&alice, &bob)).unwrap_err();
+        assert_eq!(e.kind, Kind::NeedsRecovery);
+        assert!(
+            e.causes
+                .iter()
+                .any(|c| c.contains("the before-image of this plan is")),
+            "{e:?}"
+        );
+        assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Consumed));
+    }
+
+    #[test]
     fn a_consumed_marker_signed_by_another_key_stops_recover() {
         let f = fixture();
         let (alice, bob) = (
