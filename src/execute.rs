@@ -1220,7 +1220,24 @@ impl Executor<'_> {
             && let Some(url) = consumed_url(&self.repo, image)?
         {
             if self.remote_consumed(&url, id)? == Some(self.our_marker(id)?) {
-                let key = self.receipt_key(id, image, marker, key)?;
+                let key = match key {
+                    Some(k) if crate::sign::sshsig::fingerprint(&k.public) == marker.key => k,
+                    _ => {
+                        return Err(Error::new(
+                            Kind::NeedsRecovery,
+                            format!(
+                                "plan sha256:{id} was consumed on remote `{}` and interrupted before its command ran; only the key that consumed it ({}, {}) may sign the record that tells other clones the command was never run",
+                                safe(&at.remote),
+                                marker.key,
+                                safe(&image.executor)
+                            ),
+                        )
+                        .with_hint(format!(
+                            "ask {} to run `guardctl recover` in this repository",
+                            safe(&image.executor)
+                        )));
+                    }
+                };
                 let record = state::Abandoned {
                     plan_id: image.plan_id.clone(),
                     plan_hash: image.plan_hash.clone(),

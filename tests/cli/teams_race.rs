@@ -788,3 +788,51 @@ fn a_junk_or_foreign_signed_abandonment_record_never_reads_as_abandoned_or_appli
         assert_eq!(lines(&counter), 0, "nothing ran");
     }
 }
+
+#[test]
+fn recover_publishes_an_abandonment_only_where_the_clone_still_points_and_only_with_the_consuming_key() {
+    let env = remote_repo();
+    let (plan, counter) = counting_plan(&env);
+    let clone = &clones(&env, 1)[0];
+    let killed = run(alice_in(
+        &env,
+        clone,
+        &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
+        &["apply", plan.to_str().unwrap()],
+    ));
+    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    let receipts = || env.git_in(&env.origin(), &["for-each-ref", "refs/guardctl/receipts"]);
+    // The clone's `origin` now names another repository: the before-image's URL is never
+    // pushed to, and neither is the new one; recover refuses naming both, settling nothing.
+    let elsewhere = env.path().join("elsewhere.git");
+    env.git_in(env.path(), &["init", "-q", "--bare", elsewhere.to_str().unwrap()]);
+    env.git_in(
+        clone,
+        &["remote", "set-url", "origin", elsewhere.to_str().unwrap()],
+    );
+    let r = run(alice_in(&env, clone, &[], &["recover"]));
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("elsewhere.git"), "{}", r.stderr);
+    assert!(r.stderr.contains("origin.git"), "{}", r.stderr);
+    assert_eq!(receipts(), "");
+    let url = format!("file://{}", env.origin().display());
+    env.git_in(clone, &["remote", "set-url", "origin", &url]);
+    // Another key may not sign the record for alice's consumption.
+    let mut bob = env.command();
+    bob.arg("-C")
+        .arg(clone)
+        .arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .arg("recover");
+    let r = run(bob);
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(r.stderr.contains("only the key that consumed it"), "{}", r.stderr);
+    assert_eq!(receipts(), "");
+    // Alice may: published, and nothing ever ran.
+    let r = run(alice_in(&env, clone, &[], &["recover"]));
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_ne!(receipts(), "");
+    assert_eq!(lines(&counter), 0);
+}
