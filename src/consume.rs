@@ -136,25 +136,13 @@ pub fn publish_recovered(ctx: &Ctx, ui: &mut Ui, store: &Store, repo: &Repo, ids
             continue;
         };
         let bound = match (&image.consumed_on, &image.remote, &image.command) {
-            (Some(at), _, _) => crate::execute::consumed_url(repo, &image).and_then(|url| {
-                Ok(url.map(|url| Remote {
-                    name: at.remote.clone(),
-                    url,
-                    transport: Vec::new(),
-                }))
-            }),
+            (Some(at), _, _) => recorded_remote(repo, &image, &at.remote),
             (None, Some(name), _) => plan_remote(repo, name).map(Some),
             // An exec plan applied before its remote was recorded: its replay here publishes.
             (None, None, Some(_)) => continue,
             (None, None, None) => Ok(None),
         };
-        let bound = match bound.and_then(|b| match b {
-            Some(mut r) => {
-                r.transport = repo.transport_settings()?;
-                Ok(Some(r))
-            }
-            None => Ok(None),
-        }) {
+        let bound = match bound {
             Ok(b) => b,
             Err(e) => {
                 ui.warn(&format!(
@@ -167,6 +155,20 @@ pub fn publish_recovered(ctx: &Ctx, ui: &mut Ui, store: &Store, repo: &Repo, ids
         publish_receipt(ctx, ui, store, id, bound.as_ref())?;
     }
     Ok(())
+}
+
+/// The remote an apply recorded it consumed `image`'s plan on (`name`), at the URL this
+/// clone's config resolves it to now, refused unless that is still the recorded repository
+/// (`execute::consumed_url`).
+fn recorded_remote(repo: &Repo, image: &crate::store::BeforeImage, name: &str) -> Result<Option<Remote>> {
+    let Some(url) = crate::execute::consumed_url(repo, image)? else {
+        return Ok(None);
+    };
+    Ok(Some(Remote {
+        name: name.to_string(),
+        url,
+        transport: repo.transport_settings()?,
+    }))
 }
 
 /// The plan consumed on `remote` by another apply (not this clone's own marker): its receipt

@@ -1218,42 +1218,41 @@ impl Executor<'_> {
         let mut outcome = "the command had not started: abandoned the apply; it was not run".to_string();
         if let Some(at) = image.consumed_on.as_ref().filter(|c| c.marker)
             && let Some(url) = consumed_url(&self.repo, image)?
+            && self.remote_consumed(&url, id)? == Some(self.our_marker(id)?)
         {
-            if self.remote_consumed(&url, id)? == Some(self.our_marker(id)?) {
-                let key = match key {
-                    Some(k) if crate::sign::sshsig::fingerprint(&k.public) == marker.key => k,
-                    _ => {
-                        return Err(Error::new(
-                            Kind::NeedsRecovery,
-                            format!(
-                                "plan sha256:{id} was consumed on remote `{}` and interrupted before its command ran; only the key that consumed it ({}, {}) may sign the record that tells other clones the command was never run",
-                                safe(&at.remote),
-                                marker.key,
-                                safe(&image.executor)
-                            ),
-                        )
-                        .with_hint(format!(
-                            "ask {} to run `guardctl recover` in this repository",
+            let key = match key {
+                Some(k) if crate::sign::sshsig::fingerprint(&k.public) == marker.key => k,
+                _ => {
+                    return Err(Error::new(
+                        Kind::NeedsRecovery,
+                        format!(
+                            "plan sha256:{id} was consumed on remote `{}` and interrupted before its command ran; only the key that consumed it ({}, {}) may sign the record that tells other clones the command was never run",
+                            safe(&at.remote),
+                            marker.key,
                             safe(&image.executor)
-                        )));
-                    }
-                };
-                let record = state::Abandoned {
-                    plan_id: image.plan_id.clone(),
-                    plan_hash: image.plan_hash.clone(),
-                    executor: image.executor.clone(),
-                    key: marker.key.clone(),
-                    consumed_at: marker.created_at,
-                    abandoned_at: self.now,
-                    reason: "the apply was interrupted after it consumed the plan and before its command started; recover abandoned it".into(),
-                };
-                let bytes = signed_state(state::ABANDONED_PAYLOAD_TYPE, &record, key, ABANDONED)?;
-                self.store.write_file(id, ABANDONED, &bytes)?;
-                outcome = format!(
-                    "the command had not started: abandoned the apply; it was not run (its consumed marker is on remote `{}`: the abandonment is published there for other clones)",
-                    safe(&at.remote)
-                );
-            }
+                        ),
+                    )
+                    .with_hint(format!(
+                        "ask {} to run `guardctl recover` in this repository",
+                        safe(&image.executor)
+                    )));
+                }
+            };
+            let record = state::Abandoned {
+                plan_id: image.plan_id.clone(),
+                plan_hash: image.plan_hash.clone(),
+                executor: image.executor.clone(),
+                key: marker.key.clone(),
+                consumed_at: marker.created_at,
+                abandoned_at: self.now,
+                reason: "the apply was interrupted after it consumed the plan and before its command started; recover abandoned it".into(),
+            };
+            let bytes = signed_state(state::ABANDONED_PAYLOAD_TYPE, &record, key, ABANDONED)?;
+            self.store.write_file(id, ABANDONED, &bytes)?;
+            outcome = format!(
+                "the command had not started: abandoned the apply; it was not run (its consumed marker is on remote `{}`: the abandonment is published there for other clones)",
+                safe(&at.remote)
+            );
         }
         let e = Error::new(Kind::Drift, "the apply was interrupted before the command ran");
         self.abort(id, &e)?;
