@@ -1358,7 +1358,7 @@ fn with_marker(image: &BeforeImage) -> bool {
 }
 
 /// The hint of a remote's plan, consumed without the marker, whose push found a ref moved.
-pub const CONSUMED_HERE_ONLY_HINT: &str = "this plan is consumed in the applying clone only (the policy sets `[remote] consumed_marker = false`, docs/remote.md): if another clone applied it first, the branches are gone and its receipt is in that clone; nothing was deleted here. Otherwise re-run `guardctl plan`";
+pub const CONSUMED_HERE_ONLY_HINT: &str = "this plan is consumed in the applying clone only (the policy sets `[remote] consumed_marker = false`, docs/remote.md): if another clone applied it first, its branches or tags are gone and its receipt is in that clone; nothing was deleted here. Otherwise re-run `guardctl plan`";
 
 /// Whether a failed push failed only because the remote could not lock a ref (another push
 /// held it at that moment).

@@ -324,7 +324,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
                     Some(r) => return Ok(replay(r)),
                     // Consumed in each applying clone only: the refs another clone deleted
                     // first are drift here, with no receipt to print.
-                    None if e.kind == Kind::Drift && !policy.consumed_marker => {
+                    None if e.kind == Kind::Drift && !policy.consumed_marker && !is_exec => {
                         return Err(e.with_hint(crate::execute::CONSUMED_HERE_ONLY_HINT));
                     }
                     None => return Err(e),
