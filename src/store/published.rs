@@ -278,11 +278,13 @@ pub fn publish(remote: &Remote, items: &[Item], extra: &[RefUpdate]) -> Result<P
     Err(e)
 }
 
-/// What to fetch: everything under `refs/guardctl/`, or what concerns one plan.
+/// What to fetch: everything under `refs/guardctl/`, what concerns one plan, or every
+/// plan with its consumed marker (the bulk class across plans: `gate::part_of`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
     All,
     Plan(String),
+    Plans,
 }
 
 impl Scope {
@@ -292,6 +294,17 @@ impl Scope {
         match self {
             Scope::All => vec![format!("{ROOT}*")],
             Scope::Plan(id) => vec![format!("{ROOT}*/{id}"), format!("{ROOT}*/{id}/*")],
+            Scope::Plans => vec![format!("{ROOT}plans/*"), format!("{ROOT}consumed/*")],
+        }
+    }
+
+    /// Whether a snapshot of this scope holds everything `other` would fetch.
+    pub fn includes(&self, other: &Scope) -> bool {
+        match (self, other) {
+            (Scope::All, _) => true,
+            (Scope::Plans, Scope::Plans) => true,
+            (Scope::Plan(a), Scope::Plan(b)) => a == b,
+            _ => false,
         }
     }
 
@@ -303,9 +316,11 @@ impl Scope {
         let parts: Vec<&str> = rest.split('/').collect();
         let id_ok = |id: &str| crate::store::state::is_plan_id_hex(id) && self.covers(id);
         match parts.as_slice() {
+            [dir, id] if *self == Scope::Plans => (*dir == "plans" || *dir == "consumed") && id_ok(id),
             [dir, id] => (*dir == "plans" || *dir == "consumed" || *dir == "receipts") && id_ok(id),
             [dir, id, fpr] => {
-                ItemKind::DECISIONS.iter().any(|k| k.dir() == *dir)
+                *self != Scope::Plans
+                    && ItemKind::DECISIONS.iter().any(|k| k.dir() == *dir)
                     && id_ok(id)
                     && fpr.len() == 64
                     && fpr.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
@@ -316,7 +331,7 @@ impl Scope {
 
     pub fn covers(&self, id_hex: &str) -> bool {
         match self {
-            Scope::All => true,
+            Scope::All | Scope::Plans => true,
             Scope::Plan(id) => id == id_hex,
         }
     }
@@ -327,6 +342,17 @@ pub struct Snapshot {
     pub remote: Remote,
     pub scope: Scope,
     scratch: Scratch,
+    /// [`Snapshot::plans`], read once.
+    plans: std::cell::OnceCell<PublishedPlans>,
+}
+
+/// Every plan published in a snapshot that verified as a plan file with the id its ref
+/// names, each with its consumed marker if the remote has one (unverified: who signed it is
+/// the caller's business); and warnings naming the refs that did not verify.
+#[derive(Default)]
+pub struct PublishedPlans {
+    pub plans: Vec<(Loaded, Option<ConsumedItem>)>,
+    pub warnings: Vec<String>,
 }
 
 /// A published plan's envelopes that passed this module's checks, and warnings about those
@@ -373,7 +399,26 @@ impl Snapshot {
             remote: remote.clone(),
             scope,
             scratch,
+            plans: std::cell::OnceCell::new(),
         })
+    }
+
+    /// Every plan published here, each verified exactly as [`Snapshot::plan`] does (read
+    /// once per snapshot: `inbox` judges every plan against all the others). One that does not
+    /// verify is left out with a warning: it is not a plan anyone could apply.
+    pub fn plans(&self) -> Result<&PublishedPlans> {
+        if let Some(p) = self.plans.get() {
+            return Ok(p);
+        }
+        let mut out = PublishedPlans::default();
+        for id in self.plan_ids()? {
+            match self.plan(&id) {
+                Ok(Some(l)) => out.plans.push((l, self.consumed(&id)?)),
+                Ok(None) => {}
+                Err(e) => out.warnings.push(format!("ignored {}", e.message)),
+            }
+        }
+        Ok(self.plans.get_or_init(|| out))
     }
 
     /// The ids (hex) of the plans published here, sorted.

@@ -2,7 +2,7 @@
 //! `refs/guardctl/` (docs/remote.md, "Everything fetched is untrusted"), as a careless
 //! teammate and as a confused agent. Each test proves one behaviour no other test covers.
 
-use crate::fixtures::{Run, TestEnv, remote_repo};
+use crate::fixtures::{Run, TestEnv, publish, remote_repo};
 use std::path::{Path, PathBuf};
 
 const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 2\nfrom = [\"reviewers\"]\n";
@@ -19,31 +19,6 @@ fn team() -> (TestEnv, [PathBuf; 4]) {
     env.allow_signer("dave@example.com", "mallory");
     let clones = env.clones(&["planner", "bob", "carol", "executor"]);
     (env, <[PathBuf; 4]>::try_from(clones).unwrap())
-}
-
-/// Alice publishes a plan of the remote's merged branches for dave, saved as `name`.
-fn publish(env: &TestEnv, planner: &Path, name: &str, extra: &[&str]) -> String {
-    let out = planner.join(name);
-    let mut args = vec![
-        "--json",
-        "plan",
-        "remote-branches",
-        "--remote",
-        "origin",
-        "--executor",
-        "dave@example.com",
-        "-o",
-        out.to_str().unwrap(),
-        "--publish",
-    ];
-    args.extend_from_slice(extra);
-    let r = env.run_in(planner, "alice", &args);
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    r.json()["plan_id"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("sha256:")
-        .to_string()
 }
 
 /// The hex fingerprint a decision ref names for the test key `name`.
