@@ -1051,10 +1051,7 @@ fn status(s: &Settings, plan: &str) -> Result<StatusOutput> {
 fn target(ctx: &Ctx, plan: &str, approvals: &[String]) -> Result<Target> {
     Ok(Target {
         plan: plan_arg(ctx, plan)?,
-        approvals: approvals
-            .iter()
-            .map(|a| resolve(ctx, a))
-            .collect::<Result<_>>()?,
+        approvals: approvals.iter().map(|a| resolve(ctx, a)).collect::<Result<_>>()?,
     })
 }
 

@@ -459,8 +459,7 @@ fn published_for_the_agent() -> (TestEnv, [std::path::PathBuf; 2], String) {
         "mallory",
     );
     let [planner, bob, agent, other] =
-        <[std::path::PathBuf; 4]>::try_from(env.clones(&["planner", "bob", "agent", "other"]))
-            .unwrap();
+        <[std::path::PathBuf; 4]>::try_from(env.clones(&["planner", "bob", "agent", "other"])).unwrap();
     let id = publish(&env, &planner, "plan.json", &[]);
     let r = env.run_in(&bob, "bob", &["approve", &id[..12], "--yes", "--publish"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
@@ -522,8 +521,7 @@ async fn apply_plan_of_a_plan_consumed_in_another_clone_waits_only_as_long_as_it
     assert_eq!(e["error"]["kind"], "needs_recovery", "{e:#}");
     assert_eq!(e["error"]["exit_code"], 16);
     assert_eq!(
-        e["error"]["details"]["consumed_by"]["principal"],
-        "dave@example.com",
+        e["error"]["details"]["consumed_by"]["principal"], "dave@example.com",
         "{e:#}"
     );
     let bad = tool_error(&call(&client, "apply_plan", json!({"plan": prefix, "wait": "soon"})).await);

@@ -487,7 +487,10 @@ fn a_deletion_split_across_plans_published_from_two_clones_still_needs_the_bulk_
         serde_json::json!([format!("sha256:{a}")]),
         "{err:#}"
     );
-    assert!(remote_branch_names(&env).contains(&"fix/old".to_string()), "nothing was deleted");
+    assert!(
+        remote_branch_names(&env).contains(&"fix/old".to_string()),
+        "nothing was deleted"
+    );
 
     // Once the release group approves (from yet another clone, published), B applies.
     let [carol] = <[PathBuf; 1]>::try_from(env.clones(&["carol"])).unwrap();
