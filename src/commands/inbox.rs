@@ -21,15 +21,16 @@ pub struct Args {}
 
 pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let v = view(ctx, ui);
-    ctx.report_published(ui);
-    let v = v?;
-    if ui.json {
-        ui.json_doc(&v)?;
-    } else {
-        let color = ui.color;
-        crate::render::human::render_inbox(&v, color, ui.out().writer()).map_err(crate::ui::output_error)?;
-    }
-    Ok(0)
+    super::finish(
+        ctx,
+        ui,
+        v,
+        |v, ui| ui.json_doc(v),
+        |v, ui| {
+            let color = ui.color;
+            crate::render::human::render_inbox(v, color, ui.out().writer()).map_err(crate::ui::output_error)
+        },
+    )
 }
 
 fn view(ctx: &Ctx, ui: &mut Ui) -> Result<InboxView> {
