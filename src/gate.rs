@@ -203,10 +203,7 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
         Err(e) => {
             ctx.note_published([format!(
                 "the published approvals and rejections are left out: {}",
-                std::iter::once(e.message.clone())
-                    .chain(e.causes.iter().cloned())
-                    .collect::<Vec<_>>()
-                    .join(": ")
+                e.chain()
             )]);
             vec![]
         }
@@ -267,10 +264,7 @@ pub fn policy_status(ctx: &Ctx, plan: &Plan) -> PolicyView {
             .is_some()
             .then(|| match ctx.policy_for(plan.operation.bound_to_remote()) {
                 Ok(p) => Ok(p.hash.as_str()),
-                Err(e) => Err(std::iter::once(e.message.clone())
-                    .chain(e.causes.iter().cloned())
-                    .collect::<Vec<_>>()
-                    .join(": ")),
+                Err(e) => Err(e.chain()),
             });
     PolicyView::new(plan, now)
 }
@@ -408,10 +402,7 @@ fn part_of_with(
         Err(e) => {
             ctx.note_published([format!(
                 "the plans published on the team remote are not counted for the bulk class across plans: {}",
-                std::iter::once(e.message.clone())
-                    .chain(e.causes.iter().cloned())
-                    .collect::<Vec<_>>()
-                    .join(": ")
+                e.chain()
             )]);
             None
         }

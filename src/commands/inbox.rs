@@ -21,16 +21,7 @@ pub struct Args {}
 
 pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let v = view(ctx, ui);
-    super::finish(
-        ctx,
-        ui,
-        v,
-        |v, ui| ui.json_doc(v),
-        |v, ui| {
-            let color = ui.color;
-            crate::render::human::render_inbox(v, color, ui.out().writer()).map_err(crate::ui::output_error)
-        },
-    )
+    super::finish_view(ctx, ui, v, crate::render::human::render_inbox)
 }
 
 fn view(ctx: &Ctx, ui: &mut Ui) -> Result<InboxView> {
@@ -67,13 +58,7 @@ fn view(ctx: &Ctx, ui: &mut Ui) -> Result<InboxView> {
             Ok(None) => continue,
             Err(e) => {
                 left_out.invalid += 1;
-                ui.warn(&format!(
-                    "left out: {}",
-                    std::iter::once(e.message)
-                        .chain(e.causes)
-                        .collect::<Vec<_>>()
-                        .join(": ")
-                ));
+                ui.warn(&format!("left out: {}", e.chain()));
                 continue;
             }
         };

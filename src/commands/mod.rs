@@ -40,3 +40,23 @@ pub fn finish<V>(
     }
     Ok(0)
 }
+
+/// [`finish`] for a view that is its own JSON document and that `render` draws for a person
+/// (`render::human`).
+pub fn finish_view<V: serde::Serialize>(
+    ctx: &Ctx,
+    ui: &mut Ui,
+    result: Result<V>,
+    render: fn(&V, bool, &mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<u8> {
+    finish(
+        ctx,
+        ui,
+        result,
+        |v, ui| ui.json_doc(v),
+        |v, ui| {
+            let color = ui.color;
+            render(v, color, ui.out().writer()).map_err(crate::ui::output_error)
+        },
+    )
+}

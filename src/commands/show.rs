@@ -30,16 +30,7 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let v = view(&args, ctx, ui);
-    super::finish(
-        ctx,
-        ui,
-        v,
-        |v, ui| ui.json_doc(v),
-        |v, ui| {
-            let color = ui.color;
-            crate::render::human::render(v, color, ui.out().writer()).map_err(crate::ui::output_error)
-        },
-    )
+    super::finish_view(ctx, ui, v, crate::render::human::render)
 }
 
 /// The view `show` prints (also `show --json`'s document), built from the verified plan file.

@@ -2,7 +2,7 @@
 //! `refs/guardctl/` (docs/remote.md, "Everything fetched is untrusted"), as a careless
 //! teammate and as a confused agent. Each test proves one behaviour no other test covers.
 
-use crate::fixtures::{Run, TestEnv, publish, remote_repo};
+use crate::fixtures::{Run, TestEnv, publish, remote_repo, team_remote};
 use std::path::{Path, PathBuf};
 
 const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 2\nfrom = [\"reviewers\"]\n";
@@ -10,13 +10,7 @@ const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\",
 /// The policy committed on the remote's default branch, dave (the mallory test key) trusted
 /// as the executor, and a clone for alice (planner), bob, carol and dave.
 fn team() -> (TestEnv, [PathBuf; 4]) {
-    let env = remote_repo();
-    std::fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
-    std::fs::write(env.repo.join(".guardctl/policy.toml"), POLICY).unwrap();
-    env.git(&["add", ".guardctl/policy.toml"]);
-    env.git(&["commit", "-q", "-m", "two reviewers approve"]);
-    env.git(&["push", "-q", "origin", "main"]);
-    env.allow_signer("dave@example.com", "mallory");
+    let env = team_remote(POLICY);
     let clones = env.clones(&["planner", "bob", "carol", "executor"]);
     (env, <[PathBuf; 4]>::try_from(clones).unwrap())
 }

@@ -2,7 +2,7 @@
 //! markers travel through the git remote under `refs/guardctl/`, each person in a clone of
 //! their own with a key of their own, and no file passes between them.
 
-use crate::fixtures::{Run, TestEnv, publish, remote_repo};
+use crate::fixtures::{Run, TestEnv, publish, team_remote};
 use std::path::{Path, PathBuf};
 
 /// Two approvals, from the `reviewers` group only.
@@ -20,13 +20,7 @@ struct Team {
 }
 
 fn team() -> Team {
-    let env = remote_repo();
-    std::fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
-    std::fs::write(env.repo.join(".guardctl/policy.toml"), POLICY).unwrap();
-    env.git(&["add", ".guardctl/policy.toml"]);
-    env.git(&["commit", "-q", "-m", "two reviewers approve"]);
-    env.git(&["push", "-q", "origin", "main"]);
-    env.allow_signer("dave@example.com", "mallory");
+    let env = team_remote(POLICY);
     let clones = env.clones(&["planner", "bob", "carol", "executor"]);
     let [planner, bob, carol, executor] = <[PathBuf; 4]>::try_from(clones).unwrap();
     Team {
@@ -437,13 +431,7 @@ const BULK_POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.c
 
 #[test]
 fn a_deletion_split_across_plans_published_from_two_clones_still_needs_the_bulk_approvals() {
-    let env = remote_repo();
-    std::fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
-    std::fs::write(env.repo.join(".guardctl/policy.toml"), BULK_POLICY).unwrap();
-    env.git(&["add", ".guardctl/policy.toml"]);
-    env.git(&["commit", "-q", "-m", "bulk needs release"]);
-    env.git(&["push", "-q", "origin", "main"]);
-    env.allow_signer("dave@example.com", "mallory");
+    let env = team_remote(BULK_POLICY);
     let [laptop, desktop, bob, executor] =
         <[PathBuf; 4]>::try_from(env.clones(&["laptop", "desktop", "bob", "executor"])).unwrap();
     // alice plans one merged branch from each of her two clones: each is one branch, under
