@@ -354,7 +354,7 @@ impl Executor<'_> {
         let env = exec::environment(&names);
         let dir = exec::workdir(top, inputs)?;
         let staged = exec::prepare(top, inputs)?.map_err(|d| {
-            crate::gate::drift_error(&d).with_hint(
+            crate::ops::stale_branches::drift_error(&d).with_hint(
                 "the command was not run; re-run `guardctl plan exec` and have the new plan approved",
             )
         })?;
@@ -383,7 +383,7 @@ impl Executor<'_> {
                 .collect();
             if !changed.is_empty() {
                 self.store.journal(id, Step::Refused, self.now)?;
-                return Err(crate::gate::drift_error(&changed).with_hint(
+                return Err(crate::ops::stale_branches::drift_error(&changed).with_hint(
                     "the before-image command changed the private copy; the command was not run",
                 ));
             }

@@ -800,27 +800,7 @@ fn recheck_branches(
     Ok(drifts)
 }
 
-pub fn drift_error(drifts: &[Drift]) -> Error {
-    let mut e = Error::new(
-        Kind::Drift,
-        format!(
-            "the repository no longer matches the plan ({} {} drifted); nothing was changed",
-            drifts.len(),
-            crate::plan::derive::plural(drifts.len() as u64, "resource", "resources")
-        ),
-    );
-    for d in drifts {
-        e = e.caused_by(format!(
-            "{} {}: planned {}, now {}",
-            safe(&d.refname),
-            d.field,
-            safe(&d.planned),
-            safe(&d.now)
-        ));
-    }
-    e.with_details(json!({"drift": drifts}))
-        .with_hint("re-run `guardctl plan` and have the new plan approved")
-}
+pub use crate::ops::stale_branches::drift_error;
 
 #[cfg(test)]
 mod tests {

@@ -385,7 +385,8 @@ pub struct ShowParams {
     /// List every affected and skipped resource (not with `page`)
     #[serde(default)]
     pub all: bool,
-    /// An earlier plan of the same operation: also show what changed since it
+    /// An earlier plan of the same operation (a file, or a published plan's id or prefix):
+    /// also show what changed since it
     #[serde(default)]
     pub since: Option<String>,
 }

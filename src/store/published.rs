@@ -703,6 +703,32 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn the_plans_scope_holds_plans_and_markers_only_and_everything_includes_it() {
+        let (id, fpr) = ("b".repeat(64), "0".repeat(64));
+        assert!(Scope::Plans.holds(&plan_ref(&id)));
+        assert!(Scope::Plans.holds(&consumed_ref(&id)));
+        assert!(!Scope::Plans.holds(&receipt_ref(&id)));
+        assert!(!Scope::Plans.holds(&decision_ref(ItemKind::Rejection, &id, &fpr)));
+        assert!(Scope::All.includes(&Scope::Plans));
+        assert!(Scope::All.includes(&Scope::Plan(id.clone())));
+        // Neither has the other's refs: one plan's decisions, or every plan.
+        assert!(!Scope::Plans.includes(&Scope::Plan(id.clone())));
+        assert!(!Scope::Plan(id).includes(&Scope::Plans));
+    }
+
+    #[test]
+    fn a_published_plan_that_is_not_a_plan_counts_for_nothing_and_is_named() {
+        let (_d, remote) = bare();
+        let r = plan_ref(&"e".repeat(64));
+        publish(&remote, &[item(&r, b"{\"not\": \"a plan\"}")], &[]).unwrap();
+        let snap = Snapshot::fetch(&remote, Scope::Plans).unwrap();
+        let read = snap.plans().unwrap();
+        assert!(read.plans.is_empty());
+        assert_eq!(read.warnings.len(), 1);
+        assert!(read.warnings[0].contains(&r), "{:?}", read.warnings);
+    }
+
+    #[test]
     fn scope_of_one_plan_fetches_only_its_refs() {
         let id = "b".repeat(64);
         let p = Scope::Plan(id.clone()).patterns();
