@@ -1977,11 +1977,8 @@ mod tests {
     #[test]
     fn a_before_image_whose_consumption_record_was_changed_after_consuming_stops_recover() {
         let f = fixture();
-        let (alice, bob) = (
-            key(f.dir.path(), "alice_ed25519"),
-            key(f.dir.path(), "bob_ed25519"),
-        );
-        let ex = executor(&f, &alice);
+        let alice = &f.alice;
+        let ex = executor(&f, alice);
         let consumed_on = |marker| {
             Some(crate::store::RemoteConsumption {
                 remote: "origin".into(),
@@ -1996,7 +1993,7 @@ mod tests {
         };
         f.store.write_before_image(ID, &image).unwrap();
         f.store.journal(ID, Step::BeforeImageWritten, NOW).unwrap();
-        ex.consume(ID, &alice).unwrap();
+        ex.consume(ID, alice).unwrap();
         f.store.journal(ID, Step::Consumed, NOW).unwrap();
         // Flipped to "no marker", recover would decide by the refs, which anyone could have
         // deleted: the signed marker binds the image as written, so it stops before looking.
@@ -2005,7 +2002,7 @@ mod tests {
             ..image
         };
         f.store.write_before_image(ID, &tampered).unwrap();
-        let e = ex.recover(Some(&alice), &signers(&alice, &bob)).unwrap_err();
+        let e = ex.recover(Some(alice), &f.signers()).unwrap_err();
         assert_eq!(e.kind, Kind::NeedsRecovery);
         assert!(
             e.causes
