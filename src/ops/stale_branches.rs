@@ -870,6 +870,30 @@ fn upstream_of(l: &mut Lookups, refname: &str, entries: &[(String, String)]) -> 
     }))
 }
 
+/// The error for a repository that no longer matches the plan (`drift`, 10), naming each
+/// drifted resource escaped with what was planned and what is there now.
+pub fn drift_error(drifts: &[Drift]) -> Error {
+    let mut e = Error::new(
+        crate::error::Kind::Drift,
+        format!(
+            "the repository no longer matches the plan ({} {} drifted); nothing was changed",
+            drifts.len(),
+            crate::plan::derive::plural(drifts.len() as u64, "resource", "resources")
+        ),
+    );
+    for d in drifts {
+        e = e.caused_by(format!(
+            "{} {}: planned {}, now {}",
+            crate::text::safe(&d.refname),
+            d.field,
+            crate::text::safe(&d.planned),
+            crate::text::safe(&d.now)
+        ));
+    }
+    e.with_details(serde_json::json!({"drift": drifts}))
+        .with_hint("re-run `guardctl plan` and have the new plan approved")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
