@@ -137,8 +137,15 @@ pub fn sign(plan: &Plan, key: &SigningKey) -> Result<(PlanFile, String)> {
     Ok((file, envelope::sha256_id(&payload)))
 }
 
+/// A new plan file, as `plan` writes it: atomically, but not fsynced (see
+/// [`crate::fsutil::write_replaceable_with`]; a plan lost in a crash is planned again, and a
+/// damaged one is refused when read).
 pub fn write(path: &Path, file: &PlanFile) -> Result<()> {
-    write_json(path, file)
+    crate::fsutil::write_replaceable_with(path, |w| {
+        serde_json::to_writer_pretty(&mut *w, file)?;
+        std::io::Write::write_all(w, b"\n")
+    })
+    .map_err(|e| Error::internal(format!("cannot write {}", path.display())).caused_by(e))
 }
 
 /// Streamed into the file: a 20 MB plan is not serialised into memory first.

@@ -143,7 +143,7 @@ impl Repo {
 
 /// git's spelling of a key: section and variable names are case-insensitive and listed in
 /// lower case; a subsection (`remote.<Name>.url`) keeps its case.
-fn canonical_key(key: &str) -> String {
+pub(super) fn canonical_key(key: &str) -> String {
     match (key.find('.'), key.rfind('.')) {
         (Some(first), Some(last)) => format!(
             "{}{}{}",
@@ -167,6 +167,18 @@ fn entries(out: &[u8]) -> impl Iterator<Item = (String, String)> + '_ {
             String::from_utf8_lossy(value).into_owned(),
         )
     })
+}
+
+/// The `scope\0key\nvalue\0` records of `--show-scope --null` output: (scope, key, value).
+pub(super) fn scoped_entries(out: &[u8]) -> Vec<(String, String, String)> {
+    let records: Vec<&[u8]> = out.split(|b| *b == 0).collect();
+    records
+        .chunks_exact(2)
+        .flat_map(|pair| {
+            let scope = String::from_utf8_lossy(pair[0]).into_owned();
+            entries(pair[1]).map(move |(k, v)| (scope.clone(), k, v))
+        })
+        .collect()
 }
 
 fn group_branch_entries(out: &[u8]) -> HashMap<String, Vec<(String, String)>> {
@@ -197,6 +209,23 @@ mod tests {
         );
         assert_eq!(canonical_key("Remote.MyFork.URL"), "remote.MyFork.url");
         assert_eq!(canonical_key("init.defaultBranch"), "init.defaultbranch");
+    }
+
+    #[test]
+    fn scoped_null_records_keep_their_scope_newlines_and_valueless_keys() {
+        let out = b"system\0core.editor\nvi\0global\0url.x.insteadof\na\nb\0global\0flag.on\0command\0foo.bar\n1\0";
+        let got = scoped_entries(out);
+        let want = [
+            ("system", "core.editor", "vi"),
+            ("global", "url.x.insteadof", "a\nb"),
+            ("global", "flag.on", ""),
+            ("command", "foo.bar", "1"),
+        ];
+        assert_eq!(got.len(), want.len());
+        for ((s, k, v), (ws, wk, wv)) in got.iter().zip(want) {
+            assert_eq!((s.as_str(), k.as_str(), v.as_str()), (ws, wk, wv));
+        }
+        assert!(scoped_entries(b"").is_empty());
     }
 
     #[test]
