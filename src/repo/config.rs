@@ -213,7 +213,8 @@ mod tests {
 
     #[test]
     fn scoped_null_records_keep_their_scope_newlines_and_valueless_keys() {
-        let out = b"system\0core.editor\nvi\0global\0url.x.insteadof\na\nb\0global\0flag.on\0command\0foo.bar\n1\0";
+        let out =
+            b"system\0core.editor\nvi\0global\0url.x.insteadof\na\nb\0global\0flag.on\0command\0foo.bar\n1\0";
         let got = scoped_entries(out);
         let want = [
             ("system", "core.editor", "vi"),

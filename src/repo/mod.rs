@@ -20,7 +20,7 @@ mod remote;
 mod tags;
 pub mod url;
 
-pub use graph::{Parents, Reachable, Reads, UnmergedCount, unmerged_with};
+pub use graph::{Parents, Reachable, Reads, UnmergedCount, unmerged_after, unmerged_with};
 pub use refs::{BranchRef, CheckedOut, is_valid_refname};
 pub use remote::RemoteRefs;
 pub use tags::TagObservation;
