@@ -126,15 +126,21 @@ pub fn load_envelope(path: &Path) -> Result<Envelope> {
 pub fn sign(plan: &Plan, key: &SigningKey) -> Result<(PlanFile, String)> {
     let payload =
         serde_json::to_vec(plan).map_err(|e| Error::internal("cannot serialise the plan").caused_by(e))?;
-    let env = dsse::sign(PLAN_PAYLOAD_TYPE, PLAN_NAMESPACE, &payload, key)
-        .map_err(|e| Error::internal("cannot sign the plan").caused_by(e))?;
+    // The plan id (a digest of megabytes) is computed while ssh-keygen signs.
+    let (env, id) = std::thread::scope(|s| {
+        let id = s.spawn(|| envelope::sha256_id(&payload));
+        let env = dsse::sign(PLAN_PAYLOAD_TYPE, PLAN_NAMESPACE, &payload, key);
+        (env, id.join())
+    });
+    let env = env.map_err(|e| Error::internal("cannot sign the plan").caused_by(e))?;
+    let id = id.unwrap_or_else(|_| envelope::sha256_id(&payload));
     let file = PlanFile {
         payload_type: env.payload_type,
         payload: env.payload,
         signatures: env.signatures,
         approvals: vec![],
     };
-    Ok((file, envelope::sha256_id(&payload)))
+    Ok((file, id))
 }
 
 /// A new plan file, as `plan` writes it: atomically, but not fsynced (see

@@ -399,6 +399,11 @@ impl<'r> Lookups<'r> {
         want_squash: bool,
         reads: Reads,
     ) -> Result<Self> {
+        // git reads the branches' config while the history is walked.
+        let config = match source {
+            Branches::Local => Some(repo.branch_config_later()),
+            Branches::Remote(_) => None,
+        };
         // Squash detection needs the history's shape (levels); a plan builds it anyway, as
         // cheap as the set when the commit-graph is there.
         let reachable = if want_squash || reads == Reads::Fast {
@@ -406,13 +411,16 @@ impl<'r> Lookups<'r> {
         } else {
             repo.reachable_from(base_oid)?
         };
+        let config = match config {
+            Some(read) => read
+                .join()
+                .map_err(|_| Error::internal("the thread reading the branches' config panicked"))??,
+            None => HashMap::new(),
+        };
         Ok(Lookups {
             repo,
             reachable,
-            config: match source {
-                Branches::Local => repo.branch_config()?,
-                Branches::Remote(_) => HashMap::new(),
-            },
+            config,
             upstreams: None,
             want_squash,
             reads,

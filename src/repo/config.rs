@@ -38,10 +38,18 @@ impl Repo {
     /// in file order. One pass over the config, whatever the number of branches. A key
     /// without a value (`[branch "x"] flag`) reads as the empty string.
     pub fn branch_config(&self) -> Result<HashMap<String, Vec<(String, String)>>> {
-        let out = self
-            .read_config(&["--local", "--get-regexp", r"^branch\..*\.[^.]*$"])?
-            .unwrap_or_default();
-        Ok(group_branch_entries(&out))
+        self.branch_config_later()
+            .join()
+            .map_err(|_| Error::internal("the thread reading the branches' config panicked"))?
+    }
+
+    /// [`Repo::branch_config`], read by git on another thread while this one goes on
+    /// (planning walks the base's history meanwhile): `join` it for the entries.
+    pub fn branch_config_later(
+        &self,
+    ) -> std::thread::JoinHandle<Result<HashMap<String, Vec<(String, String)>>>> {
+        let git = self.config_process(&["--local", "--get-regexp", r"^branch\..*\.[^.]*$"]);
+        std::thread::spawn(move || Ok(group_branch_entries(&config_output(git)?.unwrap_or_default())))
     }
 
     /// The names of the configured remotes (those with a `url` or `pushurl`, as for libgit2).
@@ -127,17 +135,23 @@ impl Repo {
 
     /// `git config --null <args>`: `None` when nothing matched (git's exit status 1).
     fn read_config(&self, args: &[&str]) -> Result<Option<Vec<u8>>> {
-        let out = self
-            .git_local()
-            .args(["config", "--null"])
-            .args(args)
-            .output(None)?;
-        match out.status.code() {
-            Some(0) => Ok(Some(out.stdout)),
-            Some(1) => Ok(None),
-            _ => Err(Error::internal("cannot read the git config")
-                .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))),
-        }
+        config_output(self.config_process(args))
+    }
+
+    /// `git config --null <args>`, to be run.
+    fn config_process(&self, args: &[&str]) -> crate::process::Process {
+        self.git_local().args(["config", "--null"]).args(args)
+    }
+}
+
+/// What `git` (a `git config` read) printed: `None` when nothing matched (exit status 1).
+fn config_output(git: crate::process::Process) -> Result<Option<Vec<u8>>> {
+    let out = git.output(None)?;
+    match out.status.code() {
+        Some(0) => Ok(Some(out.stdout)),
+        Some(1) => Ok(None),
+        _ => Err(Error::internal("cannot read the git config")
+            .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))),
     }
 }
 
