@@ -53,9 +53,13 @@ fn team_remote(ctx: &Ctx, id: &str) -> Result<Option<Remote>> {
     Ok(if on { Some(ctx.publish_remote(None)?) } else { None })
 }
 
-/// Publish the receipt of the plan applied here (with its consumed marker, for a local plan,
-/// whose marker was never pushed): to the plan's remote, or the team remote when publishing
-/// is on. The apply happened either way: a failure is a warning saying how to publish later.
+/// Publish the outcome of the plan applied here — its signed receipt, or for an exec apply
+/// `recover` abandoned after its marker landed, the signed record of that
+/// (`execute::ABANDONED`) — with its consumed marker, for a local plan, whose marker was never
+/// pushed: to the plan's remote, or the team remote when publishing is on. `bound` is the
+/// plan's remote, `None` for a local plan; a remote's plan consumed in this clone only (no
+/// marker, as its before-image records) publishes nothing. The apply happened either way: a
+/// failure is a warning saying how to publish later.
 pub fn publish_receipt(
     ctx: &Ctx,
     ui: &mut Ui,
@@ -63,6 +67,9 @@ pub fn publish_receipt(
     id: &str,
     bound: Option<&Remote>,
 ) -> Result<()> {
+    if bound.is_some() && !with_marker(store, id)? {
+        return Ok(());
+    }
     let (remote, with_marker) = match bound {
         Some(r) => (Some(r.clone()), false),
         None => match team_remote(ctx, id) {
@@ -79,16 +86,23 @@ pub fn publish_receipt(
     let Some(remote) = remote else {
         return Ok(());
     };
-    let (Some(receipt), marker) = (
-        store.read_file(id, "receipt.json")?,
-        store.read_file(id, "consumed")?,
-    ) else {
-        return Ok(());
+    let (outcome, what) = match store.read_file(id, "receipt.json")? {
+        Some(r) => (r, "applied, but the receipt"),
+        None => match store.read_file(id, crate::execute::ABANDONED)? {
+            Some(a) if bound.is_some() => (
+                a,
+                "the record that the apply was abandoned (its command never ran)",
+            ),
+            _ => return Ok(()),
+        },
     };
-    let marker = if with_marker { marker } else { None };
-    if let Err(e) = crate::store::consumption::publish_receipt(&remote, id, marker.as_deref(), &receipt) {
+    let marker = match with_marker {
+        true => store.read_file(id, "consumed")?,
+        false => None,
+    };
+    if let Err(e) = crate::store::consumption::publish_receipt(&remote, id, marker.as_deref(), &outcome) {
         ui.warn(&format!(
-            "applied, but the receipt was not published to remote `{}`: {}{}; run `guardctl apply` with this plan again here to publish it",
+            "{what} was not published to remote `{}`: {}{}; run `guardctl apply` with this plan again here to publish it",
             safe(&remote.name),
             e.message,
             e.causes.iter().map(|c| format!(": {c}")).collect::<String>()
@@ -97,27 +111,42 @@ pub fn publish_receipt(
     Ok(())
 }
 
-/// After `recover` completed interrupted applies (`ids`): publish each one's receipt where
-/// `apply` would have. A remote's plan is published to the remote its before-image names; an
-/// exec plan's remote is not in its before-image, so its receipt waits for a replay in this
-/// clone (`guardctl apply` with the plan), which publishes it. Failures are warnings.
+/// Whether plan `id_hex`'s apply here consumed it on its remote with the marker, as its
+/// before-image records (`true` without one, or from before the record existed).
+pub fn with_marker(store: &Store, id_hex: &str) -> Result<bool> {
+    Ok(store
+        .before_image(id_hex)?
+        .and_then(|i| i.consumed_on)
+        .is_none_or(|c| c.marker))
+}
+
+/// After `recover` completed or abandoned interrupted applies (`ids`): publish each one's
+/// outcome where `apply` would have (its receipt; an exec apply abandoned after its marker
+/// landed, the record of that). A plan bound to a remote publishes to the remote its
+/// before-image names, at the URL this clone's config resolves that name to now, which must
+/// still be the recorded repository (`execute::consumed_url`). Failures are warnings.
 pub fn publish_recovered(ctx: &Ctx, ui: &mut Ui, store: &Store, repo: &Repo, ids: &[String]) -> Result<()> {
     for id in ids {
-        if store.read_file(id, "receipt.json")?.is_none() {
+        let done = store.read_file(id, "receipt.json")?.is_some()
+            || store.read_file(id, crate::execute::ABANDONED)?.is_some();
+        if !done {
             continue;
         }
         let Some(image) = store.before_image(id)? else {
             continue;
         };
-        if image.command.is_some() {
-            continue;
-        }
-        let bound = match image.remote.as_deref().map(|name| plan_remote(repo, name)) {
-            None => None,
-            Some(Ok(r)) => Some(r),
-            Some(Err(e)) => {
+        let bound = match (&image.consumed_on, &image.remote, &image.command) {
+            (Some(at), _, _) => recorded_remote(repo, &image, &at.remote),
+            (None, Some(name), _) => plan_remote(repo, name).map(Some),
+            // An exec plan applied before its remote was recorded: its replay here publishes.
+            (None, None, Some(_)) => continue,
+            (None, None, None) => Ok(None),
+        };
+        let bound = match bound {
+            Ok(b) => b,
+            Err(e) => {
                 ui.warn(&format!(
-                    "the receipt of plan sha256:{id} was not published: {}; run `guardctl apply` with this plan here to publish it",
+                    "the outcome of plan sha256:{id} was not published: {}; run `guardctl apply` with this plan here to publish it",
                     e.message
                 ));
                 continue;
@@ -126,6 +155,20 @@ pub fn publish_recovered(ctx: &Ctx, ui: &mut Ui, store: &Store, repo: &Repo, ids
         publish_receipt(ctx, ui, store, id, bound.as_ref())?;
     }
     Ok(())
+}
+
+/// The remote an apply recorded it consumed `image`'s plan on (`name`), at the URL this
+/// clone's config resolves it to now, refused unless that is still the recorded repository
+/// (`execute::consumed_url`).
+fn recorded_remote(repo: &Repo, image: &crate::store::BeforeImage, name: &str) -> Result<Option<Remote>> {
+    let Some(url) = crate::execute::consumed_url(repo, image)? else {
+        return Ok(None);
+    };
+    Ok(Some(Remote {
+        name: name.to_string(),
+        url,
+        transport: repo.transport_settings()?,
+    }))
 }
 
 /// The plan consumed on `remote` by another apply (not this clone's own marker): its receipt
@@ -211,9 +254,49 @@ pub fn replay_from_remote(
             found = consumption::read(remote, id)?.unwrap_or(found);
         }
     };
+    if let Some(abandoned) = crate::execute::remote_abandoned(&receipt, &marker, &loaded.plan.plan_hash)? {
+        return Err(abandoned_elsewhere(
+            loaded,
+            remote,
+            &marker,
+            &abandoned,
+            &receipt.refname,
+        ));
+    }
     Ok(Some(Replay {
         remote: remote.name.clone(),
         human: crate::execute::remote_result(&receipt, &marker, &loaded.plan.plan_hash, false)?,
         json: crate::execute::remote_result(&receipt, &marker, &loaded.plan.plan_hash, true)?,
     }))
+}
+
+/// The refusal of an apply that found the plan consumed on its remote by an apply that was
+/// then abandoned before its command ran (a verified record at `receipts/<id>`): the plan is
+/// spent and its command was never run. `drift` (10), as an apply aborted in this clone is.
+fn abandoned_elsewhere(
+    loaded: &Loaded,
+    remote: &Remote,
+    marker: &crate::store::state::Consumed,
+    abandoned: &crate::store::state::Abandoned,
+    refname: &str,
+) -> Error {
+    let executor = loaded.plan.executor.principal.as_deref();
+    Error::new(
+        Kind::Drift,
+        format!(
+            "plan {} was consumed on remote `{}` by key {} ({}) at {}, and that apply was abandoned at {} before its command ran: the command was never run; nothing was changed here",
+            loaded.plan_id,
+            safe(&remote.name),
+            marker.key,
+            safe(executor.unwrap_or("(none)")),
+            crate::text::rfc3339(marker.created_at),
+            crate::text::rfc3339(abandoned.abandoned_at),
+        ),
+    )
+    .with_details(serde_json::json!({
+        "consumed_by": {"key": marker.key, "principal": executor, "at": crate::text::rfc3339(marker.created_at)},
+        "abandoned_at": crate::text::rfc3339(abandoned.abandoned_at),
+        "ref": refname,
+    }))
+    .with_hint("a plan is applied at most once: re-run `guardctl plan` and have the new plan approved")
 }

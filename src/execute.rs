@@ -46,15 +46,17 @@ use time::OffsetDateTime;
 
 /// Where apply records how a command ended, for the receipt (and a recovery).
 const EXEC_RESULT: &str = "exec-result.json";
+/// Where recover records, signed, that an exec apply whose marker is on the remote was
+/// abandoned before its command ran (published in place of its receipt).
+pub const ABANDONED: &str = "abandoned.json";
 /// The payload type of the signed command result.
 const EXEC_RESULT_PAYLOAD_TYPE: &str = "application/vnd.guardctl.exec-result.v1+json";
 
-/// What an exec plan runs, and where: its inputs, the work tree it runs in, and the URL of
-/// the remote it is bound to (where it is consumed before the command runs), if any.
+/// What an exec plan runs, and where: its inputs and the work tree it runs in. Where it is
+/// consumed beyond this clone is in its before-image (`consumed_on`).
 pub struct Run<'a> {
     pub inputs: &'a ExecInputs,
     pub top: &'a std::path::Path,
-    pub consume_at: Option<&'a str>,
 }
 
 pub struct Executor<'a> {
@@ -240,13 +242,20 @@ impl Executor<'_> {
         self.consume(id, key)?;
         self.step(id, Step::Consumed)?;
         // The consumed marker goes to the remote in the same atomic push as the deletions,
-        // create-only: of any number of clones applying this plan, one push lands.
-        let (marker, marker_oid) = self.consumed_item(id)?;
+        // create-only: of any number of clones applying this plan, one push lands. Without it
+        // (the policy's `[remote] consumed_marker = false`, recorded in the image), the leases
+        // alone keep a second clone from deleting anything.
         let mut ops = ops;
-        ops.push(RemoteOp::Create {
-            refname: marker,
-            oid: marker_oid.to_string(),
-        });
+        let marker_oid = if with_marker(&image) {
+            let (marker, oid) = self.consumed_item(id)?;
+            ops.push(RemoteOp::Create {
+                refname: marker,
+                oid: oid.to_string(),
+            });
+            Some(oid)
+        } else {
+            None
+        };
         if let (Some(refname), Some(commit)) = (image.backup_ref.clone(), commit) {
             let create = RefOp::Create {
                 refname,
@@ -283,13 +292,13 @@ impl Executor<'_> {
         ))
     }
 
-    /// One atomic push of `ops`, the last of which creates `consumed/<id>` (as `ours`). When
-    /// git reports a failure, the remote's consumed ref decides what it was: ours (the push
-    /// landed: a lost answer), another's (applied elsewhere: [`applied_elsewhere`]), none (a
-    /// real failure; retried a few times when the remote only could not lock a ref that a
-    /// concurrent push held, since every update is leased and a retry is the same
-    /// compare-and-swap).
-    fn push_consuming(&self, id: &str, url: &str, ops: &[RemoteOp], ours: git2::Oid) -> Result<()> {
+    /// One atomic push of `ops`, the last of which creates `consumed/<id>` (as `ours`; `None`:
+    /// no marker, see [`with_marker`]). When git reports a failure, the remote's consumed ref
+    /// decides what it was: ours (the push landed: a lost answer), another's (applied
+    /// elsewhere: [`applied_elsewhere`]), none (a real failure; retried a few times when the
+    /// remote only could not lock a ref that a concurrent push held, since every update is
+    /// leased and a retry is the same compare-and-swap).
+    fn push_consuming(&self, id: &str, url: &str, ops: &[RemoteOp], ours: Option<git2::Oid>) -> Result<()> {
         let mut pause = std::time::Duration::from_millis(100);
         let mut attempts = 0;
         loop {
@@ -300,6 +309,17 @@ impl Executor<'_> {
             else {
                 return Ok(());
             };
+            let Some(ours) = ours else {
+                if attempts < 6 && lock_contention(&e) {
+                    std::thread::sleep(pause);
+                    pause *= 2;
+                    continue;
+                }
+                return Err(match e.kind {
+                    Kind::Drift => e.with_hint(CONSUMED_HERE_ONLY_HINT),
+                    _ => e,
+                });
+            };
             match self.remote_consumed(url, id) {
                 Ok(Some(oid)) if oid == ours => return Ok(()),
                 Ok(Some(oid)) => return Err(applied_elsewhere(id, oid)),
@@ -309,7 +329,7 @@ impl Executor<'_> {
                 }
                 _ if e.causes.iter().any(|c| c.contains("remote rejected")) => {
                     return Err(e.with_hint(format!(
-                        "the remote refused the push, which creates {} with the changes: guardctl consumes a remote's plan there, exactly once across clones; ask its administrator to allow creating refs/guardctl/* (docs/remote.md)",
+                        "the remote refused the push, which creates {} with the changes: guardctl consumes a remote's plan there, exactly once across clones; ask its administrator to allow creating refs/guardctl/*, or, if the team accepts that the plan is then consumed in the applying clone only, set `[remote] consumed_marker = false` in the policy (docs/remote.md)",
                         crate::store::published::consumed_ref(id)
                     )));
                 }
@@ -344,11 +364,7 @@ impl Executor<'_> {
         run: Run<'_>,
         drift_check: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Receipt> {
-        let Run {
-            inputs,
-            top,
-            consume_at,
-        } = run;
+        let Run { inputs, top } = run;
         drift_check()?;
         let names: Vec<String> = inputs.env.iter().map(|e| e.name.clone()).collect();
         let env = exec::environment(&names);
@@ -393,14 +409,15 @@ impl Executor<'_> {
         self.consume(id, key)?;
         self.step(id, Step::Consumed)?;
         // Bound to a remote: the consumed marker is created there (create-only) before the
-        // command runs; a clone that finds it taken runs nothing.
-        if let Some(url) = consume_at {
+        // command runs; a clone that finds it taken runs nothing. Without the marker (the
+        // policy's `[remote] consumed_marker = false`), the plan is consumed here only.
+        if let Some(at) = image.consumed_on.as_ref().filter(|c| c.marker) {
             let (marker, oid) = self.consumed_item(id)?;
             let create = RemoteOp::Create {
                 refname: marker,
                 oid: oid.to_string(),
             };
-            if let Err(e) = self.push_consuming(id, url, &[create], oid) {
+            if let Err(e) = self.push_consuming(id, &at.url, &[create], Some(oid)) {
                 self.abort(id, &e)?;
                 return Err(e);
             }
@@ -1060,19 +1077,18 @@ impl Executor<'_> {
         // sees the end of its input, or completes a commit it was sent): wait for it first.
         self.wait_for_orphaned_git(id)?;
         if image.command.is_some() {
-            let e = Error::new(Kind::Drift, "the apply was interrupted before the command ran");
-            self.abort(id, &e)?;
-            return Ok("the command had not started: abandoned the apply; it was not run".into());
+            return self.recover_unstarted_command(id, image, marker, key);
         }
         self.check_locks(image)?;
         // A remote's deletions and the consumed marker were one atomic push: the marker on
         // the remote, exactly as this clone signed it, says the push landed; its absence (or
-        // another's marker) that it did not, whatever the branches look like now.
+        // another's marker) that it did not, whatever the branches look like now. Without the
+        // marker (as the image records), the refs decide.
         if let Some(url) = self.remote_target(image)? {
-            let ours = crate::store::consumption::marker_oid(
-                &self.store.read_file(id, "consumed")?.unwrap_or_default(),
-            )?;
-            if self.remote_consumed(&url, id)? == Some(ours) {
+            if !with_marker(image) {
+                return self.recover_unmarked_push(id, image, marker, key);
+            }
+            if self.remote_consumed(&url, id)? == Some(self.our_marker(id)?) {
                 let key = self.receipt_key(id, image, marker, key)?;
                 self.store.journal(id, Step::RefsCommitted, self.now)?;
                 self.finish(id, image, key)?;
@@ -1109,6 +1125,138 @@ impl Executor<'_> {
             image.refs.len()
         ))
         .with_hint("inspect refs/guardctl/backup and the journal in .git/guardctl/plans by hand"))
+    }
+
+    /// The id `consumed/<id>` has on the remote when it holds this clone's marker.
+    fn our_marker(&self, id: &str) -> Result<git2::Oid> {
+        crate::store::consumption::marker_oid(&self.store.read_file(id, "consumed")?.unwrap_or_default())
+    }
+
+    /// A remote's plan applied without the consumed marker, interrupted around its push: the
+    /// refs decide. The push was atomic and made only after the local backup ref, so every
+    /// planned ref gone with its backup here means it landed, none gone that it did not;
+    /// anything else is no state the push leaves (16, naming the refs). Without a marker,
+    /// branches another clone deleted at their planned ids after this apply made its backup
+    /// look the same: either way they are gone and kept here.
+    fn recover_unmarked_push(
+        &self,
+        id: &str,
+        image: &BeforeImage,
+        marker: &Consumed,
+        key: Option<&SigningKey>,
+    ) -> Result<String> {
+        let now = self.targets(image, &image.refs)?;
+        let kept = self.kept(image);
+        let gone: Vec<&DeletedRef> = image
+            .refs
+            .iter()
+            .filter(|r| !now.contains_key(&r.refname))
+            .collect();
+        let backed = image
+            .refs
+            .iter()
+            .filter(|r| kept.contains(image.backup_tip(r)))
+            .count();
+        if gone.len() == image.refs.len() && backed == image.refs.len() {
+            let key = self.receipt_key(id, image, marker, key)?;
+            self.store.journal(id, Step::RefsCommitted, self.now)?;
+            self.finish(id, image, key)?;
+            return Ok(
+                "every planned ref is gone from the remote: the push had landed; completed the apply".into(),
+            );
+        }
+        if gone.is_empty() || backed < image.refs.len() {
+            // None gone: the push did not land. Gone without this apply's backup: it never
+            // pushed (the backup ref comes first), someone else deleted them.
+            let e = Error::new(
+                Kind::Drift,
+                "the apply was interrupted before its push landed on the remote",
+            );
+            self.abort(id, &e)?;
+            return Ok(if gone.is_empty() {
+                "no planned ref is gone from the remote: the push had not landed; abandoned the apply; nothing was deleted".into()
+            } else {
+                "the apply had not pushed yet (its backup was not made): abandoned the apply; nothing was deleted by it".into()
+            });
+        }
+        let names = |refs: Vec<&DeletedRef>| {
+            refs.iter()
+                .map(|r| safe(&r.refname))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let left: Vec<&DeletedRef> = image
+            .refs
+            .iter()
+            .filter(|r| now.contains_key(&r.refname))
+            .collect();
+        Err(Error::new(
+            Kind::NeedsRecovery,
+            format!(
+                "plan sha256:{id} was applied without a consumed marker and interrupted around its atomic push, but the remote shows {} of its {} refs gone (gone: {}; still there: {}): an atomic push leaves all or none; nothing was changed",
+                gone.len(),
+                image.refs.len(),
+                names(gone),
+                names(left)
+            ),
+        )
+        .with_hint("someone changed the remote's branches since: compare them with the plan and the backup refs/guardctl/backup/<id> here, then move this plan's directory out of .git/guardctl/plans"))
+    }
+
+    /// An exec apply interrupted after it consumed the plan and before its command started:
+    /// the command was not run, the apply is abandoned. When its consumed marker had landed
+    /// on the plan's remote, every other clone would wait for a receipt that never comes: a
+    /// signed record of the abandonment (`abandoned.json`, signed by the key that consumed
+    /// the plan) is written for `consume::publish_recovered` to publish in its place.
+    fn recover_unstarted_command(
+        &self,
+        id: &str,
+        image: &BeforeImage,
+        marker: &Consumed,
+        key: Option<&SigningKey>,
+    ) -> Result<String> {
+        let mut outcome = "the command had not started: abandoned the apply; it was not run".to_string();
+        if let Some(at) = image.consumed_on.as_ref().filter(|c| c.marker)
+            && let Some(url) = consumed_url(&self.repo, image)?
+            && self.remote_consumed(&url, id)? == Some(self.our_marker(id)?)
+        {
+            let key = match key {
+                Some(k) if crate::sign::sshsig::fingerprint(&k.public) == marker.key => k,
+                _ => {
+                    return Err(Error::new(
+                        Kind::NeedsRecovery,
+                        format!(
+                            "plan sha256:{id} was consumed on remote `{}` and interrupted before its command ran; only the key that consumed it ({}, {}) may sign the record that tells other clones the command was never run",
+                            safe(&at.remote),
+                            marker.key,
+                            safe(&image.executor)
+                        ),
+                    )
+                    .with_hint(format!(
+                        "ask {} to run `guardctl recover` in this repository",
+                        safe(&image.executor)
+                    )));
+                }
+            };
+            let record = state::Abandoned {
+                plan_id: image.plan_id.clone(),
+                plan_hash: image.plan_hash.clone(),
+                executor: image.executor.clone(),
+                key: marker.key.clone(),
+                consumed_at: marker.created_at,
+                abandoned_at: self.now,
+                reason: "the apply was interrupted after it consumed the plan and before its command started; recover abandoned it".into(),
+            };
+            let bytes = signed_state(state::ABANDONED_PAYLOAD_TYPE, &record, key, ABANDONED)?;
+            self.store.write_file(id, ABANDONED, &bytes)?;
+            outcome = format!(
+                "the command had not started: abandoned the apply; it was not run (its consumed marker is on remote `{}`: the abandonment is published there for other clones)",
+                safe(&at.remote)
+            );
+        }
+        let e = Error::new(Kind::Drift, "the apply was interrupted before the command ran");
+        self.abort(id, &e)?;
+        Ok(outcome)
     }
 
     fn recover_rollback(&self, id: &str, image: &BeforeImage) -> Result<String> {
@@ -1174,6 +1322,43 @@ fn applied_elsewhere(id: &str, oid: git2::Oid) -> Error {
     )
     .with_hint("run `guardctl apply` again to print the receipt of the apply that consumed it")
 }
+
+/// The URL an exec apply consumed its plan at (`consumed_on`), as this clone's config for that
+/// remote resolves it **now**: the before-image is untrusted input and never names where
+/// guardctl pushes. Refused (64, naming both) when that is no longer the same repository as
+/// the one recorded (or as the plan's). `None`: the image records no remote consumption.
+pub fn consumed_url(repo: &crate::repo::Repo, image: &BeforeImage) -> Result<Option<String>> {
+    let Some(at) = &image.consumed_on else {
+        return Ok(None);
+    };
+    let url = repo.remote_url(&at.remote)?;
+    if crate::repo::url::same_repository(&url, &at.url)
+        && crate::repo::url::same_repository(&url, &image.repository)
+    {
+        return Ok(Some(url));
+    }
+    Err(Error::usage(format!(
+        "remote `{}` is now {}, but plan {} was consumed at {}; nothing was done there",
+        safe(&at.remote),
+        safe(&url),
+        image.plan_id,
+        safe(&at.url)
+    ))
+    .with_hint(format!(
+        "point `{}` back at {} (`git remote set-url`), then run guardctl again",
+        safe(&at.remote),
+        safe(&at.url)
+    )))
+}
+
+/// Whether an apply of a remote's plan creates `refs/guardctl/consumed/<id>` with its push, as
+/// its before-image records (an image from before the record existed: it did).
+fn with_marker(image: &BeforeImage) -> bool {
+    image.consumed_on.as_ref().is_none_or(|c| c.marker)
+}
+
+/// The hint of a remote's plan, consumed without the marker, whose push found a ref moved.
+pub const CONSUMED_HERE_ONLY_HINT: &str = "this plan is consumed in the applying clone only (the policy sets `[remote] consumed_marker = false`, docs/remote.md): if another clone applied it first, its branches or tags are gone and its receipt is in that clone; nothing was deleted here. Otherwise re-run `guardctl plan`";
 
 /// Whether a failed push failed only because the remote could not lock a ref (another push
 /// held it at that moment).
@@ -1338,6 +1523,43 @@ pub fn remote_result(
     })
 }
 
+/// The record that the apply which consumed a plan on its remote was abandoned before its
+/// command ran, when that is what `receipts/<id>` holds (its payload type says so; `None`:
+/// it claims to be something else, for [`remote_result`] to judge). Verified as a receipt is:
+/// signed in `guardctl-apply` by the key of `marker` (a marker [`remote_marker`] verified),
+/// naming that key and that consumption, for this plan and plan hash. Anything else is 16
+/// naming the ref: junk or a foreign signature never reads as "abandoned".
+pub fn remote_abandoned(
+    item: &crate::store::consumption::RemoteItem,
+    marker: &Consumed,
+    plan_hash: &str,
+) -> Result<Option<state::Abandoned>> {
+    let Ok(bytes) = item.bytes.as_ref() else {
+        return Ok(None);
+    };
+    let claims = serde_json::from_slice::<crate::plan::envelope::Envelope>(bytes)
+        .is_ok_and(|e| e.payload_type == state::ABANDONED_PAYLOAD_TYPE);
+    if !claims {
+        return Ok(None);
+    }
+    let bad = |why: String| unverifiable(&item.refname, why);
+    let (record, verified, _): (state::Abandoned, _, _) =
+        verified_with(bytes, state::ABANDONED_PAYLOAD_TYPE, "record", &bad)?;
+    if verified.fingerprint != marker.key || record.key != marker.key {
+        return Err(bad(format!(
+            "signed by {}, not by {}, the key that consumed the plan",
+            verified.fingerprint, marker.key
+        )));
+    }
+    if record.plan_id != marker.plan_id || record.plan_hash != plan_hash {
+        return Err(bad(format!("it is the record of {}", safe(&record.plan_id))));
+    }
+    if record.consumed_at != marker.created_at {
+        return Err(bad("it abandons another consumption than the marker's".into()));
+    }
+    Ok(Some(record))
+}
+
 /// The failure for a published marker or receipt that does not verify: 16, naming the ref.
 fn unverifiable(refname: &str, why: String) -> Error {
     Error::new(
@@ -1499,6 +1721,7 @@ mod tests {
             config: vec![],
             tag_objects: vec![],
             command: None,
+            consumed_on: None,
         }
     }
 
@@ -1766,6 +1989,48 @@ mod tests {
             );
             assert!(f.repo.ref_target("refs/heads/topic").is_some());
         }
+    }
+
+    #[test]
+    fn a_before_image_whose_consumption_record_was_changed_after_consuming_stops_recover() {
+        let f = fixture();
+        let (alice, bob) = (
+            key(f.dir.path(), "alice_ed25519"),
+            key(f.dir.path(), "bob_ed25519"),
+        );
+        let ex = executor(&f, &alice);
+        let consumed_on = |marker| {
+            Some(crate::store::RemoteConsumption {
+                remote: "origin".into(),
+                url: "file:///nowhere.git".into(),
+                marker,
+            })
+        };
+        let image = BeforeImage {
+            remote: Some("origin".into()),
+            consumed_on: consumed_on(true),
+            ..image(&f)
+        };
+        f.store.write_before_image(ID, &image).unwrap();
+        f.store.journal(ID, Step::BeforeImageWritten, NOW).unwrap();
+        ex.consume(ID, &alice).unwrap();
+        f.store.journal(ID, Step::Consumed, NOW).unwrap();
+        // Flipped to "no marker", recover would decide by the refs, which anyone could have
+        // deleted: the signed marker binds the image as written, so it stops before looking.
+        let tampered = BeforeImage {
+            consumed_on: consumed_on(false),
+            ..image
+        };
+        f.store.write_before_image(ID, &tampered).unwrap();
+        let e = ex.recover(Some(&alice), &signers(&alice, &bob)).unwrap_err();
+        assert_eq!(e.kind, Kind::NeedsRecovery);
+        assert!(
+            e.causes
+                .iter()
+                .any(|c| c.contains("the before-image of this plan is")),
+            "{e:?}"
+        );
+        assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Consumed));
     }
 
     #[test]

@@ -275,6 +275,20 @@ pub fn policy_status(ctx: &Ctx, plan: &Plan) -> PolicyView {
     PolicyView::new(plan, now)
 }
 
+/// Where a plan bound to a remote is consumed under the policy in force (`ShowView::
+/// consumed_on`): `None` for a local plan, outside the plan's repository, or when that
+/// policy cannot be read (the policy line says why).
+pub fn consumed_on(ctx: &Ctx, plan: &Plan) -> Option<&'static str> {
+    let remote = plan.operation.bound_to_remote()?;
+    plans_repo(ctx, plan)?;
+    let p = ctx.policy_for(Some(remote)).ok()?;
+    Some(if p.policy.consumed_marker {
+        "remote"
+    } else {
+        "clone"
+    })
+}
+
 /// The repository guardctl runs in, when it is the plan's: this clone for a local plan, a
 /// clone of the remote a remote plan is bound to (any clone whose remote has the plan's one
 /// URL).

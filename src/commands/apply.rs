@@ -16,7 +16,7 @@ use crate::error::{Error, Kind, Result};
 use crate::execute::Executor;
 use crate::plan::approval::DeletedRef;
 use crate::plan::model::{BACKUP_NAMESPACE, Operation, ResourceFacts};
-use crate::store::{BeforeImage, SavedTag, Store};
+use crate::store::{BeforeImage, RemoteConsumption, SavedTag, Store};
 use crate::text::safe;
 use crate::ui::Ui;
 
@@ -69,6 +69,9 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             .map_err(|e| Error::internal("the recorded result is not JSON").caused_by(e))?;
         if let Some(map) = doc.as_object_mut() {
             map.insert("replayed".into(), applied.replayed.into());
+            if let Some(on) = applied.consumed_on {
+                map.insert("consumed_on".into(), on.into());
+            }
         }
         ui.json_doc(&doc)?;
     } else {
@@ -77,6 +80,17 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
                 ui.out(),
                 "Replayed: plan {} was applied before; nothing was changed now. Its recorded result:",
                 applied.plan_id
+            )?;
+        }
+        if applied.consumed_on == Some("clone") {
+            writeln!(
+                ui.out(),
+                "Consumed in this clone only: the policy sets `[remote] consumed_marker = false`, so no other clone is told this plan was applied{}",
+                if applied.command {
+                    "; another clone could run its command again"
+                } else {
+                    "; another clone's apply finds the refs gone (drift) and deletes nothing"
+                }
             )?;
         }
         ui.out().write_all(applied.human.as_bytes())?;
@@ -102,6 +116,10 @@ pub struct Applied {
     pub command: bool,
     /// A replay of an apply made in another clone: the remote its receipt came from.
     pub from_remote: Option<String>,
+    /// For a plan bound to a remote: `remote` when it is consumed there (the marker), `clone`
+    /// when in the applying clone only (`[remote] consumed_marker = false`), as the apply
+    /// recorded it. `apply --json` prints it as `consumed_on`.
+    pub consumed_on: Option<&'static str>,
     /// The human result.
     pub human: String,
     /// `{"receipt", "envelope"}`: what `guardctl --json apply` prints.
@@ -154,6 +172,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     let loaded = &cleared.loaded;
     let plan = &loaded.plan;
     let id = loaded.id_hex().to_string();
+    let is_exec = matches!(plan.operation, Operation::Exec(_));
     // What cannot be recorded is not done: a broken audit log refuses before any change.
     store.audit_intact(repo, &ctx.allowed_signers()?.0)?;
     let ex = Executor {
@@ -186,8 +205,9 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             plan_id: loaded.plan_id.clone(),
             replayed: true,
             unverified: false,
-            command: false,
+            command: is_exec,
             from_remote: None,
+            consumed_on: consumed_on(&store, &id, bound.is_some())?,
             human: crate::execute::recorded_result(&store, &id, &signers, false)?,
             json: crate::execute::recorded_result(&store, &id, &signers, true)?,
         });
@@ -199,8 +219,9 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         plan_id: loaded.plan_id.clone(),
         replayed: true,
         unverified: false,
-        command: false,
+        command: is_exec,
         from_remote: Some(r.remote),
+        consumed_on: Some("remote"),
         human: r.human,
         json: r.json,
     };
@@ -216,6 +237,11 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         )?
     {
         return Ok(replay(r));
+    }
+    if local.is_err() && store.read_file(&id, crate::execute::ABANDONED)?.is_some() {
+        // Abandoned here after its marker landed: other clones learn it from the record a
+        // recovery could not publish then.
+        crate::consume::publish_receipt(ctx, ui, &store, &id, bound.as_ref())?;
     }
     local?;
     let image = BeforeImage {
@@ -256,9 +282,15 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             Operation::Exec(e) => Some(e.command.clone()),
             Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
         },
+        // How this apply consumes the plan beyond this clone, as the policy in force says
+        // now: recorded, so that a recovery never reads a later policy to interpret it.
+        consumed_on: bound.as_ref().map(|r| RemoteConsumption {
+            remote: r.name.clone(),
+            url: r.url.clone(),
+            marker: policy.consumed_marker,
+        }),
     };
     let mut drift = || crate::gate::drift(ctx, loaded);
-    let consume_at = bound.as_ref().map(|r| r.url.as_str());
     let result = match &plan.operation {
         Operation::Exec(inputs) => ex.apply_exec(
             &id,
@@ -267,7 +299,6 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             crate::execute::Run {
                 inputs,
                 top: &repo.display_path(),
-                consume_at,
             },
             &mut drift,
         ),
@@ -291,6 +322,11 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
                     crate::gate::clock_skew(ctx),
                 )? {
                     Some(r) => return Ok(replay(r)),
+                    // Consumed in each applying clone only: the refs another clone deleted
+                    // first are drift here, with no receipt to print.
+                    None if e.kind == Kind::Drift && !policy.consumed_marker && !is_exec => {
+                        return Err(e.with_hint(crate::execute::CONSUMED_HERE_ONLY_HINT));
+                    }
                     None => return Err(e),
                 }
             }
@@ -308,6 +344,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         })?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     };
+    let consumed_on = consumed_on(&store, &id, bound.is_some())?;
     Ok(Applied {
         human: recorded("result.txt")?,
         json: recorded("result.json")?,
@@ -317,6 +354,16 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         unverified: !receipt.verified,
         command: receipt.exec.is_some(),
         from_remote: None,
+        consumed_on,
+    })
+}
+
+/// Where plan `id` is consumed, for `Applied::consumed_on`: `None` for a local plan.
+fn consumed_on(store: &Store, id: &str, bound: bool) -> Result<Option<&'static str>> {
+    Ok(match bound {
+        false => None,
+        true if crate::consume::with_marker(store, id)? => Some("remote"),
+        true => Some("clone"),
     })
 }
 

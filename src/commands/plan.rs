@@ -516,7 +516,7 @@ pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
         nonce: crate::plan::envelope::hex(&crate::fsutil::random_bytes::<16>()?),
     })?;
     let (file, plan_id) = crate::planfile::sign(&plan, &key)?;
-    let view = view::build(ViewInput {
+    let mut view = view::build(ViewInput {
         plan: &plan,
         plan_id: &plan_id,
         approvals: view::ApprovalsView::unapproved(&plan),
@@ -525,6 +525,9 @@ pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
         paging: Paging::Auto,
         show_all_skipped: false,
     });
+    if plan.operation.bound_to_remote().is_some() {
+        view.consumed_on = Some(if policy.consumed_marker { "remote" } else { "clone" });
+    }
     Ok(Made {
         plan,
         plan_id,

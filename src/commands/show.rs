@@ -74,6 +74,7 @@ pub fn view(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<view::ShowView> {
         paging,
         show_all_skipped: args.all,
     });
+    v.consumed_on = crate::gate::consumed_on(ctx, plan);
     // A page past the end is a mistake, not a request for the last page.
     if let Some(p) = args.page {
         let pages = v

@@ -50,6 +50,13 @@ struct RawPolicy {
     bulk: Option<RawBulk>,
     #[serde(default)]
     route: Vec<RawRoute>,
+    remote: Option<RawRemote>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRemote {
+    consumed_marker: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -209,6 +216,9 @@ impl Validator<'_> {
                 approvals: Some(self.requirement(&p, b.required, b.from)?),
                 across_plans: b.across_plans.unwrap_or(true),
             };
+        }
+        if let Some(r) = raw.remote {
+            p.consumed_marker = r.consumed_marker.unwrap_or(true);
         }
         let mut names = BTreeSet::new();
         for r in raw.route {
@@ -395,6 +405,18 @@ required = 1
         assert_eq!(p.routes.len(), 2);
         assert_eq!(p.routes[1].risk, vec![RiskLevel::Medium, RiskLevel::High]);
         assert!(p.routes[1].approvals.from.is_empty());
+    }
+
+    #[test]
+    fn the_consumed_marker_is_on_by_default_and_only_off_changes_the_hash() {
+        let on = parse("version = 1\n[remote]\nconsumed_marker = true\n").unwrap();
+        assert!(on.consumed_marker);
+        assert_eq!(on.hash().unwrap(), Policy::default().hash().unwrap());
+        let off = parse("version = 1\n[remote]\nconsumed_marker = false\n").unwrap();
+        assert!(!off.consumed_marker);
+        assert_ne!(off.hash().unwrap(), Policy::default().hash().unwrap());
+        let (line, m) = line_and_message("version = 1\n[remote]\nconsumed = false\n");
+        assert_eq!(line, Some(3), "{m}");
     }
 
     #[test]

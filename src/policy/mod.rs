@@ -60,6 +60,12 @@ pub struct Policy {
     pub bulk: Bulk,
     /// Every route that matches a resource applies to it.
     pub routes: Vec<Route>,
+    /// Whether an apply of a plan bound to a remote creates `refs/guardctl/consumed/<id>`
+    /// there (`[remote] consumed_marker`, on by default; docs/remote.md). Off, for a host
+    /// that refuses custom refs: such a plan is consumed in the applying clone only. Left out
+    /// of the policy hash while on, so policies written before the option keep their hash.
+    #[serde(skip_serializing_if = "is_true")]
+    pub consumed_marker: bool,
 }
 
 /// A number of approvals from distinct principals, drawn from the members of `from`.
@@ -127,6 +133,7 @@ impl Default for Policy {
                 across_plans: true,
             },
             routes: Vec::new(),
+            consumed_marker: true,
         }
     }
 }

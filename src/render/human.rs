@@ -50,6 +50,7 @@ fn header(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()> {
         ("expires", view.expires_at.clone()),
         ("risk", risk_line(&view.risk)),
         ("policy", policy_line(&view.policy)),
+        ("consumed", consumed_line(view)),
         ("approvals", approvals_line(&view.approvals)),
         ("part of", part_of_line(&view.approvals, view.resources)),
     ]
@@ -61,7 +62,7 @@ fn header(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()> {
         ("plan hash", view.plan_hash.clone()),
     ]);
     for (k, v) in rows {
-        if (k == "inputs" || k == "part of") && v.is_empty() {
+        if (k == "inputs" || k == "part of" || k == "consumed") && v.is_empty() {
             continue;
         }
         writeln!(w, "  {k:<10} {v}")?;
@@ -448,6 +449,16 @@ fn write_table(name_header: &str, rows: &[Row], w: &mut dyn Write) -> io::Result
     Ok(())
 }
 
+/// Where a plan bound to a remote is consumed (empty: a local plan, or unknown here).
+fn consumed_line(view: &ShowView) -> String {
+    match view.consumed_on {
+        Some("remote") => "on the remote (refs/guardctl/consumed/<id>): one apply across every clone".into(),
+        Some(_) if view.exec.is_some() => "in the applying clone only (policy: [remote] consumed_marker = false): every clone can run the command once".into(),
+        Some(_) => "in the applying clone only (policy: [remote] consumed_marker = false): a second clone's apply finds the refs gone (drift)".into(),
+        None => String::new(),
+    }
+}
+
 fn policy_line(p: &super::view::PolicyView) -> String {
     let status = match (p.status, &p.detail) {
         ("in_force", _) => "in force".to_string(),
@@ -728,6 +739,7 @@ mod tests {
             },
             exec: None,
             since: None,
+            consumed_on: None,
         }
     }
 

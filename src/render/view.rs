@@ -72,6 +72,12 @@ pub struct ShowView {
     pub exec: Option<ExecView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<super::since::SinceView>,
+    /// For a plan bound to a remote, under the policy in force: `remote` (consumed there,
+    /// `refs/guardctl/consumed/<id>`: one apply across every clone) or `clone` (the policy
+    /// sets `[remote] consumed_marker = false`: consumed in the applying clone only).
+    /// Absent for a local plan, or where that policy cannot be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumed_on: Option<&'static str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -475,6 +481,7 @@ pub fn build(input: ViewInput) -> ShowView {
             Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => None,
         },
         since: None,
+        consumed_on: None,
     }
 }
 

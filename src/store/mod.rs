@@ -197,6 +197,29 @@ pub struct BeforeImage {
     /// For an exec plan, the command it runs (nothing to restore: no ref is deleted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<Vec<String>>,
+    /// For a plan bound to a remote: where and how this apply consumed it beyond this clone,
+    /// recorded by the apply itself, so that `recover` never reads today's policy to interpret
+    /// yesterday's apply. Absent in images written before it existed (a remote's refs were
+    /// then always consumed with the marker; an exec plan's remote was not recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consumed_on: Option<RemoteConsumption>,
+}
+
+/// Where an apply consumed a plan bound to a remote (docs/remote.md). Untrusted on read like
+/// the rest of the image (bound to the consumed marker's signature once the plan is
+/// consumed): guardctl only ever pushes to the URL the clone's config for `remote` resolves
+/// to now, and only when that is the same repository as `url`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteConsumption {
+    /// The remote's name in this clone.
+    pub remote: String,
+    /// The one URL the plan was bound to, as the apply pushed to it.
+    pub url: String,
+    /// Whether the apply created `refs/guardctl/consumed/<id>` there (the policy's
+    /// `[remote] consumed_marker`). Without it the plan is consumed in this clone only, and
+    /// `recover` decides a remote's push by its refs (`git ls-remote`) instead.
+    pub marker: bool,
 }
 
 /// One annotated tag object of a before-image.

@@ -151,6 +151,32 @@ pub struct Consumed {
     pub nonce: Option<String>,
 }
 
+/// payloadType of the signed record of an exec apply abandoned before its command ran.
+pub const ABANDONED_PAYLOAD_TYPE: &str = "application/vnd.guardctl.abandoned.v1+json";
+
+/// The signed statement "the apply that consumed plan `plan_id` with this key was abandoned
+/// by `recover` before its command ran: the command was not run". Written next to the
+/// consumed marker when that marker had landed on the plan's remote, and published at
+/// `refs/guardctl/receipts/<id>` in place of a receipt, so every other clone learns the
+/// outcome instead of waiting for a receipt that never comes (docs/remote.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Abandoned {
+    pub plan_id: String,
+    pub plan_hash: String,
+    /// Who applied (the plan's executor), and the fingerprint of the key that consumed the
+    /// plan and signs this.
+    pub executor: String,
+    pub key: String,
+    /// When the plan was consumed (the marker's time) and when the apply was abandoned.
+    #[serde(with = "time::serde::rfc3339")]
+    pub consumed_at: OffsetDateTime,
+    #[serde(with = "time::serde::rfc3339")]
+    pub abandoned_at: OffsetDateTime,
+    /// Why, in words.
+    pub reason: String,
+}
+
 /// One journal line.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -296,6 +322,17 @@ pub fn check_image(image: &BeforeImage, id_hex: &str) -> Result<(), String> {
     if image.remote.is_some() && !image.config.is_empty() {
         return Err("a remote's before-image holds local config".into());
     }
+    match (&image.consumed_on, &image.remote, &image.command) {
+        (None, _, _) => {}
+        (Some(c), Some(remote), None) if c.remote == *remote => {}
+        (Some(_), None, Some(_)) => {}
+        (Some(c), _, _) => {
+            return Err(format!(
+                "it says the plan was consumed on remote `{}`, which is not this plan's",
+                c.remote
+            ));
+        }
+    }
     for (name, entries) in &image.config {
         if !seen.contains(format!("refs/heads/{name}").as_str()) {
             return Err(format!(
@@ -363,6 +400,7 @@ mod tests {
             )],
             tag_objects: vec![],
             command: None,
+            consumed_on: None,
         }
     }
 
@@ -489,7 +527,26 @@ mod tests {
         bad_ref.refs[0].refname = "refs/heads/../../config".into();
         let mut outside = image();
         outside.refs[0].refname = "refs/remotes/origin/main".into();
+        // A local plan, or a remote's plan said to be consumed on another remote.
+        let consumed_on = |remote: &str| {
+            Some(crate::store::RemoteConsumption {
+                remote: remote.into(),
+                url: "file:///elsewhere".into(),
+                marker: false,
+            })
+        };
+        let mut local_consumed = image();
+        local_consumed.consumed_on = consumed_on("origin");
+        let mut remote_elsewhere = image();
+        remote_elsewhere.config.clear();
+        remote_elsewhere.remote = Some("origin".into());
+        remote_elsewhere.consumed_on = consumed_on("mirror");
+        let mut remote_ok = remote_elsewhere.clone();
+        remote_ok.consumed_on = consumed_on("origin");
+        assert_eq!(check_image(&remote_ok, ID), Ok(()));
         for (what, bad) in [
+            ("a local plan consumed on a remote", local_consumed),
+            ("consumed on another remote", remote_elsewhere),
             ("main as backup", main_as_backup),
             ("other plan", other_plan),
             ("fsmonitor", fsmonitor),

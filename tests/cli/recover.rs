@@ -589,3 +589,154 @@ fn a_transaction_that_fails_after_the_plan_is_consumed_is_recorded_and_not_retri
         r.stderr
     );
 }
+
+/// A `remote-branches` plan (feature/done and fix/old on `origin`) made and approved under a
+/// policy, committed on the remote's default branch, that turns the consumed marker off; the
+/// remote refuses every `refs/guardctl/*` push, as the hosts this mode is for do.
+fn unmarked_remote_plan() -> (TestEnv, BTreeMap<String, String>) {
+    use std::os::unix::fs::PermissionsExt;
+    let env = crate::fixtures::remote_repo();
+    std::fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+    std::fs::write(
+        env.repo.join(".guardctl/policy.toml"),
+        "version = 1\n[remote]\nconsumed_marker = false\n",
+    )
+    .unwrap();
+    env.git(&["add", ".guardctl/policy.toml"]);
+    env.git(&["commit", "-q", "-m", "no consumed marker"]);
+    env.git(&["push", "-q", "origin", "main"]);
+    let hook = env.origin().join("hooks/pre-receive");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\nwhile read old new ref; do case \"$ref\" in refs/guardctl/*) echo \"no custom refs here\"; exit 1;; esac; done\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let r = env.run("alice", &["plan", "remote-branches", "--remote", "origin"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let oids = ["refs/heads/feature/done", "refs/heads/fix/old"]
+        .iter()
+        .map(|r| (r.to_string(), env.git(&["rev-parse", r])))
+        .collect();
+    (env, oids)
+}
+
+/// Which clean end state the remote is in: every planned branch there at its planned commit,
+/// or every one gone and kept by this clone's backup; panics on anything in between.
+fn remote_end_state(env: &TestEnv, oids: &BTreeMap<String, String>) -> End {
+    let heads = env.remote_branches();
+    let kept = backed_up(&env.repo);
+    let present = oids
+        .iter()
+        .filter(|(r, o)| heads.lines().any(|l| l == format!("{r} {o}")))
+        .count();
+    let guardctl = env.git_in(&env.origin(), &["for-each-ref", "refs/guardctl"]);
+    assert_eq!(guardctl, "", "nothing under refs/guardctl reached the remote");
+    match present {
+        2 => End::Untouched,
+        0 => {
+            for (r, o) in oids {
+                assert!(!heads.contains(r.as_str()), "{r} moved:\n{heads}");
+                assert!(kept.contains(o), "{r} is deleted without its backup");
+            }
+            End::Applied
+        }
+        _ => panic!("half applied:\n{heads}"),
+    }
+}
+
+#[test]
+fn kill_at_every_step_of_an_unmarked_remote_apply_then_recover_decides_by_the_refs() {
+    let cases = [
+        ("before-image-written", End::Untouched, 0),
+        ("consumed", End::Untouched, 10),
+        ("backup-created", End::Untouched, 10),
+        ("pushed", End::Applied, 0),
+        ("refs-committed", End::Applied, 0),
+        ("config-removed", End::Applied, 0),
+        ("done", End::Applied, 0),
+    ];
+    for (step, expected, next_apply) in cases {
+        let (env, oids) = unmarked_remote_plan();
+        let r = run(alice(&env, Some(step), &["apply", "plan.json"]));
+        assert!(killed(&r), "{step}: not killed: {}", r.transcript());
+        let r = run(alice(&env, None, &["recover"]));
+        assert_eq!(r.code, 0, "{step}: {}", r.transcript());
+        assert_eq!(
+            remote_end_state(&env, &oids),
+            expected,
+            "after a kill after {step}"
+        );
+        if step == "pushed" {
+            assert!(r.stdout.contains("the push had landed"), "{}", r.stdout);
+        }
+        if step == "consumed" || step == "backup-created" {
+            assert!(
+                r.stdout.contains("the push had not landed"),
+                "{step}: {}",
+                r.stdout
+            );
+        }
+        let r = run(alice(&env, None, &["apply", "plan.json"]));
+        assert_eq!(
+            r.code,
+            next_apply,
+            "{step}: apply after recovery: {}",
+            r.transcript()
+        );
+        assert_eq!(
+            remote_end_state(&env, &oids),
+            if step == "before-image-written" {
+                End::Applied
+            } else {
+                expected
+            }
+        );
+    }
+}
+
+#[test]
+fn an_unmarked_remote_apply_recovers_refs_half_gone_as_16_and_refs_gone_without_its_backup_as_abandoned() {
+    // Someone deletes one planned branch by hand while the apply is stopped after its backup:
+    // an atomic push leaves all or none, so recover refuses, naming both refs.
+    let (env, _) = unmarked_remote_plan();
+    let origin = env.origin();
+    let mut c = alice(&env, Some("backup-created"), &["apply", "plan.json"]);
+    c.env("GUARDCTL_TEST_EXEC_AT", "backup-created").env(
+        "GUARDCTL_TEST_EXEC",
+        format!(
+            "git --git-dir '{}' update-ref -d refs/heads/fix/old",
+            origin.display()
+        ),
+    );
+    assert!(killed(&run(c)));
+    let r = run(alice(&env, None, &["recover"]));
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(r.stderr.contains("gone: refs/heads/fix/old"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("still there: refs/heads/feature/done"),
+        "{}",
+        r.stderr
+    );
+    assert!(env.remote_branches().contains("feature/done"));
+
+    // Both deleted by someone else before this apply made its backup: it never pushed.
+    let (env, _) = unmarked_remote_plan();
+    let origin = env.origin();
+    let mut c = alice(&env, Some("consumed"), &["apply", "plan.json"]);
+    c.env("GUARDCTL_TEST_EXEC_AT", "consumed").env(
+        "GUARDCTL_TEST_EXEC",
+        format!(
+            "git --git-dir '{0}' update-ref -d refs/heads/fix/old && git --git-dir '{0}' update-ref -d refs/heads/feature/done",
+            origin.display()
+        ),
+    );
+    assert!(killed(&run(c)));
+    let r = run(alice(&env, None, &["recover"]));
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("nothing was deleted by it"), "{}", r.stdout);
+    let r = run(alice(&env, None, &["apply", "plan.json"]));
+    assert_eq!(r.code, 10, "{}", r.transcript());
+}

@@ -501,3 +501,338 @@ fn a_remotes_tags_are_consumed_on_the_remote_in_their_push_and_another_clone_rep
     assert!(!consumed_on_remote(&env, &plan).is_empty());
     human_replays_agree(&env, &clones, &plan);
 }
+
+/// Commit `.guardctl/policy.toml` with the consumed marker off on the remote's default branch
+/// (where the policy of a remote's plan is read), from the planning clone.
+fn marker_off(env: &TestEnv) {
+    fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+    fs::write(
+        env.repo.join(".guardctl/policy.toml"),
+        "version = 1\n\n[remote]\nconsumed_marker = false\n",
+    )
+    .unwrap();
+    env.git(&["add", ".guardctl/policy.toml"]);
+    env.git(&["commit", "-q", "-m", "no consumed marker"]);
+    env.git(&["push", "-q", "origin", "main"]);
+}
+
+#[test]
+fn a_host_refusing_guardctl_refs_is_named_with_the_opt_out_and_with_it_one_clone_deletes_and_another_drifts()
+{
+    let env = remote_repo();
+    let plan = remote_branches_plan(&env);
+    let before = env.remote_branches();
+    refuse_guardctl_refs(&env, true);
+    // Without the opt-out: a clear refusal naming the ref and the policy key; nothing deleted.
+    let r = env.run("alice", &["apply", plan.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(r.stderr.contains("refs/guardctl/consumed/"), "{}", r.stderr);
+    assert!(r.stderr.contains("consumed_marker = false"), "{}", r.stderr);
+    assert_eq!(env.remote_branches(), before);
+
+    // With it (the policy on the remote's default branch), a new plan: show says where it is
+    // consumed, one clone deletes the branches, a second is refused (drift) and deletes nothing.
+    marker_off(&env);
+    fs::remove_file(&plan).unwrap();
+    let plan = remote_branches_plan(&env);
+    let shown = env.run("alice", &["--json", "show", plan.to_str().unwrap()]);
+    assert_eq!(shown.json()["consumed_on"], "clone", "{}", shown.stdout);
+    let text = env.run("alice", &["show", plan.to_str().unwrap()]).stdout;
+    assert!(text.contains("in the applying clone only"), "{text}");
+    let clones = clones(&env, 2);
+    let first = run(alice_in(
+        &env,
+        &clones[0],
+        &[],
+        &["--json", "apply", plan.to_str().unwrap()],
+    ));
+    assert_eq!(first.code, 0, "{}", first.transcript());
+    assert_eq!(first.json()["consumed_on"], "clone");
+    assert_eq!(first.json()["receipt"]["deleted"].as_array().unwrap().len(), 2);
+    let after = env.remote_branches();
+    assert!(
+        !after.contains("feature/done") && !after.contains("fix/old"),
+        "{after}"
+    );
+    assert_eq!(published(&env), "", "nothing under refs/guardctl was pushed");
+    let second = run(alice_in(
+        &env,
+        &clones[1],
+        &[],
+        &["apply", plan.to_str().unwrap()],
+    ));
+    assert_eq!(second.code, 10, "{}", second.transcript());
+    assert!(
+        second.stderr.contains("consumed in the applying clone only"),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(env.remote_branches(), after, "the second clone deleted nothing");
+    // The first clone's replay says where the plan was consumed, then the recorded result.
+    let replay = run(alice_in(
+        &env,
+        &clones[0],
+        &[],
+        &["apply", plan.to_str().unwrap()],
+    ));
+    assert_eq!(replay.code, 0, "{}", replay.transcript());
+    let mut lines = replay.stdout.lines();
+    assert!(
+        lines.next().unwrap().starts_with("Replayed: "),
+        "{}",
+        replay.stdout
+    );
+    assert!(
+        lines.next().unwrap().starts_with("Consumed in this clone only: "),
+        "{}",
+        replay.stdout
+    );
+}
+
+#[test]
+fn without_the_marker_an_exec_plan_is_consumed_per_clone_and_says_so() {
+    let env = remote_repo();
+    marker_off(&env);
+    let (plan, counter) = counting_plan(&env);
+    let clones = clones(&env, 2);
+    for (i, clone) in clones.iter().enumerate() {
+        let r = run(alice_in(&env, clone, &[], &["apply", plan.to_str().unwrap()]));
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        assert!(
+            r.stdout.starts_with("Consumed in this clone only: ")
+                && r.stdout.contains("another clone could run its command again"),
+            "{}",
+            r.stdout
+        );
+        assert_eq!(lines(&counter), i + 1, "no guard across clones, as documented");
+    }
+    assert_eq!(published(&env), "");
+    // Once per clone still: a replay there runs nothing.
+    let r = run(alice_in(
+        &env,
+        &clones[0],
+        &[],
+        &["--json", "apply", plan.to_str().unwrap()],
+    ));
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        (r.json()["replayed"].clone(), r.json()["consumed_on"].clone()),
+        (true.into(), "clone".into())
+    );
+    assert_eq!(lines(&counter), 2);
+}
+
+#[test]
+fn an_exec_apply_killed_after_its_marker_landed_is_abandoned_by_recover_and_another_clone_is_told_at_once() {
+    let env = remote_repo();
+    let (plan, counter) = counting_plan(&env);
+    let plan_arg = plan.to_str().unwrap();
+    let clones = clones(&env, 2);
+    let killed = run(alice_in(
+        &env,
+        &clones[0],
+        &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
+        &["apply", plan_arg],
+    ));
+    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    assert!(!consumed_on_remote(&env, &plan).is_empty(), "the marker landed");
+    let r = run(alice_in(&env, &clones[0], &[], &["recover"]));
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("it was not run"), "{}", r.stdout);
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    let id = crate::fixtures::plan_id_of(&plan);
+    let hex = id.trim_start_matches("sha256:");
+    let record = item_on_remote(&env, &format!("refs/guardctl/receipts/{hex}"), "receipt.json");
+    assert!(
+        record.contains("application/vnd.guardctl.abandoned.v1+json"),
+        "{record}"
+    );
+    // The other clone, with the default --wait: refused at once (no waiting), naming who
+    // consumed the plan and that the command never ran.
+    let r = run(alice_in(&env, &clones[1], &[], &["--json", "apply", plan_arg]));
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(!r.stderr.contains("waiting"), "{}", r.stderr);
+    let e = &r.json()["error"];
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("alice@example.com"), "{message}");
+    assert!(message.contains("the command was never run"), "{message}");
+    assert_eq!(e["details"]["consumed_by"]["principal"], "alice@example.com");
+    assert_eq!(lines(&counter), 0, "nothing ran anywhere");
+    // In the clone that consumed it: aborted, as before.
+    let r = run(alice_in(&env, &clones[0], &[], &["apply", plan_arg]));
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert_eq!(lines(&counter), 0);
+}
+
+#[test]
+fn an_exec_apply_killed_after_its_command_finished_is_completed_by_recover_which_publishes_its_receipt() {
+    let env = remote_repo();
+    let (plan, counter) = counting_plan(&env);
+    let plan_arg = plan.to_str().unwrap();
+    let clones = clones(&env, 2);
+    let killed = run(alice_in(
+        &env,
+        &clones[0],
+        &[("GUARDCTL_TEST_CRASH_AFTER", "command-finished")],
+        &["apply", plan_arg],
+    ));
+    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    assert_eq!(lines(&counter), 1);
+    let r = run(alice_in(&env, &clones[0], &[], &["recover"]));
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("completed"), "{}", r.stdout);
+    let id = crate::fixtures::plan_id_of(&plan);
+    assert!(
+        published(&env).contains(&format!(
+            "refs/guardctl/receipts/{}",
+            id.trim_start_matches("sha256:")
+        )),
+        "{}",
+        published(&env)
+    );
+    let here = run(alice_in(
+        &env,
+        &clones[1],
+        &[],
+        &["apply", "--wait", "0", plan_arg],
+    ));
+    assert_eq!(here.code, 0, "{}", here.transcript());
+    assert!(
+        here.stderr.contains("applied in another clone"),
+        "{}",
+        here.stderr
+    );
+    let there = run(alice_in(&env, &clones[0], &[], &["apply", plan_arg]));
+    assert_eq!(there.code, 0, "{}", there.transcript());
+    assert_eq!(here.stdout, there.stdout, "byte for byte");
+    assert_eq!(lines(&counter), 1, "ran once");
+}
+
+/// Create `refname` on the remote as a one-file item (`file` holding `content`), by hand.
+fn push_item(env: &TestEnv, refname: &str, file: &str, content: &str) {
+    let scratch = env.path().join("scratch-item");
+    let _ = fs::remove_dir_all(&scratch);
+    env.git_in(env.path(), &["init", "-q", scratch.to_str().unwrap()]);
+    fs::write(scratch.join(file), content).unwrap();
+    env.git_in(&scratch, &["add", file]);
+    env.git_in(&scratch, &["commit", "-q", "-m", "by hand"]);
+    let url = format!("file://{}", env.origin().display());
+    env.git_in(&scratch, &["push", "-q", &url, &format!("HEAD:{refname}")]);
+}
+
+#[test]
+fn a_junk_or_foreign_signed_abandonment_record_never_reads_as_abandoned_or_applied() {
+    use base64::Engine;
+    let env = remote_repo();
+    let (plan, counter) = counting_plan(&env);
+    let plan_arg = plan.to_str().unwrap();
+    let id = crate::fixtures::plan_id_of(&plan);
+    let hex = id.trim_start_matches("sha256:").to_string();
+    let clones = clones(&env, 2);
+    // A genuine marker by alice lands; the apply dies before recording anything more.
+    let killed = run(alice_in(
+        &env,
+        &clones[0],
+        &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
+        &["apply", plan_arg],
+    ));
+    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    let marker: serde_json::Value = serde_json::from_str(&item_on_remote(
+        &env,
+        &format!("refs/guardctl/consumed/{hex}"),
+        "consumed.json",
+    ))
+    .unwrap();
+    let claims: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(marker["payload"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let plan_hash = crate::fixtures::payload_of(&plan)["plan_hash"].clone();
+    // Bob signs an abandonment record naming alice's key and consumption.
+    let ty = "application/vnd.guardctl.abandoned.v1+json";
+    let body = serde_json::json!({
+        "plan_id": id,
+        "plan_hash": plan_hash,
+        "executor": "alice@example.com",
+        "key": claims["key"],
+        "consumed_at": claims["created_at"],
+        "abandoned_at": claims["created_at"],
+        "reason": "forged",
+    })
+    .to_string();
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, body.len()).into_bytes();
+    pae.extend_from_slice(body.as_bytes());
+    let bob = env.key("bob");
+    let forged = serde_json::json!({
+        "payloadType": ty,
+        "payload": base64::engine::general_purpose::STANDARD.encode(&body),
+        "signatures": [{"keyid": crate::plan_file::fingerprint(&bob), "sig": crate::plan_file::ssh_sign(&bob, "guardctl-apply", &pae)}],
+    });
+    let receipts = format!("refs/guardctl/receipts/{hex}");
+    for record in [forged.to_string(), "junk".to_string()] {
+        let _ = env.git_in(&env.origin(), &["update-ref", "-d", &receipts]);
+        push_item(&env, &receipts, "receipt.json", &record);
+        let r = run(alice_in(
+            &env,
+            &clones[1],
+            &[],
+            &["--json", "apply", "--wait", "0", plan_arg],
+        ));
+        assert_eq!(r.code, 16, "{}", r.transcript());
+        let e = &r.json()["error"];
+        assert!(e["message"].as_str().unwrap().contains(&receipts), "{e}");
+        assert!(!e["message"].as_str().unwrap().contains("abandoned"), "{e}");
+        assert!(!r.stdout.contains("\"replayed\""), "{}", r.stdout);
+        assert_eq!(lines(&counter), 0, "nothing ran");
+    }
+}
+
+#[test]
+fn recover_publishes_an_abandonment_only_where_the_clone_still_points_and_only_with_the_consuming_key() {
+    let env = remote_repo();
+    let (plan, counter) = counting_plan(&env);
+    let clone = &clones(&env, 1)[0];
+    let killed = run(alice_in(
+        &env,
+        clone,
+        &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
+        &["apply", plan.to_str().unwrap()],
+    ));
+    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    let receipts = || env.git_in(&env.origin(), &["for-each-ref", "refs/guardctl/receipts"]);
+    // The clone's `origin` now names another repository: the before-image's URL is never
+    // pushed to, and neither is the new one; recover refuses naming both, settling nothing.
+    let elsewhere = env.path().join("elsewhere.git");
+    env.git_in(env.path(), &["init", "-q", "--bare", elsewhere.to_str().unwrap()]);
+    env.git_in(
+        clone,
+        &["remote", "set-url", "origin", elsewhere.to_str().unwrap()],
+    );
+    let r = run(alice_in(&env, clone, &[], &["recover"]));
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("elsewhere.git"), "{}", r.stderr);
+    assert!(r.stderr.contains("origin.git"), "{}", r.stderr);
+    assert_eq!(receipts(), "");
+    let url = format!("file://{}", env.origin().display());
+    env.git_in(clone, &["remote", "set-url", "origin", &url]);
+    // Another key may not sign the record for alice's consumption.
+    let mut bob = env.command();
+    bob.arg("-C")
+        .arg(clone)
+        .arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .arg("recover");
+    let r = run(bob);
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(r.stderr.contains("only the key that consumed it"), "{}", r.stderr);
+    assert_eq!(receipts(), "");
+    // Alice may: published, and nothing ever ran.
+    let r = run(alice_in(&env, clone, &[], &["recover"]));
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_ne!(receipts(), "");
+    assert_eq!(lines(&counter), 0);
+}
