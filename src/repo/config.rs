@@ -9,6 +9,9 @@ use crate::error::{Error, Result};
 use crate::text::safe;
 use std::collections::HashMap;
 
+/// Every `branch.<name>.*` entry (key, value) of the local config, by branch name.
+pub type BranchConfig = HashMap<String, Vec<(String, String)>>;
+
 impl Repo {
     /// A config value from the repository's full configuration (system, global, local; the
     /// last one wins, as for git); not for `branch.*` keys (see `branch_config`). Settings are read once per run, in one `git config` for
@@ -37,7 +40,7 @@ impl Repo {
     /// Every `branch.<name>.*` entry of the repository's local config, grouped by branch name,
     /// in file order. One pass over the config, whatever the number of branches. A key
     /// without a value (`[branch "x"] flag`) reads as the empty string.
-    pub fn branch_config(&self) -> Result<HashMap<String, Vec<(String, String)>>> {
+    pub fn branch_config(&self) -> Result<BranchConfig> {
         self.branch_config_later()
             .join()
             .map_err(|_| Error::internal("the thread reading the branches' config panicked"))?
@@ -45,9 +48,7 @@ impl Repo {
 
     /// [`Repo::branch_config`], read by git on another thread while this one goes on
     /// (planning walks the base's history meanwhile): `join` it for the entries.
-    pub fn branch_config_later(
-        &self,
-    ) -> std::thread::JoinHandle<Result<HashMap<String, Vec<(String, String)>>>> {
+    pub fn branch_config_later(&self) -> std::thread::JoinHandle<Result<BranchConfig>> {
         let git = self.config_process(&["--local", "--get-regexp", r"^branch\..*\.[^.]*$"]);
         std::thread::spawn(move || Ok(group_branch_entries(&config_output(git)?.unwrap_or_default())))
     }
@@ -195,7 +196,7 @@ pub(super) fn scoped_entries(out: &[u8]) -> Vec<(String, String, String)> {
         .collect()
 }
 
-fn group_branch_entries(out: &[u8]) -> HashMap<String, Vec<(String, String)>> {
+fn group_branch_entries(out: &[u8]) -> BranchConfig {
     let mut grouped: HashMap<String, Vec<(String, String)>> = HashMap::new();
     for (key, value) in entries(out) {
         let Some(branch) = key
