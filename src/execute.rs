@@ -1385,7 +1385,7 @@ pub fn trusted(store: &Store, id: &str, signers: &AllowedSigners) -> Result<(Bef
         return Ok((image, None));
     };
     let bad = |why: String| state::inconsistent(&path, why);
-    let (marker, verified, _): (Consumed, _, _) =
+    let (marker, verified, envelope): (Consumed, _, _) =
         verified_state(&path, &bytes, CONSUMED_PAYLOAD_TYPE, "marker")?;
     if marker.plan_id != image.plan_id || marker.before_image != digest {
         return Err(bad(format!(
@@ -1396,7 +1396,7 @@ pub fn trusted(store: &Store, id: &str, signers: &AllowedSigners) -> Result<(Bef
     if marker.key != verified.fingerprint {
         return Err(bad("it names another key than the one that signed it".into()));
     }
-    let principals = signers.principals_for(&verified.signer, APPLY_NAMESPACE, marker.created_at);
+    let principals = apply_principals(signers, &verified, &envelope, marker.created_at);
     if !principals.contains(&image.executor) {
         return Err(bad(format!(
             "it is signed by {} ({}), not by the plan's executor {}",
@@ -1456,7 +1456,7 @@ pub fn remote_marker(
 ) -> Result<Consumed> {
     let bad = |why: String| unverifiable(&item.refname, why);
     let bytes = item.bytes.as_ref().map_err(|why| bad(why.clone()))?;
-    let (marker, verified, _): (Consumed, _, _) =
+    let (marker, verified, envelope): (Consumed, _, _) =
         verified_with(bytes, CONSUMED_PAYLOAD_TYPE, "marker", &bad)?;
     if marker.plan_id != plan_id {
         return Err(bad(format!("it consumes {}", safe(&marker.plan_id))));
@@ -1477,7 +1477,7 @@ pub fn remote_marker(
     if marker.key != verified.fingerprint {
         return Err(bad("it names another key than the one that signed it".into()));
     }
-    let principals = signers.principals_for(&verified.signer, APPLY_NAMESPACE, marker.created_at);
+    let principals = apply_principals(signers, &verified, &envelope, marker.created_at);
     match executor {
         Some(e) if principals.iter().any(|p| p == e) => Ok(marker),
         _ => Err(bad(format!(
@@ -1491,6 +1491,28 @@ pub fn remote_marker(
             safe(executor.unwrap_or("(none)"))
         ))),
     }
+}
+
+/// Who the signer of a verified marker speaks for in `guardctl-apply` at `at`: its plain key,
+/// or the certificate its signature carries (a `cert-authority` line naming a principal the
+/// certificate lists, both valid at `at`), judged exactly as the gate judges the applying key.
+/// Not the bare key alone: an executor applying with a certificate of the day signs with a key
+/// no line lists, and its marker would read as nobody's.
+fn apply_principals(
+    signers: &AllowedSigners,
+    verified: &dsse::Verified,
+    envelope: &crate::plan::envelope::Envelope,
+    at: OffsetDateTime,
+) -> Vec<String> {
+    let certificate = envelope
+        .signatures
+        .first()
+        .and_then(|s| crate::sign::sshsig::certificate_of(&s.sig));
+    let signer = crate::sign::allowed_signers::Signer {
+        key: &verified.signer,
+        certificate: certificate.as_ref(),
+    };
+    signers.principals_at(signer, APPLY_NAMESPACE, &[at])
 }
 
 /// The result of a plan applied elsewhere, as a replay prints it (the same rendering as

@@ -49,8 +49,14 @@ impl Cleared {
 }
 
 /// Every approval envelope: those attached to the plan file, then detached ones, then the
-/// rejections and withdrawals recorded in this repository's state (each envelope once).
-fn approval_envelopes(ctx: &Ctx, loaded: &Loaded, extra: &[PathBuf]) -> Result<Vec<(String, Envelope)>> {
+/// rejections and withdrawals recorded in this repository's state, then those published on
+/// the team remote (each envelope once); and what blocks the plan on the remote (refs under
+/// its `rejections/` that cannot be verified: `published::Decisions::blocking`).
+fn approval_envelopes(
+    ctx: &Ctx,
+    loaded: &Loaded,
+    extra: &[PathBuf],
+) -> Result<crate::store::published::Decisions> {
     let mut out: Vec<(String, Envelope)> = loaded
         .file
         .approvals
@@ -62,10 +68,15 @@ fn approval_envelopes(ctx: &Ctx, loaded: &Loaded, extra: &[PathBuf]) -> Result<V
         out.push((p.display().to_string(), crate::planfile::load_envelope(p)?));
     }
     out.extend(recorded_decisions(ctx, loaded)?);
-    out.extend(published_decisions(ctx, loaded)?);
+    let published = published_decisions(ctx, loaded)?;
+    out.extend(published.envelopes);
     let mut seen = std::collections::HashSet::new();
     out.retain(|(_, e)| seen.insert(same_envelope(e)));
-    Ok(out)
+    Ok(crate::store::published::Decisions {
+        envelopes: out,
+        warnings: Vec::new(),
+        blocking: published.blocking,
+    })
 }
 
 /// What makes two copies of an envelope the same one (a rejection is in the plan file, in
@@ -81,16 +92,55 @@ fn same_envelope(e: &Envelope) -> (String, Vec<String>) {
 }
 
 /// The approvals, rejections and withdrawals of the plan published on the team remote
-/// (docs/remote.md), those that are what their refs say; the others are noted as warnings
+/// (docs/remote.md), those that are what their refs say, and what blocks the plan there (refs
+/// under its `rejections/` that cannot be verified); the others are noted as warnings
 /// (`Ctx::report_published`). None without a team remote. A remote that cannot be read is
 /// an error: it may hold a veto.
-pub fn published_decisions(ctx: &Ctx, loaded: &Loaded) -> Result<Vec<(String, Envelope)>> {
+pub fn published_decisions(ctx: &Ctx, loaded: &Loaded) -> Result<crate::store::published::Decisions> {
     let Some(snapshot) = ctx.published(loaded.id_hex())? else {
-        return Ok(vec![]);
+        return Ok(Default::default());
     };
-    let d = snapshot.decisions(loaded.id_hex())?;
-    ctx.note_published(d.warnings);
-    Ok(d.envelopes)
+    let mut d = snapshot.decisions(loaded.id_hex())?;
+    ctx.note_published(std::mem::take(&mut d.warnings));
+    Ok(d)
+}
+
+/// The refusal of a plan with refs under its `rejections/` on the remote that cannot be
+/// verified (`blocking`): fail closed, as for a veto (12), since such a ref may be a damaged
+/// or replaced rejection, and only whoever administers the remote can remove it. `judged` is
+/// the gate's own verdict: a refusal other than "unapproved" (expired, wrong principal, a
+/// policy) is that refusal, whatever blocks.
+fn blocked(blocking: &[String], judged: Result<ApprovalReport>) -> Result<ApprovalReport> {
+    if blocking.is_empty() {
+        return judged;
+    }
+    let why = match judged {
+        Err(e) if e.kind != Kind::Unapproved => return Err(e),
+        // A reviewer's own veto is said first, as it is; what blocks besides is a cause.
+        Err(e) if e.details["rejected_by"].as_array().is_some_and(|r| !r.is_empty()) => {
+            return Err(e.caused_by(format!(
+                "also blocked: {} cannot be verified as a rejection",
+                blocking.join("; ")
+            )));
+        }
+        Err(e) => Some(e.message),
+        Ok(_) => None,
+    };
+    let mut e = Error::new(
+        Kind::Unapproved,
+        format!(
+            "the plan is blocked: {} cannot be verified as a rejection, and is taken for a veto",
+            blocking.join("; ")
+        ),
+    )
+    .with_details(json!({"blocked_by": blocking}))
+    .with_hint(
+        "anyone who can push can create refs under refs/guardctl/rejections/ (docs/remote.md): ask whoever administers the remote to inspect that ref (`git fetch <remote> <ref> && git show FETCH_HEAD --stat`) and delete it if it is not a reviewer's rejection, or plan again",
+    );
+    if let Some(why) = why {
+        e = e.caused_by(why);
+    }
+    Err(e)
 }
 
 /// The plan `arg` names: a plan file when the path exists (as always), else a plan
@@ -198,8 +248,12 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
         }
     };
     // `show` works when the remote cannot be read; `apply` and `verify` refuse.
+    let mut blocked_by = Vec::new();
     let published: Vec<Envelope> = match published_decisions(ctx, loaded) {
-        Ok(p) => p.into_iter().map(|(_, e)| e).collect(),
+        Ok(p) => {
+            blocked_by = p.blocking;
+            p.envelopes.into_iter().map(|(_, e)| e).collect()
+        }
         Err(e) => {
             ctx.note_published([format!(
                 "the published approvals and rejections are left out: {}",
@@ -246,6 +300,7 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
         ctx.now,
     );
     let mut view = ApprovalsView::new(plan, &report, invalid);
+    view.blocked_by = blocked_by;
     view.part_of = part_of.map(|p| crate::render::view::PartOfView::new(&loaded.plan, &p));
     Ok(view)
 }
@@ -342,25 +397,30 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
         .with_hint("apply a plan in the repository (clone) it was made in, or re-run `guardctl plan` here"));
     }
     let (signers, _) = ctx.allowed_signers()?;
-    let approvals = check_approvals(&signers, &approval_envelopes(ctx, &loaded, extra)?, ctx.now)?;
+    let all = approval_envelopes(ctx, &loaded, extra)?;
+    let (envelopes, blocking) = (all.envelopes, all.blocking);
+    let approvals = check_approvals(&signers, &envelopes, ctx.now)?;
     let planner_principals = planner_principals(&signers, &loaded, ctx.now);
     let planner_keys = planner_keys(&signers, &loaded.plan);
     let applying_principals =
         applying.map(|k| signers.principals_at(k.signer(), APPLY_NAMESPACE, &[ctx.now]));
     let in_force = ctx.policy_for(loaded.plan.operation.bound_to_remote())?;
     let part_of = part_of(ctx, &loaded, &signers, &in_force.policy)?;
-    let report = judge(GateInput {
-        plan: &loaded.plan,
-        plan_id: &loaded.plan_id,
-        planner_principals: &planner_principals,
-        planner_keys: &planner_keys,
-        applying_principals: applying_principals.as_deref(),
-        approvals: &approvals,
-        policy: &in_force.policy,
-        policy_hash: &in_force.hash,
-        now: ctx.now,
-        part_of: part_of.as_ref(),
-    })?;
+    let report = blocked(
+        &blocking,
+        judge(GateInput {
+            plan: &loaded.plan,
+            plan_id: &loaded.plan_id,
+            planner_principals: &planner_principals,
+            planner_keys: &planner_keys,
+            applying_principals: applying_principals.as_deref(),
+            approvals: &approvals,
+            policy: &in_force.policy,
+            policy_hash: &in_force.hash,
+            now: ctx.now,
+            part_of: part_of.as_ref(),
+        }),
+    )?;
     let executor = applying_principals.and_then(|_| loaded.plan.executor.principal.clone());
     Ok(Cleared {
         loaded,

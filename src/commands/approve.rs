@@ -154,7 +154,7 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     let withdraws = match decision {
         Decision::Withdraw => {
             let mut recorded = crate::gate::recorded_decisions(ctx, &loaded)?;
-            recorded.extend(crate::gate::published_decisions(ctx, &loaded)?);
+            recorded.extend(crate::gate::published_decisions(ctx, &loaded)?.envelopes);
             let envelopes = loaded
                 .file
                 .approvals
@@ -203,7 +203,18 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     let standing = crate::gate::approval_status_with(ctx, &loaded, std::slice::from_ref(&env))?;
     // Published first: what the remote refuses is recorded nowhere, so a retry starts clean.
     let published = match &publish_to {
-        Some(remote) => Some(publish_decision(remote, &loaded, &env)?),
+        Some(remote) => {
+            let p = publish_decision(remote, &loaded, &env)?;
+            if let Some(taken) = &p.taken {
+                ui.warn(&format!(
+                    "{} on remote `{}` was taken by something that is not your decision: yours is published as {} instead (ask whoever administers the remote to inspect and delete the other)",
+                    safe(taken),
+                    safe(&remote.name),
+                    safe(&p.refname)
+                ));
+            }
+            Some((p.refname, p.published))
+        }
         None => None,
     };
     let written: Option<PathBuf> = match out {
@@ -292,20 +303,19 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
 }
 
 /// Publish a signed decision on `remote`, with the plan itself when the remote does not
-/// have it yet, in one atomic push. Returns the decision's ref and what the push did.
+/// have it yet, in one atomic push (under its fallback name when someone else took its own:
+/// `published::publish_decision`).
 fn publish_decision(
     remote: &crate::store::published::Remote,
     loaded: &Loaded,
     env: &crate::plan::envelope::Envelope,
-) -> Result<(String, crate::store::published::Published)> {
+) -> Result<crate::store::published::PublishedDecision> {
     use crate::store::published::{self, Item};
-    let decision = Item::decision(loaded.id_hex(), env)?;
-    let refname = decision.refname.clone();
-    let mut items = vec![decision];
-    if !published::has_plan(remote, loaded.id_hex())? {
-        items.insert(0, Item::plan(loaded.id_hex(), &loaded.file)?);
-    }
-    Ok((refname, published::publish(remote, &items, &[])?))
+    let plan = match published::has_plan(remote, loaded.id_hex())? {
+        true => None,
+        false => Some(Item::plan(loaded.id_hex(), &loaded.file)?),
+    };
+    published::publish_decision(remote, loaded.id_hex(), env, plan)
 }
 
 /// The plan as the approver must see it; on stderr with `--json` (stdout is the result).
@@ -350,6 +360,12 @@ fn standing_line(a: &view::ApprovalsView) -> String {
         return format!(
             "The plan is rejected (by {}): apply will refuse it.",
             a.rejected_by.join(", ")
+        );
+    }
+    if !a.blocked_by.is_empty() {
+        return format!(
+            "The plan is blocked by {}, taken for a veto: apply will refuse it.",
+            a.blocked_by.join("; ")
         );
     }
     let open: Vec<String> = a

@@ -178,6 +178,9 @@ fn why_not(
     if !approvals.rejected_by.is_empty() {
         return Some("it is rejected".into());
     }
+    if !approvals.blocked_by.is_empty() {
+        return Some("a ref under its rejections/ that cannot be verified blocks it".into());
+    }
     if approvals.approved_by.iter().any(|p| p == me) {
         return Some("you approved it".into());
     }

@@ -505,6 +505,12 @@ fn approvals_line(a: &super::view::ApprovalsView) -> String {
     if !a.rejected_by.is_empty() {
         parts.push(format!("REJECTED by {}", a.rejected_by.join(", ")));
     }
+    if !a.blocked_by.is_empty() {
+        parts.push(format!(
+            "BLOCKED (taken for a veto) by {}",
+            a.blocked_by.join("; ")
+        ));
+    }
     if !a.not_counted.is_empty() {
         parts.push(format!("not counted: {}", a.not_counted.join(", ")));
     }
@@ -604,6 +610,9 @@ pub fn render_inbox(v: &super::view::InboxView, color: bool, w: &mut dyn Write) 
             let by: Vec<String> = p.rejected_by.iter().map(|r| safe(r)).collect();
             writeln!(w, "  rejected by {}", by.join(", "))?;
         }
+        for b in &p.approvals.blocked_by {
+            writeln!(w, "  blocked (taken for a veto): {b}")?;
+        }
         for n in &p.still_needed {
             let from = match &n.from {
                 None => "any principal but the planner".to_string(),
@@ -611,7 +620,7 @@ pub fn render_inbox(v: &super::view::InboxView, color: bool, w: &mut dyn Write) 
             };
             writeln!(w, "  needs: {} {} more (from {from})", safe(&n.group), n.missing)?;
         }
-        if p.still_needed.is_empty() && p.rejected_by.is_empty() {
+        if p.still_needed.is_empty() && p.rejected_by.is_empty() && p.approvals.blocked_by.is_empty() {
             writeln!(w, "  every approval it needs is in place")?;
         }
         match (&p.may_approve, &p.why_not) {

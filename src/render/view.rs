@@ -99,6 +99,9 @@ pub struct ApprovalsView {
     pub not_counted: Vec<String>,
     /// Attached envelopes whose signature or payload is invalid.
     pub invalid: usize,
+    /// Refs under the plan's `rejections/` on the team remote that cannot be verified, each
+    /// with why (docs/remote.md): taken for a veto, `verify` and `apply` refuse the plan.
+    pub blocked_by: Vec<String>,
     /// The planner's other live plans this clone has seen (`bulk.across_plans`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub part_of: Option<PartOfView>,
@@ -211,6 +214,7 @@ impl ApprovalsView {
                 .map(|(p, why)| format!("{} ({})", safe(p), why.describe()))
                 .collect(),
             invalid,
+            blocked_by: Vec::new(),
             part_of: None,
             not_needed: crate::policy::changes_nothing(plan),
             comments: report
@@ -497,10 +501,12 @@ fn summary(plan: &Plan, plan_id: &str, expires_in: i64, approvals: &ApprovalsVie
             format!("Expires in {}", humanize(expires_in))
         },
         approvals.tally(),
-        if approvals.rejected_by.is_empty() {
-            ""
-        } else {
+        if !approvals.rejected_by.is_empty() {
             ", REJECTED"
+        } else if !approvals.blocked_by.is_empty() {
+            ", BLOCKED"
+        } else {
+            ""
         },
     )
 }

@@ -162,7 +162,24 @@ impl Scratch {
     }
 
     fn git(&self) -> Process {
-        let mut p = Process::new("git")
+        self.git_env(Process::new("git"))
+    }
+
+    /// git, run through `sh` with no file it writes allowed to grow past `max_file_bytes`
+    /// (`ulimit -f`, in 512-byte blocks): a write beyond it kills that git process
+    /// (`SIGXFSZ`). A lower limit already in force stays (raising it is not allowed, and
+    /// not wanted). Through `sh` because the crate runs no `unsafe` code to set the limit
+    /// itself.
+    fn git_capped(&self, max_file_bytes: u64) -> Process {
+        self.git_env(Process::new("sh").args([
+            "-c",
+            "ulimit -f \"$0\" 2>/dev/null; exec git \"$@\"",
+            &max_file_bytes.div_ceil(512).to_string(),
+        ]))
+    }
+
+    fn git_env(&self, p: Process) -> Process {
+        let mut p = p
             .current_dir(self.dir.path())
             .env_remove("GIT_DIR")
             .env_remove("GIT_WORK_TREE")
@@ -170,7 +187,10 @@ impl Scratch {
             .env_remove("GIT_ALTERNATE_OBJECT_DIRECTORIES")
             .env_remove("GIT_INDEX_FILE")
             .env_remove("GIT_NAMESPACE")
-            .env("GIT_TERMINAL_PROMPT", "0");
+            .env("GIT_TERMINAL_PROMPT", "0")
+            // A filtered fetch (below) leaves large blobs out and marks the remote a promisor:
+            // nothing may fetch them later behind guardctl's back.
+            .env("GIT_NO_LAZY_FETCH", "1");
         let own_ssh = std::env::var_os("GIT_SSH_COMMAND").is_some()
             || std::env::var_os("GIT_SSH").is_some()
             || self.transport.iter().any(|(k, _)| k == "core.sshcommand");
@@ -252,16 +272,31 @@ impl Scratch {
     /// Fetch the refs named by `patterns` (names, or globs such as `refs/guardctl/plans/*`)
     /// from `url` into this repository under the same names. A glob matching nothing is no
     /// error; a name that does not exist is.
-    pub fn fetch(&self, url: &str, patterns: &[String]) -> Result<()> {
+    ///
+    /// `limit` is the largest file anything fetched may hold; what a hostile ref can make
+    /// this fetch bring is capped, not only what is read afterwards:
+    /// - blobs larger than `limit` are not sent at all by a server that takes filters
+    ///   (`--filter=blob:limit`; [`Scratch::read_item`] then says the file is too large);
+    /// - from one that does not, the pack is written as one file (`transfer.unpackLimit=1`),
+    ///   and no file may grow past [`fetch_cap`]`(limit)`: git is stopped there, what it
+    ///   wrote is removed, and the answer is [`Fetch::Capped`] (nothing of this fetch is
+    ///   kept; fetch fewer refs).
+    pub fn fetch(&self, url: &str, patterns: &[String], limit: u64) -> Result<Fetch> {
         check_url(url)?;
+        let cap = fetch_cap(limit);
         let p = self
-            .git()
+            .git_capped(cap)
             .args([
+                "-c",
+                "fetch.unpackLimit=1",
+                "-c",
+                "transfer.unpackLimit=1",
                 "fetch",
                 "--quiet",
                 // Published items are parentless commits: one commit deep is all of one,
                 // and a hostile ref pointing into a long history brings no more.
                 "--depth=1",
+                &format!("--filter=blob:limit={limit}"),
                 "--no-tags",
                 "--no-write-fetch-head",
                 "--no-auto-gc",
@@ -269,10 +304,36 @@ impl Scratch {
                 url,
             ])
             .args(patterns.iter().map(|pat| format!("+{pat}:{pat}")));
-        p.checked(None).map_err(|e| {
-            e.with_hint("check the remote's URL and your access to it (`git ls-remote <remote>`)")
-        })?;
-        Ok(())
+        match p.checked(None) {
+            Ok(_) => Ok(Fetch::Done),
+            Err(e) => {
+                if self.remove_capped(cap)? {
+                    return Ok(Fetch::Capped);
+                }
+                Err(e.with_hint("check the remote's URL and your access to it (`git ls-remote <remote>`)"))
+            }
+        }
+    }
+
+    /// After a failed fetch: whether it stopped at the cap (a file it was writing reached
+    /// `cap` bytes); the files it left behind are removed either way.
+    fn remove_capped(&self, cap: u64) -> Result<bool> {
+        let dir = self.dir.path().join("objects/pack");
+        let mut capped = false;
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(Error::io("read the directory", &dir)(e)),
+        };
+        for entry in entries.flatten() {
+            if !entry.file_name().to_string_lossy().starts_with("tmp_") {
+                continue;
+            }
+            let path = entry.path();
+            capped |= entry.metadata().is_ok_and(|m| m.len() >= cap.div_ceil(512) * 512);
+            std::fs::remove_file(&path).map_err(Error::io("remove", &path))?;
+        }
+        Ok(capped)
     }
 
     /// The refs under `prefix` here, sorted by name, with what they point at. Names that are
@@ -307,6 +368,12 @@ impl Scratch {
             _ => return Err(format!("commit {oid} does not hold exactly one file `{name}`")),
         };
         let odb = self.git.odb().map_err(|e| e.message().to_string())?;
+        if !odb.exists(entry.id()) {
+            // A filtered fetch leaves out only blobs over its limit.
+            return Err(format!(
+                "`{name}` in commit {oid} is too large: the fetch left it out"
+            ));
+        }
         let (size, kind) = odb.read_header(entry.id()).map_err(|e| e.message().to_string())?;
         if kind != git2::ObjectType::Blob {
             return Err(format!("`{name}` in commit {oid} is not a file"));
@@ -320,6 +387,22 @@ impl Scratch {
             .map_err(|e| e.message().to_string())?;
         Ok(blob.content().to_vec())
     }
+}
+
+/// What a [`Scratch::fetch`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fetch {
+    /// Every ref asked for is here.
+    Done,
+    /// The pack would have been larger than the cap: nothing was kept.
+    Capped,
+}
+
+/// The most a fetch of files of at most `limit` bytes may write to one file: a pack holding
+/// such a file compressed (zlib can grow incompressible data a little), its commit and tree,
+/// with room to spare.
+pub fn fetch_cap(limit: u64) -> u64 {
+    limit + limit / 64 + 1024 * 1024
 }
 
 /// The refs `git ls-remote` lists at `url` for `patterns`, validated (nothing is stored).
@@ -515,11 +598,14 @@ mod tests {
         s.push(&url, &[RefUpdate::create("refs/guardctl/plans/aa", good)])
             .unwrap();
         let r = Scratch::new(vec![]).unwrap();
-        r.fetch(
-            &url,
-            &["refs/guardctl/plans/*".into(), "refs/guardctl/none/*".into()],
-        )
-        .unwrap();
+        let fetched = r
+            .fetch(
+                &url,
+                &["refs/guardctl/plans/*".into(), "refs/guardctl/none/*".into()],
+                1024,
+            )
+            .unwrap();
+        assert_eq!(fetched, Fetch::Done);
         let refs = r.refs("refs/guardctl/plans/").unwrap();
         assert_eq!(refs, vec![("refs/guardctl/plans/aa".to_string(), good)]);
         assert_eq!(r.read_item(good, "plan.json", 10).unwrap(), b"{}");

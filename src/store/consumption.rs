@@ -55,18 +55,27 @@ pub fn list(remote: &Remote, id_hex: &str) -> Result<(Option<Oid>, Option<Oid>)>
 /// The consumed marker and receipt of plan `id_hex` on `remote`, fetched into a private
 /// scratch repository and read; `None` when the plan is not consumed there.
 pub fn read(remote: &Remote, id_hex: &str) -> Result<Option<Consumption>> {
-    let (Some(_), receipt) = list(remote, id_hex)? else {
+    let (Some(marker), receipt) = list(remote, id_hex)? else {
         return Ok(None);
     };
     let scratch = Scratch::new(remote.transport.clone())?;
-    let mut wanted = vec![consumed_ref(id_hex)];
-    if receipt.is_some() {
-        wanted.push(receipt_ref(id_hex));
+    let mut wanted = vec![(consumed_ref(id_hex), marker)];
+    if let Some(oid) = receipt {
+        wanted.push((receipt_ref(id_hex), oid));
     }
-    scratch
-        .fetch(&remote.url, &wanted)
-        .map_err(|e| cannot_read(remote, e))?;
+    let too_large =
+        published::fetch_capped(&scratch, &remote.url, &wanted).map_err(|e| cannot_read(remote, e))?;
     let item = |refname: String, kind: ItemKind, limit: u64| -> Result<Option<RemoteItem>> {
+        if let Some((refname, oid)) = too_large.iter().find(|(r, _)| *r == refname) {
+            return Ok(Some(RemoteItem {
+                bytes: Err(format!(
+                    "its `{}` is larger than any published item can be: it was not fetched",
+                    kind.file()
+                )),
+                refname: refname.clone(),
+                oid: *oid,
+            }));
+        }
         Ok(scratch
             .refs(&refname)?
             .into_iter()

@@ -11,6 +11,11 @@
 //! | `refs/guardctl/approvals/<id>/<fpr>` | `approval.json`: one signed approval |
 //! | `refs/guardctl/rejections/<id>/<fpr>` | `rejection.json`: one signed rejection |
 //! | `refs/guardctl/withdrawals/<id>/<fpr>` | `withdrawal.json`: one signed withdrawal |
+//!
+//! A decision whose `<fpr>` name someone else took first (with anything but that key's own
+//! decision of that kind for that plan) is published under `<fpr>-<digest>` instead, where
+//! `<digest>` is the first 16 hex digits of the SHA-256 of its file: a name nobody can take
+//! before the envelope exists ([`publish_decision`]).
 //! | `refs/guardctl/consumed/<id>` | `consumed.json`: the signed consumed marker (who applied it, when) |
 //! | `refs/guardctl/receipts/<id>` | `receipt.json`: the signed receipt (what happened), after the apply |
 //!
@@ -23,8 +28,11 @@
 //! (`planfile`: size cap, strict parse, signature, validation) and must have the id its ref
 //! names; an envelope must verify, be about the plan its ref names, carry the decision its
 //! ref kind names, and be signed by the key its ref names. Anything else is left out with a
-//! warning (a junk ref denies nothing but itself). Who a key speaks for, and whether an
-//! approval counts, is the gate's business, exactly as for an envelope in a plan file.
+//! warning, except under `rejections/<id>/`: there, anything that is not a rejection this
+//! module can verify is *blocking* ([`Decisions::blocking`]), and `verify` and `apply`
+//! refuse the plan while it is there (fail closed: junk could be a veto someone damaged or
+//! replaced). Who a key speaks for, and whether an approval counts, is the gate's business,
+//! exactly as for an envelope in a plan file.
 
 use crate::error::{Error, Kind, Result};
 use crate::plan::approval::{APPROVAL_NAMESPACE, Approval, Decision};
@@ -109,6 +117,33 @@ pub fn decision_ref(kind: ItemKind, id_hex: &str, fpr_hex: &str) -> String {
     format!("{ROOT}{}/{id_hex}/{fpr_hex}", kind.dir())
 }
 
+/// `refs/guardctl/{approvals,rejections,withdrawals}/<id>/<fpr>-<digest>`: where a decision
+/// goes when its `<fpr>` name was taken by something else; `<digest>` is the first 16 hex
+/// digits of the SHA-256 of `bytes`, the decision's file.
+pub fn fallback_decision_ref(kind: ItemKind, id_hex: &str, fpr_hex: &str, bytes: &[u8]) -> String {
+    let digest = crate::plan::envelope::sha256_id(bytes);
+    let digest = digest.trim_start_matches("sha256:");
+    format!(
+        "{}-{}",
+        decision_ref(kind, id_hex, fpr_hex),
+        &digest[..DIGEST_HEX]
+    )
+}
+
+/// Hex digits of the file's SHA-256 in a fallback decision name (64 bits: nobody can take
+/// the name of an envelope before it exists, and none collides by chance).
+const DIGEST_HEX: usize = 16;
+
+/// The key fingerprint a decision ref's last component names: `<fpr>` or `<fpr>-<digest>`.
+fn fpr_of_name(name: &str) -> Option<&str> {
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    let (fpr, digest) = match name.split_once('-') {
+        Some((f, d)) => (f, Some(d)),
+        None => (name, None),
+    };
+    (hex(fpr, 64) && digest.is_none_or(|d| hex(d, DIGEST_HEX))).then_some(fpr)
+}
+
 /// The ref-safe fingerprint of a key: hex of the SHA-256 of its public key blob (what the
 /// `SHA256:` base64 form encodes, which has `/` and `+` in it).
 pub fn key_hex(key: &ssh_key::PublicKey) -> String {
@@ -155,21 +190,15 @@ impl Item {
             bytes: json_file(&file)?,
         })
     }
+}
 
-    /// A signed approval, rejection or withdrawal of plan `id_hex`, under the key that
-    /// signed it.
-    pub fn decision(id_hex: &str, env: &Envelope) -> Result<Item> {
-        let v = dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE)
-            .map_err(|e| Error::internal("cannot read back the envelope just signed").caused_by(e))?;
-        let a: Approval = serde_json::from_slice(&v.payload)
-            .map_err(|e| Error::internal("cannot read back the envelope just signed").caused_by(e))?;
-        let kind = ItemKind::of_decision(a.decision);
-        Ok(Item {
-            kind,
-            refname: decision_ref(kind, id_hex, &key_hex(&v.signer)),
-            bytes: json_file(env)?,
-        })
-    }
+/// The kind of a signed decision and the ref-safe fingerprint of the key that signed it.
+fn decision_of(env: &Envelope) -> Result<(ItemKind, String)> {
+    let v = dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE)
+        .map_err(|e| Error::internal("cannot read back the envelope just signed").caused_by(e))?;
+    let a: Approval = serde_json::from_slice(&v.payload)
+        .map_err(|e| Error::internal("cannot read back the envelope just signed").caused_by(e))?;
+    Ok((ItemKind::of_decision(a.decision), key_hex(&v.signer)))
 }
 
 fn json_file(value: &impl serde::Serialize) -> Result<Vec<u8>> {
@@ -191,6 +220,79 @@ pub struct Published {
 /// own expectations. A remote or hook that refuses a ref is `policy` too, naming the ref, the
 /// remote's message and the file fallback. Nothing is half-published.
 pub fn publish(remote: &Remote, items: &[Item], extra: &[RefUpdate]) -> Result<Published> {
+    let report = push(remote, items, extra)?;
+    outcome(remote, items, &report)
+}
+
+/// Where a decision was published (its ref) and what the push did.
+#[derive(Debug)]
+pub struct PublishedDecision {
+    pub refname: String,
+    pub published: Published,
+    /// The decision's own name, when someone else had taken it first (with anything but this
+    /// key's own decision of this kind for this plan): the decision went to `refname`, its
+    /// fallback name, instead.
+    pub taken: Option<String>,
+}
+
+/// Publish a signed decision of plan `id_hex` (with `plan` first, when the remote does not
+/// have the plan yet) in one atomic push, create-only, under `<kind>/<id>/<fpr>`. When that
+/// name is taken by this key's own earlier decision of this kind for this plan, it stands:
+/// `policy` (14), as for any published item. When it is taken by anything else (anyone who
+/// can push can create it first, to silence this key's veto), the decision is published
+/// under its fallback name `<fpr>-<digest>` ([`fallback_decision_ref`]), which nobody can
+/// take before the envelope exists; readers read both names.
+pub fn publish_decision(
+    remote: &Remote,
+    id_hex: &str,
+    env: &Envelope,
+    plan: Option<Item>,
+) -> Result<PublishedDecision> {
+    let (kind, fpr) = decision_of(env)?;
+    let bytes = json_file(env)?;
+    let primary = decision_ref(kind, id_hex, &fpr);
+    let mut items: Vec<Item> = plan.into_iter().collect();
+    items.push(Item {
+        kind,
+        refname: primary.clone(),
+        bytes: bytes.clone(),
+    });
+    let report = push(remote, &items, &[])?;
+    let taken = !report.ok && report.outcome(&primary) == Some(&RefOutcome::Stale);
+    if !taken {
+        return Ok(PublishedDecision {
+            published: outcome(remote, &items, &report)?,
+            refname: primary,
+            taken: None,
+        });
+    }
+    // What holds the name: this key's own decision stands as it is; anything else does not
+    // keep this one off the remote.
+    let there = Snapshot::fetch(remote, Scope::Plan(id_hex.to_string()))?;
+    let own = there
+        .scratch
+        .refs(&primary)?
+        .into_iter()
+        .find(|(r, _)| *r == primary)
+        .is_some_and(|(_, oid)| there.decision(kind, id_hex, &fpr, oid).is_ok());
+    if own {
+        outcome(remote, &items, &report)?;
+        return Err(Error::internal("git refused the push but reported no refusal"));
+    }
+    let fallback = fallback_decision_ref(kind, id_hex, &fpr, &bytes);
+    if let Some(last) = items.last_mut() {
+        last.refname = fallback.clone();
+    }
+    let report = push(remote, &items, &[])?;
+    Ok(PublishedDecision {
+        published: outcome(remote, &items, &report)?,
+        refname: fallback,
+        taken: Some(primary),
+    })
+}
+
+/// One atomic push of `items` (create-only) and `extra`, from a new scratch repository.
+fn push(remote: &Remote, items: &[Item], extra: &[RefUpdate]) -> Result<publish::PushReport> {
     let scratch = Scratch::new(remote.transport.clone())?;
     let mut updates = Vec::with_capacity(items.len() + extra.len());
     for item in items {
@@ -200,7 +302,11 @@ pub fn publish(remote: &Remote, items: &[Item], extra: &[RefUpdate]) -> Result<P
         ));
     }
     updates.extend(extra.iter().cloned());
-    let report = scratch.push(&remote.url, &updates)?;
+    scratch.push(&remote.url, &updates)
+}
+
+/// What a push of `items` did, or why it did not land (see [`publish`]).
+fn outcome(remote: &Remote, items: &[Item], report: &publish::PushReport) -> Result<Published> {
     let mut out = Published::default();
     if report.ok {
         for (r, o) in &report.refs {
@@ -233,11 +339,10 @@ pub fn publish(remote: &Remote, items: &[Item], extra: &[RefUpdate]) -> Result<P
             ),
         )
         .with_details(serde_json::json!({"refs": stale, "remote": remote.name}))
-        // Not "your earlier decision stands" alone: anyone who can push may have taken the
-        // ref first with junk (a rejection pre-empted that way is no veto for other clones),
-        // and a reviewer told it stands would believe their veto is in force.
+        // A decision whose name someone else took goes under its fallback name
+        // (`publish_decision`): a decision refused here is held off by this key's own.
         .with_hint(format!(
-            "see what is there with `git ls-remote {} 'refs/guardctl/*'`. If it is your own earlier decision, it stands as it is; if `guardctl show` warns that the ref is ignored, someone else took it and your decision is NOT on the remote: tell the executor (pass it to them as a file) and ask whoever administers the remote to delete that ref",
+            "see what is there with `git ls-remote {} 'refs/guardctl/*'` and `guardctl show`. A decision of yours published earlier stands as it is (to change your mind, `guardctl reject --withdraw`, or ask for a new plan); anything else there must be deleted by whoever administers the remote",
             safe(&remote.name)
         )));
     }
@@ -304,11 +409,13 @@ impl Scope {
         let id_ok = |id: &str| crate::store::state::is_plan_id_hex(id) && self.covers(id);
         match parts.as_slice() {
             [dir, id] => (*dir == "plans" || *dir == "consumed" || *dir == "receipts") && id_ok(id),
-            [dir, id, fpr] => {
+            // Anything under a plan's rejections is read: what cannot be verified there
+            // blocks the plan (`Decisions::blocking`), whatever its name.
+            ["rejections", id, _, ..] => id_ok(id),
+            [dir, id, name] => {
                 ItemKind::DECISIONS.iter().any(|k| k.dir() == *dir)
                     && id_ok(id)
-                    && fpr.len() == 64
-                    && fpr.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+                    && fpr_of_name(name).is_some()
             }
             _ => false,
         }
@@ -327,6 +434,60 @@ pub struct Snapshot {
     pub remote: Remote,
     pub scope: Scope,
     scratch: Scratch,
+    /// Refs listed but not fetched: what they hold is larger than any item can be.
+    too_large: Vec<(String, Oid)>,
+}
+
+/// The largest file of any published item (a plan file or a receipt): what one fetch of
+/// published items may bring per file (`Scratch::fetch`).
+pub const MAX_ITEM_BYTES: u64 = MAX_FILE_BYTES;
+
+/// The largest file an item under `refname` may hold.
+fn item_limit(refname: &str) -> u64 {
+    let dir = refname.strip_prefix(ROOT).and_then(|r| r.split('/').next());
+    match dir {
+        Some("plans") | Some("receipts") => MAX_ITEM_BYTES,
+        _ => MAX_ENVELOPE_BYTES,
+    }
+}
+
+/// Why an item left unfetched cannot be read.
+fn too_large_why(file: &str) -> String {
+    format!(
+        "its `{file}` is larger than any published item can be (the fetch stopped at {} bytes)",
+        publish::fetch_cap(MAX_ITEM_BYTES)
+    )
+}
+
+/// `(ref, commit)` as listed, for the `wanted` refs.
+fn listed_of(listed: &[(String, Oid)], wanted: &[String]) -> Vec<(String, Oid)> {
+    listed
+        .iter()
+        .filter(|(r, _)| wanted.contains(r))
+        .cloned()
+        .collect()
+}
+
+/// Fetch `refs` (as listed, with their commits) from `url` into `scratch`, no file of more
+/// than an item's size cap: all in one fetch when that stays within the cap of the largest
+/// item, else one ref at a time, each within its own kind's cap. Returns the refs left
+/// unfetched because they hold more than that (a hostile pusher's huge blob costs at most
+/// the cap, once for the first fetch and once for its own). Any other failure is an error.
+pub fn fetch_capped(scratch: &Scratch, url: &str, refs: &[(String, Oid)]) -> Result<Vec<(String, Oid)>> {
+    if refs.is_empty() {
+        return Ok(vec![]);
+    }
+    let names: Vec<String> = refs.iter().map(|(r, _)| r.clone()).collect();
+    if scratch.fetch(url, &names, MAX_ITEM_BYTES)? == publish::Fetch::Done {
+        return Ok(vec![]);
+    }
+    let mut too_large = Vec::new();
+    for (r, oid) in refs {
+        if scratch.fetch(url, std::slice::from_ref(r), item_limit(r))? == publish::Fetch::Capped {
+            too_large.push((r.clone(), *oid));
+        }
+    }
+    Ok(too_large)
 }
 
 /// A published plan's envelopes that passed this module's checks, and warnings about those
@@ -336,6 +497,11 @@ pub struct Decisions {
     /// `(where, envelope)`: `where` names the ref for messages.
     pub envelopes: Vec<(String, Envelope)>,
     pub warnings: Vec<String>,
+    /// Refs under `rejections/<id>/` that are not a rejection this module can verify, each
+    /// `<ref> on <remote>: <why>` (escaped). Fail closed: `verify` and `apply` refuse the
+    /// plan while one is there (it may be a damaged or replaced veto); only whoever
+    /// administers the remote can remove it.
+    pub blocking: Vec<String>,
 }
 
 /// A plan's consumed marker on the remote.
@@ -362,25 +528,50 @@ impl Snapshot {
             .ls_remote(&remote.url, &scope.patterns())
             .map_err(cannot)?;
         let wanted: Vec<String> = listed
-            .into_iter()
-            .map(|(r, _)| r)
+            .iter()
+            .map(|(r, _)| r.clone())
             .filter(|r| scope.holds(r))
             .collect();
-        if !wanted.is_empty() {
-            scratch.fetch(&remote.url, &wanted).map_err(cannot)?;
-        }
+        let too_large = fetch_capped(&scratch, &remote.url, &listed_of(&listed, &wanted)).map_err(cannot)?;
         Ok(Snapshot {
             remote: remote.clone(),
             scope,
             scratch,
+            too_large,
         })
+    }
+
+    /// The ref `refname` if it was listed but left unfetched as too large, with its commit.
+    fn too_large(&self, refname: &str) -> Option<Oid> {
+        self.too_large.iter().find(|(r, _)| r == refname).map(|(_, o)| *o)
+    }
+
+    /// The refs under `prefix`: those fetched, and those left out as too large (sorted).
+    fn listed(&self, prefix: &str) -> Result<Vec<(String, Oid)>> {
+        let mut refs = self.scratch.refs(prefix)?;
+        refs.extend(
+            self.too_large
+                .iter()
+                .filter(|(r, _)| r.starts_with(prefix))
+                .cloned(),
+        );
+        refs.sort();
+        Ok(refs)
+    }
+
+    /// The one file of the item `refname` (commit `oid`), of at most `limit` bytes; `Err` says
+    /// why it is not readable, a ref left unfetched as too large included.
+    fn read(&self, refname: &str, oid: Oid, file: &str, limit: u64) -> std::result::Result<Vec<u8>, String> {
+        if self.too_large(refname).is_some() {
+            return Err(too_large_why(file));
+        }
+        self.scratch.read_item(oid, file, limit)
     }
 
     /// The ids (hex) of the plans published here, sorted.
     pub fn plan_ids(&self) -> Result<Vec<String>> {
         Ok(self
-            .scratch
-            .refs(&format!("{ROOT}plans/"))?
+            .listed(&format!("{ROOT}plans/"))?
             .into_iter()
             .filter_map(|(r, _)| r.strip_prefix(&format!("{ROOT}plans/")).map(String::from))
             .filter(|id| crate::store::state::is_plan_id_hex(id))
@@ -390,8 +581,7 @@ impl Snapshot {
     /// Whether plan `id_hex` is published here (whatever its ref holds).
     pub fn has_plan(&self, id_hex: &str) -> bool {
         let r = plan_ref(id_hex);
-        self.scratch
-            .refs(&r)
+        self.listed(&r)
             .is_ok_and(|refs| refs.iter().any(|(n, _)| *n == r))
     }
 
@@ -403,18 +593,12 @@ impl Snapshot {
     /// published; `Err` (invalid_plan, 65) when what is there is not a valid plan with that id.
     pub fn plan(&self, id_hex: &str) -> Result<Option<Loaded>> {
         let refname = plan_ref(id_hex);
-        let Some((_, oid)) = self
-            .scratch
-            .refs(&refname)?
-            .into_iter()
-            .find(|(r, _)| *r == refname)
-        else {
+        let Some((_, oid)) = self.listed(&refname)?.into_iter().find(|(r, _)| *r == refname) else {
             return Ok(None);
         };
         let name = self.name(&refname);
         let bytes = self
-            .scratch
-            .read_item(oid, ItemKind::Plan.file(), MAX_FILE_BYTES)
+            .read(&refname, oid, ItemKind::Plan.file(), MAX_FILE_BYTES)
             .map_err(|why| {
                 Error::invalid_plan(format!("{name}: {why}")).with_hint(
                     "what is published there is not a plan guardctl published; ask the planner to plan again",
@@ -437,10 +621,17 @@ impl Snapshot {
         let mut out = Decisions::default();
         for kind in ItemKind::DECISIONS {
             let dir = format!("{ROOT}{}/{id_hex}/", kind.dir());
-            for (refname, oid) in self.scratch.refs(&dir)? {
-                let fpr = &refname[dir.len()..];
-                match self.decision(kind, id_hex, fpr, oid) {
+            for (refname, oid) in self.listed(&dir)? {
+                let checked = match fpr_of_name(&refname[dir.len()..]) {
+                    Some(_) if self.too_large(&refname).is_some() => Err(too_large_why(kind.file())),
+                    Some(fpr) => self.decision(kind, id_hex, fpr, oid),
+                    None => Err("its name is not a key fingerprint (`<fpr>` or `<fpr>-<digest>`)".into()),
+                };
+                match checked {
                     Ok(env) => out.envelopes.push((self.name(&refname), env)),
+                    Err(why) if kind == ItemKind::Rejection => out
+                        .blocking
+                        .push(format!("{}: {why}", safe(&self.name(&refname)))),
                     Err(why) => out
                         .warnings
                         .push(format!("ignored {}: {why}", safe(&self.name(&refname)))),
@@ -481,14 +672,11 @@ impl Snapshot {
     pub fn consumed(&self, id_hex: &str) -> Result<Option<ConsumedItem>> {
         let refname = consumed_ref(id_hex);
         Ok(self
-            .scratch
-            .refs(&refname)?
+            .listed(&refname)?
             .into_iter()
             .find(|(r, _)| *r == refname)
             .map(|(refname, oid)| ConsumedItem {
-                marker: self
-                    .scratch
-                    .read_item(oid, ItemKind::Consumed.file(), MAX_RECEIPT_BYTES),
+                marker: self.read(&refname, oid, ItemKind::Consumed.file(), MAX_RECEIPT_BYTES),
                 refname,
                 oid,
             }))
@@ -574,6 +762,28 @@ pub(super) mod tests {
                 &id,
                 &"0".repeat(64)
             )));
+        }
+        let fpr = "0".repeat(64);
+        let fallback = fallback_decision_ref(ItemKind::Rejection, &id, &fpr, b"x");
+        let digest = crate::plan::envelope::sha256_id(b"x");
+        assert_eq!(
+            fallback,
+            format!("refs/guardctl/rejections/{id}/{fpr}-{}", &digest[7..23])
+        );
+        assert!(crate::repo::is_valid_refname(&fallback));
+        assert_eq!(
+            fpr_of_name(fallback.rsplit('/').next().unwrap()),
+            Some(fpr.as_str())
+        );
+        assert_eq!(fpr_of_name(&fpr), Some(fpr.as_str()));
+        for bad in [
+            "",
+            "junk",
+            &fpr[1..],
+            &format!("{fpr}-"),
+            &format!("{fpr}-0123456789ABCDEF"),
+        ] {
+            assert_eq!(fpr_of_name(bad), None, "{bad}");
         }
         assert_eq!(id_hex_of(&format!("sha256:{}", "A".repeat(64))), Some(id.clone()));
         assert_eq!(id_hex_of("abc"), None);
@@ -671,6 +881,12 @@ pub(super) mod tests {
         assert!(!mine.holds(&plan_ref(&other)));
         assert!(!mine.holds(&format!("refs/other/refs/guardctl/plans/{id}")));
         assert!(!mine.holds(&format!("refs/guardctl/approvals/{id}/short")));
+        assert!(mine.holds(&format!("refs/guardctl/approvals/{id}/{fpr}-0123456789abcdef")));
+        assert!(!mine.holds(&format!("refs/guardctl/approvals/{id}/{fpr}-0123")));
+        // Under rejections, anything is read (and blocks unless it verifies).
+        assert!(mine.holds(&format!("refs/guardctl/rejections/{id}/short")));
+        assert!(mine.holds(&format!("refs/guardctl/rejections/{id}/a/b")));
+        assert!(!mine.holds(&format!("refs/guardctl/rejections/{other}/short")));
         assert!(!mine.holds(&format!("refs/guardctl/junk/{id}")));
         assert!(Scope::All.holds(&consumed_ref(&other)));
     }

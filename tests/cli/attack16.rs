@@ -377,7 +377,7 @@ fn inbox_leaves_out_a_plan_whose_key_the_trusted_identities_do_not_give_the_plan
 }
 
 #[test]
-fn a_rejection_pre_empted_by_junk_under_its_ref_tells_the_reviewer_it_is_not_published() {
+fn a_rejection_pre_empted_by_junk_under_its_ref_is_published_under_its_fallback_name() {
     let (env, [planner, _bob, carol, _executor]) = team();
     let id = publish(&env, &planner, "plan.json", &[]);
     // The planner takes carol's rejection ref first, with junk.
@@ -394,14 +394,17 @@ fn a_rejection_pre_empted_by_junk_under_its_ref_tells_the_reviewer_it_is_not_pub
         "carol",
         &["--json", "reject", &id[..12], "--comment", "no"],
     );
-    assert_eq!(r.code, 14, "{}", r.transcript());
-    let hint = r.json()["error"]["details"]["hint"].as_str().unwrap().to_string();
-    assert!(hint.contains("your decision is NOT on the remote"), "{hint}");
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let taken = format!("refs/guardctl/rejections/{id}/{}", key_hex(&env, "carol"));
     assert!(
-        r.stderr.contains("ignored refs/guardctl/rejections/"),
+        r.stderr.contains(&format!(
+            "{taken} on remote `origin` was taken by something that is not your decision"
+        )),
         "{}",
         r.stderr
     );
+    let published = r.json()["published"]["ref"].as_str().unwrap().to_string();
+    assert!(published.starts_with(&format!("{taken}-")), "{published}");
 }
 
 #[test]

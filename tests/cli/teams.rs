@@ -448,3 +448,406 @@ fn a_published_rejection_cannot_be_shadowed_by_its_payload_re_signed_with_anothe
         r.stderr
     );
 }
+
+/// guardctl in `dir` with `key` (a path: a user certificate with its private key beside it)
+/// and the team's allowed-signers file.
+fn run_key_in(env: &TestEnv, dir: &Path, key: &Path, args: &[&str]) -> Run {
+    let mut c = env.command();
+    c.arg("--key")
+        .arg(key)
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .arg("-C")
+        .arg(dir)
+        .args(args);
+    crate::fixtures::run(c)
+}
+
+#[test]
+fn an_executor_signing_with_a_certificate_is_replayed_in_another_clone_not_refused() {
+    let t = team();
+    // dave applies with a key of the day, certified for dave@example.com by the team's CA.
+    let cert = t.env.certified_key("dave_today", "dave@example.com");
+    let id = t.publish_plan();
+    for (dir, user) in [(&t.bob, "bob"), (&t.carol, "carol")] {
+        let r = t.env.run_in(dir, user, &["approve", &id, "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let second = t.env.clones(&["second"]).pop().unwrap();
+    let r = run_key_in(&t.env, &t.executor, &cert, &["--json", "apply", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let applied = r.json();
+    assert_eq!(
+        remote_branch_names(&t.env),
+        ["feature/live", "main", "release/1.0"]
+    );
+    // Another runner of dave's, in another clone: the marker and receipt the certificate
+    // signed are dave's, so it prints that receipt as a replay.
+    let r = run_key_in(&t.env, &second, &cert, &["--json", "apply", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let replayed = r.json();
+    assert_eq!(replayed["replayed"], true, "{replayed:#}");
+    assert_eq!(replayed["receipt"], applied["receipt"]);
+    // And in the clone that applied it, as ever.
+    let r = run_key_in(&t.env, &t.executor, &cert, &["--json", "apply", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.json()["replayed"], true);
+}
+
+/// Create `refname` on the team's remote holding a parentless commit of the one file `name`
+/// with `bytes` (what anyone with push access can do).
+fn push_item(env: &TestEnv, refname: &str, name: &str, bytes: &[u8]) {
+    let dir = env.path().join(format!("pusher-{}", refname.replace('/', "-")));
+    env.git_in(env.path(), &["init", "-q", dir.to_str().unwrap()]);
+    std::fs::write(dir.join(name), bytes).unwrap();
+    env.git_in(&dir, &["add", name]);
+    env.git_in(&dir, &["commit", "-q", "-m", "pushed by hand"]);
+    let url = format!("file://{}", env.origin().display());
+    env.git_in(&dir, &["push", "-q", &url, &format!("HEAD:{refname}")]);
+}
+
+#[test]
+fn a_consumed_marker_signed_with_a_certificate_for_another_principal_is_refused() {
+    use base64::Engine;
+    let t = team();
+    let dave = t.env.certified_key("dave_today", "dave@example.com");
+    // eve's certificate comes from the same CA, which the allowed signers trust for eve.
+    let eve = t.env.certified_key("eve_today", "eve@example.com");
+    let id = t.publish_plan();
+    let hex = id.trim_start_matches("sha256:");
+    for (dir, user) in [(&t.bob, "bob"), (&t.carol, "carol")] {
+        assert_eq!(t.env.run_in(dir, user, &["approve", &id, "--yes"]).code, 0);
+    }
+    // eve signs a consumed marker for dave's plan with her certificate and pushes it.
+    let key = crate::plan_file::fingerprint(&eve);
+    let body = serde_json::json!({
+        "plan_id": id, "before_image": format!("sha256:{}", "0".repeat(64)), "key": key,
+        "created_at": crate::fixtures::NOW, "nonce": "0".repeat(32),
+    });
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let ty = "application/vnd.guardctl.consumed.v1+json";
+    let mut pae = format!("DSSEv1 {} {} {} ", ty.len(), ty, bytes.len()).into_bytes();
+    pae.extend_from_slice(&bytes);
+    let sig = crate::plan_file::ssh_sign(&eve, "guardctl-apply", &pae);
+    let marker = serde_json::json!({"payloadType": ty,
+        "payload": base64::engine::general_purpose::STANDARD.encode(&bytes),
+        "signatures": [{"keyid": key, "sig": sig}]});
+    let consumed = format!("refs/guardctl/consumed/{hex}");
+    push_item(&t.env, &consumed, "consumed.json", marker.to_string().as_bytes());
+    // dave's apply does not take it for dave's: 16 naming the ref and whom it speaks for.
+    let r = run_key_in(&t.env, &t.executor, &dave, &["apply", prefix(&id)]);
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(r.stderr.contains(&consumed), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "it is signed by {key} (eve@example.com), not by the plan's executor dave@example.com"
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stdout.contains("Replayed"), "{}", r.stdout);
+    assert_eq!(
+        remote_branch_names(&t.env),
+        ["feature/done", "feature/live", "fix/old", "main", "release/1.0"]
+    );
+}
+
+/// The ref-safe fingerprint of fixture key `user` (hex of the SHA-256 of its public key
+/// blob): the last part of its decision refs.
+fn fpr_hex(env: &TestEnv, user: &str) -> String {
+    use base64::Engine;
+    let fp = crate::plan_file::fingerprint(&env.key(user));
+    let raw = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(fp.trim_start_matches("SHA256:"))
+        .unwrap();
+    raw.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A junk commit (one empty file) at `refname` on the team's remote.
+fn junk_at(env: &TestEnv, refname: &str) {
+    push_item(env, refname, "junk.txt", b"not a decision\n");
+}
+
+#[test]
+fn junk_at_a_reviewers_rejection_ref_does_not_silence_the_veto_they_publish() {
+    let t = team();
+    let id = t.publish_plan();
+    let hex = id.trim_start_matches("sha256:");
+    assert_eq!(t.env.run_in(&t.bob, "bob", &["approve", &id, "--yes"]).code, 0);
+    // Someone with push access takes carol's rejection name first.
+    let taken = format!("refs/guardctl/rejections/{hex}/{}", fpr_hex(&t.env, "carol"));
+    junk_at(&t.env, &taken);
+    let r = t.env.run_in(
+        &t.carol,
+        "carol",
+        &["--json", "reject", prefix(&id), "--comment", "not now"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains(&format!("{taken} on remote `origin` was taken")),
+        "{}",
+        r.stderr
+    );
+    let published = r.json()["published"]["ref"].as_str().unwrap().to_string();
+    assert!(
+        published.starts_with(&format!("{taken}-")) && published.len() == taken.len() + 17,
+        "{published}"
+    );
+    let refs = t.origin_refs();
+    assert!(refs.contains(&taken) && refs.contains(&published), "{refs}");
+    // Every other clone sees carol's veto, said first, with the junk named besides.
+    for cmd in ["verify", "apply"] {
+        let r = t.env.run_in(&t.executor, "mallory", &[cmd, prefix(&id)]);
+        assert_eq!(r.code, 12, "{cmd}: {}", r.transcript());
+        assert!(
+            r.stderr.contains("rejected by carol@example.com: not now"),
+            "{cmd}: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains(&format!("also blocked: {taken}")),
+            "{cmd}: {}",
+            r.stderr
+        );
+    }
+    let v = t.inbox(&t.bob, "bob");
+    assert_eq!(
+        v["plans"][0]["rejected_by"],
+        serde_json::json!(["carol@example.com"])
+    );
+    assert_eq!(
+        remote_branch_names(&t.env),
+        ["feature/done", "feature/live", "fix/old", "main", "release/1.0"]
+    );
+}
+
+#[test]
+fn junk_alone_under_a_plans_rejections_blocks_apply_and_nothing_is_deleted() {
+    let t = team();
+    let id = t.publish_plan();
+    let hex = id.trim_start_matches("sha256:");
+    for (dir, user) in [(&t.bob, "bob"), (&t.carol, "carol")] {
+        assert_eq!(t.env.run_in(dir, user, &["approve", &id, "--yes"]).code, 0);
+    }
+    // Not even a fingerprint for a name: still read, still blocking.
+    let junk = format!("refs/guardctl/rejections/{hex}/junk");
+    junk_at(&t.env, &junk);
+    let before = t.origin_refs();
+    for cmd in ["verify", "apply"] {
+        let r = t
+            .env
+            .run_in(&t.executor, "mallory", &["--json", cmd, prefix(&id)]);
+        assert_eq!(r.code, 12, "{cmd}: {}", r.transcript());
+        let e = r.json();
+        let msg = e["error"]["message"].as_str().unwrap();
+        assert!(
+            msg.starts_with("the plan is blocked:") && msg.contains(&junk),
+            "{cmd}: {e:#}"
+        );
+        assert_eq!(
+            e["error"]["details"]["blocked_by"].as_array().unwrap().len(),
+            1,
+            "{e:#}"
+        );
+        assert!(
+            e["error"]["details"]["hint"]
+                .as_str()
+                .unwrap()
+                .contains("administers the remote"),
+            "{e:#}"
+        );
+    }
+    assert_eq!(
+        remote_branch_names(&t.env),
+        ["feature/done", "feature/live", "fix/old", "main", "release/1.0"]
+    );
+    assert_eq!(t.origin_refs(), before, "a ref on the remote changed");
+    // show and inbox say so; nobody is asked to approve it.
+    let r = t.env.run_in(&t.bob, "bob", &["show", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("BLOCKED"), "{}", r.stdout);
+    let v = t.inbox(&t.bob, "bob");
+    let plan = &v["plans"][0];
+    assert_eq!(plan["may_approve"], false, "{v:#}");
+    assert!(
+        plan["approvals"]["blocked_by"][0]
+            .as_str()
+            .unwrap()
+            .contains(&junk),
+        "{v:#}"
+    );
+    let r = t.env.run_in(&t.bob, "bob", &["inbox"]);
+    assert!(r.stdout.contains("blocked (taken for a veto)"), "{}", r.stdout);
+}
+
+#[test]
+fn junk_under_a_plans_approvals_counts_for_nothing_and_does_not_keep_an_approval_off() {
+    let t = team();
+    let id = t.publish_plan();
+    let hex = id.trim_start_matches("sha256:");
+    // Junk at both reviewers' approval names, and under a name that is no fingerprint.
+    for user in ["bob", "carol"] {
+        junk_at(
+            &t.env,
+            &format!("refs/guardctl/approvals/{hex}/{}", fpr_hex(&t.env, user)),
+        );
+    }
+    junk_at(&t.env, &format!("refs/guardctl/approvals/{hex}/junk"));
+    let r = t.env.run_in(&t.executor, "mallory", &["verify", prefix(&id)]);
+    assert_eq!(r.code, 12, "junk counted as an approval: {}", r.transcript());
+    assert!(!r.stderr.contains("blocked"), "{}", r.stderr);
+    // bob approves twice (his name is taken, so each lands under its own fallback name):
+    // he still counts once.
+    for comment in ["first", "second"] {
+        let r = t
+            .env
+            .run_in(&t.bob, "bob", &["approve", &id, "--yes", "--comment", comment]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let r = t
+        .env
+        .run_in(&t.executor, "mallory", &["--json", "verify", prefix(&id)]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    let e = r.json();
+    assert_eq!(
+        e["error"]["details"]["approved_by"],
+        serde_json::json!(["bob@example.com"])
+    );
+    assert_eq!(e["error"]["details"]["groups"][0]["missing"], 1, "{e:#}");
+    assert_eq!(
+        t.env.run_in(&t.carol, "carol", &["approve", &id, "--yes"]).code,
+        0
+    );
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", prefix(&id)]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        remote_branch_names(&t.env),
+        ["feature/live", "main", "release/1.0"]
+    );
+}
+
+/// `git` in `dir` with `input` on stdin; its stdout, trimmed.
+fn git_stdin(dir: &Path, args: &[&str], input: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new("git")
+        .current_dir(dir)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// guardctl as `user` in `dir`, where no file may grow past `max_file_bytes` (`ulimit -f`,
+/// for guardctl and everything it runs): a fetch that wrote more than that would fail.
+fn run_capped(env: &TestEnv, dir: &Path, user: &str, max_file_bytes: u64, args: &[&str]) -> Run {
+    let plain = env.command();
+    let mut c = std::process::Command::new("sh");
+    c.args([
+        "-c",
+        "ulimit -f \"$0\" && exec \"$@\"",
+        &max_file_bytes.div_ceil(512).to_string(),
+        env!("CARGO_BIN_EXE_guardctl"),
+        "--key",
+    ])
+    .arg(env.key(user))
+    .arg("--allowed-signers")
+    .arg(env.allowed_signers())
+    .arg("-C")
+    .arg(dir)
+    .args(args)
+    .env_clear()
+    .current_dir(plain.get_current_dir().unwrap());
+    for (k, v) in plain.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    crate::fixtures::run(c)
+}
+
+#[test]
+fn a_huge_blob_under_plans_is_left_out_as_too_large_without_being_fetched_and_other_plans_are_listed() {
+    const MIB: u64 = 1024 * 1024;
+    let t = team();
+    let id = t.publish_plan();
+    let origin = t.env.origin();
+    // 200 MB that do not compress, stored as they are (quicker to make and to send).
+    let junk = t.env.path().join("junk.bin");
+    {
+        use std::io::Write;
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&junk).unwrap());
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..(200 * MIB / 8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            w.write_all(&x.to_le_bytes()).unwrap();
+        }
+    }
+    t.env.git_in(&origin, &["config", "core.compression", "0"]);
+    t.env.git_in(&origin, &["config", "pack.compression", "0"]);
+    let blob = t.env.git_in(
+        &origin,
+        &["hash-object", "-w", "--no-filters", junk.to_str().unwrap()],
+    );
+    std::fs::remove_file(&junk).unwrap();
+    let tree = git_stdin(
+        &origin,
+        &["mktree"],
+        format!("100644 blob {blob}\tplan.json\n").as_bytes(),
+    );
+    let commit = t.env.git_in(&origin, &["commit-tree", &tree, "-m", "huge"]);
+    let huge = "f".repeat(64);
+    t.env.git_in(
+        &origin,
+        &["update-ref", &format!("refs/guardctl/plans/{huge}"), &commit],
+    );
+
+    let check = |r: &Run| {
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let v = r.json();
+        let listed: Vec<&str> = v["plans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["plan_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(listed, [id.as_str()], "{v:#}");
+        assert_eq!(v["left_out"]["invalid"], 1, "{v:#}");
+        assert!(
+            r.stderr
+                .contains(&format!("left out: refs/guardctl/plans/{huge}"))
+                && r.stderr.contains("`plan.json`"),
+            "{}",
+            r.stderr
+        );
+    };
+    // A server that does not filter (file:// as set up): the fetch is stopped at the cap
+    // (128 MiB and a little), never the 200 MB; run where no file may pass 136 MiB.
+    let r = run_capped(&t.env, &t.bob, "bob", 136 * MIB, &["--json", "inbox"]);
+    check(&r);
+    assert!(
+        r.stderr.contains("larger than any published item"),
+        "{}",
+        r.stderr
+    );
+    // A server that filters: the blob is never sent; run where no file may pass 8 MiB.
+    t.env
+        .git_in(&origin, &["config", "uploadpack.allowFilter", "true"]);
+    let r = run_capped(&t.env, &t.bob, "bob", 8 * MIB, &["--json", "inbox"]);
+    check(&r);
+    assert!(
+        r.stderr.contains("too large: the fetch left it out"),
+        "{}",
+        r.stderr
+    );
+    // Named by id, it is 65 (not a plan guardctl can read), whatever the server.
+    let r = t.env.run_in(&t.bob, "bob", &["show", &huge]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+}
