@@ -47,6 +47,9 @@ pub struct Repo {
     /// git's commit-graph file, loaded on first use by a [`Reads::Fast`] walk; shared with
     /// the worker handles of [`Repo::worker`].
     commit_graph: std::sync::OnceLock<Option<std::sync::Arc<commit_graph::CommitGraph>>>,
+    /// Worker handles opened ahead of need ([`Repo::open_workers`]), taken by
+    /// [`Repo::worker`].
+    spare: std::sync::Mutex<Vec<Repository>>,
 }
 
 /// Facts about one commit, as a plan records them.
@@ -126,14 +129,18 @@ impl Repo {
             settings: Default::default(),
             admin: Default::default(),
             commit_graph: Default::default(),
+            spare: Default::default(),
         })
     }
 
     /// Another handle on the same repository for a worker thread (a libgit2 repository must
     /// not be shared between threads), sharing the loaded commit-graph. Reads objects only.
     pub fn worker(&self) -> Result<Repo> {
-        let git = Repository::open(self.git.path())?;
-        git.set_config(&git2::Config::new()?)?;
+        let spare = self.spare.lock().ok().and_then(|mut s| s.pop());
+        let git = match spare {
+            Some(git) => git,
+            None => self.open_handle()?,
+        };
         let commit_graph = std::sync::OnceLock::new();
         if let Some(g) = self.commit_graph.get() {
             let _ = commit_graph.set(g.clone());
@@ -143,7 +150,17 @@ impl Repo {
             settings: Default::default(),
             admin: Default::default(),
             commit_graph,
+            spare: Default::default(),
         })
+    }
+
+    /// A handle on this repository with libgit2's copy of the config dropped (see
+    /// [`Repo::open`]). Opening parses the whole config: tens of megabytes, for a moment, at
+    /// 50,000 `[branch]` sections.
+    fn open_handle(&self) -> Result<Repository> {
+        let git = Repository::open(self.git.path())?;
+        git.set_config(&git2::Config::new()?)?;
+        Ok(git)
     }
 
     /// git's commit-graph, when the repository has a readable one. Not in a shallow

@@ -13,6 +13,24 @@ const MIN_PER_THREAD: usize = 256;
 const MAX_THREADS: usize = 4;
 
 impl Repo {
+    /// Open now the worker handles [`Repo::in_parallel`] will use, before the caller loads
+    /// something large: opening a handle parses the whole repository config, and `apply` at
+    /// 50,000 `[branch]` sections peaked with that parse on top of the parsed plan. Best
+    /// effort: a handle that cannot be opened now is opened (and its error reported) when
+    /// needed.
+    pub fn open_workers(&self) {
+        let wanted = threads_for(usize::MAX).saturating_sub(1);
+        let Ok(mut spare) = self.spare.lock() else {
+            return;
+        };
+        while spare.len() < wanted {
+            match self.open_handle() {
+                Ok(git) => spare.push(git),
+                Err(_) => return,
+            }
+        }
+    }
+
     /// `f` over every item, on up to as many threads as there are cores; this thread uses
     /// `self`, each other thread its own [`Repo::worker`] handle.
     pub fn in_parallel<T, R, F>(&self, items: &[T], f: F) -> Result<Vec<R>>
@@ -21,8 +39,7 @@ impl Repo {
         R: Send,
         F: Fn(&Repo, &T) -> Result<R> + Sync,
     {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let threads = cores.min(MAX_THREADS).min(items.len() / MIN_PER_THREAD).max(1);
+        let threads = threads_for(items.len());
         if threads == 1 {
             return items.iter().map(|t| f(self, t)).collect();
         }
@@ -50,6 +67,12 @@ impl Repo {
     }
 }
 
+/// How many threads `items` items are split over.
+fn threads_for(items: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.min(MAX_THREADS).min(items / MIN_PER_THREAD).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -65,5 +88,19 @@ mod tests {
         let threads: std::collections::HashSet<_> = got.iter().map(|(_, t)| *t).collect();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         assert_eq!(threads.len(), cores.clamp(1, 4));
+    }
+
+    #[test]
+    fn workers_opened_ahead_are_the_ones_a_parallel_run_takes() {
+        let tmp = tempfile::tempdir().unwrap();
+        git2::Repository::init(tmp.path()).unwrap();
+        let repo = super::Repo::open(Some(tmp.path())).unwrap();
+        repo.open_workers();
+        let opened = repo.spare.lock().unwrap().len();
+        assert_eq!(opened, super::threads_for(usize::MAX) - 1);
+        let items: Vec<u32> = (0..5_000).collect();
+        let got = repo.in_parallel(&items, |_, &i| Ok(i * 2)).unwrap();
+        assert_eq!(got, items.iter().map(|i| i * 2).collect::<Vec<_>>());
+        assert_eq!(repo.spare.lock().unwrap().len(), 0, "every spare handle was used");
     }
 }
