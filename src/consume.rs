@@ -54,7 +54,8 @@ fn team_remote(ctx: &Ctx, id: &str) -> Result<Option<Remote>> {
 }
 
 /// Publish the outcome of the plan applied here — its signed receipt, or for an exec apply
-/// `recover` abandoned after its marker landed, the signed record of that
+/// `recover` abandoned after its marker landed (before or while its command ran), the signed
+/// record of that
 /// (`execute::ABANDONED`) — with its consumed marker, for a local plan, whose marker was never
 /// pushed: to the plan's remote, or the team remote when publishing is on. `bound` is the
 /// plan's remote, `None` for a local plan; a remote's plan consumed in this clone only (no
@@ -89,10 +90,7 @@ pub fn publish_receipt(
     let (outcome, what) = match store.read_file(id, "receipt.json")? {
         Some(r) => (r, "applied, but the receipt"),
         None => match store.read_file(id, crate::execute::ABANDONED)? {
-            Some(a) if bound.is_some() => (
-                a,
-                "the record that the apply was abandoned (its command never ran)",
-            ),
+            Some(a) if bound.is_some() => (a, "the record that the apply was abandoned"),
             _ => return Ok(()),
         },
     };
@@ -271,8 +269,10 @@ pub fn replay_from_remote(
 }
 
 /// The refusal of an apply that found the plan consumed on its remote by an apply that was
-/// then abandoned before its command ran (a verified record at `receipts/<id>`): the plan is
-/// spent and its command was never run. `drift` (10), as an apply aborted in this clone is.
+/// then abandoned (a verified record at `receipts/<id>`); the plan is spent either way.
+/// Abandoned before its command ran: the command was never run, `drift` (10), as an apply
+/// aborted in this clone is. Abandoned while its command ran: it may have partly run and must
+/// be checked by hand, `needs_recovery` (16). `details.stage` says which.
 fn abandoned_elsewhere(
     loaded: &Loaded,
     remote: &Remote,
@@ -280,23 +280,43 @@ fn abandoned_elsewhere(
     abandoned: &crate::store::state::Abandoned,
     refname: &str,
 ) -> Error {
+    use crate::store::state::Stage;
     let executor = loaded.plan.executor.principal.as_deref();
-    Error::new(
-        Kind::Drift,
-        format!(
-            "plan {} was consumed on remote `{}` by key {} ({}) at {}, and that apply was abandoned at {} before its command ran: the command was never run; nothing was changed here",
-            loaded.plan_id,
-            safe(&remote.name),
-            marker.key,
-            safe(executor.unwrap_or("(none)")),
-            crate::text::rfc3339(marker.created_at),
-            crate::text::rfc3339(abandoned.abandoned_at),
+    let who = format!(
+        "plan {} was consumed on remote `{}` by key {} ({}) at {}",
+        loaded.plan_id,
+        safe(&remote.name),
+        marker.key,
+        safe(executor.unwrap_or("(none)")),
+        crate::text::rfc3339(marker.created_at),
+    );
+    let at = crate::text::rfc3339(abandoned.abandoned_at);
+    let (kind, message, hint) = match abandoned.stage {
+        Stage::BeforeCommand => (
+            Kind::Drift,
+            format!(
+                "{who}, and that apply was abandoned at {at} before its command ran: the command was never run; nothing was changed here"
+            ),
+            "a plan is applied at most once: re-run `guardctl plan` and have the new plan approved"
+                .to_string(),
         ),
-    )
-    .with_details(serde_json::json!({
-        "consumed_by": {"key": marker.key, "principal": executor, "at": crate::text::rfc3339(marker.created_at)},
-        "abandoned_at": crate::text::rfc3339(abandoned.abandoned_at),
-        "ref": refname,
-    }))
-    .with_hint("a plan is applied at most once: re-run `guardctl plan` and have the new plan approved")
+        Stage::CommandStarted => (
+            Kind::NeedsRecovery,
+            format!(
+                "{who}, and that apply was interrupted while its command ran (abandoned at {at}): the command may have partly run and must be checked by hand; it is not run again; nothing was changed here"
+            ),
+            format!(
+                "check by hand what the command did (ask {}, who applied it); a plan is applied at most once: to run the command again, re-run `guardctl plan` and have the new plan approved",
+                safe(executor.unwrap_or("its executor"))
+            ),
+        ),
+    };
+    Error::new(kind, message)
+        .with_details(serde_json::json!({
+            "consumed_by": {"key": marker.key, "principal": executor, "at": crate::text::rfc3339(marker.created_at)},
+            "abandoned_at": at,
+            "stage": abandoned.stage.as_str(),
+            "ref": refname,
+        }))
+        .with_hint(hint)
 }

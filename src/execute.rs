@@ -950,15 +950,7 @@ impl Executor<'_> {
                 Step::BeforeImageWritten | Step::Consumed | Step::BackupCreated => {
                     self.recover_apply(&id, &image, &marker, key)?
                 }
-                Step::CommandStarted => {
-                    // It may have run to the end, partly, or not at all: never run it twice.
-                    let e = Error::new(
-                        Kind::NeedsRecovery,
-                        "the command was interrupted while it ran (it may have partly run); it is not run again",
-                    );
-                    self.abort(&id, &e)?;
-                    "the command was interrupted while it ran; it was not run again: check its effects by hand".to_string()
-                }
+                Step::CommandStarted => self.recover_started_command(&id, &image, &marker, key)?,
                 Step::CommandFinished => {
                     let key = self.receipt_key(&id, &image, &marker, key)?;
                     self.finish(&id, &image, key)?;
@@ -1204,10 +1196,8 @@ impl Executor<'_> {
     }
 
     /// An exec apply interrupted after it consumed the plan and before its command started:
-    /// the command was not run, the apply is abandoned. When its consumed marker had landed
-    /// on the plan's remote, every other clone would wait for a receipt that never comes: a
-    /// signed record of the abandonment (`abandoned.json`, signed by the key that consumed
-    /// the plan) is written for `consume::publish_recovered` to publish in its place.
+    /// the command was not run, the apply is abandoned, with a record for other clones when
+    /// its marker had landed on the plan's remote ([`Executor::record_abandonment`]).
     fn recover_unstarted_command(
         &self,
         id: &str,
@@ -1215,48 +1205,114 @@ impl Executor<'_> {
         marker: &Consumed,
         key: Option<&SigningKey>,
     ) -> Result<String> {
-        let mut outcome = "the command had not started: abandoned the apply; it was not run".to_string();
-        if let Some(at) = image.consumed_on.as_ref().filter(|c| c.marker)
-            && let Some(url) = consumed_url(&self.repo, image)?
-            && self.remote_consumed(&url, id)? == Some(self.our_marker(id)?)
-        {
-            let key = match key {
-                Some(k) if crate::sign::sshsig::fingerprint(&k.public) == marker.key => k,
-                _ => {
-                    return Err(Error::new(
-                        Kind::NeedsRecovery,
-                        format!(
-                            "plan sha256:{id} was consumed on remote `{}` and interrupted before its command ran; only the key that consumed it ({}, {}) may sign the record that tells other clones the command was never run",
-                            safe(&at.remote),
-                            marker.key,
-                            safe(&image.executor)
-                        ),
-                    )
-                    .with_hint(format!(
-                        "ask {} to run `guardctl recover` in this repository",
-                        safe(&image.executor)
-                    )));
-                }
-            };
-            let record = state::Abandoned {
-                plan_id: image.plan_id.clone(),
-                plan_hash: image.plan_hash.clone(),
-                executor: image.executor.clone(),
-                key: marker.key.clone(),
-                consumed_at: marker.created_at,
-                abandoned_at: self.now,
-                reason: "the apply was interrupted after it consumed the plan and before its command started; recover abandoned it".into(),
-            };
-            let bytes = signed_state(state::ABANDONED_PAYLOAD_TYPE, &record, key, ABANDONED)?;
-            self.store.write_file(id, ABANDONED, &bytes)?;
-            outcome = format!(
+        let outcome = match self.record_abandonment(id, image, marker, key, state::Stage::BeforeCommand)? {
+            Some(remote) => format!(
                 "the command had not started: abandoned the apply; it was not run (its consumed marker is on remote `{}`: the abandonment is published there for other clones)",
-                safe(&at.remote)
-            );
-        }
+                safe(&remote)
+            ),
+            None => "the command had not started: abandoned the apply; it was not run".to_string(),
+        };
         let e = Error::new(Kind::Drift, "the apply was interrupted before the command ran");
         self.abort(id, &e)?;
         Ok(outcome)
+    }
+
+    /// An exec apply interrupted while its command ran: it may have run to the end, partly,
+    /// or not at all, and is never run twice. The apply is abandoned, with a record for other
+    /// clones (who must check the command's effects by hand) when its marker had landed on
+    /// the plan's remote ([`Executor::record_abandonment`]).
+    fn recover_started_command(
+        &self,
+        id: &str,
+        image: &BeforeImage,
+        marker: &Consumed,
+        key: Option<&SigningKey>,
+    ) -> Result<String> {
+        let remote = self.record_abandonment(id, image, marker, key, state::Stage::CommandStarted)?;
+        let e = Error::new(
+            Kind::NeedsRecovery,
+            "the command was interrupted while it ran (it may have partly run); it is not run again",
+        );
+        self.abort(id, &e)?;
+        let mut outcome =
+            "the command was interrupted while it ran; it was not run again: check its effects by hand"
+                .to_string();
+        if let Some(remote) = remote {
+            outcome.push_str(&format!(
+                " (its consumed marker is on remote `{}`: the abandonment is published there for other clones)",
+                safe(&remote)
+            ));
+        }
+        Ok(outcome)
+    }
+
+    /// When the exec apply `recover` abandons at `stage` had its consumed marker land on the
+    /// plan's remote (its before-image says it consumed there with the marker, this clone's
+    /// config still resolves that remote to the recorded repository, and the remote holds this
+    /// clone's marker), every other clone would wait for a receipt that never comes: a signed
+    /// record of the abandonment (`abandoned.json`, signed by the key that consumed the plan,
+    /// anyone else's recover is 16) is written for `consume::publish_recovered` to publish in
+    /// its place. Returns the remote's name when it wrote one.
+    fn record_abandonment(
+        &self,
+        id: &str,
+        image: &BeforeImage,
+        marker: &Consumed,
+        key: Option<&SigningKey>,
+        stage: state::Stage,
+    ) -> Result<Option<String>> {
+        let Some(at) = image.consumed_on.as_ref().filter(|c| c.marker) else {
+            return Ok(None);
+        };
+        let Some(url) = consumed_url(&self.repo, image)? else {
+            return Ok(None);
+        };
+        if self.remote_consumed(&url, id)? != Some(self.our_marker(id)?) {
+            return Ok(None);
+        }
+        let (when, tells) = match stage {
+            state::Stage::BeforeCommand => ("before its command ran", "the command was never run"),
+            state::Stage::CommandStarted => ("while its command ran", "the command may have partly run"),
+        };
+        let key = match key {
+            Some(k) if crate::sign::sshsig::fingerprint(&k.public) == marker.key => k,
+            _ => {
+                return Err(Error::new(
+                    Kind::NeedsRecovery,
+                    format!(
+                        "plan sha256:{id} was consumed on remote `{}` and interrupted {when}; only the key that consumed it ({}, {}) may sign the record that tells other clones {tells}",
+                        safe(&at.remote),
+                        marker.key,
+                        safe(&image.executor)
+                    ),
+                )
+                .with_hint(format!(
+                    "ask {} to run `guardctl recover` in this repository",
+                    safe(&image.executor)
+                )));
+            }
+        };
+        let reason = match stage {
+            state::Stage::BeforeCommand => {
+                "the apply was interrupted after it consumed the plan and before its command started; recover abandoned it"
+            }
+            state::Stage::CommandStarted => {
+                "the apply was interrupted while its command ran (it may have partly run); recover abandoned it without running it again"
+            }
+        };
+        let record = state::Abandoned {
+            plan_id: image.plan_id.clone(),
+            plan_hash: image.plan_hash.clone(),
+            executor: image.executor.clone(),
+            key: marker.key.clone(),
+            consumed_at: marker.created_at,
+            abandoned_at: self.now,
+            stage,
+            reason: reason.into(),
+        };
+        let bytes = signed_state(state::ABANDONED_PAYLOAD_TYPE, &record, key, ABANDONED)?;
+        self.store.write_file(id, ABANDONED, &bytes)?;
+        Ok(Some(at.remote.clone()))
     }
 
     fn recover_rollback(&self, id: &str, image: &BeforeImage) -> Result<String> {
@@ -1545,8 +1601,8 @@ pub fn remote_result(
     })
 }
 
-/// The record that the apply which consumed a plan on its remote was abandoned before its
-/// command ran, when that is what `receipts/<id>` holds (its payload type says so; `None`:
+/// The record that the apply which consumed a plan on its remote was abandoned (before or
+/// while its command ran: `stage`), when that is what `receipts/<id>` holds (its payload type says so; `None`:
 /// it claims to be something else, for [`remote_result`] to judge). Verified as a receipt is:
 /// signed in `guardctl-apply` by the key of `marker` (a marker [`remote_marker`] verified),
 /// naming that key and that consumption, for this plan and plan hash. Anything else is 16
@@ -2110,5 +2166,81 @@ mod tests {
             assert_eq!(done[0].1, outcome);
             assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&last));
         }
+    }
+
+    /// An abandonment record as `receipts/<id>` would hold it, signed by `signer`, claiming
+    /// `stage` for the consumption of `marker`.
+    fn abandonment_item(
+        marker: &Consumed,
+        stage: state::Stage,
+        signer: &SigningKey,
+    ) -> crate::store::consumption::RemoteItem {
+        let record = state::Abandoned {
+            plan_id: marker.plan_id.clone(),
+            plan_hash: "sha256:h".into(),
+            executor: "alice".into(),
+            key: marker.key.clone(),
+            consumed_at: marker.created_at,
+            abandoned_at: NOW,
+            stage,
+            reason: "test".into(),
+        };
+        receipts_item(&record, signer)
+    }
+
+    /// `value` signed by `signer` as an abandonment record, as `receipts/<id>` would hold it.
+    fn receipts_item(
+        value: &impl serde::Serialize,
+        signer: &SigningKey,
+    ) -> crate::store::consumption::RemoteItem {
+        let bytes = signed_state(state::ABANDONED_PAYLOAD_TYPE, value, signer, ABANDONED).unwrap();
+        crate::store::consumption::RemoteItem {
+            refname: format!("refs/guardctl/receipts/{ID}"),
+            oid: git2::Oid::ZERO_SHA1,
+            bytes: Ok(bytes),
+        }
+    }
+
+    #[test]
+    fn an_abandonment_record_is_believed_only_when_signed_by_the_key_that_consumed_the_plan() {
+        let f = fixture();
+        let marker = Consumed {
+            plan_id: format!("sha256:{ID}"),
+            before_image: "sha256:b".into(),
+            key: crate::sign::sshsig::fingerprint(&f.alice.public),
+            created_at: NOW,
+            nonce: None,
+        };
+        for stage in [state::Stage::BeforeCommand, state::Stage::CommandStarted] {
+            let genuine = remote_abandoned(&abandonment_item(&marker, stage, &f.alice), &marker, "sha256:h")
+                .unwrap()
+                .unwrap();
+            assert_eq!(genuine.stage, stage);
+        }
+        // Bob claims alice's apply never ran its command (10, "spent, nothing ran"), which
+        // would hide that it may have partly run (16, "check by hand"): refused, naming the ref.
+        let forged = abandonment_item(&marker, state::Stage::BeforeCommand, &f.bob);
+        let e = remote_abandoned(&forged, &marker, "sha256:h").unwrap_err();
+        assert_eq!(e.kind, Kind::NeedsRecovery);
+        assert!(e.message.contains(&forged.refname), "{}", e.message);
+        assert!(
+            e.causes
+                .iter()
+                .any(|c| c.contains("not by") && c.contains(&marker.key)),
+            "{:?}",
+            e.causes
+        );
+        // A record without its stage is no record guardctl writes.
+        let genuine = abandonment_item(&marker, state::Stage::BeforeCommand, &f.alice);
+        let envelope: crate::plan::envelope::Envelope =
+            serde_json::from_slice(genuine.bytes.as_ref().unwrap()).unwrap();
+        let payload = dsse::verify(&envelope, state::ABANDONED_PAYLOAD_TYPE, APPLY_NAMESPACE)
+            .unwrap()
+            .payload;
+        let mut value: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+        assert!(value.as_object_mut().unwrap().remove("stage").is_some());
+        let stageless = receipts_item(&value, &f.alice);
+        let e = remote_abandoned(&stageless, &marker, "sha256:h").unwrap_err();
+        assert_eq!(e.kind, Kind::NeedsRecovery);
     }
 }

@@ -9,14 +9,14 @@
 //! whether that key speaks for the plan's executor, is `execute::remote_result`'s business,
 //! exactly as for the marker and receipt in `.git/guardctl`.
 
-use super::published::{self, Item, ItemKind, Published, Remote, consumed_ref, receipt_ref};
+use super::published::{
+    self, Item, ItemKind, MAX_MARKER_BYTES, Published, Remote, consumed_ref, receipt_ref,
+};
 use crate::error::{Error, Result};
 use crate::repo::publish::{self as git, Scratch};
 use crate::text::safe;
 use git2::Oid;
 
-/// A consumed marker is a small signed envelope.
-const MAX_MARKER_BYTES: u64 = 64 * 1024;
 /// A receipt of a 50,000-branch plan is tens of megabytes.
 const MAX_RECEIPT_BYTES: u64 = crate::plan::envelope::MAX_FILE_BYTES;
 

@@ -48,8 +48,9 @@ use std::path::Path;
 pub const ROOT: &str = "refs/guardctl/";
 /// Envelopes larger than this are not decisions guardctl wrote.
 const MAX_ENVELOPE_BYTES: u64 = 1024 * 1024;
-/// A receipt of a 50,000-branch plan is tens of megabytes.
-const MAX_RECEIPT_BYTES: u64 = MAX_FILE_BYTES;
+/// A consumed marker is a small signed envelope: the most of `consumed.json` any reader
+/// (`Snapshot::consumed`, `consumption::read`) takes.
+pub const MAX_MARKER_BYTES: u64 = 64 * 1024;
 
 /// The kinds of published items, each with its ref directory and its one file's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -721,7 +722,7 @@ impl Snapshot {
             .into_iter()
             .find(|(r, _)| *r == refname)
             .map(|(refname, oid)| ConsumedItem {
-                marker: self.read(&refname, oid, ItemKind::Consumed.file(), MAX_RECEIPT_BYTES),
+                marker: self.read(&refname, oid, ItemKind::Consumed.file(), MAX_MARKER_BYTES),
                 refname,
                 oid,
             }))
@@ -936,6 +937,40 @@ pub(super) mod tests {
         assert!(read.plans.is_empty());
         assert_eq!(read.warnings.len(), 1);
         assert!(read.warnings[0].contains(&r), "{:?}", read.warnings);
+    }
+
+    #[test]
+    fn a_consumed_marker_over_the_markers_cap_is_unreadable_in_a_snapshot_as_when_read_alone() {
+        let (_d, remote) = bare();
+        let (small, large) = ("1".repeat(64), "2".repeat(64));
+        let s = Scratch::new(vec![]).unwrap();
+        let fits = s
+            .item(ItemKind::Consumed.file(), &vec![b'm'; MAX_MARKER_BYTES as usize])
+            .unwrap();
+        let over = s
+            .item(
+                ItemKind::Consumed.file(),
+                &vec![b'm'; MAX_MARKER_BYTES as usize + 1],
+            )
+            .unwrap();
+        s.push(
+            &remote.url,
+            &[
+                RefUpdate::create(consumed_ref(&small), fits),
+                RefUpdate::create(consumed_ref(&large), over),
+            ],
+        )
+        .unwrap();
+        let snap = Snapshot::fetch(&remote, Scope::Plans).unwrap();
+        let marker = |id: &str| snap.consumed(id).unwrap().unwrap().marker;
+        assert_eq!(marker(&small).unwrap().len(), MAX_MARKER_BYTES as usize);
+        let why = marker(&large).unwrap_err();
+        assert!(
+            why.contains(&format!("larger than {MAX_MARKER_BYTES} bytes")),
+            "{why}"
+        );
+        let alone = crate::store::consumption::read(&remote, &large).unwrap().unwrap();
+        assert_eq!(alone.consumed.bytes.unwrap_err(), why, "one cap for every reader");
     }
 
     #[test]

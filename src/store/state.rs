@@ -151,14 +151,16 @@ pub struct Consumed {
     pub nonce: Option<String>,
 }
 
-/// payloadType of the signed record of an exec apply abandoned before its command ran.
+/// payloadType of the signed record of an exec apply `recover` abandoned after its consumed
+/// marker landed on the plan's remote.
 pub const ABANDONED_PAYLOAD_TYPE: &str = "application/vnd.guardctl.abandoned.v1+json";
 
 /// The signed statement "the apply that consumed plan `plan_id` with this key was abandoned
-/// by `recover` before its command ran: the command was not run". Written next to the
-/// consumed marker when that marker had landed on the plan's remote, and published at
-/// `refs/guardctl/receipts/<id>` in place of a receipt, so every other clone learns the
-/// outcome instead of waiting for a receipt that never comes (docs/remote.md).
+/// by `recover`", and at which [`Stage`]: before its command ran (the command was not run), or
+/// while it ran (it may have partly run). Written next to the consumed marker when that marker
+/// had landed on the plan's remote, and published at `refs/guardctl/receipts/<id>` in place of
+/// a receipt, so every other clone learns the outcome instead of waiting for a receipt that
+/// never comes (docs/remote.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Abandoned {
@@ -173,8 +175,29 @@ pub struct Abandoned {
     pub consumed_at: OffsetDateTime,
     #[serde(with = "time::serde::rfc3339")]
     pub abandoned_at: OffsetDateTime,
+    /// How far the abandoned apply had got.
+    pub stage: Stage,
     /// Why, in words.
     pub reason: String,
+}
+
+/// How far an abandoned exec apply had got: what another clone is told about its command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Interrupted before its command started: the command never ran.
+    BeforeCommand,
+    /// Interrupted while its command ran: it may have partly run (or to the end).
+    CommandStarted,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::BeforeCommand => "before_command",
+            Stage::CommandStarted => "command_started",
+        }
+    }
 }
 
 /// One journal line.

@@ -126,13 +126,15 @@ fn remote_branches_plan(env: &TestEnv) -> PathBuf {
 /// A counter outside every clone, and an exec plan bound to `origin` whose command appends
 /// one line to it, approved by Bob.
 fn counting_plan(env: &TestEnv) -> (PathBuf, PathBuf) {
+    counting_plan_running(env, "#!/bin/sh\necho ran >> \"$1\"\n")
+}
+
+/// An approved `exec --remote` plan running `scripts/count.sh <counter>`, whose body is
+/// `script`; returns the plan's path and the counter's.
+fn counting_plan_running(env: &TestEnv, script: &str) -> (PathBuf, PathBuf) {
     let counter = env.path().join("counter");
     fs::create_dir_all(env.repo.join("scripts")).unwrap();
-    fs::write(
-        env.repo.join("scripts/count.sh"),
-        "#!/bin/sh\necho ran >> \"$1\"\n",
-    )
-    .unwrap();
+    fs::write(env.repo.join("scripts/count.sh"), script).unwrap();
     env.git(&["add", "scripts"]);
     env.git(&["commit", "-q", "-m", "count script"]);
     env.git(&["push", "-q", "origin", "main"]);
@@ -657,11 +659,75 @@ fn an_exec_apply_killed_after_its_marker_landed_is_abandoned_by_recover_and_anot
     assert!(message.contains("alice@example.com"), "{message}");
     assert!(message.contains("the command was never run"), "{message}");
     assert_eq!(e["details"]["consumed_by"]["principal"], "alice@example.com");
+    assert_eq!(e["details"]["stage"], "before_command", "{e}");
     assert_eq!(lines(&counter), 0, "nothing ran anywhere");
     // In the clone that consumed it: aborted, as before.
     let r = run(alice_in(&env, &clones[0], &[], &["apply", plan_arg]));
     assert_eq!(r.code, 10, "{}", r.transcript());
     assert_eq!(lines(&counter), 0);
+}
+
+#[test]
+fn an_exec_apply_killed_while_its_command_ran_is_abandoned_by_recover_and_another_clone_is_told_to_check_by_hand()
+ {
+    use std::os::unix::process::CommandExt;
+    let env = remote_repo();
+    // The command does part of its work, then blocks until it is killed with the apply.
+    let (plan, counter) = counting_plan_running(&env, "#!/bin/sh\necho ran >> \"$1\"\nexec sleep 300\n");
+    let plan_arg = plan.to_str().unwrap();
+    let clones = clones(&env, 2);
+    let mut child = alice_in(&env, &clones[0], &[], &["apply", plan_arg])
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    while lines(&counter) == 0 {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the apply ended before its command ran: {status}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The apply and its command, killed mid-run.
+    let group = format!("-{}", child.id());
+    let killed = Command::new("kill").args(["-9", "--", &group]).status().unwrap();
+    assert!(killed.success());
+    assert!(!child.wait().unwrap().success());
+    assert!(!consumed_on_remote(&env, &plan).is_empty(), "the marker landed");
+    let r = run(alice_in(&env, &clones[0], &[], &["recover"]));
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("it was not run again"), "{}", r.stdout);
+    assert!(r.stdout.contains("published there"), "{}", r.stdout);
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    let hex = crate::fixtures::plan_id_of(&plan)
+        .trim_start_matches("sha256:")
+        .to_string();
+    let record = item_on_remote(&env, &format!("refs/guardctl/receipts/{hex}"), "receipt.json");
+    assert!(
+        record.contains("application/vnd.guardctl.abandoned.v1+json"),
+        "{record}"
+    );
+    // The other clone, with the default --wait: 16 at once (no waiting), naming who consumed
+    // the plan and when, and that the command may have partly run and must be checked.
+    let r = run(alice_in(&env, &clones[1], &[], &["--json", "apply", plan_arg]));
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(!r.stderr.contains("waiting"), "{}", r.stderr);
+    let e = &r.json()["error"];
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("alice@example.com"), "{message}");
+    assert!(message.contains("may have partly run"), "{message}");
+    assert!(message.contains("checked by hand"), "{message}");
+    assert_eq!(e["details"]["stage"], "command_started", "{e}");
+    assert_eq!(e["details"]["consumed_by"]["principal"], "alice@example.com");
+    assert!(e["details"]["consumed_by"]["at"].is_string(), "{e}");
+    // Said in words too, and again on every try: the plan is spent, nothing runs.
+    let again = run(alice_in(&env, &clones[1], &[], &["apply", plan_arg]));
+    assert_eq!(again.code, 16, "{}", again.transcript());
+    assert!(again.stderr.contains("checked by hand"), "{}", again.stderr);
+    let there = run(alice_in(&env, &clones[0], &[], &["apply", plan_arg]));
+    assert_ne!(there.code, 0, "{}", there.transcript());
+    assert_eq!(lines(&counter), 1, "the command ran at most once");
 }
 
 #[test]
