@@ -470,21 +470,29 @@ fn listed_of(listed: &[(String, Oid)], wanted: &[String]) -> Vec<(String, Oid)> 
 
 /// Fetch `refs` (as listed, with their commits) from `url` into `scratch`, no file of more
 /// than an item's size cap: all in one fetch when that stays within the cap of the largest
-/// item, else one ref at a time, each within its own kind's cap. Returns the refs left
-/// unfetched because they hold more than that (a hostile pusher's huge blob costs at most
-/// the cap, once for the first fetch and once for its own). Any other failure is an error.
+/// item, else in groups of about √n refs, and one ref at a time (each within its own kind's
+/// cap) only inside a group that reaches the cap. Returns the refs left unfetched because
+/// they hold more than that. A hostile pusher's huge blob costs at most the cap three times
+/// (the first fetch, its group's, its own) and about 2√n fetches; one ref at a time from the
+/// start would let one huge blob beside thousands of small refs make every reader run a
+/// fetch, a round trip to the remote, per ref. Any other failure is an error.
 pub fn fetch_capped(scratch: &Scratch, url: &str, refs: &[(String, Oid)]) -> Result<Vec<(String, Oid)>> {
     if refs.is_empty() {
         return Ok(vec![]);
     }
-    let names: Vec<String> = refs.iter().map(|(r, _)| r.clone()).collect();
-    if scratch.fetch(url, &names, MAX_ITEM_BYTES)? == publish::Fetch::Done {
+    let names = |refs: &[(String, Oid)]| refs.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>();
+    if scratch.fetch(url, &names(refs), MAX_ITEM_BYTES)? == publish::Fetch::Done {
         return Ok(vec![]);
     }
     let mut too_large = Vec::new();
-    for (r, oid) in refs {
-        if scratch.fetch(url, std::slice::from_ref(r), item_limit(r))? == publish::Fetch::Capped {
-            too_large.push((r.clone(), *oid));
+    for group in refs.chunks(refs.len().isqrt().max(1)) {
+        if group.len() > 1 && scratch.fetch(url, &names(group), MAX_ITEM_BYTES)? == publish::Fetch::Done {
+            continue;
+        }
+        for (r, oid) in group {
+            if scratch.fetch(url, std::slice::from_ref(r), item_limit(r))? == publish::Fetch::Capped {
+                too_large.push((r.clone(), *oid));
+            }
         }
     }
     Ok(too_large)

@@ -894,3 +894,105 @@ fn a_reviewers_genuine_rejection_copied_under_many_fallback_names_is_one_veto_an
     assert!(message.contains("carol@example.com"), "{e}");
     assert!(!message.contains("bob@example.com"), "{e}");
 }
+
+// ---- The size cap ----
+
+#[test]
+fn a_huge_blob_among_many_published_refs_costs_a_few_fetches_not_one_per_ref() {
+    const MIB: u64 = 1024 * 1024;
+    let (env, [planner, bob, _carol, _executor]) = team();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    let origin = env.origin();
+    // 200 MB that do not compress under one plan name, on a server that does not filter.
+    let junk = env.path().join("junk.bin");
+    {
+        use std::io::Write;
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&junk).unwrap());
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..(200 * MIB / 8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            w.write_all(&x.to_le_bytes()).unwrap();
+        }
+    }
+    env.git_in(&origin, &["config", "core.compression", "0"]);
+    env.git_in(&origin, &["config", "pack.compression", "0"]);
+    let blob = env.git_in(
+        &origin,
+        &["hash-object", "-w", "--no-filters", junk.to_str().unwrap()],
+    );
+    std::fs::remove_file(&junk).unwrap();
+    let tree = mktree(&env, &origin, &format!("100644 blob {blob}\tplan.json\n"));
+    let huge = env.git_in(&origin, &["commit-tree", &tree, "-m", "huge"]);
+    // And 400 small junk plans beside it.
+    let small_tree = mktree(&env, &origin, "");
+    let small = env.git_in(&origin, &["commit-tree", &small_tree, "-m", "junk"]);
+    let mut updates = format!("create refs/guardctl/plans/{} {huge}\n", "f".repeat(64));
+    for i in 0..400 {
+        updates += &format!("create refs/guardctl/plans/{i:064x} {small}\n");
+    }
+    let updates_file = env.path().join("updates");
+    std::fs::write(&updates_file, updates).unwrap();
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("git update-ref --stdin < \"$0\"")
+        .arg(&updates_file)
+        .current_dir(&origin)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Every `git fetch` guardctl runs is counted by a `git` ahead of the real one on PATH.
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let bin = env.path().join("counting-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = env.path().join("fetches.log");
+    std::fs::write(
+        bin.join("git"),
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" fetch \"*) echo fetch >> '{}';; esac\nexec '{real}' \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let mut c = env.command();
+    c.env("PATH", path)
+        .arg("-C")
+        .arg(&bob)
+        .arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["--json", "inbox"]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let v = r.json();
+    let listed: Vec<&str> = v["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["plan_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [format!("sha256:{id}")], "{v:#}");
+    assert_eq!(v["left_out"]["invalid"], 401, "{v:#}");
+    let fetches = count_lines(&log);
+    // The one huge item is found among 402 refs in a few dozen fetches, not 403.
+    assert!(fetches > 1, "the fallback ran: {fetches}");
+    assert!(fetches <= 45, "{fetches} fetches for 402 refs");
+}
