@@ -897,6 +897,38 @@ fn a_reviewers_genuine_rejection_copied_under_many_fallback_names_is_one_veto_an
 
 // ---- The size cap ----
 
+/// A `git` ahead of the real one on PATH that logs, for every `git fetch` guardctl runs, a
+/// line with the number of its arguments: the PATH to run guardctl with, and the log.
+fn counting_git(env: &TestEnv) -> (String, PathBuf) {
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let bin = env.path().join("counting-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = env.path().join("fetches.log");
+    std::fs::write(
+        bin.join("git"),
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" fetch \"*) echo \"$#\" >> '{}';; esac\nexec '{real}' \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    (path, log)
+}
+
 #[test]
 fn a_huge_blob_among_many_published_refs_costs_a_few_fetches_not_one_per_ref() {
     const MIB: u64 = 1024 * 1024;
@@ -944,33 +976,7 @@ fn a_huge_blob_among_many_published_refs_costs_a_few_fetches_not_one_per_ref() {
         .status()
         .unwrap();
     assert!(status.success());
-    // Every `git fetch` guardctl runs is counted by a `git` ahead of the real one on PATH.
-    let real = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap()
-    .trim()
-    .to_string();
-    let bin = env.path().join("counting-bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let log = env.path().join("fetches.log");
-    std::fs::write(
-        bin.join("git"),
-        format!(
-            "#!/bin/sh\ncase \" $* \" in *\" fetch \"*) echo fetch >> '{}';; esac\nexec '{real}' \"$@\"\n",
-            log.display()
-        ),
-    )
-    .unwrap();
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let (path, log) = counting_git(&env);
     let mut c = env.command();
     c.env("PATH", path)
         .arg("-C")
@@ -995,4 +1001,61 @@ fn a_huge_blob_among_many_published_refs_costs_a_few_fetches_not_one_per_ref() {
     // The one huge item is found among 402 refs in a few dozen fetches, not 403.
     assert!(fetches > 1, "the fallback ran: {fetches}");
     assert!(fetches <= 45, "{fetches} fetches for 402 refs");
+}
+
+#[test]
+fn inbox_reads_thousands_of_published_refs_in_one_fetch_of_a_few_refspecs() {
+    let (env, [planner, bob, _carol, _executor]) = team();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    let origin = env.origin();
+    // 8000 refs under plans/ (a busy team's years, or one pusher's afternoon). Fetched by
+    // name, git matches each of 8000 refspecs against each of 8000 refs (two minutes here);
+    // read back one prefix at a time from the scratch repository, each lookup walked them
+    // all again (seven more): every inbox took nine minutes.
+    let tree = mktree(&env, &origin, "");
+    let junk = env.git_in(&origin, &["commit-tree", &tree, "-m", "junk"]);
+    let mut updates = String::new();
+    for i in 0..8000 {
+        updates += &format!("create refs/guardctl/plans/{i:064x} {junk}\n");
+    }
+    let updates_file = env.path().join("updates");
+    std::fs::write(&updates_file, updates).unwrap();
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("git update-ref --stdin < \"$0\"")
+        .arg(&updates_file)
+        .current_dir(&origin)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (path, log) = counting_git(&env);
+    let mut c = env.command();
+    c.env("PATH", path)
+        .arg("-C")
+        .arg(&bob)
+        .arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["--json", "inbox"]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 0, "{}", &r.transcript()[..r.transcript().len().min(4000)]);
+    let v = r.json();
+    let listed: Vec<&str> = v["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["plan_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [format!("sha256:{id}")]);
+    assert_eq!(v["left_out"]["invalid"], 8000);
+    let args: Vec<usize> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(args.len(), 1, "one fetch: {args:?}");
+    assert!(args[0] < 30, "a fetch of {} arguments", args[0]);
 }
