@@ -302,7 +302,7 @@ def bench_size(n, runs, tmp, keyset, signers, rows, do_squash, shape="linear"):
         got = affected(sq_json)
         tp = len(got & truth["squash"])
         precision = tp / len(got) if got else 1.0
-        recall = tp / len(truth["squash"])
+        recall = tp / len(truth["squash"]) if truth["squash"] else 1.0
         print(f"# {shape} {n}: --squash-merged found {len(got)}, {tp} of {len(truth['squash'])} squashed: "
               f"precision {precision:.4f}, recall {recall:.4f}", file=sys.stderr)
         SQUASH_ACCURACY.append((n, len(got), tp, len(truth["squash"]), precision, recall))
@@ -365,7 +365,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,10000,50000")
     ap.add_argument("--shapes", default="linear,real")
-    ap.add_argument("--squash-sizes", help="sizes at which to time --squash-merged (default: the smallest)")
+    ap.add_argument("--squash-sizes", help="sizes at which to time --squash-merged (default: the smallest; "
+                    "0: none); the linear shape's cherry recipe runs only at the smallest of --sizes")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--keep", help="keep the generated repositories in this directory")
     ap.add_argument("--no-build", action="store_true", help="use target/release/guardctl as it is")
@@ -377,12 +378,15 @@ def main():
     keyset, signers = keys(tmp)
     rows = []
     sizes = [int(s) for s in a.sizes.split(",")]
+    # `--squash-sizes 0` (or any size below 1) times no --squash-merged at all: a repository
+    # without branches has no squash merges to find.
     squash_sizes = [int(s) for s in a.squash_sizes.split(",")] if a.squash_sizes else sizes[:1]
+    squash_sizes = sorted(n for n in squash_sizes if n > 0)
     for shape in a.shapes.split(","):
         # The cherry recipe (linear) is minutes per thousand branches: the smallest size only.
         todo = sorted(set(sizes) | set(squash_sizes)) if shape == "real" else sizes
         for n in todo:
-            squash = n in squash_sizes if shape == "real" else n == sizes[0]
+            squash = n in squash_sizes and (shape == "real" or n == sizes[0])
             done = len(rows)
             bench_size(n, a.runs, tmp, keyset, signers, rows, do_squash=squash, shape=shape)
             # As measured too, so that a run stopped early still leaves its numbers.

@@ -418,12 +418,14 @@ impl Ctx {
         self.snapshot(Scope::All)
     }
 
+    /// Every plan the team remote has published, with its consumed marker (the bulk class
+    /// across plans).
+    pub fn published_plans(&self) -> Result<Option<Rc<Snapshot>>> {
+        self.snapshot(Scope::Plans)
+    }
+
     fn snapshot(&self, scope: Scope) -> Result<Option<Rc<Snapshot>>> {
-        let covered = |s: &Snapshot| match &scope {
-            Scope::All => s.scope == Scope::All,
-            Scope::Plan(id) => s.scope.covers(id),
-        };
-        if let Some(s) = self.published.borrow().iter().find(|s| covered(s)) {
+        if let Some(s) = self.published.borrow().iter().find(|s| s.scope.includes(&scope)) {
             return Ok(Some(s.clone()));
         }
         let Some(remote) = self.team_remote()? else {

@@ -174,6 +174,15 @@ impl Error {
         self
     }
 
+    /// The message followed by its causes, `: `-separated (for a warning that stands in for
+    /// the error).
+    pub fn chain(&self) -> String {
+        std::iter::once(self.message.as_str())
+            .chain(self.causes.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(": ")
+    }
+
     pub fn exit_code(&self) -> u8 {
         self.kind.exit_code()
     }

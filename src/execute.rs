@@ -370,7 +370,7 @@ impl Executor<'_> {
         let env = exec::environment(&names);
         let dir = exec::workdir(top, inputs)?;
         let staged = exec::prepare(top, inputs)?.map_err(|d| {
-            crate::gate::drift_error(&d).with_hint(
+            crate::ops::stale_branches::drift_error(&d).with_hint(
                 "the command was not run; re-run `guardctl plan exec` and have the new plan approved",
             )
         })?;
@@ -399,7 +399,7 @@ impl Executor<'_> {
                 .collect();
             if !changed.is_empty() {
                 self.store.journal(id, Step::Refused, self.now)?;
-                return Err(crate::gate::drift_error(&changed).with_hint(
+                return Err(crate::ops::stale_branches::drift_error(&changed).with_hint(
                     "the before-image command changed the private copy; the command was not run",
                 ));
             }
@@ -1675,12 +1675,24 @@ mod tests {
     const NOW: OffsetDateTime = datetime!(2026-06-01 12:00 UTC);
     const ID: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-    /// A real repository: `main` with one commit, `topic` one commit ahead of it.
+    /// A real repository: `main` with one commit, `topic` one commit ahead of it; alice's
+    /// key (the executor's) and bob's.
     struct Fixture {
-        dir: tempfile::TempDir,
+        /// Holds the repository and the keys' copies until the test ends.
+        _dir: tempfile::TempDir,
         repo: Repo,
         store: Store,
         topic: String,
+        alice: SigningKey,
+        bob: SigningKey,
+    }
+
+    impl Fixture {
+        /// alice may apply; bob is listed too.
+        fn signers(&self) -> AllowedSigners {
+            let line = |who: &str, k: &SigningKey| format!("{who} {}\n", k.public.to_openssh().unwrap());
+            AllowedSigners::parse(&(line("alice", &self.alice) + &line("bob", &self.bob))).unwrap()
+        }
     }
 
     fn fixture() -> Fixture {
@@ -1697,11 +1709,14 @@ mod tests {
             .unwrap();
         let repo = Repo::open(Some(&dir.path().join("r"))).unwrap();
         let store = Store::new(repo.state_dir());
+        let (alice, bob) = (key(dir.path(), "alice_ed25519"), key(dir.path(), "bob_ed25519"));
         Fixture {
-            dir,
+            _dir: dir,
             repo,
             store,
             topic: topic.to_string(),
+            alice,
+            bob,
         }
     }
 
@@ -1715,12 +1730,6 @@ mod tests {
         std::fs::copy(&src, &dst).unwrap();
         std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o600)).unwrap();
         load(&dst, KeySource::Flag).unwrap()
-    }
-
-    /// alice may apply; bob is listed too.
-    fn signers(alice: &SigningKey, bob: &SigningKey) -> AllowedSigners {
-        let line = |who: &str, k: &SigningKey| format!("{who} {}\n", k.public.to_openssh().unwrap());
-        AllowedSigners::parse(&(line("alice", alice) + &line("bob", bob))).unwrap()
     }
 
     /// What `apply` writes for a plan deleting `topic`, applied by alice.
@@ -1766,9 +1775,9 @@ mod tests {
     #[test]
     fn apply_journals_each_step_in_order_and_deletes_with_a_backup() {
         let f = fixture();
-        let alice = key(f.dir.path(), "alice_ed25519");
-        let ex = executor(&f, &alice);
-        let receipt = ex.apply(ID, image(&f), &alice, &mut || Ok(())).unwrap();
+        let alice = &f.alice;
+        let ex = executor(&f, alice);
+        let receipt = ex.apply(ID, image(&f), alice, &mut || Ok(())).unwrap();
         assert_eq!(
             f.store.journal_steps(ID).unwrap(),
             [
@@ -1783,19 +1792,18 @@ mod tests {
         assert_eq!(f.repo.ref_target("refs/heads/topic"), None);
         assert!(backup(&f).is_some());
         assert!(f.store.is_consumed(ID));
-        let bob = key(f.dir.path(), "bob_ed25519");
         // What a replay prints is rebuilt from the signed receipt.
-        let replay = recorded_result(&f.store, ID, &signers(&alice, &bob), false).unwrap();
+        let replay = recorded_result(&f.store, ID, &f.signers(), false).unwrap();
         assert!(replay.contains("topic"), "{replay}");
     }
 
     #[test]
     fn a_refused_drift_check_changes_nothing_and_is_journaled_as_refused() {
         let f = fixture();
-        let alice = key(f.dir.path(), "alice_ed25519");
-        let ex = executor(&f, &alice);
+        let alice = &f.alice;
+        let ex = executor(&f, alice);
         let e = ex
-            .apply(ID, image(&f), &alice, &mut || {
+            .apply(ID, image(&f), alice, &mut || {
                 Err(Error::new(Kind::Drift, "moved"))
             })
             .unwrap_err();
@@ -1825,13 +1833,10 @@ mod tests {
     #[test]
     fn recover_forgets_an_apply_interrupted_before_it_consumed_the_plan() {
         let f = fixture();
-        let (alice, bob) = (
-            key(f.dir.path(), "alice_ed25519"),
-            key(f.dir.path(), "bob_ed25519"),
-        );
-        let ex = executor(&f, &alice);
-        crashed_after(&ex, &f, &[Step::BeforeImageWritten], &alice);
-        let done = ex.recover(Some(&alice), &signers(&alice, &bob)).unwrap();
+        let alice = &f.alice;
+        let ex = executor(&f, alice);
+        crashed_after(&ex, &f, &[Step::BeforeImageWritten], alice);
+        let done = ex.recover(Some(alice), &f.signers()).unwrap();
         assert_eq!(done.len(), 1);
         assert!(done[0].1.contains("nothing had changed"), "{:?}", done);
         assert_eq!(
@@ -1845,13 +1850,10 @@ mod tests {
     #[test]
     fn recover_abandons_a_consumed_apply_whose_refs_were_never_committed() {
         let f = fixture();
-        let (alice, bob) = (
-            key(f.dir.path(), "alice_ed25519"),
-            key(f.dir.path(), "bob_ed25519"),
-        );
-        let ex = executor(&f, &alice);
-        crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], &alice);
-        let done = ex.recover(Some(&alice), &signers(&alice, &bob)).unwrap();
+        let alice = &f.alice;
+        let ex = executor(&f, alice);
+        crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], alice);
+        let done = ex.recover(Some(alice), &f.signers()).unwrap();
         assert!(done[0].1.contains("nothing was deleted"), "{:?}", done);
         assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Aborted));
         assert!(f.repo.ref_target("refs/heads/topic").is_some());
@@ -1880,14 +1882,11 @@ mod tests {
     #[test]
     fn recover_completes_an_apply_whose_refs_were_committed_before_it_said_so() {
         let f = fixture();
-        let (alice, bob) = (
-            key(f.dir.path(), "alice_ed25519"),
-            key(f.dir.path(), "bob_ed25519"),
-        );
-        let ex = executor(&f, &alice);
-        crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], &alice);
+        let alice = &f.alice;
+        let ex = executor(&f, alice);
+        crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], alice);
         commit_refs(&ex, &f);
-        let done = ex.recover(Some(&alice), &signers(&alice, &bob)).unwrap();
+        let done = ex.recover(Some(alice), &f.signers()).unwrap();
         assert!(done[0].1.contains("completed the apply"), "{:?}", done);
         assert_eq!(
             f.store.journal_steps(ID).unwrap()[2..],
@@ -1899,15 +1898,12 @@ mod tests {
     #[test]
     fn recover_finishes_after_refs_committed_only_with_the_key_that_consumed() {
         let f = fixture();
-        let (alice, bob) = (
-            key(f.dir.path(), "alice_ed25519"),
-            key(f.dir.path(), "bob_ed25519"),
-        );
-        let ex = executor(&f, &alice);
+        let (alice, bob) = (&f.alice, &f.bob);
+        let ex = executor(&f, alice);
         let steps = [Step::BeforeImageWritten, Step::Consumed, Step::RefsCommitted];
-        crashed_after(&ex, &f, &steps, &alice);
+        crashed_after(&ex, &f, &steps, alice);
         commit_refs(&ex, &f);
-        let e = ex.recover(Some(&bob), &signers(&alice, &bob)).unwrap_err();
+        let e = ex.recover(Some(bob), &f.signers()).unwrap_err();
         assert_eq!(e.kind, Kind::NeedsRecovery);
         assert!(
             e.message.contains("only the key that applied it"),
@@ -1915,32 +1911,25 @@ mod tests {
             e.message
         );
         assert_eq!(f.store.journal_steps(ID).unwrap(), steps, "nothing journaled");
-        let done = ex.recover(Some(&alice), &signers(&alice, &bob)).unwrap();
+        let done = ex.recover(Some(alice), &f.signers()).unwrap();
         assert_eq!(done[0].1, "completed the interrupted apply");
         assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Done));
         // Settled: a second recover has nothing to do.
-        assert!(
-            ex.recover(Some(&alice), &signers(&alice, &bob))
-                .unwrap()
-                .is_empty()
-        );
+        assert!(ex.recover(Some(alice), &f.signers()).unwrap().is_empty());
     }
 
     #[test]
     fn recover_refuses_a_journal_that_claims_a_commit_the_refs_do_not_show() {
         let f = fixture();
-        let (alice, bob) = (
-            key(f.dir.path(), "alice_ed25519"),
-            key(f.dir.path(), "bob_ed25519"),
-        );
-        let ex = executor(&f, &alice);
+        let alice = &f.alice;
+        let ex = executor(&f, alice);
         crashed_after(
             &ex,
             &f,
             &[Step::BeforeImageWritten, Step::Consumed, Step::RefsCommitted],
-            &alice,
+            alice,
         );
-        let e = ex.recover(Some(&alice), &signers(&alice, &bob)).unwrap_err();
+        let e = ex.recover(Some(alice), &f.signers()).unwrap_err();
         assert_eq!(e.kind, Kind::NeedsRecovery);
         assert!(
             e.causes.iter().any(|c| c.contains("0 of 1 refs are deleted")),
@@ -1953,11 +1942,8 @@ mod tests {
     #[test]
     fn recover_never_runs_an_interrupted_command_again() {
         let f = fixture();
-        let (alice, bob) = (
-            key(f.dir.path(), "alice_ed25519"),
-            key(f.dir.path(), "bob_ed25519"),
-        );
-        let ex = executor(&f, &alice);
+        let alice = &f.alice;
+        let ex = executor(&f, alice);
         let image = BeforeImage {
             refs: vec![],
             backup_ref: None,
@@ -1966,11 +1952,11 @@ mod tests {
         };
         f.store.write_before_image(ID, &image).unwrap();
         f.store.journal(ID, Step::BeforeImageWritten, NOW).unwrap();
-        ex.consume(ID, &alice).unwrap();
+        ex.consume(ID, alice).unwrap();
         for step in [Step::Consumed, Step::CommandStarted] {
             f.store.journal(ID, step, NOW).unwrap();
         }
-        let done = ex.recover(Some(&alice), &signers(&alice, &bob)).unwrap();
+        let done = ex.recover(Some(alice), &f.signers()).unwrap();
         assert!(done[0].1.contains("it was not run again"), "{:?}", done);
         assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Aborted));
     }
@@ -1978,12 +1964,9 @@ mod tests {
     #[test]
     fn a_damaged_journal_stops_recover_before_anything_changes() {
         let f = fixture();
-        let (alice, bob) = (
-            key(f.dir.path(), "alice_ed25519"),
-            key(f.dir.path(), "bob_ed25519"),
-        );
-        let ex = executor(&f, &alice);
-        crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], &alice);
+        let alice = &f.alice;
+        let ex = executor(&f, alice);
+        crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], alice);
         let journal = f.store.plan_dir(ID).join("journal");
         let good = std::fs::read(&journal).unwrap();
         // A step guardctl never writes; then steps out of order (done before any commit).
@@ -1995,7 +1978,7 @@ mod tests {
             .replace("\"consumed\"", "\"done\"");
         for damaged in [[good.clone(), unknown.into_bytes()].concat(), early.into_bytes()] {
             std::fs::write(&journal, &damaged).unwrap();
-            let e = ex.recover(Some(&alice), &signers(&alice, &bob)).unwrap_err();
+            let e = ex.recover(Some(alice), &f.signers()).unwrap_err();
             assert_eq!((e.kind, e.exit_code()), (Kind::NeedsRecovery, 16));
             assert!(e.message.contains("journal"), "{}", e.message);
             assert!(
@@ -2016,11 +1999,8 @@ mod tests {
     #[test]
     fn a_before_image_whose_consumption_record_was_changed_after_consuming_stops_recover() {
         let f = fixture();
-        let (alice, bob) = (
-            key(f.dir.path(), "alice_ed25519"),
-            key(f.dir.path(), "bob_ed25519"),
-        );
-        let ex = executor(&f, &alice);
+        let alice = &f.alice;
+        let ex = executor(&f, alice);
         let consumed_on = |marker| {
             Some(crate::store::RemoteConsumption {
                 remote: "origin".into(),
@@ -2035,7 +2015,7 @@ mod tests {
         };
         f.store.write_before_image(ID, &image).unwrap();
         f.store.journal(ID, Step::BeforeImageWritten, NOW).unwrap();
-        ex.consume(ID, &alice).unwrap();
+        ex.consume(ID, alice).unwrap();
         f.store.journal(ID, Step::Consumed, NOW).unwrap();
         // Flipped to "no marker", recover would decide by the refs, which anyone could have
         // deleted: the signed marker binds the image as written, so it stops before looking.
@@ -2044,7 +2024,7 @@ mod tests {
             ..image
         };
         f.store.write_before_image(ID, &tampered).unwrap();
-        let e = ex.recover(Some(&alice), &signers(&alice, &bob)).unwrap_err();
+        let e = ex.recover(Some(alice), &f.signers()).unwrap_err();
         assert_eq!(e.kind, Kind::NeedsRecovery);
         assert!(
             e.causes
@@ -2058,14 +2038,11 @@ mod tests {
     #[test]
     fn a_consumed_marker_signed_by_another_key_stops_recover() {
         let f = fixture();
-        let (alice, bob) = (
-            key(f.dir.path(), "alice_ed25519"),
-            key(f.dir.path(), "bob_ed25519"),
-        );
-        let ex = executor(&f, &alice);
+        let (alice, bob) = (&f.alice, &f.bob);
+        let ex = executor(&f, alice);
         // bob consumed a plan alice is the executor of.
-        crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], &bob);
-        let e = ex.recover(Some(&alice), &signers(&alice, &bob)).unwrap_err();
+        crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], bob);
+        let e = ex.recover(Some(alice), &f.signers()).unwrap_err();
         assert_eq!(e.kind, Kind::NeedsRecovery);
         assert!(
             e.causes
@@ -2079,9 +2056,9 @@ mod tests {
     #[test]
     fn rollback_journals_its_steps_and_restores_the_branch() {
         let f = fixture();
-        let alice = key(f.dir.path(), "alice_ed25519");
-        let ex = executor(&f, &alice);
-        ex.apply(ID, image(&f), &alice, &mut || Ok(())).unwrap();
+        let alice = &f.alice;
+        let ex = executor(&f, alice);
+        ex.apply(ID, image(&f), alice, &mut || Ok(())).unwrap();
         let image = f.store.before_image(ID).unwrap().unwrap();
         assert_eq!(ex.rollback(ID, &image).unwrap(), (1, 0));
         assert_eq!(
@@ -2102,12 +2079,9 @@ mod tests {
     fn recover_after_rollback_started_decides_from_the_refs() {
         for restored_before_the_crash in [false, true] {
             let f = fixture();
-            let (alice, bob) = (
-                key(f.dir.path(), "alice_ed25519"),
-                key(f.dir.path(), "bob_ed25519"),
-            );
-            let ex = executor(&f, &alice);
-            ex.apply(ID, image(&f), &alice, &mut || Ok(())).unwrap();
+            let alice = &f.alice;
+            let ex = executor(&f, alice);
+            ex.apply(ID, image(&f), alice, &mut || Ok(())).unwrap();
             let image = f.store.before_image(ID).unwrap().unwrap();
             f.store
                 .write_file(ID, "rollback.json", &serde_json::to_vec(&image.refs).unwrap())
@@ -2121,7 +2095,7 @@ mod tests {
                     }])
                     .unwrap();
             }
-            let done = ex.recover(Some(&alice), &signers(&alice, &bob)).unwrap();
+            let done = ex.recover(Some(alice), &f.signers()).unwrap();
             let (outcome, last) = if restored_before_the_crash {
                 (
                     "the branches had been restored: completed the rollback",

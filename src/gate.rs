@@ -257,10 +257,7 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
         Err(e) => {
             ctx.note_published([format!(
                 "the published approvals and rejections are left out: {}",
-                std::iter::once(e.message.clone())
-                    .chain(e.causes.iter().cloned())
-                    .collect::<Vec<_>>()
-                    .join(": ")
+                e.chain()
             )]);
             vec![]
         }
@@ -286,7 +283,7 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
     // What cannot be read here (no policy, a damaged `seen/` directory) is left out of this
     // view, as for a policy: `show` still works, and `apply`, which reads both again, refuses.
     let part_of = match ctx.policy_for(loaded.plan.operation.bound_to_remote()) {
-        Ok(p) => part_of(ctx, loaded, &signers, &p.policy).unwrap_or(None),
+        Ok(p) => part_of_known(ctx, loaded, &signers, &p.policy).unwrap_or(None),
         Err(_) => None,
     };
     let in_review = crate::policy::across::in_review(&loaded.plan, part_of.as_ref());
@@ -322,10 +319,7 @@ pub fn policy_status(ctx: &Ctx, plan: &Plan) -> PolicyView {
             .is_some()
             .then(|| match ctx.policy_for(plan.operation.bound_to_remote()) {
                 Ok(p) => Ok(p.hash.as_str()),
-                Err(e) => Err(std::iter::once(e.message.clone())
-                    .chain(e.causes.iter().cloned())
-                    .collect::<Vec<_>>()
-                    .join(": ")),
+                Err(e) => Err(e.chain()),
             });
     PolicyView::new(plan, now)
 }
@@ -430,15 +424,41 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
     })
 }
 
-/// Where the plan stands among its planner's other live plans this clone has seen
-/// (`bulk.across_plans`): `None` outside a repository, when there are none, or when the plan
-/// was consumed here (a replay, or an apply `recover` must finish, is judged as it was
-/// applied: its outcome no longer depends on plans made since).
+/// Where the plan stands among its planner's other live plans (`bulk.across_plans`): those
+/// this clone has seen (`store::seen`) and those published on the team remote
+/// ([`published_plans`]), each verified as a plan file and counted once. `None` outside a
+/// repository, when there are none, or when the plan was consumed here (a replay, or an
+/// apply `recover` must finish, is judged as it was applied: its outcome no longer depends
+/// on plans made since). A team remote that cannot be read is an error: `verify` and
+/// `apply` are the gate, and a count that silently left out the plans published elsewhere
+/// would let a split deletion through (they fail on that remote for its vetoes anyway).
 pub fn part_of(
     ctx: &Ctx,
     loaded: &Loaded,
     signers: &AllowedSigners,
     policy: &Policy,
+) -> Result<Option<crate::policy::across::PartOf>> {
+    part_of_with(ctx, loaded, signers, policy, true)
+}
+
+/// [`part_of`] for advice (`show`, `approve`, `inbox`): a team remote that cannot be read
+/// leaves its plans out of the count with a warning (`Ctx::report_published`) instead of
+/// failing; `apply` judges again, strictly.
+pub fn part_of_known(
+    ctx: &Ctx,
+    loaded: &Loaded,
+    signers: &AllowedSigners,
+    policy: &Policy,
+) -> Result<Option<crate::policy::across::PartOf>> {
+    part_of_with(ctx, loaded, signers, policy, false)
+}
+
+fn part_of_with(
+    ctx: &Ctx,
+    loaded: &Loaded,
+    signers: &AllowedSigners,
+    policy: &Policy,
+    strict: bool,
 ) -> Result<Option<crate::policy::across::PartOf>> {
     let Ok(repo) = ctx.repo() else {
         return Ok(None);
@@ -448,12 +468,37 @@ pub fn part_of(
         return Ok(None);
     }
     let seen = crate::store::seen::live(&state, ctx.now, loaded.id_hex())?;
+    let snapshot = match ctx.published_plans() {
+        // Counted only when the policy counts across plans: otherwise nothing depends on it.
+        Ok(s) if policy.bulk.across_plans => s,
+        Ok(_) => None,
+        Err(e) if strict => return Err(e),
+        Err(e) => {
+            ctx.note_published([format!(
+                "the plans published on the team remote are not counted for the bulk class across plans: {}",
+                e.chain()
+            )]);
+            None
+        }
+    };
+    let published = match &snapshot {
+        Some(s) => published_plans(ctx, s, loaded, signers, policy)?,
+        None => Vec::new(),
+    };
+    // Both sources, each entry with the time it counts until; a plan in both is counted
+    // once (`across::part_of` deduplicates by id among those still counted).
+    let candidates: Vec<(&Loaded, time::OffsetDateTime)> = seen
+        .plans
+        .iter()
+        .map(|(l, until)| (l, *until))
+        .chain(published)
+        .collect();
     // By key, and by principal as self-approval is: a planner with certificates signs each
     // plan with whichever key the certificate of the day is for.
     let mut keys = planner_keys(signers, &loaded.plan);
     let mut names = planner_principals(signers, loaded, ctx.now);
     names.extend(loaded.plan.planner.principal.clone());
-    for (l, _) in &seen.plans {
+    for (l, _) in &candidates {
         let theirs = planner_principals(signers, l, ctx.now);
         if theirs
             .iter()
@@ -462,8 +507,7 @@ pub fn part_of(
             keys.extend(l.plan.planner.key.clone());
         }
     }
-    let others: Vec<(&str, &Plan, time::OffsetDateTime)> = seen
-        .plans
+    let others: Vec<(&str, &Plan, time::OffsetDateTime)> = candidates
         .iter()
         .map(|(l, until)| (l.plan_id.as_str(), &l.plan, *until))
         .collect();
@@ -475,6 +519,56 @@ pub fn part_of(
         policy,
         ctx.now,
     ))
+}
+
+/// The plans published on the team remote, other than `loaded`, each with the time it counts
+/// until by `store::seen`'s rule, so that both sources count alike: until it expires, and one
+/// applied (its consumed marker on the remote verifies as the plan's executor's, made within
+/// the plan's life) until the later of its expiry and the policy's default plan lifetime
+/// after the marker was made. Every one verified as a plan file with the id its ref names
+/// (`Snapshot::plans`); the others are warnings. A published plan is untrusted and can only
+/// add to the count: a marker that does not verify extends nothing (the plan still counts
+/// until its expiry), and nothing published removes a plan seen here.
+fn published_plans<'s>(
+    ctx: &Ctx,
+    snapshot: &'s crate::store::published::Snapshot,
+    loaded: &Loaded,
+    signers: &AllowedSigners,
+    policy: &Policy,
+) -> Result<Vec<(&'s Loaded, time::OffsetDateTime)>> {
+    let read = snapshot.plans()?;
+    ctx.note_published(read.warnings.iter().cloned());
+    let skew = time::Duration::seconds(policy.clock_skew_secs.min(i64::MAX as u64) as i64);
+    let lifetime = time::Duration::seconds(policy.default_expiry_secs.min(i64::MAX as u64) as i64);
+    Ok(read
+        .plans
+        .iter()
+        .filter(|(l, _)| l.id_hex() != loaded.id_hex())
+        .map(|(l, consumed)| {
+            let applied_at = consumed.as_ref().and_then(|c| {
+                let item = crate::store::consumption::RemoteItem {
+                    refname: c.refname.clone(),
+                    oid: c.oid,
+                    bytes: c.marker.clone(),
+                };
+                let made_within =
+                    l.plan.created_at.saturating_sub(skew)..=l.plan.expires_at.saturating_add(skew);
+                crate::execute::remote_marker(
+                    &item,
+                    &l.plan_id,
+                    l.plan.executor.principal.as_deref(),
+                    made_within,
+                    signers,
+                )
+                .ok()
+                .map(|m| m.created_at)
+            });
+            let until = applied_at.map_or(l.plan.expires_at, |t| {
+                l.plan.expires_at.max(t.saturating_add(lifetime))
+            });
+            (l, until)
+        })
+        .collect())
 }
 
 /// Who the plan's key (or certificate) speaks for in `guardctl-plan`, at the time the plan
@@ -615,7 +709,7 @@ fn refusal(r: Refusal, plan: &Plan, plan_id: &str, part_of: Option<&crate::polic
             }
             if let Some(p) = part_of.filter(|p| p.group.is_some()) {
                 msg += &format!(
-                    " (bulk: part of {} plans by {} totalling {} resources, seen in this repository: {})",
+                    " (bulk: part of {} plans by {} totalling {} resources, seen in this repository or published on the team remote: {})",
                     p.plans,
                     safe(plan.planner.principal.as_deref().unwrap_or("(no principal)")),
                     p.resources,
@@ -780,27 +874,7 @@ fn recheck_branches(
     Ok(drifts)
 }
 
-pub fn drift_error(drifts: &[Drift]) -> Error {
-    let mut e = Error::new(
-        Kind::Drift,
-        format!(
-            "the repository no longer matches the plan ({} {} drifted); nothing was changed",
-            drifts.len(),
-            crate::plan::derive::plural(drifts.len() as u64, "resource", "resources")
-        ),
-    );
-    for d in drifts {
-        e = e.caused_by(format!(
-            "{} {}: planned {}, now {}",
-            safe(&d.refname),
-            d.field,
-            safe(&d.planned),
-            safe(&d.now)
-        ));
-    }
-    e.with_details(json!({"drift": drifts}))
-        .with_hint("re-run `guardctl plan` and have the new plan approved")
-}
+pub use crate::ops::stale_branches::drift_error;
 
 #[cfg(test)]
 mod tests {

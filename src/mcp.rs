@@ -9,7 +9,9 @@
 //! Every tool calls the library function behind the CLI command it mirrors
 //! (`commands::plan::make`, `commands::show::view`, `commands::verify::check`,
 //! `commands::apply::execute`, `gate::approval_status`), never the binary: plan files are
-//! verified exactly as the CLI verifies them (`planfile::load`), and the gate is the same gate.
+//! verified exactly as the CLI verifies them (`gate::load_plan`: a file, or a plan published on
+//! the team remote named by id or prefix), and the gate is the same gate. `apply_plan` waits
+//! for another clone's receipt 30s by default, not the CLI's 10m (`wait`).
 //!
 //! Invariants: stdout carries only protocol messages (each call's `Ui` discards data and
 //! writes status to stderr); each call gets a fresh `Ctx`, so each reads the clock once; a
@@ -318,19 +320,23 @@ pub struct ExecParams {
     pub out: Option<String>,
 }
 
-/// A plan file.
+/// A plan file or a published plan's id.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlanParams {
-    /// The plan file (`plan_file` from a plan tool; relative: to the repository's top directory)
+    /// The plan file (`plan_file` from a plan tool; relative: to the repository's top
+    /// directory), or the id (`sha256:<hex>`, hex) or a unique prefix of 8+ hex digits of a
+    /// plan published on the team remote, as the CLI takes it (an existing file wins)
     pub plan: String,
 }
 
-/// A plan file and its detached approvals.
+/// A plan (file or published id) and its detached approvals.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GateParams {
-    /// The plan file (`plan_file` from a plan tool; relative: to the repository's top directory)
+    /// The plan file (`plan_file` from a plan tool; relative: to the repository's top
+    /// directory), or the id (`sha256:<hex>`, hex) or a unique prefix of 8+ hex digits of a
+    /// plan published on the team remote, as the CLI takes it (an existing file wins)
     pub plan: String,
     /// Detached approval files (`guardctl approve --out FILE`); approvals appended to the
     /// plan file count without this
@@ -338,11 +344,39 @@ pub struct GateParams {
     pub approvals: Vec<String>,
 }
 
+/// `apply_plan`'s arguments: the plan, its detached approvals, and how long to wait for the
+/// receipt of an apply in another clone.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyParams {
+    /// The plan file (`plan_file` from a plan tool; relative: to the repository's top
+    /// directory), or the id (`sha256:<hex>`, hex) or a unique prefix of 8+ hex digits of a
+    /// plan published on the team remote, as the CLI takes it (an existing file wins)
+    pub plan: String,
+    /// Detached approval files (`guardctl approve --out FILE`); approvals appended to the
+    /// plan file and published ones count without this
+    #[serde(default)]
+    pub approvals: Vec<String>,
+    /// When another clone consumed the plan on its remote and has not published its receipt
+    /// yet (it is still applying): how long to wait for it, e.g. 10s, 2m (default 30s; 0: do
+    /// not wait). Past it the call is a tool error with kind needs_recovery naming who
+    /// consumed the plan; calling again later returns that receipt
+    #[serde(default)]
+    pub wait: Option<String>,
+}
+
+/// How long `apply_plan` waits for another clone's receipt unless the call says: short, so a
+/// tool call never hangs for the CLI's ten minutes (clients time calls out after about a
+/// minute); the agent can call again, which returns the receipt once it is published.
+pub const DEFAULT_APPLY_WAIT: &str = "30s";
+
 /// A plan file and which part of it to show.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowParams {
-    /// The plan file (`plan_file` from a plan tool; relative: to the repository's top directory)
+    /// The plan file (`plan_file` from a plan tool; relative: to the repository's top
+    /// directory), or the id (`sha256:<hex>`, hex) or a unique prefix of 8+ hex digits of a
+    /// plan published on the team remote, as the CLI takes it (an existing file wins)
     pub plan: String,
     /// Page N of the affected resources (50 per page); default: a summary of large plans
     #[serde(default)]
@@ -351,7 +385,8 @@ pub struct ShowParams {
     /// List every affected and skipped resource (not with `page`)
     #[serde(default)]
     pub all: bool,
-    /// An earlier plan of the same operation: also show what changed since it
+    /// An earlier plan of the same operation (a file, or a published plan's id or prefix):
+    /// also show what changed since it
     #[serde(default)]
     pub since: Option<String>,
 }
@@ -444,6 +479,7 @@ pub enum State {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct StatusOutput {
     pub plan_id: String,
+    /// The plan file, or the published plan's id as the call gave it
     pub plan_file: String,
     pub operation: String,
     pub summary: String,
@@ -759,7 +795,9 @@ impl Server {
     /// Apply exactly the approved plan, with this server's key as the executor: re-checks
     /// everything, backs up, deletes, verifies and records a signed receipt. Refuses (a tool
     /// error with error.kind) on drift, expiry, missing approvals, a wrong executor or a
-    /// changed policy. Calling it again returns the same recorded receipt and changes nothing.
+    /// changed policy. Calling it again returns the same recorded receipt and changes nothing;
+    /// so does a plan applied in another clone (its published receipt, waiting up to `wait`,
+    /// default 30s, for it).
     #[tool(annotations(
         title = "Apply an approved plan",
         read_only_hint = false,
@@ -768,7 +806,7 @@ impl Server {
     ))]
     async fn apply_plan(
         &self,
-        Parameters(p): Parameters<GateParams>,
+        Parameters(p): Parameters<ApplyParams>,
     ) -> Result<Json<ApplyOutput>, ToolError> {
         self.blocking(move |s| apply(s, p)).await
     }
@@ -819,6 +857,20 @@ fn resolve(ctx: &Ctx, path: &str) -> Result<PathBuf> {
         Err(_) => ctx.start_dir()?,
     };
     Ok(base.join(p))
+}
+
+/// A tool's `plan` argument as the CLI would take it (`gate::load_plan`): the file it names
+/// (resolved as [`resolve`] does) when there is one, else, when it looks like a plan id or a
+/// prefix of one, that id for `load_plan` to look up among the published plans (the same
+/// resolution and errors as `guardctl show <id>`: 66 for none, 64 for an ambiguous prefix).
+fn plan_arg(ctx: &Ctx, arg: &str) -> Result<PathBuf> {
+    let path = resolve(ctx, arg)?;
+    let hex = arg.strip_prefix("sha256:").unwrap_or(arg);
+    let looks_like_id = !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit());
+    if looks_like_id && std::fs::symlink_metadata(&path).is_err() {
+        return Ok(PathBuf::from(arg));
+    }
+    Ok(path)
 }
 
 /// The exact command a human runs in a terminal to review and approve the plan.
@@ -935,10 +987,10 @@ fn show(s: &Settings, p: ShowParams) -> Result<ShowOutput> {
         return Err(Error::usage("`all` and `page` exclude each other"));
     }
     let args = commands::show::Args {
-        plan: resolve(&ctx, &p.plan)?,
+        plan: plan_arg(&ctx, &p.plan)?,
         all: p.all,
         page: p.page,
-        since: p.since.map(|since| resolve(&ctx, &since)).transpose()?,
+        since: p.since.map(|since| plan_arg(&ctx, &since)).transpose()?,
     };
     let view = commands::show::view(&args, &ctx, &mut ui)?;
     let value =
@@ -948,8 +1000,8 @@ fn show(s: &Settings, p: ShowParams) -> Result<ShowOutput> {
 
 fn status(s: &Settings, plan: &str) -> Result<StatusOutput> {
     let ctx = s.ctx();
-    let path = resolve(&ctx, plan)?;
-    let loaded = crate::planfile::load(&path)?;
+    let path = plan_arg(&ctx, plan)?;
+    let loaded = crate::gate::load_plan(&ctx, &path)?;
     let approvals = crate::gate::approval_status(&ctx, &loaded)?;
     let p = &loaded.plan;
     let applied = match ctx.repo() {
@@ -997,14 +1049,10 @@ fn status(s: &Settings, plan: &str) -> Result<StatusOutput> {
     })
 }
 
-fn target(ctx: &Ctx, p: GateParams) -> Result<Target> {
+fn target(ctx: &Ctx, plan: &str, approvals: &[String]) -> Result<Target> {
     Ok(Target {
-        plan: resolve(ctx, &p.plan)?,
-        approvals: p
-            .approvals
-            .iter()
-            .map(|a| resolve(ctx, a))
-            .collect::<Result<_>>()?,
+        plan: plan_arg(ctx, plan)?,
+        approvals: approvals.iter().map(|a| resolve(ctx, a)).collect::<Result<_>>()?,
     })
 }
 
@@ -1012,7 +1060,7 @@ fn verify(s: &Settings, p: GateParams) -> Result<VerifyOutput> {
     let ctx = s.ctx();
     let mut ui = s.ui();
     let args = commands::verify::Args {
-        target: target(&ctx, p)?,
+        target: target(&ctx, &p.plan, &p.approvals)?,
     };
     let v = commands::verify::check(&args, &ctx, &mut ui)?;
     Ok(VerifyOutput {
@@ -1036,12 +1084,13 @@ fn verify(s: &Settings, p: GateParams) -> Result<VerifyOutput> {
     })
 }
 
-fn apply(s: &Settings, p: GateParams) -> Result<ApplyOutput> {
+fn apply(s: &Settings, p: ApplyParams) -> Result<ApplyOutput> {
     let ctx = s.ctx();
     let mut ui = s.ui();
+    let wait = p.wait.as_deref().unwrap_or(DEFAULT_APPLY_WAIT);
     let args = commands::apply::Args {
-        target: target(&ctx, p)?,
-        wait: commands::apply::default_wait(),
+        target: target(&ctx, &p.plan, &p.approvals)?,
+        wait: commands::apply::parse_wait(wait).map_err(|e| Error::usage(format!("`wait`: {e}")))?,
     };
     let applied = commands::apply::execute(&args, &ctx, &mut ui)?;
     let repo = ctx.repo()?;

@@ -126,19 +126,32 @@ pub fn load_envelope(path: &Path) -> Result<Envelope> {
 pub fn sign(plan: &Plan, key: &SigningKey) -> Result<(PlanFile, String)> {
     let payload =
         serde_json::to_vec(plan).map_err(|e| Error::internal("cannot serialise the plan").caused_by(e))?;
-    let env = dsse::sign(PLAN_PAYLOAD_TYPE, PLAN_NAMESPACE, &payload, key)
-        .map_err(|e| Error::internal("cannot sign the plan").caused_by(e))?;
+    // The plan id (a digest of megabytes) is computed while ssh-keygen signs.
+    let (env, id) = std::thread::scope(|s| {
+        let id = s.spawn(|| envelope::sha256_id(&payload));
+        let env = dsse::sign(PLAN_PAYLOAD_TYPE, PLAN_NAMESPACE, &payload, key);
+        (env, id.join())
+    });
+    let env = env.map_err(|e| Error::internal("cannot sign the plan").caused_by(e))?;
+    let id = id.unwrap_or_else(|_| envelope::sha256_id(&payload));
     let file = PlanFile {
         payload_type: env.payload_type,
         payload: env.payload,
         signatures: env.signatures,
         approvals: vec![],
     };
-    Ok((file, envelope::sha256_id(&payload)))
+    Ok((file, id))
 }
 
+/// A new plan file, as `plan` writes it: atomically, but not fsynced (see
+/// [`crate::fsutil::write_replaceable_with`]; a plan lost in a crash is planned again, and a
+/// damaged one is refused when read).
 pub fn write(path: &Path, file: &PlanFile) -> Result<()> {
-    write_json(path, file)
+    crate::fsutil::write_replaceable_with(path, |w| {
+        serde_json::to_writer_pretty(&mut *w, file)?;
+        std::io::Write::write_all(w, b"\n")
+    })
+    .map_err(|e| Error::internal(format!("cannot write {}", path.display())).caused_by(e))
 }
 
 /// Streamed into the file: a 20 MB plan is not serialised into memory first.

@@ -37,12 +37,9 @@ pub struct Args {
 /// that consumed it in another clone.
 pub const DEFAULT_WAIT: &str = "10m";
 
-/// [`DEFAULT_WAIT`] as a duration (for callers that build [`Args`] themselves: `mcp`).
-pub fn default_wait() -> std::time::Duration {
-    parse_wait(DEFAULT_WAIT).unwrap_or(std::time::Duration::from_secs(600))
-}
-
-fn parse_wait(s: &str) -> std::result::Result<std::time::Duration, String> {
+/// A `--wait` value: a duration (`30s`, `10m`), or `0` for not waiting (also for `mcp`'s
+/// `wait`).
+pub fn parse_wait(s: &str) -> std::result::Result<std::time::Duration, String> {
     if s.trim() == "0" {
         return Ok(std::time::Duration::ZERO);
     }

@@ -140,12 +140,12 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     if decision == Decision::Approve {
         review::refuse_self_approval(plan, &principal, &fingerprint, &signers)?;
         // Eligible for the groups `apply` will count: with the bulk group when the planner's
-        // other live plans seen here make this one bulk.
+        // other live plans (seen here or published) make this one bulk.
         let part_of = match (
             plans_repo(ctx, plan),
             ctx.policy_for(plan.operation.bound_to_remote()),
         ) {
-            (Some(_), Ok(p)) => crate::gate::part_of(ctx, &loaded, &signers, &p.policy)?,
+            (Some(_), Ok(p)) => crate::gate::part_of_known(ctx, &loaded, &signers, &p.policy)?,
             _ => None,
         };
         let in_review = crate::policy::across::in_review(plan, part_of.as_ref());

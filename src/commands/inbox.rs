@@ -21,15 +21,7 @@ pub struct Args {}
 
 pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let v = view(ctx, ui);
-    ctx.report_published(ui);
-    let v = v?;
-    if ui.json {
-        ui.json_doc(&v)?;
-    } else {
-        let color = ui.color;
-        crate::render::human::render_inbox(&v, color, ui.out().writer()).map_err(crate::ui::output_error)?;
-    }
-    Ok(0)
+    super::finish_view(ctx, ui, v, crate::render::human::render_inbox)
 }
 
 fn view(ctx: &Ctx, ui: &mut Ui) -> Result<InboxView> {
@@ -66,13 +58,7 @@ fn view(ctx: &Ctx, ui: &mut Ui) -> Result<InboxView> {
             Ok(None) => continue,
             Err(e) => {
                 left_out.invalid += 1;
-                ui.warn(&format!(
-                    "left out: {}",
-                    std::iter::once(e.message)
-                        .chain(e.causes)
-                        .collect::<Vec<_>>()
-                        .join(": ")
-                ));
+                ui.warn(&format!("left out: {}", e.chain()));
                 continue;
             }
         };

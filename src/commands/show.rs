@@ -30,15 +30,7 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let v = view(&args, ctx, ui);
-    ctx.report_published(ui);
-    let v = v?;
-    if ui.json {
-        ui.json_doc(&v)?;
-    } else {
-        let color = ui.color;
-        crate::render::human::render(&v, color, ui.out().writer()).map_err(crate::ui::output_error)?;
-    }
-    Ok(0)
+    super::finish_view(ctx, ui, v, crate::render::human::render)
 }
 
 /// The view `show` prints (also `show --json`'s document), built from the verified plan file.

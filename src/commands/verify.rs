@@ -43,62 +43,68 @@ pub fn check(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Verified> {
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let checked = check(&args, ctx, ui);
-    ctx.report_published(ui);
-    let Verified { cleared, consumed } = checked?;
+    super::finish(ctx, ui, checked, |v, ui| ui.json_doc(&json(v, ctx)?), human)
+}
+
+/// `verify --json`'s document.
+fn json(v: &Verified, ctx: &Ctx) -> Result<serde_json::Value> {
+    let cleared = &v.cleared;
+    Ok(serde_json::json!({
+        "plan_id": cleared.loaded.plan_id,
+        "ok": true,
+        "already_applied": v.consumed,
+        "allowed_signers": ctx.allowed_signers_source()?.map(|s| serde_json::json!({"location": s.location, "source": s.how})),
+        "approved_by": cleared.report.approved_by,
+        "groups": cleared.report.groups,
+        "comments": cleared.report.comments,
+    }))
+}
+
+/// What `verify` tells a person.
+fn human(v: &Verified, ui: &mut Ui) -> Result<()> {
+    let Verified { cleared, consumed } = v;
     let id = &cleared.loaded.plan_id;
-    if ui.json {
-        ui.json_doc(&serde_json::json!({
-            "plan_id": id,
-            "ok": true,
-            "already_applied": consumed,
-            "allowed_signers": ctx.allowed_signers_source()?.map(|s| serde_json::json!({"location": s.location, "source": s.how})),
-            "approved_by": cleared.report.approved_by,
-            "groups": cleared.report.groups,
-            "comments": cleared.report.comments,
-        }))?;
+    let what = if *consumed {
+        "already applied; `apply` would print its receipt"
     } else {
-        let what = if consumed {
-            "already applied; `apply` would print its receipt"
-        } else {
-            "`apply` would proceed"
-        };
-        writeln!(
-            ui.out(),
-            "Plan {} passes every check (approved by {}): {what}.",
-            short_id(id),
-            cleared
-                .report
-                .approved_by
-                .iter()
-                .map(|p| safe(p))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )?;
-        if cleared.report.groups.len() > 1 || cleared.loaded.plan.review.iter().any(|g| !g.from.is_empty()) {
-            for g in &cleared.report.groups {
-                writeln!(
-                    ui.out(),
-                    "  {:<16} {} of {} approved: {}",
-                    safe(&g.name),
-                    g.approved_by.len(),
-                    g.required,
-                    g.approved_by
-                        .iter()
-                        .map(|p| safe(p))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )?;
-            }
-        }
-        for c in &cleared.report.comments {
+        "`apply` would proceed"
+    };
+    writeln!(
+        ui.out(),
+        "Plan {} passes every check (approved by {}): {what}.",
+        short_id(id),
+        cleared
+            .report
+            .approved_by
+            .iter()
+            .map(|p| safe(p))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )?;
+    if cleared.report.groups.len() > 1 || cleared.loaded.plan.review.iter().any(|g| !g.from.is_empty()) {
+        for g in &cleared.report.groups {
             writeln!(
                 ui.out(),
-                "  {} ({}): {}",
-                safe(&c.principal),
-                c.decision,
-                safe(&c.comment)
+                "  {:<16} {} of {} approved: {}",
+                safe(&g.name),
+                g.approved_by.len(),
+                g.required,
+                g.approved_by
+                    .iter()
+                    .map(|p| safe(p))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )?;
         }
     }
-    Ok(0)
+    for c in &cleared.report.comments {
+        writeln!(
+            ui.out(),
+            "  {} ({}): {}",
+            safe(&c.principal),
+            c.decision,
+            safe(&c.comment)
+        )?;
+    }
+    Ok(())
 }

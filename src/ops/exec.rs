@@ -281,10 +281,7 @@ pub fn prepare(top: &Path, planned: &ExecInputs) -> Result<std::result::Result<S
     let analysis = match pin::analyze(top, &dir, path_of(&env), planned.into()) {
         Ok(a) => a,
         Err(e) => {
-            let now = std::iter::once(e.message)
-                .chain(e.causes)
-                .collect::<Vec<_>>()
-                .join(": ");
+            let now = e.chain();
             return Ok(Err(vec![drift(
                 "pinned files",
                 "found",

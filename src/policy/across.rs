@@ -11,8 +11,10 @@
 //! "Live" means not expired, applied or not: a part applied a minute ago is still part of
 //! the same deletion (counting only unapplied parts would let the planner apply one part at a
 //! time); and a part applied here stays live for the policy's default plan lifetime after it
-//! was applied, however soon the planner made it expire (`store::seen`). Which plans exist is what this clone has seen (`store::seen`), so the count is a
-//! floor, never an invention: every plan counted verified as a plan signed by that planner.
+//! was applied, however soon the planner made it expire (`store::seen`). Which plans exist is
+//! what this clone has seen (`store::seen`) and what is published on the team remote
+//! (`gate::part_of`, by the same rule), so the count is a floor, never an invention: every plan
+//! counted verified as a plan signed by that planner.
 
 use super::Policy;
 use crate::plan::model::{Plan, ReviewGroup, ReviewKind};

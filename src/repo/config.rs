@@ -9,6 +9,9 @@ use crate::error::{Error, Result};
 use crate::text::safe;
 use std::collections::HashMap;
 
+/// Every `branch.<name>.*` entry (key, value) of the local config, by branch name.
+pub type BranchConfig = HashMap<String, Vec<(String, String)>>;
+
 impl Repo {
     /// A config value from the repository's full configuration (system, global, local; the
     /// last one wins, as for git); not for `branch.*` keys (see `branch_config`). Settings are read once per run, in one `git config` for
@@ -37,11 +40,17 @@ impl Repo {
     /// Every `branch.<name>.*` entry of the repository's local config, grouped by branch name,
     /// in file order. One pass over the config, whatever the number of branches. A key
     /// without a value (`[branch "x"] flag`) reads as the empty string.
-    pub fn branch_config(&self) -> Result<HashMap<String, Vec<(String, String)>>> {
-        let out = self
-            .read_config(&["--local", "--get-regexp", r"^branch\..*\.[^.]*$"])?
-            .unwrap_or_default();
-        Ok(group_branch_entries(&out))
+    pub fn branch_config(&self) -> Result<BranchConfig> {
+        self.branch_config_later()
+            .join()
+            .map_err(|_| Error::internal("the thread reading the branches' config panicked"))?
+    }
+
+    /// [`Repo::branch_config`], read by git on another thread while this one goes on
+    /// (planning walks the base's history meanwhile): `join` it for the entries.
+    pub fn branch_config_later(&self) -> std::thread::JoinHandle<Result<BranchConfig>> {
+        let git = self.config_process(&["--local", "--get-regexp", r"^branch\..*\.[^.]*$"]);
+        std::thread::spawn(move || Ok(group_branch_entries(&config_output(git)?.unwrap_or_default())))
     }
 
     /// The names of the configured remotes (those with a `url` or `pushurl`, as for libgit2).
@@ -127,23 +136,29 @@ impl Repo {
 
     /// `git config --null <args>`: `None` when nothing matched (git's exit status 1).
     fn read_config(&self, args: &[&str]) -> Result<Option<Vec<u8>>> {
-        let out = self
-            .git_local()
-            .args(["config", "--null"])
-            .args(args)
-            .output(None)?;
-        match out.status.code() {
-            Some(0) => Ok(Some(out.stdout)),
-            Some(1) => Ok(None),
-            _ => Err(Error::internal("cannot read the git config")
-                .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))),
-        }
+        config_output(self.config_process(args))
+    }
+
+    /// `git config --null <args>`, to be run.
+    fn config_process(&self, args: &[&str]) -> crate::process::Process {
+        self.git_local().args(["config", "--null"]).args(args)
+    }
+}
+
+/// What `git` (a `git config` read) printed: `None` when nothing matched (exit status 1).
+fn config_output(git: crate::process::Process) -> Result<Option<Vec<u8>>> {
+    let out = git.output(None)?;
+    match out.status.code() {
+        Some(0) => Ok(Some(out.stdout)),
+        Some(1) => Ok(None),
+        _ => Err(Error::internal("cannot read the git config")
+            .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))),
     }
 }
 
 /// git's spelling of a key: section and variable names are case-insensitive and listed in
 /// lower case; a subsection (`remote.<Name>.url`) keeps its case.
-fn canonical_key(key: &str) -> String {
+pub(super) fn canonical_key(key: &str) -> String {
     match (key.find('.'), key.rfind('.')) {
         (Some(first), Some(last)) => format!(
             "{}{}{}",
@@ -169,7 +184,19 @@ fn entries(out: &[u8]) -> impl Iterator<Item = (String, String)> + '_ {
     })
 }
 
-fn group_branch_entries(out: &[u8]) -> HashMap<String, Vec<(String, String)>> {
+/// The `scope\0key\nvalue\0` records of `--show-scope --null` output: (scope, key, value).
+pub(super) fn scoped_entries(out: &[u8]) -> Vec<(String, String, String)> {
+    let records: Vec<&[u8]> = out.split(|b| *b == 0).collect();
+    records
+        .chunks_exact(2)
+        .flat_map(|pair| {
+            let scope = String::from_utf8_lossy(pair[0]).into_owned();
+            entries(pair[1]).map(move |(k, v)| (scope.clone(), k, v))
+        })
+        .collect()
+}
+
+fn group_branch_entries(out: &[u8]) -> BranchConfig {
     let mut grouped: HashMap<String, Vec<(String, String)>> = HashMap::new();
     for (key, value) in entries(out) {
         let Some(branch) = key
@@ -197,6 +224,24 @@ mod tests {
         );
         assert_eq!(canonical_key("Remote.MyFork.URL"), "remote.MyFork.url");
         assert_eq!(canonical_key("init.defaultBranch"), "init.defaultbranch");
+    }
+
+    #[test]
+    fn scoped_null_records_keep_their_scope_newlines_and_valueless_keys() {
+        let out =
+            b"system\0core.editor\nvi\0global\0url.x.insteadof\na\nb\0global\0flag.on\0command\0foo.bar\n1\0";
+        let got = scoped_entries(out);
+        let want = [
+            ("system", "core.editor", "vi"),
+            ("global", "url.x.insteadof", "a\nb"),
+            ("global", "flag.on", ""),
+            ("command", "foo.bar", "1"),
+        ];
+        assert_eq!(got.len(), want.len());
+        for ((s, k, v), (ws, wk, wv)) in got.iter().zip(want) {
+            assert_eq!((s.as_str(), k.as_str(), v.as_str()), (ws, wk, wv));
+        }
+        assert!(scoped_entries(b"").is_empty());
     }
 
     #[test]

@@ -368,9 +368,29 @@ pub struct ChangeIds {
 
 /// Walk back from `tip` with `parents`, stopping at commits of the base.
 pub fn unmerged_with(parents: &Parents, tip: Oid, base: &Reachable) -> Result<UnmergedCount> {
-    let mut out = UnmergedCount::default();
-    let mut seen: HashSet<Oid> = HashSet::new();
-    let mut stack = vec![tip];
+    if base.contains(tip) {
+        return Ok(UnmergedCount {
+            commits: 0,
+            boundary: vec![tip],
+        });
+    }
+    unmerged_after(parents, tip, parents.of(tip)?, base)
+}
+
+/// [`unmerged_with`] for a `tip` that is not a commit of the base, whose parents
+/// (`tip_parents`) the caller has read already.
+pub fn unmerged_after(
+    parents: &Parents,
+    tip: Oid,
+    tip_parents: Vec<Oid>,
+    base: &Reachable,
+) -> Result<UnmergedCount> {
+    let mut out = UnmergedCount {
+        commits: 1,
+        boundary: vec![],
+    };
+    let mut seen: HashSet<Oid> = HashSet::from([tip]);
+    let mut stack = tip_parents;
     while let Some(oid) = stack.pop() {
         if !seen.insert(oid) {
             continue;

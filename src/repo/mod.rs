@@ -20,7 +20,7 @@ mod remote;
 mod tags;
 pub mod url;
 
-pub use graph::{Parents, Reachable, Reads, UnmergedCount, unmerged_with};
+pub use graph::{Parents, Reachable, Reads, UnmergedCount, unmerged_after, unmerged_with};
 pub use refs::{BranchRef, CheckedOut, is_valid_refname};
 pub use remote::RemoteRefs;
 pub use tags::TagObservation;
@@ -42,6 +42,8 @@ pub struct Repo {
     git: Repository,
     /// Every config entry, read once on first use (see `config.rs`).
     settings: std::sync::OnceLock<Vec<(String, String)>>,
+    /// Every system and global config entry (see [`admin_entries`]), read once on first use.
+    admin: std::sync::OnceLock<Vec<(String, String)>>,
     /// git's commit-graph file, loaded on first use by a [`Reads::Fast`] walk; shared with
     /// the worker handles of [`Repo::worker`].
     commit_graph: std::sync::OnceLock<Option<std::sync::Arc<commit_graph::CommitGraph>>>,
@@ -122,6 +124,7 @@ impl Repo {
         Ok(Repo {
             git,
             settings: Default::default(),
+            admin: Default::default(),
             commit_graph: Default::default(),
         })
     }
@@ -138,6 +141,7 @@ impl Repo {
         Ok(Repo {
             git,
             settings: Default::default(),
+            admin: Default::default(),
             commit_graph,
         })
     }
@@ -310,9 +314,17 @@ impl Repo {
     /// The last value of `key` set in system or global git config (what an administrator
     /// controls), ignoring the repository's own config, which anyone who can write the
     /// repository can change. Read with git itself, so GIT_CONFIG_GLOBAL/SYSTEM/NOSYSTEM and
-    /// plain includes behave exactly as for git.
+    /// plain includes behave exactly as for git. Every entry is read once per run, in one
+    /// `git config` for every key (a run asks for up to four).
     pub fn admin_config(&self, key: &str) -> Result<Option<String>> {
-        admin_config(key)
+        let entries = match self.admin.get() {
+            Some(e) => e,
+            None => {
+                let read = admin_entries()?;
+                self.admin.get_or_init(|| read)
+            }
+        };
+        Ok(last_value(entries, key))
     }
 
     /// A commit's committer time and its whole message (a backup commit's, for `gc`).
@@ -372,29 +384,45 @@ impl Repo {
 /// [`Repo::admin_config`] without a repository: the last value of `key` in system or global
 /// git config (outside a repository, the user's git config is exactly these).
 pub fn admin_config(key: &str) -> Result<Option<String>> {
+    Ok(last_value(&admin_entries()?, key))
+}
+
+/// The last value of `key` among `entries` (git's spelling of keys, see `config.rs`).
+fn last_value(entries: &[(String, String)], key: &str) -> Option<String> {
+    let key = config::canonical_key(key);
+    entries
+        .iter()
+        .rev()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.clone())
+}
+
+/// Every entry of system and global git config, in the order git reads them (later ones
+/// override earlier ones), with includes.
+fn admin_entries() -> Result<Vec<(String, String)>> {
     // Run outside the repository: inside, git would parse the repository's own config
-    // first (megabytes with 50,000 `[branch]` sections) for a value it must not use
+    // first (megabytes with 50,000 `[branch]` sections) for values it must not use
     // anyway. (So `includeIf "gitdir:..."` does not apply here.)
     let git = crate::process::Process::new("git")
         .current_dir("/")
         .env_remove("GIT_DIR")
         .env_remove("GIT_WORK_TREE")
-        .args(["config", "--includes", "--show-scope", "--get-all", key]);
+        .args(["config", "--includes", "--show-scope", "--null", "--list"]);
     let line = git.line().to_string();
     let out = git.output(None)?;
     match out.status.code() {
         Some(0) => {}
-        Some(1) => return Ok(None),
+        // No config file at all.
+        Some(1) => return Ok(vec![]),
         _ => return Err(crate::process::failed(&line, &out)),
     }
-    // Later lines override earlier ones (global after system); `-c` and
-    // GIT_CONFIG_PARAMETERS ("command" scope) are whoever runs guardctl, not an administrator.
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_once('\t'))
-        .filter(|(scope, _)| matches!(*scope, "system" | "global"))
-        .map(|(_, v)| v.to_string())
-        .next_back())
+    // `-c` and GIT_CONFIG_PARAMETERS ("command" scope) are whoever runs guardctl, not an
+    // administrator.
+    Ok(config::scoped_entries(&out.stdout)
+        .into_iter()
+        .filter(|(scope, _, _)| matches!(scope.as_str(), "system" | "global"))
+        .map(|(_, k, v)| (k, v))
+        .collect())
 }
 
 #[cfg(test)]

@@ -34,10 +34,17 @@ pub fn sign(
     payload: &[u8],
     key: &SigningKey,
 ) -> Result<Envelope, SignError> {
-    let sig = sshsig::sign(key, namespace, &envelope::pae(payload_type, payload))?;
+    // A plan's payload is megabytes: it is encoded while ssh-keygen signs.
+    let (sig, encoded) = std::thread::scope(|s| {
+        let encoded = s.spawn(|| envelope::encode_payload(payload));
+        let sig = sshsig::sign(key, namespace, &envelope::pae(payload_type, payload));
+        (sig, encoded.join())
+    });
+    let sig = sig?;
+    let encoded = encoded.unwrap_or_else(|_| envelope::encode_payload(payload));
     Ok(Envelope {
         payload_type: payload_type.to_string(),
-        payload: envelope::encode_payload(payload),
+        payload: encoded,
         signatures: vec![Signature {
             keyid: sshsig::fingerprint(&key.public),
             sig,

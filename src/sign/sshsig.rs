@@ -31,8 +31,15 @@ pub fn sign(key: &SigningKey, namespace: &str, data: &[u8]) -> Result<String, Si
         // The file holds only the public half: the private key is in ssh-agent.
         cmd = cmd.arg("-U");
     }
-    // The data (a plan's PAE bytes: megabytes) goes in while the signature comes out.
-    let out = cmd.output(Some(data)).map_err(SignError::Spawn)?;
+    // The data (a plan's PAE bytes: megabytes) goes in while the signature comes out, and
+    // is hashed here meanwhile, on the other core, for the check below (what ssh-keygen
+    // signs is the namespace and that hash: `ssh-keygen -Y sign` uses SHA-512).
+    let (out, digest) = std::thread::scope(|s| {
+        let digest = s.spawn(|| <sha2::Sha512 as sha2::Digest>::digest(data));
+        let out = cmd.output(Some(data));
+        (out, digest.join())
+    });
+    let out = out.map_err(SignError::Spawn)?;
     if !out.status.success() {
         let msg = String::from_utf8_lossy(&out.stderr)
             .lines()
@@ -47,7 +54,11 @@ pub fn sign(key: &SigningKey, namespace: &str, data: &[u8]) -> Result<String, Si
     }
     let armored = String::from_utf8(out.stdout).map_err(|e| SignError::Garbled(e.to_string()))?;
     // Check what we hand out: the right key, the right namespace, a valid signature.
-    let signer = verify(&armored, namespace, data).map_err(|e| SignError::Garbled(e.to_string()))?;
+    let signer = match digest {
+        Ok(digest) => verify_sha512(&armored, namespace, &digest, data),
+        Err(_) => verify(&armored, namespace, data),
+    }
+    .map_err(|e| SignError::Garbled(e.to_string()))?;
     if signer.key_data() != key.public.key_data() {
         return Err(SignError::Garbled(
             "signed by a different key than requested".into(),
@@ -69,6 +80,40 @@ pub enum VerifyError {
 /// Verify an armored SSHSIG over `data` in `namespace`; returns the public key that signed.
 /// Who that key belongs to is the allowed-signers file's business, not this function's.
 pub fn verify(armored: &str, namespace: &str, data: &[u8]) -> Result<PublicKey, VerifyError> {
+    let sig = parse(armored, namespace)?;
+    let key = PublicKey::from(sig.public_key().clone());
+    key.verify(namespace, data, &sig)
+        .map_err(|_| VerifyError::Invalid)?;
+    Ok(key)
+}
+
+/// [`verify`], given `data`'s SHA-512 digest already: what a signature with SHA-512 covers
+/// is the namespace and that digest (PROTOCOL.sshsig), so `data` is not hashed again. A
+/// signature over another hash is checked over `data` by [`verify`].
+fn verify_sha512(
+    armored: &str,
+    namespace: &str,
+    digest: &[u8],
+    data: &[u8],
+) -> Result<PublicKey, VerifyError> {
+    let sig = parse(armored, namespace)?;
+    if sig.hash_alg() != HashAlg::Sha512 {
+        return verify(armored, namespace, data);
+    }
+    let mut signed = b"SSHSIG".to_vec();
+    for field in [namespace.as_bytes(), sig.reserved(), b"sha512", digest] {
+        let len = u32::try_from(field.len()).map_err(|_| VerifyError::Invalid)?;
+        signed.extend_from_slice(&len.to_be_bytes());
+        signed.extend_from_slice(field);
+    }
+    signature::Verifier::verify(sig.public_key(), &signed, sig.signature())
+        .map_err(|_| VerifyError::Invalid)?;
+    Ok(PublicKey::from(sig.public_key().clone()))
+}
+
+/// An armored SSHSIG (one made with a certificate carries the certificate's subject key, see
+/// [`with_subject_key`]) made in `namespace`.
+fn parse(armored: &str, namespace: &str) -> Result<SshSig, VerifyError> {
     let sig = match SshSig::from_pem(armored.as_bytes()) {
         Ok(sig) => sig,
         Err(e) => match with_subject_key(armored) {
@@ -82,10 +127,7 @@ pub fn verify(armored: &str, namespace: &str, data: &[u8]) -> Result<PublicKey, 
             expected: namespace.to_string(),
         });
     }
-    let key = PublicKey::from(sig.public_key().clone());
-    key.verify(namespace, data, &sig)
-        .map_err(|_| VerifyError::Invalid)?;
-    Ok(key)
+    Ok(sig)
 }
 
 /// The certificate an armored SSHSIG was made with, if it was made with one (the signature
@@ -217,6 +259,27 @@ mod tests {
     fn sign_with(path: &Path, data: &[u8]) -> String {
         let key = super::super::key::load(path, super::super::key::KeySource::Flag).unwrap();
         sign(&key, "guardctl-approval", data).unwrap()
+    }
+
+    #[test]
+    fn a_signature_checked_by_its_digest_is_judged_as_over_the_data() {
+        let dir = tempfile::tempdir().unwrap();
+        keygen(dir.path(), &["-q", "-t", "ed25519", "-N", "", "-f", "k"]);
+        let data = b"a plan's bytes".repeat(1000);
+        let armored = sign_with(&dir.path().join("k"), &data);
+        let digest = <sha2::Sha512 as sha2::Digest>::digest(&data);
+        let by_data = verify(&armored, "guardctl-approval", &data).unwrap();
+        let by_digest = verify_sha512(&armored, "guardctl-approval", &digest, &data).unwrap();
+        assert_eq!(by_data, by_digest);
+        let other = <sha2::Sha512 as sha2::Digest>::digest(b"other bytes");
+        assert_eq!(
+            verify_sha512(&armored, "guardctl-approval", &other, &data),
+            Err(VerifyError::Invalid)
+        );
+        assert!(matches!(
+            verify_sha512(&armored, "guardctl-plan", &digest, &data),
+            Err(VerifyError::Namespace { .. })
+        ));
     }
 
     #[test]

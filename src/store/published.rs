@@ -383,11 +383,13 @@ fn outcome(remote: &Remote, items: &[Item], report: &publish::PushReport) -> Res
     Err(e)
 }
 
-/// What to fetch: everything under `refs/guardctl/`, or what concerns one plan.
+/// What to fetch: everything under `refs/guardctl/`, what concerns one plan, or every
+/// plan with its consumed marker (the bulk class across plans: `gate::part_of`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
     All,
     Plan(String),
+    Plans,
 }
 
 impl Scope {
@@ -397,6 +399,17 @@ impl Scope {
         match self {
             Scope::All => vec![format!("{ROOT}*")],
             Scope::Plan(id) => vec![format!("{ROOT}*/{id}"), format!("{ROOT}*/{id}/*")],
+            Scope::Plans => vec![format!("{ROOT}plans/*"), format!("{ROOT}consumed/*")],
+        }
+    }
+
+    /// Whether a snapshot of this scope holds everything `other` would fetch.
+    pub fn includes(&self, other: &Scope) -> bool {
+        match (self, other) {
+            (Scope::All, _) => true,
+            (Scope::Plans, Scope::Plans) => true,
+            (Scope::Plan(a), Scope::Plan(b)) => a == b,
+            _ => false,
         }
     }
 
@@ -430,12 +443,14 @@ impl Scope {
         let parts: Vec<&str> = rest.split('/').collect();
         let id_ok = |id: &str| crate::store::state::is_plan_id_hex(id) && self.covers(id);
         match parts.as_slice() {
+            [dir, id] if *self == Scope::Plans => (*dir == "plans" || *dir == "consumed") && id_ok(id),
             [dir, id] => (*dir == "plans" || *dir == "consumed" || *dir == "receipts") && id_ok(id),
             // Anything under a plan's rejections is read: what cannot be verified there
             // blocks the plan (`Decisions::blocking`), whatever its name.
-            ["rejections", id, _, ..] => id_ok(id),
+            ["rejections", id, _, ..] => *self != Scope::Plans && id_ok(id),
             [dir, id, name] => {
-                ItemKind::DECISIONS.iter().any(|k| k.dir() == *dir)
+                *self != Scope::Plans
+                    && ItemKind::DECISIONS.iter().any(|k| k.dir() == *dir)
                     && id_ok(id)
                     && fpr_of_name(name).is_some()
             }
@@ -445,7 +460,7 @@ impl Scope {
 
     pub fn covers(&self, id_hex: &str) -> bool {
         match self {
-            Scope::All => true,
+            Scope::All | Scope::Plans => true,
             Scope::Plan(id) => id == id_hex,
         }
     }
@@ -463,6 +478,8 @@ pub struct Snapshot {
     /// of its refs every time (`inbox` reads several prefixes per plan), so that 8000 junk
     /// refs anyone can push made every `inbox` take minutes (quadratic in the refs).
     refs: Vec<(String, Oid)>,
+    /// [`Snapshot::plans`], read once.
+    plans: std::cell::OnceCell<PublishedPlans>,
 }
 
 /// The largest file of any published item (a plan file or a receipt): what one fetch of
@@ -536,6 +553,15 @@ pub fn fetch_capped(
     Ok(too_large)
 }
 
+/// Every plan published in a snapshot that verified as a plan file with the id its ref
+/// names, each with its consumed marker if the remote has one (unverified: who signed it is
+/// the caller's business); and warnings naming the refs that did not verify.
+#[derive(Default)]
+pub struct PublishedPlans {
+    pub plans: Vec<(Loaded, Option<ConsumedItem>)>,
+    pub warnings: Vec<String>,
+}
+
 /// A published plan's envelopes that passed this module's checks, and warnings about those
 /// that did not.
 #[derive(Debug, Default, Clone)]
@@ -599,6 +625,7 @@ impl Snapshot {
             scratch,
             too_large,
             refs,
+            plans: std::cell::OnceCell::new(),
         })
     }
 
@@ -624,6 +651,24 @@ impl Snapshot {
             return Err(too_large_why(file));
         }
         self.scratch.read_item(oid, file, limit)
+    }
+
+    /// Every plan published here, each verified exactly as [`Snapshot::plan`] does (read
+    /// once per snapshot: `inbox` judges every plan against all the others). One that does not
+    /// verify is left out with a warning: it is not a plan anyone could apply.
+    pub fn plans(&self) -> Result<&PublishedPlans> {
+        if let Some(p) = self.plans.get() {
+            return Ok(p);
+        }
+        let mut out = PublishedPlans::default();
+        for id in self.plan_ids()? {
+            match self.plan(&id) {
+                Ok(Some(l)) => out.plans.push((l, self.consumed(&id)?)),
+                Ok(None) => {}
+                Err(e) => out.warnings.push(format!("ignored {}", e.message)),
+            }
+        }
+        Ok(self.plans.get_or_init(|| out))
     }
 
     /// The ids (hex) of the plans published here, sorted.
@@ -923,6 +968,32 @@ pub(super) mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn the_plans_scope_holds_plans_and_markers_only_and_everything_includes_it() {
+        let (id, fpr) = ("b".repeat(64), "0".repeat(64));
+        assert!(Scope::Plans.holds(&plan_ref(&id)));
+        assert!(Scope::Plans.holds(&consumed_ref(&id)));
+        assert!(!Scope::Plans.holds(&receipt_ref(&id)));
+        assert!(!Scope::Plans.holds(&decision_ref(ItemKind::Rejection, &id, &fpr)));
+        assert!(Scope::All.includes(&Scope::Plans));
+        assert!(Scope::All.includes(&Scope::Plan(id.clone())));
+        // Neither has the other's refs: one plan's decisions, or every plan.
+        assert!(!Scope::Plans.includes(&Scope::Plan(id.clone())));
+        assert!(!Scope::Plan(id).includes(&Scope::Plans));
+    }
+
+    #[test]
+    fn a_published_plan_that_is_not_a_plan_counts_for_nothing_and_is_named() {
+        let (_d, remote) = bare();
+        let r = plan_ref(&"e".repeat(64));
+        publish(&remote, &[item(&r, b"{\"not\": \"a plan\"}")], &[]).unwrap();
+        let snap = Snapshot::fetch(&remote, Scope::Plans).unwrap();
+        let read = snap.plans().unwrap();
+        assert!(read.plans.is_empty());
+        assert_eq!(read.warnings.len(), 1);
+        assert!(read.warnings[0].contains(&r), "{:?}", read.warnings);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! `refs/guardctl/` (docs/remote.md, "Everything fetched is untrusted"), as a careless
 //! teammate and as a confused agent. Each test proves one behaviour no other test covers.
 
-use crate::fixtures::{Run, TestEnv, remote_repo};
+use crate::fixtures::{Run, TestEnv, publish, remote_repo, team_remote};
 use std::path::{Path, PathBuf};
 
 const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 2\nfrom = [\"reviewers\"]\n";
@@ -10,40 +10,9 @@ const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\",
 /// The policy committed on the remote's default branch, dave (the mallory test key) trusted
 /// as the executor, and a clone for alice (planner), bob, carol and dave.
 fn team() -> (TestEnv, [PathBuf; 4]) {
-    let env = remote_repo();
-    std::fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
-    std::fs::write(env.repo.join(".guardctl/policy.toml"), POLICY).unwrap();
-    env.git(&["add", ".guardctl/policy.toml"]);
-    env.git(&["commit", "-q", "-m", "two reviewers approve"]);
-    env.git(&["push", "-q", "origin", "main"]);
-    env.allow_signer("dave@example.com", "mallory");
+    let env = team_remote(POLICY);
     let clones = env.clones(&["planner", "bob", "carol", "executor"]);
     (env, <[PathBuf; 4]>::try_from(clones).unwrap())
-}
-
-/// Alice publishes a plan of the remote's merged branches for dave, saved as `name`.
-fn publish(env: &TestEnv, planner: &Path, name: &str, extra: &[&str]) -> String {
-    let out = planner.join(name);
-    let mut args = vec![
-        "--json",
-        "plan",
-        "remote-branches",
-        "--remote",
-        "origin",
-        "--executor",
-        "dave@example.com",
-        "-o",
-        out.to_str().unwrap(),
-        "--publish",
-    ];
-    args.extend_from_slice(extra);
-    let r = env.run_in(planner, "alice", &args);
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    r.json()["plan_id"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches("sha256:")
-        .to_string()
 }
 
 /// The hex fingerprint a decision ref names for the test key `name`.

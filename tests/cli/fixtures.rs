@@ -517,6 +517,46 @@ pub fn remote_repo() -> TestEnv {
     env
 }
 
+/// `remote_repo` with `policy` committed on the remote's default branch and dave (the mallory
+/// test key) trusted as an executor: a team's remote, before anyone clones it.
+pub fn team_remote(policy: &str) -> TestEnv {
+    let env = remote_repo();
+    fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+    fs::write(env.repo.join(".guardctl/policy.toml"), policy).unwrap();
+    env.git(&["add", ".guardctl/policy.toml"]);
+    env.git(&["commit", "-q", "-m", "the team's policy"]);
+    env.git(&["push", "-q", "origin", "main"]);
+    env.allow_signer("dave@example.com", "mallory");
+    env
+}
+
+/// Alice publishes, from her clone `planner`, a plan of the remote's merged branches for
+/// dave to apply (`--remote origin --executor dave@example.com`, plus `extra`), saved there as
+/// `name`; its id's hex digits.
+pub fn publish(env: &TestEnv, planner: &Path, name: &str, extra: &[&str]) -> String {
+    let out = planner.join(name);
+    let mut args = vec![
+        "--json",
+        "plan",
+        "remote-branches",
+        "--remote",
+        "origin",
+        "--executor",
+        "dave@example.com",
+        "-o",
+        out.to_str().unwrap(),
+        "--publish",
+    ];
+    args.extend_from_slice(extra);
+    let r = env.run_in(planner, "alice", &args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    r.json()["plan_id"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:")
+        .to_string()
+}
+
 impl TestEnv {
     /// A fresh clone of the bare remote `origin` (its `file://` URL) for each of `names`,
     /// under the test's directory: the machines of a team, each with a clone of its own.

@@ -3,7 +3,7 @@
 //! while a human approves from the CLI in between. The agent's key is mallory's, given the
 //! principal `agent@example.com` limited to planning and applying.
 
-use crate::fixtures::{TestEnv, file_tree as tree, payload_of, run, standard_repo};
+use crate::fixtures::{TestEnv, file_tree as tree, payload_of, publish, remote_repo, run, standard_repo};
 use guardctl::mcp::{SHOW_FIELDS, TOOLS};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
@@ -21,9 +21,14 @@ type Client = RunningService<RoleClient, ()>;
 /// `guardctl --key <key of user> --allowed-signers <file> mcp` in the repository, with the
 /// fixtures' cleared environment and test clock; stderr is kept for `stderr_of`.
 fn server_command(env: &TestEnv, user: &str) -> tokio::process::Command {
+    server_in(env, user, &env.repo)
+}
+
+/// `server_command` started in the clone `dir`.
+fn server_in(env: &TestEnv, user: &str, dir: &Path) -> tokio::process::Command {
     let std = env.command();
     let mut c = tokio::process::Command::new(std.get_program());
-    c.current_dir(&env.repo).env_clear();
+    c.current_dir(dir).env_clear();
     for (k, v) in std.get_envs() {
         if let Some(v) = v {
             c.env(k, v);
@@ -441,4 +446,91 @@ fn startup_warns_when_the_servers_key_may_also_approve() {
         r.transcript()
     );
     assert_eq!(r.stdout, "");
+}
+
+/// A team around a bare `file://` remote: alice publishes a plan of the remote's merged
+/// branches for dave (the agent: the mallory key, which may plan and apply) from her clone,
+/// bob approves it by prefix and publishes his approval from his; the agent gets two clones
+/// of its own. No file passes between them. Returns the agent's clones and the plan id's hex.
+fn published_for_the_agent() -> (TestEnv, [std::path::PathBuf; 2], String) {
+    let env = remote_repo();
+    env.allow_signer(
+        "dave@example.com namespaces=\"guardctl-plan,guardctl-apply\"",
+        "mallory",
+    );
+    let [planner, bob, agent, other] =
+        <[std::path::PathBuf; 4]>::try_from(env.clones(&["planner", "bob", "agent", "other"])).unwrap();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    let r = env.run_in(&bob, "bob", &["approve", &id[..12], "--yes", "--publish"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    (env, [agent, other], id)
+}
+
+#[tokio::test]
+async fn the_plan_tools_take_a_published_plans_id_or_prefix_as_the_cli_does() {
+    let (env, [agent, _], id) = published_for_the_agent();
+    let prefix = &id[..12];
+    let (client, _stderr) = connect_with(server_in(&env, "mallory", &agent)).await;
+
+    let shown = ok(&call(&client, "show_plan", json!({"plan": prefix})).await);
+    assert_eq!(shown["plan_id"], format!("sha256:{id}"));
+    let status = ok(&call(&client, "plan_status", json!({"plan": prefix})).await);
+    assert_eq!(status["state"], "approved", "{status:#}");
+    assert_eq!(status["approved_by"], json!(["bob@example.com"]));
+    let command = status["approve_command"].as_str().unwrap();
+    assert!(command.ends_with(&format!(" approve {prefix}")), "{command}");
+    let verified = ok(&call(&client, "verify_plan", json!({"plan": format!("sha256:{id}")})).await);
+    assert_eq!(verified["ok"], true);
+
+    // The CLI's errors, with its exit codes: no such plan is 66 (a prefix no published plan
+    // has), too few digits to be a prefix is no file either.
+    let other = if id.starts_with('0') { "1" } else { "0" }.repeat(12);
+    for missing in [other.as_str(), "abc"] {
+        let e = tool_error(&call(&client, "show_plan", json!({"plan": missing})).await);
+        assert_eq!(e["error"]["kind"], "not_found", "{e:#}");
+        assert_eq!(e["error"]["exit_code"], 66);
+        let e = tool_error(&call(&client, "apply_plan", json!({"plan": missing})).await);
+        assert_eq!(e["error"]["exit_code"], 66, "{e:#}");
+    }
+
+    let before = env.remote_branches().lines().count();
+    let applied = ok(&call(&client, "apply_plan", json!({"plan": prefix})).await);
+    assert_eq!(applied["replayed"], false, "{applied:#}");
+    assert_eq!(applied["plan_id"], format!("sha256:{id}"));
+    assert!(env.remote_branches().lines().count() < before);
+    let again = ok(&call(&client, "apply_plan", json!({"plan": prefix})).await);
+    assert_eq!(again["replayed"], true);
+    assert_eq!(again["receipt"], applied["receipt"]);
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn apply_plan_of_a_plan_consumed_in_another_clone_waits_only_as_long_as_its_wait() {
+    let (env, [agent, other], id) = published_for_the_agent();
+    let prefix = &id[..12];
+    // The agent's other clone consumed the plan on the remote and died before its receipt.
+    let killed = env.run_env(
+        "mallory",
+        &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
+        &["-C", other.to_str().unwrap(), "apply", prefix],
+    );
+    assert_ne!(killed.code, 0, "{}", killed.transcript());
+
+    let (client, _stderr) = connect_with(server_in(&env, "mallory", &agent)).await;
+    let e = tool_error(&call(&client, "apply_plan", json!({"plan": prefix, "wait": "0"})).await);
+    assert_eq!(e["error"]["kind"], "needs_recovery", "{e:#}");
+    assert_eq!(e["error"]["exit_code"], 16);
+    assert_eq!(
+        e["error"]["details"]["consumed_by"]["principal"], "dave@example.com",
+        "{e:#}"
+    );
+    let bad = tool_error(&call(&client, "apply_plan", json!({"plan": prefix, "wait": "soon"})).await);
+    assert_eq!(bad["error"]["kind"], "usage", "{bad:#}");
+
+    // Once the other clone recovers (publishing its receipt), the tool returns that receipt.
+    let r = env.run_in(&other, "mallory", &["recover"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let replayed = ok(&call(&client, "apply_plan", json!({"plan": prefix})).await);
+    assert_eq!(replayed["replayed"], true, "{replayed:#}");
+    client.cancel().await.unwrap();
 }

@@ -2,7 +2,7 @@
 //! markers travel through the git remote under `refs/guardctl/`, each person in a clone of
 //! their own with a key of their own, and no file passes between them.
 
-use crate::fixtures::{Run, TestEnv, remote_repo};
+use crate::fixtures::{Run, TestEnv, publish, team_remote};
 use std::path::{Path, PathBuf};
 
 /// Two approvals, from the `reviewers` group only.
@@ -20,13 +20,7 @@ struct Team {
 }
 
 fn team() -> Team {
-    let env = remote_repo();
-    std::fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
-    std::fs::write(env.repo.join(".guardctl/policy.toml"), POLICY).unwrap();
-    env.git(&["add", ".guardctl/policy.toml"]);
-    env.git(&["commit", "-q", "-m", "two reviewers approve"]);
-    env.git(&["push", "-q", "origin", "main"]);
-    env.allow_signer("dave@example.com", "mallory");
+    let env = team_remote(POLICY);
     let clones = env.clones(&["planner", "bob", "carol", "executor"]);
     let [planner, bob, carol, executor] = <[PathBuf; 4]>::try_from(clones).unwrap();
     Team {
@@ -41,25 +35,7 @@ fn team() -> Team {
 impl Team {
     /// Alice plans the merged remote branches, for dave to apply, and publishes the plan.
     fn publish_plan(&self) -> String {
-        let out = self.planner.join("plan.json");
-        let r = self.env.run_in(
-            &self.planner,
-            "alice",
-            &[
-                "--json",
-                "plan",
-                "remote-branches",
-                "--remote",
-                "origin",
-                "--executor",
-                "dave@example.com",
-                "-o",
-                out.to_str().unwrap(),
-                "--publish",
-            ],
-        );
-        assert_eq!(r.code, 0, "{}", r.transcript());
-        r.json()["plan_id"].as_str().unwrap().to_string()
+        format!("sha256:{}", publish(&self.env, &self.planner, "plan.json", &[]))
     }
 
     fn inbox(&self, dir: &Path, user: &str) -> serde_json::Value {
@@ -850,4 +826,81 @@ fn a_huge_blob_under_plans_is_left_out_as_too_large_without_being_fetched_and_ot
     // Named by id, it is 65 (not a plan guardctl can read), whatever the server.
     let r = t.env.run_in(&t.bob, "bob", &["show", &huge]);
     assert_eq!(r.code, 65, "{}", r.transcript());
+}
+
+/// One approval from the reviewers; more than one branch at once is bulk and needs carol
+/// (release) too.
+const BULK_POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\"]\nrelease = [\"carol@example.com\"]\n\n[approvals]\nrequired = 1\nfrom = [\"reviewers\"]\n\n[bulk]\nthreshold = 1\nrequired = 1\nfrom = [\"release\"]\n";
+
+#[test]
+fn a_deletion_split_across_plans_published_from_two_clones_still_needs_the_bulk_approvals() {
+    let env = team_remote(BULK_POLICY);
+    let [laptop, desktop, bob, executor] =
+        <[PathBuf; 4]>::try_from(env.clones(&["laptop", "desktop", "bob", "executor"])).unwrap();
+    // alice plans one merged branch from each of her two clones: each is one branch, under
+    // the threshold; together they are two.
+    let a = publish(&env, &laptop, "a.json", &["--match", "feature/done"]);
+    let b = publish(&env, &desktop, "b.json", &["--match", "fix/old"]);
+    let (short_a, short_b) = (&a[..12], &b[..12]);
+
+    // In a third clone that never saw either plan: bob's view of B counts A, and his
+    // approval for the bulk group is refused (he is not in it; without A the plan would have
+    // no bulk group at all: 64).
+    let r = env.run_in(&bob, "bob", &["show", short_b]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stdout
+            .contains("part of    2 plans by alice@example.com totalling 2 branches"),
+        "{}",
+        r.stdout
+    );
+    let r = env.run_in(&bob, "bob", &["approve", short_b, "--group", "bulk", "--yes"]);
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    let r = env.run_in(&bob, "bob", &["approve", short_b, "--yes", "--publish"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+
+    // Applying B in a fourth clone is refused, naming both plans: the bulk group is missing.
+    let r = env.run_in(&executor, "mallory", &["apply", short_b]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(r.stderr.contains("bulk needs 1 more"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("part of 2 plans by alice@example.com"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains(&format!("sha256:{short_a}")), "{}", r.stderr);
+    assert!(r.stderr.contains(short_b), "{}", r.stderr);
+    let r = env.run_in(&executor, "mallory", &["--json", "apply", short_b]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    let err = r.json();
+    assert_eq!(
+        err["error"]["details"]["part_of"]["others"],
+        serde_json::json!([format!("sha256:{a}")]),
+        "{err:#}"
+    );
+    assert!(
+        remote_branch_names(&env).contains(&"fix/old".to_string()),
+        "nothing was deleted"
+    );
+
+    // Once the release group approves (from yet another clone, published), B applies.
+    let [carol] = <[PathBuf; 1]>::try_from(env.clones(&["carol"])).unwrap();
+    let r = env.run_in(&carol, "carol", &["approve", short_b, "--yes", "--publish"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run_in(&executor, "mallory", &["apply", short_b]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!remote_branch_names(&env).contains(&"fix/old".to_string()));
+
+    // A team remote that cannot be read: `show` shows what it can read and says so; `verify`
+    // (the gate) refuses rather than judge without the plans and vetoes published elsewhere.
+    let moved = env.path().join("origin-away.git");
+    std::fs::rename(env.origin(), &moved).unwrap();
+    let a_file = laptop.join("a.json");
+    let r = env.run_in(&laptop, "alice", &["show", a_file.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stderr.contains("cannot read refs/guardctl/"), "{}", r.stderr);
+    let r = env.run_in(&laptop, "alice", &["verify", a_file.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(r.stderr.contains("cannot read refs/guardctl/"), "{}", r.stderr);
+    std::fs::rename(&moved, env.origin()).unwrap();
 }
