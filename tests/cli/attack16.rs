@@ -1028,3 +1028,79 @@ fn inbox_reads_thousands_of_published_refs_in_one_fetch_of_a_few_refspecs() {
     assert_eq!(args.len(), 1, "one fetch: {args:?}");
     assert!(args[0] < 30, "a fetch of {} arguments", args[0]);
 }
+
+// ---- A file named like a plan id ----
+
+#[test]
+fn a_file_named_like_the_published_plans_id_holding_another_plan_is_refused_never_approved() {
+    let (env, [planner, bob, _carol, _executor]) = team();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    // The planner makes another plan (unpublished) and commits it to the default branch
+    // under the name reviewers will type for the published one.
+    let other = planner.join("other.json");
+    let r = env.run_in(
+        &planner,
+        "alice",
+        &[
+            "plan",
+            "remote-branches",
+            "--remote",
+            "origin",
+            "--executor",
+            "dave@example.com",
+            "--expires-in",
+            "3h",
+            "-o",
+            other.to_str().unwrap(),
+            "--no-publish",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let prefix = &id[..12];
+    std::fs::copy(&other, planner.join(prefix)).unwrap();
+    env.git_in(&planner, &["add", prefix]);
+    env.git_in(&planner, &["commit", "-q", "-m", "notes"]);
+    env.git_in(&planner, &["push", "-q", "origin", "HEAD:main"]);
+    env.git_in(&bob, &["pull", "-q", "origin", "main"]);
+    assert!(bob.join(prefix).exists());
+    // bob, in his clone's top directory, approves what inbox listed, by its prefix.
+    let mut c = env.command();
+    c.current_dir(&bob)
+        .arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["--json", "approve", prefix, "--yes"]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    let message = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains(&crate::fixtures::plan_id_of(&other)),
+        "{message}"
+    );
+    let approvals = env.git_in(&env.origin(), &["for-each-ref", "refs/guardctl/approvals"]);
+    assert_eq!(approvals, "", "nothing was approved");
+    // `./<name>` still reads the file; a file named like its own plan's id is that plan.
+    let mut c = env.command();
+    c.current_dir(&bob)
+        .arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["--json", "show", &format!("./{prefix}")]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let own = crate::fixtures::plan_id_of(&other);
+    let own_prefix = own.trim_start_matches("sha256:")[..12].to_string();
+    std::fs::copy(&other, bob.join(&own_prefix)).unwrap();
+    let mut c = env.command();
+    c.current_dir(&bob)
+        .arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["--json", "show", &own_prefix]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.json()["plan_id"], own);
+}
