@@ -152,7 +152,11 @@ pub fn load_plan(ctx: &Ctx, arg: &std::path::Path) -> Result<Loaded> {
         !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit())
     });
     if !looks_like_id || std::fs::symlink_metadata(arg).is_ok() {
-        return crate::planfile::load(arg);
+        let loaded = crate::planfile::load(arg)?;
+        if looks_like_id {
+            file_named_like_an_id(&arg.to_string_lossy(), &loaded)?;
+        }
+        return Ok(loaded);
     }
     // A team remote that cannot be resolved (several URLs, an insteadOf in the clone's own
     // config) is its own error, not "no such file": swallowing it would hide why the plan
@@ -175,6 +179,28 @@ pub fn load_plan(ctx: &Ctx, arg: &std::path::Path) -> Result<Loaded> {
         )
         .with_hint("`guardctl inbox` lists the published plans")
     })
+}
+
+/// An argument that looks like a plan id or prefix (`arg`) and names an existing file: the
+/// file is read, as a path always is, but only when it holds a plan whose id that is.
+/// Otherwise anyone who can add a file to the repository (a planner committing one named
+/// after the id of the plan they ask reviewers to approve by id, as `inbox` lists it) would
+/// have `approve <id> --yes` sign another plan than the one the reviewer looked at: refused
+/// (64), naming both.
+pub fn file_named_like_an_id(arg: &str, loaded: &Loaded) -> Result<()> {
+    let hex = arg.strip_prefix("sha256:").unwrap_or(arg).to_ascii_lowercase();
+    if loaded.id_hex().starts_with(&hex) {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "`{}` is a file here, and it holds plan {}, not the plan its name looks like the id of",
+        safe(arg),
+        loaded.plan_id
+    ))
+    .with_hint(format!(
+        "to read that file, pass it as `./{}`; to read the published plan by its id, run guardctl where no file has that name, or remove the file (guardctl never names a plan file after its id)",
+        safe(arg)
+    )))
 }
 
 /// The rejections and withdrawals of the plan recorded in this repository's guardctl state

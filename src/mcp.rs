@@ -870,6 +870,10 @@ fn plan_arg(ctx: &Ctx, arg: &str) -> Result<PathBuf> {
     if looks_like_id && std::fs::symlink_metadata(&path).is_err() {
         return Ok(PathBuf::from(arg));
     }
+    if looks_like_id {
+        // A file named like an id is that plan or refused, as on the command line.
+        crate::gate::file_named_like_an_id(arg, &crate::planfile::load(&path)?)?;
+    }
     Ok(path)
 }
 

@@ -63,8 +63,9 @@ pub fn read(remote: &Remote, id_hex: &str) -> Result<Option<Consumption>> {
     if let Some(oid) = receipt {
         wanted.push((receipt_ref(id_hex), oid));
     }
-    let too_large =
-        published::fetch_capped(&scratch, &remote.url, &wanted).map_err(|e| cannot_read(remote, e))?;
+    let names: Vec<String> = wanted.iter().map(|(r, _)| r.clone()).collect();
+    let too_large = published::fetch_capped(&scratch, &remote.url, &wanted, &names)
+        .map_err(|e| cannot_read(remote, e))?;
     let item = |refname: String, kind: ItemKind, limit: u64| -> Result<Option<RemoteItem>> {
         if let Some((refname, oid)) = too_large.iter().find(|(r, _)| *r == refname) {
             return Ok(Some(RemoteItem {

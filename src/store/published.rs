@@ -414,6 +414,28 @@ impl Scope {
         }
     }
 
+    /// The refspec sources of one fetch that brings at least `wanted` (refs this scope
+    /// holds), in few patterns: everything under `refs/guardctl/` for all plans; for one
+    /// plan, each decision directory by glob and its other refs by name (a refspec has one
+    /// `*`, and a name that does not exist fails the fetch).
+    fn fetch_patterns(&self, wanted: &[String]) -> Vec<String> {
+        if *self == Scope::All {
+            return vec![format!("{ROOT}*")];
+        }
+        let mut out: Vec<String> = Vec::new();
+        for r in wanted {
+            let parts: Vec<&str> = r[ROOT.len()..].split('/').collect();
+            let p = match parts.as_slice() {
+                [dir, id, _, ..] => format!("{ROOT}{dir}/{id}/*"),
+                _ => r.clone(),
+            };
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        out
+    }
+
     /// Whether `refname` is one of the layout's refs within this scope.
     pub fn holds(&self, refname: &str) -> bool {
         let Some(rest) = refname.strip_prefix(ROOT) else {
@@ -452,6 +474,11 @@ pub struct Snapshot {
     scratch: Scratch,
     /// Refs listed but not fetched: what they hold is larger than any item can be.
     too_large: Vec<(String, Oid)>,
+    /// Every ref fetched and every ref left out as too large, sorted by name: read once
+    /// after the fetch. Looking each prefix up in the scratch repository instead walked all
+    /// of its refs every time (`inbox` reads several prefixes per plan), so that 8000 junk
+    /// refs anyone can push made every `inbox` take minutes (quadratic in the refs).
+    refs: Vec<(String, Oid)>,
     /// [`Snapshot::plans`], read once.
     plans: std::cell::OnceCell<PublishedPlans>,
 }
@@ -479,6 +506,8 @@ fn too_large_why(file: &str) -> String {
 
 /// `(ref, commit)` as listed, for the `wanted` refs.
 fn listed_of(listed: &[(String, Oid)], wanted: &[String]) -> Vec<(String, Oid)> {
+    // A set: thousands of refs listed and wanted would otherwise be compared pairwise.
+    let wanted: std::collections::HashSet<&String> = wanted.iter().collect();
     listed
         .iter()
         .filter(|(r, _)| wanted.contains(r))
@@ -488,21 +517,38 @@ fn listed_of(listed: &[(String, Oid)], wanted: &[String]) -> Vec<(String, Oid)> 
 
 /// Fetch `refs` (as listed, with their commits) from `url` into `scratch`, no file of more
 /// than an item's size cap: all in one fetch when that stays within the cap of the largest
-/// item, else one ref at a time, each within its own kind's cap. Returns the refs left
-/// unfetched because they hold more than that (a hostile pusher's huge blob costs at most
-/// the cap, once for the first fetch and once for its own). Any other failure is an error.
-pub fn fetch_capped(scratch: &Scratch, url: &str, refs: &[(String, Oid)]) -> Result<Vec<(String, Oid)>> {
+/// item, else in groups of about √n refs, and one ref at a time (each within its own kind's
+/// cap) only inside a group that reaches the cap. Returns the refs left unfetched because
+/// they hold more than that. A hostile pusher's huge blob costs at most the cap three times
+/// (the first fetch, its group's, its own) and about 2√n fetches; one ref at a time from the
+/// start would let one huge blob beside thousands of small refs make every reader run a
+/// fetch, a round trip to the remote, per ref. Any other failure is an error.
+///
+/// `all` are the patterns (globs, or the names) of the first fetch, which must bring at least
+/// `refs`: git matches every refspec given by name against every ref it is offered, so
+/// thousands of names take it minutes where one glob takes a second.
+pub fn fetch_capped(
+    scratch: &Scratch,
+    url: &str,
+    refs: &[(String, Oid)],
+    all: &[String],
+) -> Result<Vec<(String, Oid)>> {
     if refs.is_empty() {
         return Ok(vec![]);
     }
-    let names: Vec<String> = refs.iter().map(|(r, _)| r.clone()).collect();
-    if scratch.fetch(url, &names, MAX_ITEM_BYTES)? == publish::Fetch::Done {
+    let names = |refs: &[(String, Oid)]| refs.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>();
+    if scratch.fetch(url, all, MAX_ITEM_BYTES)? == publish::Fetch::Done {
         return Ok(vec![]);
     }
     let mut too_large = Vec::new();
-    for (r, oid) in refs {
-        if scratch.fetch(url, std::slice::from_ref(r), item_limit(r))? == publish::Fetch::Capped {
-            too_large.push((r.clone(), *oid));
+    for group in refs.chunks(refs.len().isqrt().max(1)) {
+        if group.len() > 1 && scratch.fetch(url, &names(group), MAX_ITEM_BYTES)? == publish::Fetch::Done {
+            continue;
+        }
+        for (r, oid) in group {
+            if scratch.fetch(url, std::slice::from_ref(r), item_limit(r))? == publish::Fetch::Capped {
+                too_large.push((r.clone(), *oid));
+            }
         }
     }
     Ok(too_large)
@@ -559,12 +605,27 @@ impl Snapshot {
             .map(|(r, _)| r.clone())
             .filter(|r| scope.holds(r))
             .collect();
-        let too_large = fetch_capped(&scratch, &remote.url, &listed_of(&listed, &wanted)).map_err(cannot)?;
+        let too_large = fetch_capped(
+            &scratch,
+            &remote.url,
+            &listed_of(&listed, &wanted),
+            &scope.fetch_patterns(&wanted),
+        )
+        .map_err(cannot)?;
+        // The first fetch is by glob: what it brought beyond the scope is not read.
+        let mut refs: Vec<(String, Oid)> = scratch
+            .refs(ROOT)?
+            .into_iter()
+            .filter(|(r, _)| scope.holds(r))
+            .collect();
+        refs.extend(too_large.iter().cloned());
+        refs.sort();
         Ok(Snapshot {
             remote: remote.clone(),
             scope,
             scratch,
             too_large,
+            refs,
             plans: std::cell::OnceCell::new(),
         })
     }
@@ -576,15 +637,12 @@ impl Snapshot {
 
     /// The refs under `prefix`: those fetched, and those left out as too large (sorted).
     fn listed(&self, prefix: &str) -> Result<Vec<(String, Oid)>> {
-        let mut refs = self.scratch.refs(prefix)?;
-        refs.extend(
-            self.too_large
-                .iter()
-                .filter(|(r, _)| r.starts_with(prefix))
-                .cloned(),
-        );
-        refs.sort();
-        Ok(refs)
+        let start = self.refs.partition_point(|(r, _)| r.as_str() < prefix);
+        Ok(self.refs[start..]
+            .iter()
+            .take_while(|(r, _)| r.starts_with(prefix))
+            .cloned()
+            .collect())
     }
 
     /// The one file of the item `refname` (commit `oid`), of at most `limit` bytes; `Err` says

@@ -608,3 +608,499 @@ fn a_receipt_pushed_by_the_planner_before_the_real_one_is_16_never_a_replay() {
         r.stdout
     );
 }
+
+// ---- The consumed-marker opt-out and the exec abandonment record ----
+
+/// An exec plan bound to `origin` made by alice in the planning clone (she executes it too),
+/// whose command appends a line to `counter`, approved by bob, reviewer of the default
+/// policy: written to `name`.
+fn counting_exec_plan(env: &TestEnv, name: &str, counter: &Path) -> PathBuf {
+    if !env.repo.join("scripts/count.sh").exists() {
+        std::fs::create_dir_all(env.repo.join("scripts")).unwrap();
+        std::fs::write(
+            env.repo.join("scripts/count.sh"),
+            "#!/bin/sh\necho ran >> \"$1\"\n",
+        )
+        .unwrap();
+        env.git(&["add", "scripts"]);
+        env.git(&["commit", "-q", "-m", "count script"]);
+        env.git(&["push", "-q", "origin", "main"]);
+    }
+    let out = env.repo.join(name);
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "exec",
+            "--remote",
+            "origin",
+            "--preview",
+            "echo would count once",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            "sh",
+            "scripts/count.sh",
+            counter.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", out.to_str().unwrap(), "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    out
+}
+
+/// guardctl as alice in `clone`, with extra environment variables.
+fn alice_at(env: &TestEnv, clone: &Path, vars: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut c = env.command();
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    c.arg("-C")
+        .arg(clone)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(args);
+    crate::fixtures::run(c)
+}
+
+fn count_lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn another_plans_genuine_abandonment_record_under_this_plans_receipt_ref_never_reads_as_abandoned() {
+    let env = remote_repo();
+    let counter = env.path().join("counter");
+    let one = counting_exec_plan(&env, "one.json", &counter);
+    let two = counting_exec_plan(&env, "two.json", &env.path().join("counter-2"));
+    let hex = |p: &Path| {
+        crate::fixtures::plan_id_of(p)
+            .trim_start_matches("sha256:")
+            .to_string()
+    };
+    let (one_id, two_id) = (hex(&one), hex(&two));
+    assert_ne!(one_id, two_id);
+    let clones = env.clones(&["runner-a", "runner-b"]);
+    // Plan one: consumed on the remote, killed before its command, abandoned by recover,
+    // which publishes alice's genuine abandonment record of plan one.
+    let crash = [("GUARDCTL_TEST_CRASH_AFTER", "pushed")];
+    let r = alice_at(&env, &clones[0], &crash, &["apply", one.to_str().unwrap()]);
+    assert_ne!(r.code, 0, "{}", r.transcript());
+    let r = alice_at(&env, &clones[0], &[], &["recover"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let origin = env.origin();
+    let record = env.git_in(
+        &origin,
+        &["rev-parse", &format!("refs/guardctl/receipts/{one_id}")],
+    );
+    // Plan two: consumed on the remote by alice's key in runner-a, which dies before its
+    // command; its receipt slot is still free. Someone copies plan one's record there.
+    let r = alice_at(&env, &clones[0], &crash, &["apply", two.to_str().unwrap()]);
+    assert_ne!(r.code, 0, "{}", r.transcript());
+    env.git_in(
+        &origin,
+        &["update-ref", &format!("refs/guardctl/receipts/{two_id}"), &record],
+    );
+    // Another runner: signed by the right key, but the record of another plan and another
+    // consumption: 16 naming the ref, never "abandoned", never a replay; nothing ran.
+    let r = alice_at(
+        &env,
+        &clones[1],
+        &[],
+        &["--json", "apply", "--wait", "0", two.to_str().unwrap()],
+    );
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    let message = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains(&format!("refs/guardctl/receipts/{two_id}")),
+        "{message}"
+    );
+    assert!(!message.contains("abandoned"), "{message}");
+    assert!(!r.stdout.contains("\"replayed\""), "{}", r.stdout);
+    assert_eq!(count_lines(&counter), 0);
+    assert_eq!(count_lines(&env.path().join("counter-2")), 0);
+}
+
+#[test]
+fn recover_in_a_clone_whose_marker_never_reached_the_remote_publishes_no_abandonment() {
+    let env = remote_repo();
+    let counter = env.path().join("counter");
+    let plan = counting_exec_plan(&env, "plan.json", &counter);
+    let id = crate::fixtures::plan_id_of(&plan)
+        .trim_start_matches("sha256:")
+        .to_string();
+    let clones = env.clones(&["runner-a", "runner-b"]);
+    // runner-b consumes the plan here and is killed before its push; runner-a, with the same
+    // key, then consumes it on the remote and is killed before its command.
+    let r = alice_at(
+        &env,
+        &clones[1],
+        &[("GUARDCTL_TEST_CRASH_AFTER", "consumed")],
+        &["apply", plan.to_str().unwrap()],
+    );
+    assert_ne!(r.code, 0, "{}", r.transcript());
+    let r = alice_at(
+        &env,
+        &clones[0],
+        &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
+        &["apply", plan.to_str().unwrap()],
+    );
+    assert_ne!(r.code, 0, "{}", r.transcript());
+    let origin = env.origin();
+    let marker = env.git_in(&origin, &["rev-parse", &format!("refs/guardctl/consumed/{id}")]);
+    // runner-b's recover holds the consuming key, but the marker on the remote is not its
+    // own: it abandons its own apply and says nothing to other clones about runner-a's.
+    let r = alice_at(&env, &clones[1], &[], &["recover"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("it was not run"), "{}", r.stdout);
+    assert!(!r.stdout.contains("published"), "{}", r.stdout);
+    let receipts = || env.git_in(&origin, &["for-each-ref", "refs/guardctl/receipts"]);
+    assert_eq!(receipts(), "");
+    assert_eq!(
+        env.git_in(&origin, &["rev-parse", &format!("refs/guardctl/consumed/{id}")]),
+        marker
+    );
+    // runner-a's own recover does publish it.
+    let r = alice_at(&env, &clones[0], &[], &["recover"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_ne!(receipts(), "");
+    assert_eq!(count_lines(&counter), 0);
+}
+
+#[test]
+fn a_consumed_marker_opt_out_in_a_clones_work_tree_branch_or_repo_config_is_not_the_policy() {
+    let (env, [planner, bob, carol, executor]) = team();
+    let off = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 2\nfrom = [\"reviewers\"]\n\n[remote]\nconsumed_marker = false\n";
+    // The planner pushes the opt-out on a branch of their own, and commits it locally.
+    std::fs::write(planner.join(".guardctl/policy.toml"), off).unwrap();
+    env.git_in(&planner, &["commit", "-q", "-am", "no marker"]);
+    env.git_in(&planner, &["push", "-q", "origin", "HEAD:refs/heads/no-marker"]);
+    let off_file = env.path().join("off.toml");
+    std::fs::write(&off_file, off).unwrap();
+    env.git_in(
+        &planner,
+        &["config", "guardctl.policy", off_file.to_str().unwrap()],
+    );
+    // The executor's work tree says the same (uncommitted), and so does its repo config.
+    std::fs::write(executor.join(".guardctl/policy.toml"), off).unwrap();
+    env.git_in(
+        &executor,
+        &["config", "guardctl.policy", off_file.to_str().unwrap()],
+    );
+    let id = publish(&env, &planner, "plan.json", &[]);
+    let shown = env.run_in(&executor, "mallory", &["--json", "show", &id[..12]]);
+    assert_eq!(shown.json()["consumed_on"], "remote", "{}", shown.stdout);
+    for (clone, who) in [(&bob, "bob"), (&carol, "carol")] {
+        let r = env.run_in(clone, who, &["approve", &id[..12], "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let r = env.run_in(&executor, "mallory", &["--json", "apply", &id[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.json()["consumed_on"], "remote", "{}", r.stdout);
+    let marker = env.git_in(
+        &env.origin(),
+        &["for-each-ref", &format!("refs/guardctl/consumed/{id}")],
+    );
+    assert_ne!(marker, "", "the apply consumed the plan on the remote");
+}
+
+// ---- Decision refs under their fallback names ----
+
+#[test]
+fn a_withdrawal_published_under_its_fallback_name_lifts_the_reviewers_own_veto() {
+    let (env, [planner, bob, carol, executor]) = team();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    let r = env.run_in(&bob, "bob", &["reject", &id[..12], "--comment", "wait"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // Someone takes bob's withdrawal name first, with junk.
+    let tree = mktree(&env, &planner, "");
+    let junk = env.git_in(&planner, &["commit-tree", &tree, "-m", "junk"]);
+    let taken = format!("refs/guardctl/withdrawals/{id}/{}", key_hex(&env, "bob"));
+    push_object(&env, &planner, &junk, &taken);
+    let r = env.run_in(&bob, "bob", &["--json", "reject", "--withdraw", &id[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let published = r.json()["published"]["ref"].as_str().unwrap().to_string();
+    assert!(published.starts_with(&format!("{taken}-")), "{published}");
+    for (clone, who) in [(&bob, "bob"), (&carol, "carol")] {
+        let r = env.run_in(clone, who, &["approve", &id[..12], "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    // In a clone that saw none of it, the veto is lifted by the fallback withdrawal.
+    let r = env.run_in(&executor, "mallory", &["verify", &id[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+#[test]
+fn a_reviewers_genuine_rejection_copied_under_many_fallback_names_is_one_veto_and_blocks_nothing_else() {
+    let (env, [planner, bob, carol, executor]) = team();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    let r = env.run_in(&carol, "carol", &["reject", &id[..12], "--comment", "no"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let carol_ref = format!("refs/guardctl/rejections/{id}/{}", key_hex(&env, "carol"));
+    let commit = env.git_in(&env.origin(), &["rev-parse", &carol_ref]);
+    // The same genuine envelope under made-up fallback names of carol's and under bob's.
+    for name in [
+        format!("{carol_ref}-0000000000000000"),
+        format!("{carol_ref}-ffffffffffffffff"),
+        format!(
+            "refs/guardctl/rejections/{id}/{}-0123456789abcdef",
+            key_hex(&env, "bob")
+        ),
+    ] {
+        env.git_in(&env.origin(), &["update-ref", &name, &commit]);
+    }
+    let _ = bob;
+    let r = env.run_in(&executor, "mallory", &["--json", "verify", &id[..12]]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    let e = r.json()["error"].clone();
+    let message = e["message"].as_str().unwrap();
+    // carol's veto is said first; bob is never said to have rejected.
+    assert!(message.contains("carol@example.com"), "{e}");
+    assert!(!message.contains("bob@example.com"), "{e}");
+}
+
+// ---- The size cap ----
+
+/// A `git` ahead of the real one on PATH that logs, for every `git fetch` guardctl runs, a
+/// line with the number of its arguments: the PATH to run guardctl with, and the log.
+fn counting_git(env: &TestEnv) -> (String, PathBuf) {
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let bin = env.path().join("counting-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = env.path().join("fetches.log");
+    std::fs::write(
+        bin.join("git"),
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" fetch \"*) echo \"$#\" >> '{}';; esac\nexec '{real}' \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    (path, log)
+}
+
+#[test]
+fn a_huge_blob_among_many_published_refs_costs_a_few_fetches_not_one_per_ref() {
+    const MIB: u64 = 1024 * 1024;
+    let (env, [planner, bob, _carol, _executor]) = team();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    let origin = env.origin();
+    // 200 MB that do not compress under one plan name, on a server that does not filter.
+    let junk = env.path().join("junk.bin");
+    {
+        use std::io::Write;
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&junk).unwrap());
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..(200 * MIB / 8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            w.write_all(&x.to_le_bytes()).unwrap();
+        }
+    }
+    env.git_in(&origin, &["config", "core.compression", "0"]);
+    env.git_in(&origin, &["config", "pack.compression", "0"]);
+    let blob = env.git_in(
+        &origin,
+        &["hash-object", "-w", "--no-filters", junk.to_str().unwrap()],
+    );
+    std::fs::remove_file(&junk).unwrap();
+    let tree = mktree(&env, &origin, &format!("100644 blob {blob}\tplan.json\n"));
+    let huge = env.git_in(&origin, &["commit-tree", &tree, "-m", "huge"]);
+    // And 400 small junk plans beside it.
+    let small_tree = mktree(&env, &origin, "");
+    let small = env.git_in(&origin, &["commit-tree", &small_tree, "-m", "junk"]);
+    let mut updates = format!("create refs/guardctl/plans/{} {huge}\n", "f".repeat(64));
+    for i in 0..400 {
+        updates += &format!("create refs/guardctl/plans/{i:064x} {small}\n");
+    }
+    let updates_file = env.path().join("updates");
+    std::fs::write(&updates_file, updates).unwrap();
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("git update-ref --stdin < \"$0\"")
+        .arg(&updates_file)
+        .current_dir(&origin)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (path, log) = counting_git(&env);
+    let mut c = env.command();
+    c.env("PATH", path)
+        .arg("-C")
+        .arg(&bob)
+        .arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["--json", "inbox"]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let v = r.json();
+    let listed: Vec<&str> = v["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["plan_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [format!("sha256:{id}")], "{v:#}");
+    assert_eq!(v["left_out"]["invalid"], 401, "{v:#}");
+    let fetches = count_lines(&log);
+    // The one huge item is found among 402 refs in a few dozen fetches, not 403.
+    assert!(fetches > 1, "the fallback ran: {fetches}");
+    assert!(fetches <= 45, "{fetches} fetches for 402 refs");
+}
+
+#[test]
+fn inbox_reads_thousands_of_published_refs_in_one_fetch_of_a_few_refspecs() {
+    let (env, [planner, bob, _carol, _executor]) = team();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    let origin = env.origin();
+    // 8000 refs under plans/ (a busy team's years, or one pusher's afternoon). Fetched by
+    // name, git matches each of 8000 refspecs against each of 8000 refs (two minutes here);
+    // read back one prefix at a time from the scratch repository, each lookup walked them
+    // all again (seven more): every inbox took nine minutes.
+    let tree = mktree(&env, &origin, "");
+    let junk = env.git_in(&origin, &["commit-tree", &tree, "-m", "junk"]);
+    let mut updates = String::new();
+    for i in 0..8000 {
+        updates += &format!("create refs/guardctl/plans/{i:064x} {junk}\n");
+    }
+    let updates_file = env.path().join("updates");
+    std::fs::write(&updates_file, updates).unwrap();
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("git update-ref --stdin < \"$0\"")
+        .arg(&updates_file)
+        .current_dir(&origin)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (path, log) = counting_git(&env);
+    let mut c = env.command();
+    c.env("PATH", path)
+        .arg("-C")
+        .arg(&bob)
+        .arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["--json", "inbox"]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 0, "{}", &r.transcript()[..r.transcript().len().min(4000)]);
+    let v = r.json();
+    let listed: Vec<&str> = v["plans"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["plan_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [format!("sha256:{id}")]);
+    assert_eq!(v["left_out"]["invalid"], 8000);
+    let args: Vec<usize> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(args.len(), 1, "one fetch: {args:?}");
+    assert!(args[0] < 30, "a fetch of {} arguments", args[0]);
+}
+
+// ---- A file named like a plan id ----
+
+#[test]
+fn a_file_named_like_the_published_plans_id_holding_another_plan_is_refused_never_approved() {
+    let (env, [planner, bob, _carol, _executor]) = team();
+    let id = publish(&env, &planner, "plan.json", &[]);
+    // The planner makes another plan (unpublished) and commits it to the default branch
+    // under the name reviewers will type for the published one.
+    let other = planner.join("other.json");
+    let r = env.run_in(
+        &planner,
+        "alice",
+        &[
+            "plan",
+            "remote-branches",
+            "--remote",
+            "origin",
+            "--executor",
+            "dave@example.com",
+            "--expires-in",
+            "3h",
+            "-o",
+            other.to_str().unwrap(),
+            "--no-publish",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let prefix = &id[..12];
+    std::fs::copy(&other, planner.join(prefix)).unwrap();
+    env.git_in(&planner, &["add", prefix]);
+    env.git_in(&planner, &["commit", "-q", "-m", "notes"]);
+    env.git_in(&planner, &["push", "-q", "origin", "HEAD:main"]);
+    env.git_in(&bob, &["pull", "-q", "origin", "main"]);
+    assert!(bob.join(prefix).exists());
+    // bob, in his clone's top directory, approves what inbox listed, by its prefix.
+    let mut c = env.command();
+    c.current_dir(&bob)
+        .arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["--json", "approve", prefix, "--yes"]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    let message = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(
+        message.contains(&crate::fixtures::plan_id_of(&other)),
+        "{message}"
+    );
+    let approvals = env.git_in(&env.origin(), &["for-each-ref", "refs/guardctl/approvals"]);
+    assert_eq!(approvals, "", "nothing was approved");
+    // `./<name>` still reads the file; a file named like its own plan's id is that plan.
+    let mut c = env.command();
+    c.current_dir(&bob)
+        .arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["--json", "show", &format!("./{prefix}")]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let own = crate::fixtures::plan_id_of(&other);
+    let own_prefix = own.trim_start_matches("sha256:")[..12].to_string();
+    std::fs::copy(&other, bob.join(&own_prefix)).unwrap();
+    let mut c = env.command();
+    c.current_dir(&bob)
+        .arg("--key")
+        .arg(env.key("bob"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["--json", "show", &own_prefix]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.json()["plan_id"], own);
+}

@@ -534,3 +534,33 @@ async fn apply_plan_of_a_plan_consumed_in_another_clone_waits_only_as_long_as_it
     assert_eq!(replayed["replayed"], true, "{replayed:#}");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_file_named_like_a_published_plans_prefix_holding_another_plan_is_refused_by_the_tools() {
+    let (env, [agent, _], id) = published_for_the_agent();
+    let prefix = &id[..12];
+    // Someone leaves another plan in the agent's work tree under the published plan's prefix.
+    let file = agent.join(prefix);
+    let r = env.run_in(
+        &agent,
+        "alice",
+        &[
+            "plan",
+            "remote-branches",
+            "--remote",
+            "origin",
+            "--expires-in",
+            "3h",
+            "-o",
+            file.to_str().unwrap(),
+            "--no-publish",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let (client, _stderr) = connect_with(server_in(&env, "mallory", &agent)).await;
+    for tool in ["show_plan", "apply_plan"] {
+        let e = tool_error(&call(&client, tool, json!({"plan": prefix})).await);
+        assert_eq!(e["error"]["exit_code"], 64, "{tool}: {e:#}");
+    }
+    client.cancel().await.unwrap();
+}
