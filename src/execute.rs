@@ -1986,12 +1986,7 @@ mod tests {
             alice,
         );
         let e = ex.recover(Some(alice), &f.signers()).unwrap_err();
-        assert_eq!(e.kind, Kind::NeedsRecovery);
-        assert!(
-            e.causes.iter().any(|c| c.contains("0 of 1 refs are deleted")),
-            "{:?}",
-            e.causes
-        );
+        needs_recovery_because(&e, "0 of 1 refs are deleted");
         assert!(f.repo.ref_target("refs/heads/topic").is_some());
     }
 
@@ -2081,14 +2076,14 @@ mod tests {
         };
         f.store.write_before_image(ID, &tampered).unwrap();
         let e = ex.recover(Some(alice), &f.signers()).unwrap_err();
-        assert_eq!(e.kind, Kind::NeedsRecovery);
-        assert!(
-            e.causes
-                .iter()
-                .any(|c| c.contains("the before-image of this plan is")),
-            "{e:?}"
-        );
+        needs_recovery_because(&e, "the before-image of this plan is");
         assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Consumed));
+    }
+
+    /// `e` stops recovery (16) and says why in one of its causes.
+    fn needs_recovery_because(e: &Error, why: &str) {
+        assert_eq!(e.kind, Kind::NeedsRecovery, "{e:?}");
+        assert!(e.causes.iter().any(|c| c.contains(why)), "{e:?}");
     }
 
     #[test]
@@ -2099,13 +2094,7 @@ mod tests {
         // bob consumed a plan alice is the executor of.
         crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], bob);
         let e = ex.recover(Some(alice), &f.signers()).unwrap_err();
-        assert_eq!(e.kind, Kind::NeedsRecovery);
-        assert!(
-            e.causes
-                .iter()
-                .any(|c| c.contains("not by the plan's executor alice")),
-            "{e:?}"
-        );
+        needs_recovery_because(&e, "not by the plan's executor alice");
         assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Consumed));
     }
 
