@@ -2,8 +2,29 @@
 
 fn main() -> std::process::ExitCode {
     limit_mapped_packs();
+    one_malloc_arena();
     guardctl::main()
 }
+
+/// glibc gives each thread that allocates its own malloc arena, and memory freed in a
+/// thread's arena mostly stays with the process. `apply` at 50,000 branches (a `[branch]`
+/// section each) peaked at 214 MB with the drift check's worker thread holding a second arena,
+/// and at 179 MB with one arena for all (measured with `MALLOC_ARENA_MAX=1`). guardctl runs
+/// at most a few threads, each with its own small-allocation cache (tcache), so sharing one
+/// arena costs little lock contention.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+fn one_malloc_arena() {
+    // SAFETY: mallopt only stores a tuning value under glibc's own lock; it is called before
+    // any other thread exists. A failure (0) leaves glibc's default, which is correct, only
+    // larger.
+    unsafe {
+        let _ = libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn one_malloc_arena() {}
 
 /// libgit2 reads pack files through mmap'd windows of up to 1 GiB each, 8 GiB in all, and
 /// unmaps none of them while the repository is open; every page it touches counts in the
