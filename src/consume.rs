@@ -213,12 +213,8 @@ pub fn replay_from_remote(
             return Err(Error::new(
                 Kind::NeedsRecovery,
                 format!(
-                    "plan {} was consumed on remote `{}` by key {} ({}) at {}, and its receipt is not published{}; nothing was changed here",
-                    loaded.plan_id,
-                    safe(&remote.name),
-                    marker.key,
-                    safe(executor.unwrap_or("(none)")),
-                    crate::text::rfc3339(marker.created_at),
+                    "{}, and its receipt is not published{}; nothing was changed here",
+                    consumed_on_remote(loaded, remote, &marker),
                     if wait.is_zero() {
                         String::new()
                     } else {
@@ -227,7 +223,7 @@ pub fn replay_from_remote(
                 ),
             )
             .with_details(serde_json::json!({
-                "consumed_by": {"key": marker.key, "principal": executor, "at": crate::text::rfc3339(marker.created_at)},
+                "consumed_by": consumed_by(loaded, &marker),
                 "ref": found.consumed.refname,
             }))
             .with_hint(format!(
@@ -268,6 +264,28 @@ pub fn replay_from_remote(
     }))
 }
 
+/// "plan … was consumed on remote `…` by key … (executor) at …": who consumed the plan where,
+/// as every refusal of an apply that found it consumed on its remote begins.
+fn consumed_on_remote(loaded: &Loaded, remote: &Remote, marker: &crate::store::state::Consumed) -> String {
+    format!(
+        "plan {} was consumed on remote `{}` by key {} ({}) at {}",
+        loaded.plan_id,
+        safe(&remote.name),
+        marker.key,
+        safe(loaded.plan.executor.principal.as_deref().unwrap_or("(none)")),
+        crate::text::rfc3339(marker.created_at),
+    )
+}
+
+/// The `consumed_by` details of those refusals: the marker's key, the plan's executor, when.
+fn consumed_by(loaded: &Loaded, marker: &crate::store::state::Consumed) -> serde_json::Value {
+    serde_json::json!({
+        "key": marker.key,
+        "principal": loaded.plan.executor.principal,
+        "at": crate::text::rfc3339(marker.created_at),
+    })
+}
+
 /// The refusal of an apply that found the plan consumed on its remote by an apply that was
 /// then abandoned (a verified record at `receipts/<id>`); the plan is spent either way.
 /// Abandoned before its command ran: the command was never run, `drift` (10), as an apply
@@ -282,14 +300,7 @@ fn abandoned_elsewhere(
 ) -> Error {
     use crate::store::state::Stage;
     let executor = loaded.plan.executor.principal.as_deref();
-    let who = format!(
-        "plan {} was consumed on remote `{}` by key {} ({}) at {}",
-        loaded.plan_id,
-        safe(&remote.name),
-        marker.key,
-        safe(executor.unwrap_or("(none)")),
-        crate::text::rfc3339(marker.created_at),
-    );
+    let who = consumed_on_remote(loaded, remote, marker);
     let at = crate::text::rfc3339(abandoned.abandoned_at);
     let (kind, message, hint) = match abandoned.stage {
         Stage::BeforeCommand => (
@@ -313,7 +324,7 @@ fn abandoned_elsewhere(
     };
     Error::new(kind, message)
         .with_details(serde_json::json!({
-            "consumed_by": {"key": marker.key, "principal": executor, "at": crate::text::rfc3339(marker.created_at)},
+            "consumed_by": consumed_by(loaded, marker),
             "abandoned_at": at,
             "stage": abandoned.stage.as_str(),
             "ref": refname,
