@@ -25,7 +25,9 @@ and checks the plan against the generator's ground truth (merged set, squash set
 
 Every plan is timed without and with a commit-graph (`git commit-graph write --reachable`,
 what `git gc` does), git too; times are wall-clock medians, plus guardctl's CPU time (user +
-sys), which says more than wall time on a machine others are using.
+sys), which says more than wall time on a machine others are using. guardctl and its baseline
+are run alternately (one of each per run), and the ratio is the median of the per-run ratios,
+so a machine that drifts during the run (it does: see `paired`) moves both sides alike.
 
 Usage: python3 benches/scale.py [--sizes 1000,10000,50000] [--shapes linear,real]
                                 [--squash-sizes N,...] [--runs 3] [--keep DIR] [--no-build]
@@ -225,29 +227,66 @@ def generate_real(path, n, seed=11, files=400, lines=30):
     return truth
 
 
+def once(args, cwd, stdin=None):
+    """Wall time, peak RSS (KiB) and CPU time (user + sys) of one run of `args`."""
+    t0 = time.perf_counter()
+    p = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *args], cwd=cwd, input=stdin, env=ENV, capture_output=True)
+    wall = time.perf_counter() - t0
+    if p.returncode not in (0, 2):
+        sys.exit(f"failed: {' '.join(args)}\n{p.stderr.decode(errors='replace')[-2000:]}")
+    m, u, s_ = p.stderr.decode().strip().splitlines()[-1].split()
+    return wall, int(m), float(u) + float(s_)
+
+
 def timed(args, cwd, stdin=None, runs=3, prepare=None):
     """Median wall time and max peak RSS (KiB) of `args` over `runs` runs."""
     times, peaks, cpus = [], [], []
     for _ in range(runs):
         if prepare:
             prepare()
-        t0 = time.perf_counter()
-        p = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", *args], cwd=cwd, input=stdin, env=ENV, capture_output=True)
-        times.append(time.perf_counter() - t0)
-        if p.returncode not in (0, 2):
-            sys.exit(f"failed: {' '.join(args)}\n{p.stderr.decode(errors='replace')[-2000:]}")
-        m, u, s_ = p.stderr.decode().strip().splitlines()[-1].split()
-        peaks.append(int(m))
-        cpus.append(float(u) + float(s_))
+        wall, peak, cpu = once(args, cwd, stdin)
+        times.append(wall)
+        peaks.append(peak)
+        cpus.append(cpu)
     timed.cpu = statistics.median(cpus)
     return statistics.median(times), max(peaks)
+
+
+def paired(ours, theirs, cwd, runs=3, prepare=None, their_stdin=None):
+    """Time guardctl (`ours`) and its baseline (`theirs`) alternately, run by run.
+
+    The machine drifts during a run: at 50k branches the same `git update-ref --stdin` took
+    2.2 s, 6.6 s and 17 s in three consecutive fresh copies (the kernel's directory lookups
+    in ext4 grew slower as copies were made and removed). Timing all of one command and then
+    all of the other turned that drift into a ratio (apply measured 2.6x the bare transaction
+    that way, 1.0x when alternated). So each run times both, the ratio reported is the median
+    of the per-run ratios, and the order within a run alternates too.
+    Returns (our median, their median, our peak, their peak, our median CPU, median ratio).
+    """
+    ours_t, theirs_t, ours_m, theirs_m, cpus, ratios = [], [], [], [], [], []
+    for i in range(runs):
+        got = {}
+        for who in (("ours", "theirs") if i % 2 == 0 else ("theirs", "ours")):
+            if prepare:
+                prepare()
+            got[who] = once(ours if who == "ours" else theirs, cwd, None if who == "ours" else their_stdin)
+        ours_t.append(got["ours"][0])
+        theirs_t.append(got["theirs"][0])
+        ours_m.append(got["ours"][1])
+        theirs_m.append(got["theirs"][1])
+        cpus.append(got["ours"][2])
+        ratios.append(got["ours"][0] / got["theirs"][0])
+    return (statistics.median(ours_t), statistics.median(theirs_t), max(ours_m), max(theirs_m),
+            statistics.median(cpus), statistics.median(ratios))
 
 
 def keys(tmp):
     paths = {}
     for who in ("alice", "bob"):
         k = os.path.join(tmp, f"{who}_ed25519")
-        sh(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"bench {who}", "-f", k])
+        # A --keep directory used before already holds them (ssh-keygen would not overwrite).
+        if not (os.path.exists(k) and os.path.exists(k + ".pub")):
+            sh(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"bench {who}", "-f", k])
         paths[who] = k
     signers = os.path.join(tmp, "allowed_signers")
     with open(signers, "w") as fh:
@@ -271,6 +310,9 @@ def affected(plan_path):
 
 def bench_size(n, runs, tmp, keyset, signers, rows, do_squash, shape="linear"):
     repo = os.path.join(tmp, f"{shape}{n}")
+    # A --keep directory used before: generate afresh (same seed, same repository).
+    shutil.rmtree(repo, ignore_errors=True)
+    shutil.rmtree(os.path.join(tmp, f"repo{n}-config"), ignore_errors=True)
     t0 = time.perf_counter()
     truth = (generate_real if shape == "real" else generate)(repo, n)
     gen = time.perf_counter() - t0
@@ -284,21 +326,23 @@ def bench_size(n, runs, tmp, keyset, signers, rows, do_squash, shape="linear"):
         if graph:
             sh(["git", "commit-graph", "write", "--reachable"], cwd=repo)
         label = "commit-graph" if graph else "no commit-graph"
-        git_t, git_m = timed(["git", "for-each-ref", "--merged=main", f"--format={fmt}", "refs/heads"], repo, runs=runs)
-        gc_t, gc_m = timed(g(alice, signers, "plan", "stale-branches", "-o", plan_json), repo, runs=runs)
-        rows.append((n, f"{shape}: plan ({label})", gc_t, git_t, gc_m, git_m, timed.cpu))
+        git_cmd = ["git", "for-each-ref", "--merged=main", f"--format={fmt}", "refs/heads"]
+        plan_cmd = g(alice, signers, "plan", "stale-branches", "-o", plan_json)
+        gc_t, git_t, gc_m, git_m, cpu, ratio = paired(plan_cmd, git_cmd, repo, runs=runs)
+        rows.append((n, f"{shape}: plan ({label})", gc_t, git_t, gc_m, git_m, cpu, ratio))
     got = affected(plan_json)
     if got != truth["merged"]:
         sys.exit(f"ground truth mismatch at {n}: {len(got ^ truth['merged'])} branches differ")
 
-    show_t, show_m = timed([GUARDCTL, "--allowed-signers", signers, "show", plan_json], repo, runs=runs)
-    rows.append((n, f"{shape}: show vs plan", show_t, gc_t, show_m, gc_m, timed.cpu))
+    show_cmd = [GUARDCTL, "--allowed-signers", signers, "show", plan_json]
+    show_t, plan_t, show_m, plan_m, cpu, ratio = paired(show_cmd, plan_cmd, repo, runs=runs)
+    rows.append((n, f"{shape}: show vs plan", show_t, plan_t, show_m, plan_m, cpu, ratio))
 
     if do_squash and shape == "real":
         # Too slow for the cherry recipe at these sizes; judged against the ground truth.
         sq_json = os.path.join(tmp, f"squash-{shape}{n}.json")
         sq_t, sq_m = timed(g(alice, signers, "plan", "stale-branches", "--squash-merged", "-o", sq_json), repo, runs=1)
-        rows.append((n, f"{shape}: plan --squash-merged (commit-graph)", sq_t, None, sq_m, None, timed.cpu))
+        rows.append((n, f"{shape}: plan --squash-merged (commit-graph)", sq_t, None, sq_m, None, timed.cpu, None))
         got = affected(sq_json)
         tp = len(got & truth["squash"])
         precision = tp / len(got) if got else 1.0
@@ -318,7 +362,7 @@ def bench_size(n, runs, tmp, keyset, signers, rows, do_squash, shape="linear"):
             "case $(git cherry main $t) in -*) echo $b;; esac; done"
         )
         rc_t, rc_m = timed(["sh", "-c", recipe], repo, runs=1)
-        rows.append((n, "linear: plan --squash-merged vs cherry recipe", sq_t, rc_t, sq_m, rc_m, None))
+        rows.append((n, "linear: plan --squash-merged vs cherry recipe", sq_t, rc_t, sq_m, rc_m, None, sq_t / rc_t))
         got = affected(sq_json)
         if got != truth["squash"]:
             sys.exit(f"squash ground truth mismatch at {n}: {len(got ^ truth['squash'])} branches differ")
@@ -351,10 +395,11 @@ def bench_size(n, runs, tmp, keyset, signers, rows, do_squash, shape="linear"):
             sh(g(alice, signers, "plan", "stale-branches", "-o", the_plan), cwd=work)
             sh(g(bob, signers, "approve", the_plan, "--yes"), cwd=work)
 
-        git_t, git_m = timed(["git", "update-ref", "--stdin"], work, stdin=txn, runs=runs, prepare=fresh)
-        ap_t, ap_m = timed(g(alice, signers, "apply", the_plan), work, runs=runs, prepare=fresh)
+        ap_t, git_t, ap_m, git_m, cpu, ratio = paired(
+            g(alice, signers, "apply", the_plan), ["git", "update-ref", "--stdin"], work,
+            runs=runs, prepare=fresh, their_stdin=txn)
         label = "apply (config per branch)" if with_config else "apply"
-        rows.append((n, f"linear: {label} vs update-ref --stdin", ap_t, git_t, ap_m, git_m, timed.cpu))
+        rows.append((n, f"linear: {label} vs update-ref --stdin", ap_t, git_t, ap_m, git_m, cpu, ratio))
     shutil.rmtree(work, ignore_errors=True)
 
 
@@ -394,8 +439,8 @@ def main():
                 print("# " + " ".join(str(round(x, 3)) if isinstance(x, float) else str(x) for x in row), file=sys.stderr)
     print("| branches | measurement | guardctl | git / baseline | ratio | guardctl CPU | guardctl peak RSS | baseline peak RSS |")
     print("|---:|---|---:|---:|---:|---:|---:|---:|")
-    for n, what, ours, theirs, om, tm, cpu in rows:
-        ratio = f"{ours / theirs:.2f}x" if theirs else "-"
+    for n, what, ours, theirs, om, tm, cpu, ratio in rows:
+        ratio = f"{ratio:.2f}x" if ratio else "-"
         base = f"{theirs:.3f}s" if theirs else "-"
         cpu_ = f"{cpu:.2f}s" if cpu is not None else "-"
         tm_ = f"{tm / 1024:.0f} MB" if tm else "-"
