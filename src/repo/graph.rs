@@ -10,6 +10,7 @@
 
 use super::Repo;
 use super::commit_graph::CommitGraph;
+use super::grafts::Grafts;
 use crate::error::{Error, Result};
 use git2::Oid;
 use std::collections::{HashMap, HashSet};
@@ -139,10 +140,15 @@ impl Dag {
 pub struct Parents<'r> {
     odb: git2::Odb<'r>,
     graph: Option<&'r CommitGraph>,
+    /// A shallow clone's boundary, or grafts: the parents git uses instead of the object's.
+    grafts: Option<std::sync::Arc<Grafts>>,
 }
 
 impl Parents<'_> {
     pub fn of(&self, oid: Oid) -> Result<Vec<Oid>> {
+        if let Some(ps) = self.grafts.as_ref().and_then(|g| g.get(oid)) {
+            return Ok(ps.to_vec());
+        }
         if let Some(ps) = self.graph.and_then(|g| g.parents(oid)) {
             return Ok(ps);
         }
@@ -201,6 +207,7 @@ impl Repo {
                 Reads::Fast => self.commit_graph(),
                 Reads::Verified => None,
             },
+            grafts: self.grafts()?,
         })
     }
 

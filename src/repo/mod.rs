@@ -11,6 +11,7 @@
 mod commit_graph;
 mod config;
 mod contained;
+mod grafts;
 mod graph;
 pub mod mutate;
 mod parallel;
@@ -47,6 +48,9 @@ pub struct Repo {
     /// git's commit-graph file, loaded on first use by a [`Reads::Fast`] walk; shared with
     /// the worker handles of [`Repo::worker`].
     commit_graph: std::sync::OnceLock<Option<std::sync::Arc<commit_graph::CommitGraph>>>,
+    /// A shallow clone's boundary and grafts (`grafts.rs`), read on first use; shared with
+    /// the worker handles.
+    grafts: std::sync::OnceLock<Option<std::sync::Arc<grafts::Grafts>>>,
     /// Worker handles opened ahead of need ([`Repo::open_workers`]), taken by
     /// [`Repo::worker`].
     spare: std::sync::Mutex<Vec<Repository>>,
@@ -129,6 +133,7 @@ impl Repo {
             settings: Default::default(),
             admin: Default::default(),
             commit_graph: Default::default(),
+            grafts: Default::default(),
             spare: Default::default(),
         })
     }
@@ -145,11 +150,16 @@ impl Repo {
         if let Some(g) = self.commit_graph.get() {
             let _ = commit_graph.set(g.clone());
         }
+        let grafts = std::sync::OnceLock::new();
+        if let Some(g) = self.grafts.get() {
+            let _ = grafts.set(g.clone());
+        }
         Ok(Repo {
             git,
             settings: Default::default(),
             admin: Default::default(),
             commit_graph,
+            grafts,
             spare: Default::default(),
         })
     }
@@ -175,6 +185,17 @@ impl Repo {
                 commit_graph::CommitGraph::load(&common.join("objects")).map(std::sync::Arc::new)
             })
             .as_deref()
+    }
+
+    /// The parents git substitutes for some commits (a shallow clone's boundary, grafts),
+    /// when the repository has any.
+    fn grafts(&self) -> Result<Option<std::sync::Arc<grafts::Grafts>>> {
+        if let Some(g) = self.grafts.get() {
+            return Ok(g.clone());
+        }
+        let g = grafts::Grafts::load(self.git.commondir())?.map(std::sync::Arc::new);
+        let _ = self.grafts.set(g.clone());
+        Ok(g)
     }
 
     /// `<common git dir>/guardctl`: guardctl's own state, shared by every worktree.

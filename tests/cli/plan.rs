@@ -545,3 +545,88 @@ fn a_key_without_principal_can_plan_but_is_warned() {
         Value::Null
     );
 }
+
+/// A shallow clone (CI's usual checkout) is judged as git judges it there: a branch merged
+/// within the fetched history is planned, one merged before the boundary is not (git cannot
+/// tell either), and the plan verifies and applies. Before, plan failed with "object not
+/// found" at the first commit whose parents were never fetched.
+#[test]
+fn a_shallow_clone_is_planned_as_git_sees_it_and_applies() {
+    let env = TestEnv::new();
+    env.branch("merged-long-ago", "main", 1, "Bob", 300);
+    env.merge("merged-long-ago", 299);
+    for i in 0..5 {
+        env.commit("log.txt", &format!("main {i}"), "Alice", 200 - i);
+    }
+    env.branch("merged-lately", "main", 2, "Carol", 20);
+    env.merge("merged-lately", 10);
+    env.branch("unmerged", "main", 1, "Dave", 5);
+    let origin = format!("file://{}", env.repo.display());
+    let shallow = env.path().join("shallow");
+    env.git_in(
+        env.path(),
+        &[
+            "clone",
+            "-q",
+            "--depth",
+            "3",
+            "--no-single-branch",
+            &origin,
+            shallow.to_str().unwrap(),
+        ],
+    );
+    for b in ["merged-long-ago", "merged-lately", "unmerged"] {
+        env.git_in(&shallow, &["branch", "-q", b, &format!("origin/{b}")]);
+    }
+    assert!(shallow.join(".git/shallow").exists());
+    let git_merged = env.git_in(
+        &shallow,
+        &[
+            "for-each-ref",
+            "--merged=main",
+            "--format=%(refname:short)",
+            "refs/heads",
+        ],
+    );
+    assert_eq!(
+        git_merged, "main\nmerged-lately",
+        "git's own view of this shallow clone"
+    );
+
+    let plan = shallow.join("plan.json");
+    let plan = plan.to_str().unwrap();
+    let r = env.run_in(
+        &shallow,
+        "alice",
+        &["--json", "plan", "stale-branches", "-o", plan],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let payload = crate::fixtures::payload_of(std::path::Path::new(plan));
+    let planned: Vec<&str> = payload["affected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["ref"].as_str().unwrap())
+        .collect();
+    assert_eq!(planned, ["refs/heads/merged-lately"]);
+    let skipped: BTreeMap<&str, &str> = payload["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["ref"].as_str().unwrap(), s["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(skipped.get("refs/heads/merged-long-ago"), Some(&"not_stale"));
+    assert_eq!(skipped.get("refs/heads/unmerged"), Some(&"not_stale"));
+
+    let r = env.run_in(&shallow, "bob", &["approve", plan, "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run_in(&shallow, "alice", &["verify", plan]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run_in(&shallow, "alice", &["apply", plan]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let left = env.git_in(
+        &shallow,
+        &["for-each-ref", "--format=%(refname:short)", "refs/heads"],
+    );
+    assert_eq!(left, "main\nmerged-long-ago\nunmerged");
+}
