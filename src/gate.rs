@@ -890,14 +890,7 @@ fn recheck_branches(
         )
         .with_hint("run `git fetch`, then apply again (or re-plan)"));
     }
-    let mut drifts =
-        stale_branches::recheck(repo, inputs, &plan.affected, remote_refs.into(), base_oid, now)?;
-    drifts.extend(stale_branches::recheck_people_not_in_base(
-        repo,
-        base_oid,
-        &plan.affected,
-    )?);
-    Ok(drifts)
+    stale_branches::recheck(repo, inputs, &plan.affected, remote_refs.into(), base_oid, now)
 }
 
 pub use crate::ops::stale_branches::drift_error;

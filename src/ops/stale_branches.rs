@@ -404,13 +404,8 @@ impl<'r> Lookups<'r> {
             Branches::Local => Some(repo.branch_config_later()),
             Branches::Remote(_) => None,
         };
-        // Squash detection needs the history's shape (levels); a plan builds it anyway, as
-        // cheap as the set when the commit-graph is there.
-        let reachable = if want_squash || reads == Reads::Fast {
-            repo.history(base_oid, reads)?
-        } else {
-            repo.reachable_from(base_oid)?
-        };
+        // One walk on every core (`repo::walk`); the levels it adds are for squash detection.
+        let reachable = repo.history(base_oid, reads)?;
         let config = match config {
             Some(read) => read
                 .join()
@@ -607,6 +602,7 @@ pub fn recheck(
         };
         drifts.extend(rejudge(inputs, a, o, now));
     }
+    drifts.extend(recheck_people_not_in_base(repo, &lookups.reachable, planned)?);
     Ok(drifts)
 }
 
@@ -786,17 +782,14 @@ pub fn fill_people_not_in_base(repo: &Repo, base_oid: git2::Oid, affected: &mut 
 
 /// The `people_not_in_base` each planned branch states, against the repository now (from
 /// the tip's object id, whatever else the plan claims): routing relied on it, and a planner
-/// signs whatever they like. Each difference is drift.
-pub fn recheck_people_not_in_base(
+/// signs whatever they like. Each difference is drift. `reachable` is the base's history as
+/// `recheck` read it: one walk serves both.
+fn recheck_people_not_in_base(
     repo: &Repo,
-    base_oid: git2::Oid,
+    reachable: &Reachable,
     affected: &[Resource],
 ) -> Result<Vec<Drift>> {
     let mut drifts = Vec::new();
-    if affected.is_empty() {
-        return Ok(drifts);
-    }
-    let reachable = repo.reachable_from(base_oid)?;
     for a in affected {
         let oid = git2::Oid::from_str(&a.oid).ok().filter(|o| repo.has_object(*o));
         let now = match oid {

@@ -10,7 +10,7 @@
 
 use super::Repo;
 use super::commit_graph::CommitGraph;
-use super::grafts::Grafts;
+use super::shallow::Shallow;
 use crate::error::{Error, Result};
 use git2::Oid;
 use std::collections::{HashMap, HashSet};
@@ -140,14 +140,14 @@ impl Dag {
 pub struct Parents<'r> {
     odb: git2::Odb<'r>,
     graph: Option<&'r CommitGraph>,
-    /// A shallow clone's boundary, or grafts: the parents git uses instead of the object's.
-    grafts: Option<std::sync::Arc<Grafts>>,
+    /// A shallow clone's boundary: commits git treats as having no parents.
+    shallow: Option<std::sync::Arc<Shallow>>,
 }
 
 impl Parents<'_> {
     pub fn of(&self, oid: Oid) -> Result<Vec<Oid>> {
-        if let Some(ps) = self.grafts.as_ref().and_then(|g| g.get(oid)) {
-            return Ok(ps.to_vec());
+        if self.shallow.as_ref().is_some_and(|s| s.is_boundary(oid)) {
+            return Ok(Vec::new());
         }
         if let Some(ps) = self.graph.and_then(|g| g.parents(oid)) {
             return Ok(ps);
@@ -184,21 +184,6 @@ pub struct UnmergedCount {
 }
 
 impl Repo {
-    pub fn reachable_from(&self, base: Oid) -> Result<Reachable> {
-        let mut walk = self.git.revwalk()?;
-        walk.push(base)?;
-        let mut index = HashMap::new();
-        for oid in walk {
-            let n = index.len() as u32;
-            index.insert(oid?, n);
-        }
-        Ok(Reachable {
-            base,
-            index,
-            dag: None,
-        })
-    }
-
     /// A parent reader for `reads` (the commit-graph is loaded on first use).
     pub fn parents(&self, reads: Reads) -> Result<Parents<'_>> {
         Ok(Parents {
@@ -207,27 +192,22 @@ impl Repo {
                 Reads::Fast => self.commit_graph(),
                 Reads::Verified => None,
             },
-            grafts: self.grafts()?,
+            shallow: self.shallow()?,
         })
     }
 
-    /// Every commit reachable from the base, with parents and levels: one walk.
+    /// Every commit reachable from the base, with parents and levels: one walk, on every
+    /// core (`walk.rs`).
     pub fn history(&self, base: Oid, reads: Reads) -> Result<Reachable> {
-        let parents = self.parents(reads)?;
-        let mut index: HashMap<Oid, u32> = HashMap::new();
-        let mut oids = Vec::new();
-        let mut edges: Vec<Vec<Oid>> = Vec::new();
-        let mut stack = vec![base];
-        while let Some(oid) = stack.pop() {
-            if index.contains_key(&oid) {
-                continue;
-            }
-            index.insert(oid, oids.len() as u32);
-            oids.push(oid);
-            let ps = parents.of(oid)?;
-            stack.extend(ps.iter().filter(|p| !index.contains_key(p)));
-            edges.push(ps);
-        }
+        let mut commits = self.walk_history(base, reads)?;
+        // The threads' shares arrive in any order; the index does not depend on it.
+        commits.sort_unstable_by_key(|(oid, _)| *oid);
+        let index: HashMap<Oid, u32> = commits
+            .iter()
+            .enumerate()
+            .map(|(i, (oid, _))| (*oid, i as u32))
+            .collect();
+        let (oids, edges): (Vec<Oid>, Vec<Vec<Oid>>) = commits.into_iter().unzip();
         let mut starts = Vec::with_capacity(oids.len() + 1);
         let mut flat = Vec::with_capacity(oids.len() + oids.len() / 4);
         starts.push(0u32);

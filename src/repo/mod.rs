@@ -11,15 +11,16 @@
 mod commit_graph;
 mod config;
 mod contained;
-mod grafts;
 mod graph;
 pub mod mutate;
 mod parallel;
 pub mod publish;
 mod refs;
 mod remote;
+mod shallow;
 mod tags;
 pub mod url;
+mod walk;
 
 pub use graph::{Parents, Reachable, Reads, UnmergedCount, unmerged_after, unmerged_with};
 pub use refs::{BranchRef, CheckedOut, is_valid_refname};
@@ -48,9 +49,9 @@ pub struct Repo {
     /// git's commit-graph file, loaded on first use by a [`Reads::Fast`] walk; shared with
     /// the worker handles of [`Repo::worker`].
     commit_graph: std::sync::OnceLock<Option<std::sync::Arc<commit_graph::CommitGraph>>>,
-    /// A shallow clone's boundary and grafts (`grafts.rs`), read on first use; shared with
-    /// the worker handles.
-    grafts: std::sync::OnceLock<Option<std::sync::Arc<grafts::Grafts>>>,
+    /// A shallow clone's boundary (`shallow.rs`), read on first use; shared with the worker
+    /// handles.
+    shallow: std::sync::OnceLock<Option<std::sync::Arc<shallow::Shallow>>>,
     /// Worker handles opened ahead of need ([`Repo::open_workers`]), taken by
     /// [`Repo::worker`].
     spare: std::sync::Mutex<Vec<Repository>>,
@@ -133,7 +134,7 @@ impl Repo {
             settings: Default::default(),
             admin: Default::default(),
             commit_graph: Default::default(),
-            grafts: Default::default(),
+            shallow: Default::default(),
             spare: Default::default(),
         })
     }
@@ -150,16 +151,16 @@ impl Repo {
         if let Some(g) = self.commit_graph.get() {
             let _ = commit_graph.set(g.clone());
         }
-        let grafts = std::sync::OnceLock::new();
-        if let Some(g) = self.grafts.get() {
-            let _ = grafts.set(g.clone());
+        let shallow = std::sync::OnceLock::new();
+        if let Some(s) = self.shallow.get() {
+            let _ = shallow.set(s.clone());
         }
         Ok(Repo {
             git,
             settings: Default::default(),
             admin: Default::default(),
             commit_graph,
-            grafts,
+            shallow,
             spare: Default::default(),
         })
     }
@@ -187,15 +188,14 @@ impl Repo {
             .as_deref()
     }
 
-    /// The parents git substitutes for some commits (a shallow clone's boundary, grafts),
-    /// when the repository has any.
-    fn grafts(&self) -> Result<Option<std::sync::Arc<grafts::Grafts>>> {
-        if let Some(g) = self.grafts.get() {
-            return Ok(g.clone());
+    /// A shallow clone's boundary, when the repository is shallow (see `shallow.rs`).
+    fn shallow(&self) -> Result<Option<std::sync::Arc<shallow::Shallow>>> {
+        if let Some(s) = self.shallow.get() {
+            return Ok(s.clone());
         }
-        let g = grafts::Grafts::load(self.git.commondir())?.map(std::sync::Arc::new);
-        let _ = self.grafts.set(g.clone());
-        Ok(g)
+        let s = shallow::Shallow::load(self.git.commondir())?.map(std::sync::Arc::new);
+        let _ = self.shallow.set(s.clone());
+        Ok(s)
     }
 
     /// `<common git dir>/guardctl`: guardctl's own state, shared by every worktree.

@@ -31,6 +31,13 @@ impl Repo {
         }
     }
 
+    /// Return a handle a worker thread is done with, for the next parallel step to take.
+    pub(super) fn give_back(&self, worker: Repo) {
+        if let Ok(mut spare) = self.spare.lock() {
+            spare.push(worker.git);
+        }
+    }
+
     /// `f` over every item, on up to as many threads as there are cores; this thread uses
     /// `self`, each other thread its own [`Repo::worker`] handle.
     pub fn in_parallel<T, R, F>(&self, items: &[T], f: F) -> Result<Vec<R>>
@@ -68,7 +75,7 @@ impl Repo {
 }
 
 /// How many threads `items` items are split over.
-fn threads_for(items: usize) -> usize {
+pub(super) fn threads_for(items: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     cores.min(MAX_THREADS).min(items / MIN_PER_THREAD).max(1)
 }

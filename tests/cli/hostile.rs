@@ -327,3 +327,43 @@ fn two_plans_of_one_state_in_one_second_have_different_ids_and_each_applies_once
     assert!(!r.stderr.contains("already applied"), "{}", r.stderr);
     assert!(!env.git(&["branch"]).contains("feature/done"), "deleted again");
 }
+
+/// A graft (`.git/info/grafts`, deprecated by git) can add parents: one line makes unmerged
+/// work look merged to git and to libgit2. guardctl will not judge history through it: `plan`
+/// refuses, and so do `verify` and `apply` of a plan made before the graft appeared.
+#[test]
+fn a_graft_that_makes_unmerged_work_look_merged_is_refused() {
+    let env = planned();
+    let main = env.git(&["rev-parse", "main"]);
+    let main_parent = env.git(&["rev-parse", "main^"]);
+    let live = env.git(&["rev-parse", "feature/live"]);
+    fs::write(
+        env.repo.join(".git/info/grafts"),
+        format!("{main} {main_parent} {live}\n"),
+    )
+    .unwrap();
+    let merged = env.git(&["branch", "--merged", "main", "--format=%(refname:short)"]);
+    assert!(
+        merged.lines().any(|b| b == "feature/live"),
+        "git follows the graft: {merged}"
+    );
+
+    let r = env.run("alice", &["plan", "stale-branches", "-o", "grafted.json"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("unmerged work look merged"), "{}", r.stderr);
+    assert!(!env.repo.join("grafted.json").exists());
+
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let before = env.repository_state();
+    for args in [&["verify", "plan.json"][..], &["apply", "plan.json"][..]] {
+        let r = env.run("alice", args);
+        assert_eq!(r.code, 64, "{args:?}: {}", r.transcript());
+        assert!(r.stderr.contains("info/grafts"), "{args:?}: {}", r.stderr);
+    }
+    assert_eq!(
+        before,
+        env.repository_state(),
+        "a refused apply changed the repository"
+    );
+}
