@@ -795,7 +795,7 @@ fn recheck_people_not_in_base(
         let now = match oid {
             None => vec!["(the commit is not in this clone)".to_string()],
             Some(oid) if reachable.contains(oid) => vec![],
-            Some(oid) => repo.people_not_in(oid, &reachable)?,
+            Some(oid) => repo.people_not_in(oid, reachable)?,
         };
         if now != a.people_not_in_base() {
             drifts.push(Drift {
