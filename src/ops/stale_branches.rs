@@ -455,7 +455,7 @@ fn read_tips(
     l.repo.in_parallel(tips, |repo, &oid| {
         progress.advance(1);
         let merged = reachable.contains(oid);
-        let facts = match (merged || all_facts).then(|| repo.commit_facts(oid)) {
+        let facts = match (merged || all_facts).then(|| repo.commit_facts_with(oid, reads)) {
             None => None,
             Some(Ok(f)) => Some(f),
             Some(Err(e)) => return Ok(Err(e)),

@@ -136,9 +136,12 @@ impl Dag {
 }
 
 /// Reads a commit's parents: the commit-graph when allowed and it holds the commit, else the
-/// object (raw: the header's `parent` lines, no full parse).
+/// object (raw: the header's `parent` lines, no full parse); for [`Reads::Fast`] through gix
+/// first (`objects.rs`), else libgit2.
 pub struct Parents<'r> {
     odb: git2::Odb<'r>,
+    /// Through gix first ([`Repo::fast_commit`]): only for [`Reads::Fast`].
+    fast: Option<&'r Repo>,
     graph: Option<&'r CommitGraph>,
     /// A shallow clone's boundary: commits git treats as having no parents.
     shallow: Option<std::sync::Arc<Shallow>>,
@@ -151,6 +154,9 @@ impl Parents<'_> {
         }
         if let Some(ps) = self.graph.and_then(|g| g.parents(oid)) {
             return Ok(ps);
+        }
+        if let Some(parents) = self.fast.and_then(|repo| repo.fast_commit(oid, parse_parents)) {
+            return parents.ok_or_else(|| Error::internal(format!("commit {oid} is malformed")));
         }
         let obj = self.odb.read(oid)?;
         if obj.kind() != git2::ObjectType::Commit {
@@ -186,8 +192,13 @@ pub struct UnmergedCount {
 impl Repo {
     /// A parent reader for `reads` (the commit-graph is loaded on first use).
     pub fn parents(&self, reads: Reads) -> Result<Parents<'_>> {
+        if reads == Reads::Fast {
+            // Opened here, by the handle that makes the workers, so that they share it.
+            let _ = self.fast_objects();
+        }
         Ok(Parents {
             odb: self.git.odb()?,
+            fast: (reads == Reads::Fast).then_some(self),
             graph: match reads {
                 Reads::Fast => self.commit_graph(),
                 Reads::Verified => None,

@@ -8,11 +8,13 @@
 //! crafted `packed-refs` that git itself would reject, so every name is validated here and
 //! invalid ones are reported as such, never used as a ref to act on.
 
+mod commit;
 mod commit_graph;
 mod config;
 mod contained;
 mod graph;
 pub mod mutate;
+mod objects;
 mod parallel;
 pub mod publish;
 mod refs;
@@ -49,6 +51,11 @@ pub struct Repo {
     /// git's commit-graph file, loaded on first use by a [`Reads::Fast`] walk; shared with
     /// the worker handles of [`Repo::worker`].
     commit_graph: std::sync::OnceLock<Option<std::sync::Arc<commit_graph::CommitGraph>>>,
+    /// gix's object database for [`Reads::Fast`] (`objects.rs`), opened on first use and
+    /// shared with the worker handles of [`Repo::worker`], each of which reads through its
+    /// own clone ([`Repo::fast_commit`]).
+    fast_objects: std::sync::OnceLock<Option<objects::FastObjects>>,
+    fast_reader: std::cell::RefCell<Option<objects::FastObjects>>,
     /// A shallow clone's boundary (`shallow.rs`), read on first use; shared with the worker
     /// handles.
     shallow: std::sync::OnceLock<Option<std::sync::Arc<shallow::Shallow>>>,
@@ -134,6 +141,8 @@ impl Repo {
             settings: Default::default(),
             admin: Default::default(),
             commit_graph: Default::default(),
+            fast_objects: Default::default(),
+            fast_reader: Default::default(),
             shallow: Default::default(),
             spare: Default::default(),
         })
@@ -155,11 +164,17 @@ impl Repo {
         if let Some(s) = self.shallow.get() {
             let _ = shallow.set(s.clone());
         }
+        let fast_objects = std::sync::OnceLock::new();
+        if let Some(f) = self.fast_objects.get() {
+            let _ = fast_objects.set(f.clone());
+        }
         Ok(Repo {
             git,
             settings: Default::default(),
             admin: Default::default(),
             commit_graph,
+            fast_objects,
+            fast_reader: Default::default(),
             shallow,
             spare: Default::default(),
         })
@@ -186,6 +201,22 @@ impl Repo {
                 commit_graph::CommitGraph::load(&common.join("objects")).map(std::sync::Arc::new)
             })
             .as_deref()
+    }
+
+    /// `f` over the bytes of commit `oid` as gix reads them (`objects.rs`, for
+    /// [`Reads::Fast`] only), or `None` where gix cannot answer: the caller asks libgit2.
+    pub(super) fn fast_commit<R>(&self, oid: Oid, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let mut reader = self.fast_reader.borrow_mut();
+        if reader.is_none() {
+            *reader = self.fast_objects().clone();
+        }
+        reader.as_mut()?.commit(oid).map(f)
+    }
+
+    /// gix's object database, opened on first use (before the workers that share it).
+    pub(super) fn fast_objects(&self) -> &Option<objects::FastObjects> {
+        self.fast_objects
+            .get_or_init(|| objects::FastObjects::open(&self.git.commondir().join("objects")))
     }
 
     /// A shallow clone's boundary, when the repository is shallow (see `shallow.rs`).
@@ -408,14 +439,26 @@ impl Repo {
     }
 
     pub fn commit_facts(&self, oid: Oid) -> Result<CommitFacts> {
-        let c = self.git.find_commit(oid)?;
-        let author = c.author();
-        Ok(CommitFacts {
-            time: c.committer().when().seconds(),
-            author_name: String::from_utf8_lossy(author.name_bytes()).into_owned(),
-            author_email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
-            subject: String::from_utf8_lossy(c.summary_bytes().unwrap_or_default()).into_owned(),
-        })
+        self.commit_facts_with(oid, Reads::Verified)
+    }
+
+    /// A commit's facts, its bytes read as `reads` says and parsed by `commit.rs` either way,
+    /// so that a plan and its re-derivation cannot parse one commit differently.
+    pub fn commit_facts_with(&self, oid: Oid, reads: Reads) -> Result<CommitFacts> {
+        if reads == Reads::Fast
+            && let Some(Some(facts)) = self.fast_commit(oid, commit::facts)
+        {
+            return Ok(facts);
+        }
+        if let Ok(obj) = self.git.odb()?.read(oid)
+            && obj.kind() == git2::ObjectType::Commit
+            && let Some(facts) = commit::facts(obj.data())
+        {
+            return Ok(facts);
+        }
+        // Not a readable commit: libgit2's own words for why.
+        self.git.find_commit(oid)?;
+        Err(Error::internal(format!("commit {oid} is malformed")))
     }
 }
 

@@ -1,0 +1,124 @@
+//! Fast commit reads for planning ([`Reads::Fast`](super::Reads)), through gitoxide's object
+//! database (`gix-odb`) instead of libgit2's.
+//!
+//! Why a second reader: without a commit-graph, most of a plan's time is reading the base's
+//! commits, and libgit2 takes a process-wide lock (its pack-window mutex) and the pack's own
+//! lock on every object read, even from separate repository handles. Two threads reading
+//! commits through libgit2 spent a fifth of their CPU in futex calls and finished *later* than
+//! one (10k real-shaped branches, 2 cores: 0.245 s vs 0.21 s pinned to one core). gix-odb
+//! reads memory-mapped packs without a shared lock, with one reusable inflate state per handle:
+//! the same 26,026 commits in 75 ms on one thread (libgit2: 96 ms) and 42 ms on two.
+//!
+//! What it is not: a resolver of record. It answers only `Reads::Fast`, whose results the
+//! signed plan carries and `verify`/`apply` re-derive with libgit2 ([`Reads::Verified`]), so a
+//! difference between the two readers can make a plan refused as drift, never applied. It
+//! does not verify object hashes (neither does a `Fast` libgit2 read). It does not follow
+//! replace refs (libgit2 does not either), and a shallow clone's boundary is applied above it
+//! (`Parents::of`), as for libgit2. Anything it cannot answer (a store it cannot open, an
+//! object it does not find) is asked of libgit2 instead, so errors keep libgit2's words.
+
+use git2::Oid;
+use gix_object::Find;
+
+/// A gix object-database handle, cheap to clone: one per thread (a handle keeps per-thread
+/// caches and is not `Sync`).
+#[derive(Clone)]
+pub struct FastObjects {
+    handle: gix_odb::Cache<gix_odb::store::Handle<std::sync::Arc<gix_odb::Store>>>,
+    buf: Vec<u8>,
+}
+
+impl FastObjects {
+    /// The object database under `objects_dir` (alternates included), or `None` where gix
+    /// cannot open it (then libgit2 reads everything, as before).
+    pub fn open(objects_dir: &std::path::Path) -> Option<FastObjects> {
+        let handle = gix_odb::at(objects_dir, gix_hash::Kind::Sha1)
+            .ok()?
+            .into_arc()
+            .ok()?;
+        Some(FastObjects {
+            handle,
+            buf: Vec::new(),
+        })
+    }
+
+    /// The raw bytes of commit `oid`, or `None` where this reader does not have it as a commit
+    /// (missing, another kind, or an error reading it): the caller then asks libgit2.
+    pub fn commit(&mut self, oid: Oid) -> Option<&[u8]> {
+        let id = gix_hash::oid::try_from_bytes(oid.as_bytes()).ok()?;
+        let data = self.handle.try_find(id, &mut self.buf).ok()??;
+        (data.kind == gix_object::Kind::Commit).then_some(data.data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo_with_commits(dir: &std::path::Path) -> (git2::Repository, Vec<Oid>) {
+        let repo = git2::Repository::init(dir).unwrap();
+        let sig = git2::Signature::new("t", "t@example.com", &git2::Time::new(1_700_000_000, 0)).unwrap();
+        let tree = repo.treebuilder(None).unwrap().write().unwrap();
+        let tree = repo.find_tree(tree).unwrap();
+        let mut oids = Vec::new();
+        let mut parent: Option<git2::Commit> = None;
+        for i in 0..5 {
+            let parents: Vec<&git2::Commit> = parent.iter().collect();
+            let oid = repo
+                .commit(None, &sig, &sig, &format!("commit {i}"), &tree, &parents)
+                .unwrap();
+            oids.push(oid);
+            parent = Some(repo.find_commit(oid).unwrap());
+        }
+        drop(parent);
+        drop(tree);
+        (repo, oids)
+    }
+
+    #[test]
+    fn reads_the_same_bytes_as_libgit2_from_loose_objects_and_packs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (repo, oids) = repo_with_commits(tmp.path());
+        let check = |repo: &git2::Repository| {
+            let mut fast = FastObjects::open(&repo.path().join("objects")).unwrap();
+            for oid in &oids {
+                let want = repo.odb().unwrap().read(*oid).unwrap().data().to_vec();
+                assert_eq!(fast.commit(*oid), Some(&want[..]), "{oid}");
+            }
+        };
+        check(&repo);
+        // Packed (and the loose copies pruned): the same answers from the pack.
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .arg("-C")
+                .arg(tmp.path())
+                .args(args)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["branch", "main", &oids[4].to_string()]);
+        git(&["repack", "-adq"]);
+        git(&["prune-packed"]);
+        assert!(
+            !tmp.path()
+                .join(".git/objects")
+                .join(&oids[0].to_string()[..2])
+                .exists()
+        );
+        check(&repo);
+    }
+
+    #[test]
+    fn a_missing_object_or_another_kind_is_none_for_libgit2_to_answer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (repo, oids) = repo_with_commits(tmp.path());
+        let mut fast = FastObjects::open(&repo.path().join("objects")).unwrap();
+        assert_eq!(fast.commit(Oid::from_bytes(&[0xab; 20]).unwrap()), None);
+        let tree = repo.find_commit(oids[0]).unwrap().tree_id();
+        assert_eq!(fast.commit(tree), None);
+    }
+}
