@@ -141,12 +141,6 @@ pub fn unverified(plan_id: &str, command: bool) -> Error {
 /// Everything `apply` does but printing: the checks, recovery, then the journaled apply, or
 /// nothing when the plan was applied before.
 pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
-    // The drift check's worker handles are opened before the plan is loaded: each parses the
-    // whole repository config, which at 50,000 `[branch]` sections must not come on top of a
-    // parsed 50,000-branch plan (peak memory, docs in README "Performance").
-    if let Ok(repo) = ctx.repo() {
-        repo.open_workers();
-    }
     let key = ctx.signing_key(ui)?;
     ctx.report_signers(ui, false)?;
     let mut cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;

@@ -14,7 +14,7 @@ use crate::plan::model::{
     BranchFacts, ConfigEntry, Criterion, History, Person, Resource, ResourceFacts, SkipReason, Skipped,
     StaleBranchesInputs, TagFacts, TagObject, Upstream,
 };
-use crate::repo::{BranchRef, CheckedOut, CommitFacts, Reachable, Reads, RemoteRefs, Repo};
+use crate::repo::{BranchRef, CheckedOut, CommitFacts, Reachable, Reader, Reads, RemoteRefs, Repo};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -452,7 +452,7 @@ fn read_tips(
 ) -> Result<Vec<Result<Tip>>> {
     let (reachable, want_squash, reads) = (&l.reachable, l.want_squash, l.reads);
     progress.begin("observed branches", tips.len() as u64);
-    l.repo.in_parallel(tips, |repo, &oid| {
+    l.repo.in_parallel(tips, reads.into(), |repo, &oid| {
         progress.advance(1);
         let merged = reachable.contains(oid);
         let facts = match (merged || all_facts).then(|| repo.commit_facts_with(oid, reads)) {
@@ -850,7 +850,8 @@ fn detect_squash_merges(
     };
     let window = reachable.single_parent_commits_from(min_level);
     progress.begin("patch-ids of base commits", window.len() as u64);
-    let ids = repo.in_parallel(&window, |r, &(commit, parent)| {
+    // Tree and blob diffs go through libgit2.
+    let ids = repo.in_parallel(&window, Reader::Libgit2, |r, &(commit, parent)| {
         progress.advance(1);
         r.change_ids(parent, commit)
     })?;
@@ -862,7 +863,7 @@ fn detect_squash_merges(
         }
     }
     progress.begin("compared branches with the base", todo.len() as u64);
-    let verdicts = repo.in_parallel(&todo, |r, &(_, fork, tip)| {
+    let verdicts = repo.in_parallel(&todo, Reader::Libgit2, |r, &(_, fork, tip)| {
         progress.advance(1);
         let Some(id) = r.change_ids(fork, tip)? else {
             return Ok(false);

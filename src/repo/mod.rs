@@ -25,6 +25,7 @@ pub mod url;
 mod walk;
 
 pub use graph::{Parents, Reachable, Reads, UnmergedCount, unmerged_after, unmerged_with};
+pub use parallel::Reader;
 pub use refs::{BranchRef, CheckedOut, is_valid_refname};
 pub use remote::RemoteRefs;
 pub use tags::TagObservation;
@@ -59,7 +60,7 @@ pub struct Repo {
     /// A shallow clone's boundary (`shallow.rs`), read on first use; shared with the worker
     /// handles.
     shallow: std::sync::OnceLock<Option<std::sync::Arc<shallow::Shallow>>>,
-    /// Worker handles opened ahead of need ([`Repo::open_workers`]), taken by
+    /// Worker handles a parallel step is done with (`walk.rs` gives its own back), taken by
     /// [`Repo::worker`].
     spare: std::sync::Mutex<Vec<Repository>>,
 }

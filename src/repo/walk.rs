@@ -51,7 +51,7 @@ impl Repo {
             }),
             more: Condvar::new(),
         };
-        let helpers = super::parallel::threads_for(usize::MAX) - 1;
+        let helpers = super::parallel::threads_for(usize::MAX, reads.into()) - 1;
         let workers: Vec<Repo> = (0..helpers).map(|_| self.worker()).collect::<Result<_>>()?;
         let (mine, theirs) = std::thread::scope(|s| {
             let walk = &walk;
