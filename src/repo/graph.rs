@@ -265,7 +265,14 @@ impl Repo {
 
     /// The e-mail of every author and committer of the commits reachable from `tip` but not
     /// from the base: whose work a deletion puts at stake (review routing). Sorted, distinct.
+    ///
+    /// Parents come from [`Parents`], as for every other walk, never from `git2::Commit`:
+    /// libgit2 grafts a commit's parents from a `shallow` file in the *worktree's* git dir
+    /// (`.git/worktrees/<name>/shallow`, which git never reads) and accepts parents on its
+    /// lines, so a planner's worktree could cut this walk, and hide whose work is lost, while
+    /// git and `commits_not_in_base` see the whole branch.
     pub fn people_not_in(&self, tip: Oid, base: &Reachable) -> Result<Vec<String>> {
+        let parents = self.parents(Reads::Verified)?;
         let mut people = std::collections::BTreeSet::new();
         let mut seen: HashSet<Oid> = HashSet::new();
         let mut stack = vec![tip];
@@ -277,7 +284,7 @@ impl Repo {
             for who in [c.author(), c.committer()] {
                 people.insert(String::from_utf8_lossy(who.email_bytes()).into_owned());
             }
-            stack.extend(c.parent_ids());
+            stack.extend(parents.of(oid)?);
         }
         Ok(people.into_iter().collect())
     }

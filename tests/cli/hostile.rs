@@ -367,3 +367,60 @@ fn a_graft_that_makes_unmerged_work_look_merged_is_refused() {
         "a refused apply changed the repository"
     );
 }
+
+/// libgit2 reads a linked worktree's `shallow` from the worktree's own git dir
+/// (`.git/worktrees/<name>/shallow`), where git never looks (git's `shallow` is common to
+/// every worktree), and parses it like a graft file. A planner who runs guardctl in their
+/// worktree could then cut the history libgit2 walks for `people_not_in_base` (review
+/// routing: whose work a deletion puts at stake) without git, or guardctl's own history walk,
+/// seeing any boundary. Every walk of a branch's own commits reads parents the one way.
+#[test]
+fn a_worktree_private_shallow_file_cannot_hide_whose_work_is_lost() {
+    let env = standard_repo();
+    env.git(&["checkout", "-q", "-b", "feature/shared", "main"]);
+    env.commit("shared.txt", "victim's work", "Victim", 12);
+    let tip = env.commit("shared.txt", "erin's touch", "Erin", 11);
+    env.git(&["checkout", "-q", "main"]);
+    let wt = env.path().join("wt");
+    let private = env.repo.join(".git/worktrees/wt/shallow");
+    assert!(private.parent().unwrap().is_dir());
+    // A boundary at the tip, and a graft onto main (libgit2 reads parents on the line).
+    let main = env.git(&["rev-parse", "main"]);
+    fs::write(&private, format!("{tip} {main}\n")).unwrap();
+    // git does not read it: both people's commits are the branch's.
+    let authors = env.git_in(&wt, &["log", "--format=%ae", "main..feature/shared"]);
+    assert_eq!(authors, "erin@example.com\nvictim@example.com");
+
+    let args = [
+        "--json",
+        "plan",
+        "stale-branches",
+        "--match",
+        "feature/shared",
+        "--older-than",
+        "5d",
+        "--include-unmerged",
+        "-o",
+    ];
+    let out = env.path().join("shared.json");
+    let mut argv = args.to_vec();
+    argv.push(out.to_str().unwrap());
+    let r = env.run_in(&wt, "alice", &argv);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let plan = payload_of(&out);
+    let a = &plan["affected"][0];
+    assert_eq!(a["ref"], "refs/heads/feature/shared", "{plan:#}");
+    assert_eq!(a["commits_not_in_base"], 2, "{a:#}");
+    assert_eq!(
+        a["people_not_in_base"],
+        serde_json::json!(["erin@example.com", "victim@example.com"]),
+        "{a:#}"
+    );
+    // The honest plan verifies from either worktree: both read the branch the one way.
+    let out = out.to_str().unwrap();
+    for dir in [&wt, &env.repo] {
+        let r = env.run_in(dir, "alice", &["verify", out]);
+        assert_ne!(r.code, 10, "{}: {}", dir.display(), r.transcript());
+        assert!(!r.stderr.contains("people_not_in_base"), "{}", r.transcript());
+    }
+}
