@@ -217,9 +217,59 @@ mod tests {
             format!("{t}{a}{c}\r\nwindows\r\nlines\r\n"),
             format!("{t}{a}{c}\nline\n   \n"),
             format!("{t}{a}{c}\n\u{202e}bidi stays\u{200b}\n"),
+            // Extra author lines are skipped to their newline, never parsed.
+            format!("{t}{a}author not a signature\n{c}\nmalformed extra author\n"),
+            format!("{t}{a}author \n{c}\nempty extra author\n"),
+            format!("{t}{a}author Y <y@example.com> notime\n{c}\nextra author bad time\n"),
+            format!("{t}{a}author x\n"),
+            format!("{t}{a}authorX <x@example.com> 1 +0000\n{c}\nauthorX is no author line\n"),
+            format!(
+                "tree {}\n{a}{c}\nupper-case tree\n",
+                tree.to_string().to_uppercase()
+            ),
+            format!(
+                "tree {tree}\nparent {}\n{a}{c}\nupper-case parent\n",
+                "A".repeat(40)
+            ),
+            format!("tree {tree}x\n{a}{c}\nlong tree\n"),
+            format!("tree {tree}\r\n{a}{c}\ncr after tree\n"),
+            format!("{t}author A <a@example.com>5 +0000\n{c}\nno space before time\n"),
+            format!("{t}{a}committer X <x@example.com>\t 12 +0000\n\ntab and space\n"),
+            format!("{t}{a}committer X <x@example.com> \n\ntrailing space only\n"),
+            format!("{t}{a}committer X <x@example.com> 7\0 +0000\n\nnul after time\n"),
+            format!("{t}{a}committer A <b> <c@example.com> 3 +0000\n\ntwo brackets\n"),
+            format!("{t}{a}committer <c@example.com> 3 +0000\n\nno name\n"),
+            format!("{t}{a}committer \u{e9}\u{301}t\u{e9} <\u{e9}@example.com> 3 +0000\n\nnon-ascii\n"),
+            format!("{t}{a}{c}\n\r\nafter a cr line\n"),
+            format!("{t}{a}{c}\r\nsubject after a cr header line\n"),
+            format!("{t}{a}{c}\n\x0c\x0bform feeds\x0c\nnext\n"),
+            format!("{t}{a}{c}\n \n\nblank first line\n"),
+            format!("{t}{a}{c}\nline\n\t\nafter a tab line\n"),
+            format!("{t}{a}{c}\nline\nnext\0rest\n"),
+            format!("{t}{a}{c}\n\0\nnul first\n"),
+            format!("{t}{a}{c}\n{}\n", "w ".repeat(5000)),
+            format!("{t}{}{c}\nmany authors\n", a.repeat(300)),
+            String::new(),
+            format!("{t}"),
         ];
+        let mut cases: Vec<Vec<u8>> = cases.into_iter().map(String::into_bytes).collect();
+        // Not UTF-8: Latin-1 names and subjects, a lone continuation byte, an overlong NUL.
+        for odd in [&b"\xe9t\xe9"[..], b"\xff\xfe", b"\x80", b"\xc0\x80"] {
+            let mut raw = t.clone().into_bytes();
+            raw.extend_from_slice(b"author N");
+            raw.extend_from_slice(odd);
+            raw.extend_from_slice(b" <e");
+            raw.extend_from_slice(odd);
+            raw.extend_from_slice(b"@example.com> 1 +0000\n");
+            raw.extend_from_slice(c.as_bytes());
+            raw.extend_from_slice(b"\nsub");
+            raw.extend_from_slice(odd);
+            raw.extend_from_slice(b"ject\n");
+            cases.push(raw);
+        }
+        let mut differ = Vec::new();
         for (i, raw) in cases.iter().enumerate() {
-            let oid = odb.write(git2::ObjectType::Commit, raw.as_bytes()).unwrap();
+            let oid = odb.write(git2::ObjectType::Commit, raw).unwrap();
             let theirs = repo.find_commit(oid).ok().map(|c| {
                 (
                     c.committer().when().seconds(),
@@ -228,9 +278,15 @@ mod tests {
                     String::from_utf8_lossy(c.summary_bytes().unwrap_or_default()).into_owned(),
                 )
             });
-            let ours = facts(raw.as_bytes()).map(|f| (f.time, f.author_name, f.author_email, f.subject));
-            assert_eq!(ours, theirs, "case {i}: {raw:?}");
+            let ours = facts(raw).map(|f| (f.time, f.author_name, f.author_email, f.subject));
+            if ours != theirs {
+                differ.push(format!(
+                    "case {i}: {:?}\n  ours:    {ours:?}\n  libgit2: {theirs:?}",
+                    String::from_utf8_lossy(raw)
+                ));
+            }
         }
+        assert!(differ.is_empty(), "{}", differ.join("\n"));
     }
 
     #[test]

@@ -113,8 +113,14 @@ impl Dag {
         &self.parents[self.starts[i] as usize..self.starts[i + 1] as usize]
     }
 
-    /// Topological levels, by an iterative post-order walk (histories are deep).
-    fn levels(oids: usize, starts: &[u32], parents: &[u32]) -> Vec<u32> {
+    /// Topological levels, by an iterative post-order walk (histories are deep); `None` for
+    /// a history with a cycle. git's cannot have one (a commit names its parents by hash),
+    /// but a crafted commit-graph can say so (`plan` reads parents from it), and so can an
+    /// object whose content is not its id's (nothing re-hashes what `plan` reads): the walk
+    /// must end, not grow its stack until memory runs out.
+    fn levels(oids: usize, starts: &[u32], parents: &[u32]) -> Option<Vec<u32>> {
+        /// A commit whose parents are being levelled: meeting it again below itself is a cycle.
+        const OPEN: u32 = u32::MAX;
         let mut level = vec![0u32; oids];
         for root in 0..oids {
             if level[root] != 0 {
@@ -122,23 +128,28 @@ impl Dag {
             }
             let mut stack = vec![(root, false)];
             while let Some((i, expanded)) = stack.pop() {
-                if level[i] != 0 {
-                    continue;
-                }
                 let ps = &parents[starts[i] as usize..starts[i + 1] as usize];
                 if expanded {
                     level[i] = 1 + ps.iter().map(|&p| level[p as usize]).max().unwrap_or(0);
                     continue;
                 }
+                match level[i] {
+                    0 => {}
+                    OPEN => return None,
+                    _ => continue,
+                }
+                level[i] = OPEN;
                 stack.push((i, true));
-                stack.extend(
-                    ps.iter()
-                        .filter(|&&p| level[p as usize] == 0)
-                        .map(|&p| (p as usize, false)),
-                );
+                for &p in ps {
+                    match level[p as usize] {
+                        0 => stack.push((p as usize, false)),
+                        OPEN => return None,
+                        _ => {}
+                    }
+                }
             }
         }
-        level
+        Some(level)
     }
 }
 
@@ -233,7 +244,12 @@ impl Repo {
             flat.extend(ps.iter().filter_map(|p| index.get(p).copied()));
             starts.push(flat.len() as u32);
         }
-        let level = Dag::levels(oids.len(), &starts, &flat);
+        let level = Dag::levels(oids.len(), &starts, &flat).ok_or_else(|| {
+            Error::usage(format!(
+                "the history of {base} has a cycle, which git's cannot: the commit-graph file or a commit object is corrupt"
+            ))
+            .with_hint("`git commit-graph write --reachable` rewrites the commit-graph; `git fsck` checks the objects")
+        })?;
         Ok(Reachable {
             base,
             index,
@@ -272,7 +288,14 @@ impl Repo {
 
     /// The e-mail of every author and committer of the commits reachable from `tip` but not
     /// from the base: whose work a deletion puts at stake (review routing). Sorted, distinct.
+    ///
+    /// Parents come from [`Parents`], as for every other walk, never from `git2::Commit`:
+    /// libgit2 grafts a commit's parents from a `shallow` file in the *worktree's* git dir
+    /// (`.git/worktrees/<name>/shallow`, which git never reads) and accepts parents on its
+    /// lines, so a planner's worktree could cut this walk, and hide whose work is lost, while
+    /// git and `commits_not_in_base` see the whole branch.
     pub fn people_not_in(&self, tip: Oid, base: &Reachable) -> Result<Vec<String>> {
+        let parents = self.parents(Reads::Verified)?;
         let mut people = std::collections::BTreeSet::new();
         let mut seen: HashSet<Oid> = HashSet::new();
         let mut stack = vec![tip];
@@ -284,7 +307,7 @@ impl Repo {
             for who in [c.author(), c.committer()] {
                 people.insert(String::from_utf8_lossy(who.email_bytes()).into_owned());
             }
-            stack.extend(c.parent_ids());
+            stack.extend(parents.of(oid)?);
         }
         Ok(people.into_iter().collect())
     }
@@ -501,6 +524,32 @@ mod tests {
     }
 
     #[test]
+    fn a_cycle_has_no_levels_and_the_walk_ends() {
+        // 0 <- 1 <- 2 <- 0 (a lie only a crafted commit-graph or object can tell), 3 <- 3,
+        // and a cycle reached from a commit outside it: 4 -> 5 <-> 6.
+        for parents_of in [
+            &[&[2u32][..], &[0], &[1]][..],
+            &[&[], &[0], &[1], &[3]],
+            &[&[], &[], &[], &[], &[5], &[6], &[5]],
+        ] {
+            let mut starts = vec![0u32];
+            let mut flat = vec![];
+            for ps in parents_of {
+                flat.extend_from_slice(ps);
+                starts.push(flat.len() as u32);
+            }
+            assert_eq!(
+                Dag::levels(parents_of.len(), &starts, &flat),
+                None,
+                "{parents_of:?}"
+            );
+        }
+        // A diamond is no cycle: 0 <- 1, 0 <- 2, 3 = merge(1, 2), each parent met twice.
+        let (starts, flat) = (vec![0u32, 0, 1, 2, 4], vec![0u32, 0, 1, 2]);
+        assert_eq!(Dag::levels(4, &starts, &flat), Some(vec![1, 2, 2, 3]));
+    }
+
+    #[test]
     fn levels_count_the_longest_path_to_a_root() {
         // 0 <- 1 <- 2, 0 <- 3, 4 = merge(2, 3); indices are arbitrary, parents point down.
         let parents_of: [&[u32]; 5] = [&[], &[0], &[1], &[0], &[2, 3]];
@@ -510,6 +559,6 @@ mod tests {
             flat.extend_from_slice(ps);
             starts.push(flat.len() as u32);
         }
-        assert_eq!(Dag::levels(5, &starts, &flat), vec![1, 2, 3, 2, 4]);
+        assert_eq!(Dag::levels(5, &starts, &flat), Some(vec![1, 2, 3, 2, 4]));
     }
 }

@@ -367,3 +367,255 @@ fn a_graft_that_makes_unmerged_work_look_merged_is_refused() {
         "a refused apply changed the repository"
     );
 }
+
+/// libgit2 reads a linked worktree's `shallow` from the worktree's own git dir
+/// (`.git/worktrees/<name>/shallow`), where git never looks (git's `shallow` is common to
+/// every worktree), and parses it like a graft file. A planner who runs guardctl in their
+/// worktree could then cut the history libgit2 walks for `people_not_in_base` (review
+/// routing: whose work a deletion puts at stake) without git, or guardctl's own history walk,
+/// seeing any boundary. Every walk of a branch's own commits reads parents the one way.
+#[test]
+fn a_worktree_private_shallow_file_cannot_hide_whose_work_is_lost() {
+    let env = standard_repo();
+    env.git(&["checkout", "-q", "-b", "feature/shared", "main"]);
+    env.commit("shared.txt", "victim's work", "Victim", 12);
+    let tip = env.commit("shared.txt", "erin's touch", "Erin", 11);
+    env.git(&["checkout", "-q", "main"]);
+    let wt = env.path().join("wt");
+    let private = env.repo.join(".git/worktrees/wt/shallow");
+    assert!(private.parent().unwrap().is_dir());
+    // A boundary at the tip, and a graft onto main (libgit2 reads parents on the line).
+    let main = env.git(&["rev-parse", "main"]);
+    fs::write(&private, format!("{tip} {main}\n")).unwrap();
+    // git does not read it: both people's commits are the branch's.
+    let authors = env.git_in(&wt, &["log", "--format=%ae", "main..feature/shared"]);
+    assert_eq!(authors, "erin@example.com\nvictim@example.com");
+
+    let args = [
+        "--json",
+        "plan",
+        "stale-branches",
+        "--match",
+        "feature/shared",
+        "--older-than",
+        "5d",
+        "--include-unmerged",
+        "-o",
+    ];
+    let out = env.path().join("shared.json");
+    let mut argv = args.to_vec();
+    argv.push(out.to_str().unwrap());
+    let r = env.run_in(&wt, "alice", &argv);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let plan = payload_of(&out);
+    let a = &plan["affected"][0];
+    assert_eq!(a["ref"], "refs/heads/feature/shared", "{plan:#}");
+    assert_eq!(a["commits_not_in_base"], 2, "{a:#}");
+    assert_eq!(
+        a["people_not_in_base"],
+        serde_json::json!(["erin@example.com", "victim@example.com"]),
+        "{a:#}"
+    );
+    // The honest plan verifies from either worktree: both read the branch the one way.
+    let out = out.to_str().unwrap();
+    for dir in [&wt, &env.repo] {
+        let r = env.run_in(dir, "alice", &["verify", out]);
+        assert_ne!(r.code, 10, "{}: {}", dir.display(), r.transcript());
+        assert!(!r.stderr.contains("people_not_in_base"), "{}", r.transcript());
+    }
+}
+
+/// A file under `.git/objects` made writable again (git writes objects and graphs 0444).
+fn overwrite(path: &std::path::Path, bytes: &[u8]) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::write(path, bytes).unwrap();
+}
+
+/// `.git/objects/info/commit-graph` (written by git) edited to give main's tip a second
+/// parent, `rev` (git writes graphs read-only; the planner can write their own clone).
+fn commit_graph_lie(env: &TestEnv, rev: &str) {
+    let path = env.repo.join(".git/objects/info/commit-graph");
+    if !path.exists() {
+        env.git(&["commit-graph", "write", "--reachable"]);
+    }
+    let mut g = fs::read(&path).unwrap();
+    assert_eq!(&g[..4], b"CGPH");
+    let chunk = |g: &[u8], id: &[u8; 4]| -> usize {
+        (0..g[6] as usize)
+            .map(|k| 8 + 12 * k)
+            .find(|&e| &g[e..e + 4] == id)
+            .map(|e| u64::from_be_bytes(g[e + 4..e + 12].try_into().unwrap()) as usize)
+            .unwrap_or_else(|| panic!("no {id:?} chunk"))
+    };
+    let (fanout, oids, data) = (chunk(&g, b"OIDF"), chunk(&g, b"OIDL"), chunk(&g, b"CDAT"));
+    let count = u32::from_be_bytes(g[fanout + 255 * 4..fanout + 256 * 4].try_into().unwrap()) as usize;
+    let position = |g: &[u8], rev: &str| -> usize {
+        let hex = env.git(&["rev-parse", rev]);
+        let raw: Vec<u8> = (0..20)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+            .collect();
+        (0..count)
+            .find(|&i| g[oids + 20 * i..oids + 20 * i + 20] == raw[..])
+            .unwrap()
+    };
+    let (main, other) = (position(&g, "main"), position(&g, rev));
+    let second_parent = data + 36 * main + 24;
+    g[second_parent..second_parent + 4].copy_from_slice(&(other as u32).to_be_bytes());
+    overwrite(&path, &g);
+}
+
+/// The planner's commit-graph says main's tip merged `feature/gone-work` (a second parent it
+/// does not have). `plan` reads parents from the graph and plans the branch as merged; `verify`
+/// and `apply` read the objects, find its commit not in main, and refuse: drift, nothing
+/// deleted.
+#[test]
+fn a_commit_graph_that_lies_about_parents_is_drift_never_a_deletion() {
+    let env = standard_repo();
+    commit_graph_lie(&env, "feature/gone-work");
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let planned: Vec<String> = payload_of(&env.repo.join("plan.json"))["affected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["ref"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        planned.iter().any(|r| r == "refs/heads/feature/gone-work"),
+        "the lie reached the plan: {planned:?}"
+    );
+    let r = approved_then_refused(&env, 10);
+    assert!(r.stderr.contains("feature/gone-work"), "{}", r.stderr);
+    assert_eq!(
+        env.git(&["rev-parse", "--verify", "-q", "feature/gone-work"])
+            .len(),
+        40
+    );
+}
+
+/// A commit-graph whose parents make a cycle (main's tip "merged" `feature/live`, which was
+/// forked from it): `plan` refuses at once, naming the cause. It used to level the history
+/// forever, its stack growing until the kernel killed it.
+#[test]
+fn a_commit_graph_with_a_cycle_is_refused_not_walked_forever() {
+    let env = standard_repo();
+    commit_graph_lie(&env, "feature/live");
+    let before = env.repository_state();
+    let mut c = env.command();
+    c.arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["plan", "stale-branches", "--squash-merged"]);
+    let mut child = c
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(30) {
+            child.kill().unwrap();
+            panic!("plan was still levelling a cyclic history after 30 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(64), "{stderr}");
+    assert!(stderr.contains("has a cycle"), "{stderr}");
+    assert!(!env.repo.join("plan.json").exists());
+    assert_eq!(before, env.repository_state());
+}
+
+/// A loose commit object whose content is another commit's (a different author and subject,
+/// the same tree and parents): gix, which `plan` reads through, checks no hash, so the plan
+/// states the lie. libgit2 re-hashes at `verify`/`apply`: refused while the object lies, and
+/// drift once the true object is back. Nothing is deleted either way.
+#[test]
+fn a_loose_object_whose_content_lies_is_refused_then_drift() {
+    let env = standard_repo();
+    let tip = env.git(&["rev-parse", "feature/done"]);
+    let raw = env.git(&["cat-file", "commit", &tip]);
+    let lie = raw
+        .replace("Bob <bob@example.com>", "Mallory <mallory@example.com>")
+        .replace("Change feature-done.txt", "Harmless");
+    assert_ne!(raw, lie);
+    let scratch = env.path().join("scratch.git");
+    env.git_in(env.path(), &["init", "-q", "--bare", scratch.to_str().unwrap()]);
+    let mut c = std::process::Command::new("git");
+    c.arg("-C")
+        .arg(&scratch)
+        .args(["hash-object", "-t", "commit", "-w", "--stdin", "--literally"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), format!("{lie}\n").as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let lie_id = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let object = |dir: &std::path::Path, id: &str| dir.join(&id[..2]).join(&id[2..]);
+    let path = object(&env.repo.join(".git/objects"), &tip);
+    let truth = fs::read(&path).unwrap();
+    overwrite(
+        &path,
+        &fs::read(object(&scratch.join("objects"), &lie_id)).unwrap(),
+    );
+
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let stated = payload_of(&env.repo.join("plan.json"))["affected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["ref"] == "refs/heads/feature/done")
+        .cloned()
+        .expect("plan reads the object without re-hashing it, and plans the branch");
+    // What the reviewer is shown is the lie; what follows must refuse it.
+    assert_eq!(stated["author"]["email"], "mallory@example.com", "{stated:#}");
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let before = env.repository_state();
+    for args in [&["verify", "plan.json"][..], &["apply", "plan.json"][..]] {
+        let r = env.run("alice", args);
+        assert_ne!(r.code, 0, "{args:?} with the lying object: {}", r.transcript());
+        assert_eq!(before, env.repository_state(), "{args:?} changed the repository");
+    }
+    overwrite(&path, &truth);
+    for args in [&["verify", "plan.json"][..], &["apply", "plan.json"][..]] {
+        let r = env.run("alice", args);
+        assert_eq!(r.code, 10, "{args:?} with the true object: {}", r.transcript());
+        assert!(r.stderr.contains("mallory@example.com"), "{}", r.stderr);
+    }
+    assert_eq!(before, env.repository_state());
+}
+
+/// A `.git/shallow` written after approval cuts main's history at its tip: the planned merged
+/// branches are no longer reachable from it, so `verify` and `apply` refuse them as drift.
+/// A line with parents on it (a graft in disguise, which libgit2 would follow) is refused
+/// outright (64).
+#[test]
+fn a_shallow_boundary_added_after_approval_is_drift_and_a_graft_line_in_it_is_refused() {
+    let env = planned();
+    let main = env.git(&["rev-parse", "main"]);
+    fs::write(env.repo.join(".git/shallow"), format!("{main}\n")).unwrap();
+    let r = approved_then_refused(&env, 10);
+    assert!(r.stderr.contains("feature/done"), "{}", r.stderr);
+
+    let live = env.git(&["rev-parse", "feature/live"]);
+    fs::write(env.repo.join(".git/shallow"), format!("{live} {main}\n")).unwrap();
+    let before = env.repository_state();
+    for args in [
+        &["verify", "plan.json"][..],
+        &["apply", "plan.json"][..],
+        &["plan", "stale-branches", "-o", "again.json"][..],
+    ] {
+        let r = env.run("alice", args);
+        assert_eq!(r.code, 64, "{args:?}: {}", r.transcript());
+        assert!(r.stderr.contains("shallow"), "{args:?}: {}", r.stderr);
+        assert_eq!(before, env.repository_state(), "{args:?} changed the repository");
+    }
+    assert!(!env.repo.join("again.json").exists());
+}

@@ -152,6 +152,109 @@ fn plan_show_verify_and_whoami_work_on_a_repository_nobody_can_write() {
     assert_eq!(strip_mode(&before), strip_mode(&tree(&env.repo)));
 }
 
+/// `plan` reads commits through gix's object database (memory-mapped packs, a multi-pack
+/// index, loose objects) as well as libgit2's: on a read-only repository with every kind of
+/// object store git writes, neither opens anything for writing, takes a lock or leaves a
+/// file behind, and the answers are those of the loose-object repository.
+#[test]
+fn plan_and_verify_over_packs_a_multi_pack_index_and_a_commit_graph_write_nothing() {
+    if is_root() && Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: running as root without setpriv, a read-only repository cannot be enforced");
+        return;
+    }
+    let env = standard_repo();
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "--merged", "--gone", "-o", "loose.json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let loose = crate::fixtures::payload_of(&env.repo.join("loose.json"))["affected"].clone();
+    env.git(&["gc", "-q"]);
+    // One commit loose after the pack, one more pack on top, an index over both, a graph.
+    env.branch("feature/late", "main", 1, "Bob", 1);
+    env.merge("feature/late", 1);
+    env.git(&["repack", "-q"]);
+    env.branch("feature/loose", "main", 1, "Bob", 0);
+    env.git(&["multi-pack-index", "write"]);
+    env.git(&["commit-graph", "write", "--reachable"]);
+    let objects = env.repo.join(".git/objects");
+    assert!(objects.join("pack/multi-pack-index").exists());
+    assert!(objects.join("info/commit-graph").exists());
+    let packs = fs::read_dir(objects.join("pack"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "pack")
+        })
+        .count();
+    assert!(packs >= 2, "{packs} packs");
+    let scratch = scratch(&env);
+    let approved = scratch.join("approved.json");
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "stale-branches",
+            "--merged",
+            "--gone",
+            "-o",
+            approved.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", approved.to_str().unwrap(), "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    fs::set_permissions(&approved, fs::Permissions::from_mode(0o644)).unwrap();
+
+    chmod_tree(&env.repo, false);
+    let _restore = Writable(&env.repo);
+    let frozen = tree(&env.repo);
+    let out = scratch.join("plan.json");
+    let out = out.to_str().unwrap();
+    for (user, args) in [
+        (
+            "alice",
+            vec![
+                "plan",
+                "stale-branches",
+                "--merged",
+                "--gone",
+                "--squash-merged",
+                "-o",
+                out,
+            ],
+        ),
+        (
+            "alice",
+            vec!["plan", "stale-branches", "--merged", "--gone", "-o", out],
+        ),
+        ("bob", vec!["show", out]),
+        ("alice", vec!["verify", approved.to_str().unwrap()]),
+    ] {
+        let r = reader(&env, &scratch, user, &args);
+        assert_eq!(
+            r.code,
+            0,
+            "{args:?} on a read-only repository:\n{}",
+            r.transcript()
+        );
+        assert_eq!(
+            frozen,
+            tree(&env.repo),
+            "{args:?} changed something under the repository"
+        );
+    }
+    drop(_restore);
+    // The packed repository's plan states what the loose one's did, plus the merged newcomer.
+    let mut packed = crate::fixtures::payload_of(Path::new(out))["affected"].clone();
+    let packed = packed.as_array_mut().unwrap();
+    packed.retain(|a| a["ref"] != "refs/heads/feature/late");
+    assert_eq!(&loose, &serde_json::Value::Array(packed.clone()));
+}
+
 #[test]
 fn a_plan_made_in_one_clone_is_refused_in_a_copy_of_it() {
     let env = standard_repo();
