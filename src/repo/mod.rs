@@ -1,6 +1,7 @@
 //! The only code that touches git. Everything here reads (objects and refs through git2,
-//! config through `git config`, see `config`), except `mutate`, the one adapter module that
-//! changes refs and config (through git's own commands).
+//! config through `git config`, see `config`; `plan`'s commits through gix, see `objects`),
+//! except `mutate`, the one adapter module that changes refs and config (through git's own
+//! commands).
 //!
 //! guardctl's own state lives in `<common git dir>/guardctl/`, shared by all worktrees.
 //!
