@@ -404,7 +404,8 @@ impl<'r> Lookups<'r> {
             Branches::Local => Some(repo.branch_config_later()),
             Branches::Remote(_) => None,
         };
-        // One walk on every core (`repo::walk`); the levels it adds are for squash detection.
+        // One walk (`repo::walk`: on every core for a plan); the levels it adds are for squash
+        // detection.
         let reachable = repo.history(base_oid, reads)?;
         let config = match config {
             Some(read) => read
@@ -442,7 +443,8 @@ struct Tip {
     fork: Option<git2::Oid>,
 }
 
-/// Read every tip (its facts, merged or not, its own commits, its fork point), on every core.
+/// Read every tip (its facts, merged or not, its own commits, its fork point): on every core
+/// for a plan (gix), on one for a re-derivation (libgit2; see `repo::parallel`).
 /// A tip whose commit cannot be read is an `Err` in its place; a broken history fails all.
 fn read_tips(
     l: &Lookups,
@@ -825,8 +827,9 @@ fn recheck_people_not_in_base(
 ///   the same lines later is no reason to keep a branch whose work landed.)
 ///
 /// The base's patch-ids are computed once for all branches, for the commits at or above the
-/// lowest fork point's level (a squash commit descends from the fork it was forked at), on
-/// every core; then one diff per branch. Cost: the base's history since the oldest fork plus
+/// lowest fork point's level (a squash commit descends from the fork it was forked at), in
+/// history order, on one thread (libgit2's diffs: see `repo::parallel`); then one diff per
+/// branch. Cost: the base's history since the oldest fork plus
 /// the branches' own changes, never branches × history.
 fn detect_squash_merges(
     repo: &Repo,

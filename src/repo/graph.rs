@@ -211,7 +211,8 @@ impl Repo {
     /// A parent reader for `reads` (the commit-graph is loaded on first use).
     pub fn parents(&self, reads: Reads) -> Result<Parents<'_>> {
         if reads == Reads::Fast {
-            // Opened here, by the handle that makes the workers, so that they share it.
+            // Opened here, by the handle that makes the workers, so that they inherit it (each
+            // reader then opens a store of its own: `objects.rs`).
             let _ = self.fast_objects();
         }
         Ok(Parents {
@@ -225,8 +226,8 @@ impl Repo {
         })
     }
 
-    /// Every commit reachable from the base, with parents and levels: one walk, on every
-    /// core (`walk.rs`).
+    /// Every commit reachable from the base, with parents and levels: one walk (`walk.rs`:
+    /// on every core when it reads through gix).
     pub fn history(&self, base: Oid, reads: Reads) -> Result<Reachable> {
         let mut commits = self.walk_history(base, reads)?;
         // The threads' shares arrive in any order; the index does not depend on it.

@@ -1,4 +1,6 @@
-//! The base's whole history with every commit's parents, read on every core.
+//! The base's whole history with every commit's parents, read on every core when the reads
+//! go through gix (`plan`); through libgit2 (`verify`, `apply`) on one thread, since
+//! libgit2's readers queue on its process-wide locks (`parallel.rs`).
 //!
 //! Reading a commit (inflating it, or a commit-graph lookup) is most of a plan's time in a
 //! repository without a commit-graph, and one commit's parents are known only once it is read,
