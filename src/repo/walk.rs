@@ -53,7 +53,13 @@ impl Repo {
             }),
             more: Condvar::new(),
         };
-        let helpers = super::parallel::threads_for(usize::MAX, reads.into()) - 1;
+        let helpers = match (reads, self.commit_graph()) {
+            // Parents from the commit-graph are a lookup each, cheaper than the shared stack's
+            // lock that every commit takes: one thread (10k real-shaped branches: plan 0.10 s,
+            // 0.11-0.12 s with the walk on two).
+            (Reads::Fast, Some(_)) => 0,
+            _ => super::parallel::threads_for(usize::MAX, reads.into()) - 1,
+        };
         let workers: Vec<Repo> = (0..helpers).map(|_| self.worker()).collect::<Result<_>>()?;
         let (mine, theirs) = std::thread::scope(|s| {
             let walk = &walk;
