@@ -83,24 +83,64 @@ fn reader(env: &TestEnv, scratch: &Path, user: &str, args: &[&str]) -> crate::fi
     run(c)
 }
 
+/// Root without `setpriv` cannot drop to a user the read-only modes stop.
+#[allow(clippy::print_stderr)] // a skipped test says why, as the tests' own prints do
+fn read_only_cannot_be_enforced() -> bool {
+    let cannot = is_root() && Command::new("setpriv").arg("--version").output().is_err();
+    if cannot {
+        eprintln!("skipped: running as root without setpriv, a read-only repository cannot be enforced");
+    }
+    cannot
+}
+
+/// A plan of `stale-branches` with `criteria`, approved by bob, kept outside the repository
+/// and readable by the read-only user.
+fn approved_plan(env: &TestEnv, scratch: &Path, criteria: &[&str]) -> PathBuf {
+    let approved = scratch.join("approved.json");
+    let mut args = vec!["plan", "stale-branches"];
+    args.extend_from_slice(criteria);
+    args.extend(["-o", approved.to_str().unwrap()]);
+    let r = env.run("alice", &args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", approved.to_str().unwrap(), "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    fs::set_permissions(&approved, fs::Permissions::from_mode(0o644)).unwrap();
+    approved
+}
+
+/// Each command, run by the read-only user, exits 0 and leaves every file under the
+/// repository as `frozen` recorded it.
+fn each_succeeds_and_writes_nothing(
+    env: &TestEnv,
+    scratch: &Path,
+    frozen: &BTreeMap<PathBuf, String>,
+    commands: &[(&str, Vec<&str>)],
+) {
+    for (user, args) in commands {
+        let r = reader(env, scratch, user, args);
+        assert_eq!(
+            r.code,
+            0,
+            "{args:?} on a read-only repository:\n{}",
+            r.transcript()
+        );
+        assert_eq!(
+            frozen,
+            &tree(&env.repo),
+            "{args:?} changed something under the repository"
+        );
+    }
+}
+
 #[test]
 fn plan_show_verify_and_whoami_work_on_a_repository_nobody_can_write() {
-    if is_root() && Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: running as root without setpriv, a read-only repository cannot be enforced");
+    if read_only_cannot_be_enforced() {
         return;
     }
     let env = standard_repo();
     let scratch = scratch(&env);
     // An approved plan to verify, kept outside the repository.
-    let approved = scratch.join("approved.json");
-    let r = env.run(
-        "alice",
-        &["plan", "stale-branches", "-o", approved.to_str().unwrap()],
-    );
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    let r = env.run("bob", &["approve", approved.to_str().unwrap(), "--yes"]);
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    fs::set_permissions(&approved, fs::Permissions::from_mode(0o644)).unwrap();
+    let approved = approved_plan(&env, &scratch, &[]);
 
     let before = tree(&env.repo);
     chmod_tree(&env.repo, false);
@@ -118,7 +158,7 @@ fn plan_show_verify_and_whoami_work_on_a_repository_nobody_can_write() {
 
     let out = scratch.join("plan.json");
     let out = out.to_str().unwrap();
-    for (user, args) in [
+    let commands = [
         ("alice", vec!["whoami"]),
         (
             "alice",
@@ -128,20 +168,8 @@ fn plan_show_verify_and_whoami_work_on_a_repository_nobody_can_write() {
         ("bob", vec!["--json", "show", out]),
         ("alice", vec!["verify", approved.to_str().unwrap()]),
         ("alice", vec!["--json", "verify", approved.to_str().unwrap()]),
-    ] {
-        let r = reader(&env, &scratch, user, &args);
-        assert_eq!(
-            r.code,
-            0,
-            "{args:?} on a read-only repository:\n{}",
-            r.transcript()
-        );
-        assert_eq!(
-            frozen,
-            tree(&env.repo),
-            "{args:?} changed something under the repository"
-        );
-    }
+    ];
+    each_succeeds_and_writes_nothing(&env, &scratch, &frozen, &commands);
     drop(_restore);
     // Only the modes differ from before the chmod: no file was added, removed or changed.
     let strip_mode = |t: &BTreeMap<PathBuf, String>| -> Vec<(PathBuf, String)> {
@@ -158,8 +186,7 @@ fn plan_show_verify_and_whoami_work_on_a_repository_nobody_can_write() {
 /// file behind, and the answers are those of the loose-object repository.
 #[test]
 fn plan_and_verify_over_packs_a_multi_pack_index_and_a_commit_graph_write_nothing() {
-    if is_root() && Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: running as root without setpriv, a read-only repository cannot be enforced");
+    if read_only_cannot_be_enforced() {
         return;
     }
     let env = standard_repo();
@@ -192,29 +219,14 @@ fn plan_and_verify_over_packs_a_multi_pack_index_and_a_commit_graph_write_nothin
         .count();
     assert!(packs >= 2, "{packs} packs");
     let scratch = scratch(&env);
-    let approved = scratch.join("approved.json");
-    let r = env.run(
-        "alice",
-        &[
-            "plan",
-            "stale-branches",
-            "--merged",
-            "--gone",
-            "-o",
-            approved.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    let r = env.run("bob", &["approve", approved.to_str().unwrap(), "--yes"]);
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    fs::set_permissions(&approved, fs::Permissions::from_mode(0o644)).unwrap();
+    let approved = approved_plan(&env, &scratch, &["--merged", "--gone"]);
 
     chmod_tree(&env.repo, false);
     let _restore = Writable(&env.repo);
     let frozen = tree(&env.repo);
     let out = scratch.join("plan.json");
     let out = out.to_str().unwrap();
-    for (user, args) in [
+    let commands = [
         (
             "alice",
             vec![
@@ -233,20 +245,8 @@ fn plan_and_verify_over_packs_a_multi_pack_index_and_a_commit_graph_write_nothin
         ),
         ("bob", vec!["show", out]),
         ("alice", vec!["verify", approved.to_str().unwrap()]),
-    ] {
-        let r = reader(&env, &scratch, user, &args);
-        assert_eq!(
-            r.code,
-            0,
-            "{args:?} on a read-only repository:\n{}",
-            r.transcript()
-        );
-        assert_eq!(
-            frozen,
-            tree(&env.repo),
-            "{args:?} changed something under the repository"
-        );
-    }
+    ];
+    each_succeeds_and_writes_nothing(&env, &scratch, &frozen, &commands);
     drop(_restore);
     // The packed repository's plan states what the loose one's did, plus the merged newcomer.
     let mut packed = crate::fixtures::payload_of(Path::new(out))["affected"].clone();
@@ -285,8 +285,7 @@ fn a_plan_made_in_one_clone_is_refused_in_a_copy_of_it() {
 
 #[test]
 fn show_and_inbox_of_a_published_plan_write_nothing_in_the_repository() {
-    if is_root() && Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: running as root without setpriv, a read-only repository cannot be enforced");
+    if read_only_cannot_be_enforced() {
         return;
     }
     let env = standard_repo();
