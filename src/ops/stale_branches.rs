@@ -307,6 +307,9 @@ pub fn run(
     let tips: Vec<git2::Oid> = candidates.iter().map(|(_, oid)| *oid).collect();
     let all_facts = needs_facts_unmerged(inputs);
     let readings = read_tips(&lookups, &tips, all_facts, progress)?;
+    // Every commit gix reads for the plan has been read: what its mapping touched need not
+    // stay resident under squash detection's libgit2 diffs.
+    repo.release_fast_reads();
     let mut observed = Vec::new();
     for ((refname, oid), reading) in candidates.into_iter().zip(readings) {
         match reading {

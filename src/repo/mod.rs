@@ -215,6 +215,12 @@ impl Repo {
         reader.as_mut()?.commit(oid).map(f)
     }
 
+    /// Drop this handle's gix reader and with it the pages its mapping touched (the next
+    /// [`Repo::fast_commit`] opens a new one): for a step that reads nothing through gix.
+    pub fn release_fast_reads(&self) {
+        self.fast_reader.borrow_mut().take();
+    }
+
     /// gix's object database, opened on first use (before the workers that share it).
     pub(super) fn fast_objects(&self) -> &Option<objects::FastObjects> {
         self.fast_objects
@@ -511,6 +517,27 @@ fn admin_entries() -> Result<Vec<(String, String)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn released_fast_reads_unmap_and_the_next_read_opens_a_new_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = Repository::init(dir.path()).unwrap();
+        let sig = git2::Signature::new("t", "t@example.com", &git2::Time::new(1_700_000_000, 0)).unwrap();
+        let tree = git
+            .find_tree(git.treebuilder(None).unwrap().write().unwrap())
+            .unwrap();
+        let oid = git.commit(None, &sig, &sig, "one", &tree, &[]).unwrap();
+        let repo = Repo::open(Some(dir.path())).unwrap();
+        let subject = |r: &Repo| r.fast_commit(oid, |b| commit::facts(b).map(|f| f.subject));
+        assert_eq!(subject(&repo), Some(Some("one".to_string())));
+        assert!(repo.fast_reader.borrow().is_some());
+        repo.release_fast_reads();
+        assert!(
+            repo.fast_reader.borrow().is_none(),
+            "the reader and its mappings are gone"
+        );
+        assert_eq!(subject(&repo), Some(Some("one".to_string())));
+    }
 
     /// `core.sshCommand` (e.g. a CI's deploy key) is seen although libgit2's copy of the
     /// config is emptied on open: guardctl then leaves ssh to it instead of forcing batch mode.
