@@ -232,12 +232,7 @@ fn a_remote_plan_never_deletes_the_branch_the_remotes_head_names() {
         &["plan", "remote-branches", "--remote", "origin", "--base", "main"],
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
-    let refs: Vec<String> = payload_of(&env.repo.join("plan.json"))["affected"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["ref"].as_str().unwrap().to_string())
-        .collect();
+    let refs = crate::fixtures::affected_refs(&env.repo.join("plan.json"));
     assert!(
         !refs.contains(&"refs/heads/trunk".to_string()),
         "the remote's default branch is planned for deletion: {refs:?}"

@@ -64,6 +64,16 @@ pub fn payload_of(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&payload_bytes(path)).unwrap()
 }
 
+/// The `ref` of every affected resource of a plan file, in the plan's order.
+pub fn affected_refs(path: &Path) -> Vec<String> {
+    payload_of(path)["affected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["ref"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// The plan id (`sha256:<hex>` of the payload bytes) of a plan file.
 pub fn plan_id_of(path: &Path) -> String {
     use sha2::Digest;

@@ -475,12 +475,7 @@ fn a_commit_graph_that_lies_about_parents_is_drift_never_a_deletion() {
     commit_graph_lie(&env, "feature/gone-work");
     let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
-    let planned: Vec<String> = payload_of(&env.repo.join("plan.json"))["affected"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["ref"].as_str().unwrap().to_string())
-        .collect();
+    let planned = crate::fixtures::affected_refs(&env.repo.join("plan.json"));
     assert!(
         planned.iter().any(|r| r == "refs/heads/feature/gone-work"),
         "the lie reached the plan: {planned:?}"
