@@ -28,8 +28,9 @@ use gix_object::Find;
 /// this many inflated objects (see README "Performance" for the measured cost).
 const READS_PER_MAPPING: u32 = 4096;
 
-/// A reader of gix's object database. Each clone opens a store of its own on first use (a
-/// store is not `Sync`, and a thread's reads then never wait for another's).
+/// A reader of gix's object database. Each clone opens a store of its own on first use: a
+/// handle is not `Sync` (one per thread), and a store of its own lets each reader drop its
+/// mappings without waiting for the others'.
 pub struct FastObjects {
     objects_dir: std::path::PathBuf,
     handle: Option<Handle>,
