@@ -57,6 +57,8 @@ pub struct Repo {
     /// shared with the worker handles of [`Repo::worker`], each of which reads through its
     /// own clone ([`Repo::fast_commit`]).
     fast_objects: std::sync::OnceLock<Option<objects::FastObjects>>,
+    /// This handle's own reader, made from `fast_objects` on first use and dropped by
+    /// [`Repo::release_fast_reads`].
     fast_reader: std::cell::RefCell<Option<objects::FastObjects>>,
     /// A shallow clone's boundary (`shallow.rs`), read on first use; shared with the worker
     /// handles.
@@ -158,26 +160,15 @@ impl Repo {
             Some(git) => git,
             None => self.open_handle()?,
         };
-        let commit_graph = std::sync::OnceLock::new();
-        if let Some(g) = self.commit_graph.get() {
-            let _ = commit_graph.set(g.clone());
-        }
-        let shallow = std::sync::OnceLock::new();
-        if let Some(s) = self.shallow.get() {
-            let _ = shallow.set(s.clone());
-        }
-        let fast_objects = std::sync::OnceLock::new();
-        if let Some(f) = self.fast_objects.get() {
-            let _ = fast_objects.set(f.clone());
-        }
+        // What this handle has loaded is inherited (a `OnceLock` clones its value, if set).
         Ok(Repo {
             git,
             settings: Default::default(),
             admin: Default::default(),
-            commit_graph,
-            fast_objects,
+            commit_graph: self.commit_graph.clone(),
+            fast_objects: self.fast_objects.clone(),
             fast_reader: Default::default(),
-            shallow,
+            shallow: self.shallow.clone(),
             spare: Default::default(),
         })
     }
