@@ -343,6 +343,15 @@ impl Ctx {
         Ok(self.policy.get_or_init(|| p))
     }
 
+    /// The sandbox previews of a plan bound to `remote` run in: that policy's `[sandbox]`
+    /// settings and this repository's directories.
+    pub fn preview_sandbox(&self, remote: Option<&str>) -> Result<crate::sandbox::Sandbox> {
+        Ok(crate::sandbox::Sandbox::new(
+            &self.policy_for(remote)?.policy.sandbox,
+            self.repo()?.preview_readable(),
+        ))
+    }
+
     /// The policy in force for a plan bound to `remote` (its remote's, read from that remote
     /// now); for `None`, [`Ctx::policy`]. One run judges one plan, so one remote's is kept.
     pub fn policy_for(&self, remote: Option<&str>) -> Result<&InForce> {
@@ -636,7 +645,7 @@ fn parse_policy(bytes: Vec<u8>, kind: PolicySourceKind, location: String) -> Res
 pub const POLICY_PATH: &str = ".guardctl/policy.toml";
 const POLICY_MAX_BYTES: usize = 1024 * 1024;
 
-fn expand_home(p: &str) -> PathBuf {
+pub fn expand_home(p: &str) -> PathBuf {
     match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
         _ => PathBuf::from(p),

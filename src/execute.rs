@@ -57,6 +57,8 @@ const EXEC_RESULT_PAYLOAD_TYPE: &str = "application/vnd.guardctl.exec-result.v1+
 pub struct Run<'a> {
     pub inputs: &'a ExecInputs,
     pub top: &'a std::path::Path,
+    /// Where the verify command runs (the preview's sandbox).
+    pub sandbox: &'a crate::sandbox::Sandbox,
 }
 
 pub struct Executor<'a> {
@@ -364,7 +366,7 @@ impl Executor<'_> {
         run: Run<'_>,
         drift_check: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Receipt> {
-        let Run { inputs, top } = run;
+        let Run { inputs, top, sandbox } = run;
         drift_check()?;
         let names: Vec<String> = inputs.env.iter().map(|e| e.name.clone()).collect();
         let env = exec::environment(&names);
@@ -450,7 +452,7 @@ impl Executor<'_> {
                 verification: None,
             },
         };
-        result.verification = exec::verify(&staged, inputs, &dir, &env)?;
+        result.verification = exec::verify(sandbox, &staged, inputs, &dir, &env)?;
         // Signed like the consumed marker: a recovery that finishes this apply puts the
         // result into a receipt signed with this key, so it must be this run's own, not a
         // file someone wrote into the state directory ("status 0") after a crash.

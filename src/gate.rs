@@ -844,7 +844,8 @@ pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
             tags::recheck(repo, inputs, &plan.affected, refs.as_ref().into(), ctx.now)?
         }
         Operation::Exec(inputs) => {
-            let drifts = exec::recheck(&repo.display_path(), inputs)?;
+            let sandbox = ctx.preview_sandbox(inputs.remote.as_deref())?;
+            let drifts = exec::recheck(&repo.display_path(), inputs, &sandbox)?;
             if drifts.is_empty() {
                 return Ok(());
             }

@@ -6,7 +6,7 @@
 //! The arrows point one way: (`cli`, `usage`, `mcp`) → `commands` → (`gate`, `execute`,
 //! `consume`, `ops`, `policy`, `render`, `review`, `sign`, `store`, `planfile`, `context`, `ui`)
 //! → (`plan`, `repo`) →
-//! leaves (`error`, `text`, `duration`, `fsutil`, `process`). docs/architecture.md has the layers and
+//! leaves (`error`, `text`, `duration`, `fsutil`, `process`, `sandbox`). docs/architecture.md has the layers and
 //! where a new operation kind goes; `tests/cli/layers.rs` checks the code against it.
 //!
 //! - [`cli`]: global flags and the command enum; `cli::command()` feeds completions and man pages.
@@ -39,6 +39,11 @@
 //!   commands, guardctl itself): the command line in every error, closed stdin, input
 //!   written while both pipes are read, escaped stderr; `Running` for a child talked to
 //!   while it runs.
+//! - [`sandbox`]: the preview sandbox (user, mount and network namespaces, a new root of an
+//!   allowlist, Landlock): exec previews and verify commands run there, without the user's
+//!   keys, agent sockets, network or write access (docs/agents.md).
+//! - [`destination`]: where a new plan may be written (`plan -o`, the MCP tools' `out`): never
+//!   guardctl's state or trust files; an agent only new files in its plan directory or the work tree.
 //! - [`text`]: terminal-safe escaping of repository strings, JSON output, RFC 3339 times.
 //! - [`fsutil`], [`duration`]: atomic writes, bounded reads; duration parsing.
 //! - [`prompt`]: the approval prompt (raw keys: Ctrl-C, Esc and Ctrl-D are answers).
@@ -58,6 +63,7 @@ pub mod cli;
 pub mod commands;
 pub mod consume;
 pub mod context;
+pub mod destination;
 pub mod duration;
 pub mod error;
 pub mod execute;
@@ -73,6 +79,7 @@ pub mod prompt;
 pub mod render;
 pub mod repo;
 pub mod review;
+pub mod sandbox;
 pub mod sign;
 pub mod store;
 pub mod text;

@@ -1,6 +1,12 @@
 //! The guardctl binary: everything lives in the library (see `src/lib.rs`).
 
 fn main() -> std::process::ExitCode {
+    // The preview sandbox's launcher must be the process's only thread when it enters its
+    // namespaces, so it runs before anything else (src/sandbox.rs).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(code) = guardctl::sandbox::launch_if_asked(&args) {
+        return code.into();
+    }
     limit_mapped_packs();
     one_malloc_arena();
     guardctl::main()

@@ -68,6 +68,8 @@ pub struct Settings {
     pub color: ColorChoice,
     /// Where plans go when a call names no `out`.
     pub plans_dir: Option<PathBuf>,
+    /// The trusted policy's `[agents] exec`: the server offers `plan_exec`.
+    pub exec: bool,
 }
 
 impl Settings {
@@ -599,9 +601,14 @@ impl JsonSchema for ShowOutput {
 #[tool_router]
 impl Server {
     pub fn new(settings: Settings) -> Server {
+        let mut tool_router = Self::tool_router();
+        if !settings.exec {
+            // Not listed, not callable: it runs the agent's command by design.
+            tool_router.remove_route("plan_exec");
+        }
         Server {
             settings: Arc::new(settings),
-            tool_router: Self::tool_router(),
+            tool_router,
         }
     }
 
@@ -716,10 +723,11 @@ impl Server {
         .await
     }
 
-    /// Plan running a destructive command, gated by its preview: RUNS the preview command now
-    /// (its harmlessness is the caller's word) and records its output as the manifest the
-    /// reviewer approves. Writes a signed plan. Returns what plan_stale_branches returns.
-    /// Not read-only: the preview is an arbitrary command.
+    /// Plan running a destructive command, gated by its preview: RUNS the preview command now,
+    /// sandboxed (no keys, no agent, no network, the work tree read-only), and records its
+    /// output as the manifest the reviewer approves. Writes a signed plan. Returns what
+    /// plan_stale_branches returns. Offered only where the trusted policy sets
+    /// `[agents] exec = true`.
     #[tool(annotations(
         title = "Plan a destructive command (runs its preview)",
         read_only_hint = false,
@@ -731,6 +739,14 @@ impl Server {
         self.blocking(move |s| {
             if p.command.is_empty() {
                 return Err(Error::usage("`command` needs at least the program to run"));
+            }
+            // Asked again per call: the policy may have changed since the server started.
+            if !s.ctx().policy_for(p.remote.as_deref())?.policy.agents.exec {
+                return Err(Error::new(
+                    Kind::Policy,
+                    "the trusted policy does not let agents plan commands",
+                )
+                .with_hint("an administrator sets `[agents] exec = true` in the trusted policy"));
             }
             let op = OperationArgs::Exec(ExecArgs {
                 remote: p.remote,
@@ -913,13 +929,14 @@ fn plan(
         expires_in: duration(expires_in, "expires_in")?,
         executor: None,
         detailed_exitcode: false,
+        force: false,
         // An agent's plan is a file it hands on; publishing is the CLI's (`plan --publish`).
         publish: None,
         no_publish: true,
     };
     let made = commands::plan::make(args, &ctx, &mut ui)?;
     let path = match out {
-        Some(out) => resolve(&ctx, out)?,
+        Some(out) => crate::destination::check_agent(&ctx, s.plans_dir.as_deref(), out, &made.plan_id)?,
         None => {
             let dir = s.plans_dir.clone().ok_or_else(|| {
                 Error::usage("no data directory for plans (HOME is not set)").with_hint("pass `out`")
@@ -1139,7 +1156,10 @@ fn apply(s: &Settings, p: ApplyParams) -> Result<ApplyOutput> {
 pub struct Args {}
 
 pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
-    check_key(ctx, ui);
+    // Outside a repository, or with a policy that cannot be read, the defaults: no agent
+    // setting is on.
+    let agents = ctx.policy().map(|p| p.policy.agents.clone()).unwrap_or_default();
+    check_key(ctx, ui, &agents)?;
     let (repo, key, allowed_signers) = ctx.flags();
     serve(Settings {
         repo,
@@ -1152,13 +1172,15 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             ColorChoice::Never
         },
         plans_dir: default_plans_dir(),
+        exec: agents.exec,
     })?;
     Ok(0)
 }
 
-/// Say on stderr what the server's key may do: a key that may approve is the warning the
-/// agent set-up needs; one that may not plan or apply makes the tools fail later.
-fn check_key(ctx: &Ctx, ui: &mut Ui) {
+/// Refuse a key that may sign approvals (a plain line or a certificate), unless the trusted
+/// policy's `[agents] may_approve` lists every principal it may approve as; say on stderr
+/// when it may not plan or apply (the tools would fail later).
+fn check_key(ctx: &Ctx, ui: &mut Ui, agents: &crate::policy::Agents) -> Result<()> {
     let key = match ctx.signing_key(ui) {
         Ok(k) => k,
         Err(e) => {
@@ -1166,7 +1188,7 @@ fn check_key(ctx: &Ctx, ui: &mut Ui) {
                 "no usable signing key ({}): the plan and apply tools will fail until one is configured",
                 e.message
             ));
-            return;
+            return Ok(());
         }
     };
     let fp = fingerprint(&key.public);
@@ -1174,20 +1196,44 @@ fn check_key(ctx: &Ctx, ui: &mut Ui) {
         Ok((s, _)) => s,
         Err(e) => {
             ui.warn(&format!("cannot read the allowed-signers file: {}", e.message));
-            return;
+            return Ok(());
         }
     };
-    let may = |ns: &str| signers.principals_for(&key.public, ns, ctx.now);
-    let approves = may(APPROVAL_NAMESPACE);
+    let may = |ns: &str| {
+        let mut out = signers.principals_for(&key.public, ns, ctx.now);
+        if let Some(cert) = &key.certificate {
+            let signer = crate::sign::allowed_signers::Signer {
+                key: &key.public,
+                certificate: Some(cert),
+            };
+            for p in signers.principals_at(signer, ns, &[ctx.now]) {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    };
+    let approves: Vec<String> = may(APPROVAL_NAMESPACE)
+        .into_iter()
+        .filter(|p| !agents.may_approve.contains(p))
+        .collect();
     if !approves.is_empty() {
-        ui.warn(&format!(
-            "this server's key {fp} may also sign approvals (as {}): anyone holding it could approve other principals' plans; \
-             limit it in the allowed-signers file with namespaces=\"guardctl-plan,guardctl-apply\"",
-            approves
-                .iter()
-                .map(|p| crate::text::safe(p))
-                .collect::<Vec<_>>()
-                .join(", ")
+        let names = approves
+            .iter()
+            .map(|p| crate::text::safe(p))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(Error::new(
+            Kind::Policy,
+            format!(
+                "this server's key {fp} may sign approvals (as {names}): an agent holding it could approve plans, its own included; no tool is served"
+            ),
+        )
+        .with_hint(
+            "give the agent a key of its own that may only plan and apply: `ssh-keygen -t ed25519 -f ~/.ssh/agent_ed25519`, then in the allowed-signers file \
+             `<agent principal> namespaces=\"guardctl-plan,guardctl-apply\" <its public key>`, and start the server with `--key ~/.ssh/agent_ed25519` \
+             (to accept this key anyway, the trusted policy lists its principals in `[agents] may_approve`)",
         ));
     }
     if may(PLAN_NAMESPACE).is_empty() {
@@ -1201,6 +1247,7 @@ fn check_key(ctx: &Ctx, ui: &mut Ui) {
         ));
     }
     ui.status(&format!("guardctl mcp: serving on stdio with key {fp}"));
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1246,27 +1293,33 @@ mod tests {
     }
 
     #[test]
-    fn tool_list_is_exactly_the_eight_tools_and_never_approve() {
-        let server = Server::new(Settings {
-            repo: None,
-            key: None,
-            allowed_signers: None,
-            quiet: true,
-            color: ColorChoice::Never,
-            plans_dir: None,
-        });
-        let mut names: Vec<String> = server
-            .tool_router
-            .list_all()
-            .into_iter()
-            .map(|t| t.name.to_string())
-            .collect();
-        names.sort();
+    fn tool_list_is_exactly_the_eight_tools_and_never_approve_and_plan_exec_only_when_enabled() {
+        let names = |exec: bool| {
+            let server = Server::new(Settings {
+                repo: None,
+                key: None,
+                allowed_signers: None,
+                quiet: true,
+                color: ColorChoice::Never,
+                plans_dir: None,
+                exec,
+            });
+            let mut names: Vec<String> = server
+                .tool_router
+                .list_all()
+                .into_iter()
+                .map(|t| t.name.to_string())
+                .collect();
+            names.sort();
+            names
+        };
         let mut expected: Vec<&str> = TOOLS.to_vec();
         expected.sort();
-        assert_eq!(names, expected);
+        assert_eq!(names(true), expected);
+        expected.retain(|t| *t != "plan_exec");
+        assert_eq!(names(false), expected);
         assert!(
-            !names
+            !names(true)
                 .iter()
                 .any(|n| n.contains("approve") || n.contains("reject"))
         );

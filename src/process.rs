@@ -184,6 +184,13 @@ impl Process {
     }
 }
 
+/// Replace this process with `program` (as `arg0`, with `args`), keeping the environment:
+/// the sandbox's launcher's last step. Returns only when the program cannot be run.
+pub fn replace_with(program: &OsStr, arg0: &OsStr, args: &[std::ffi::OsString]) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    Command::new(program).arg0(arg0).args(args).exec()
+}
+
 /// The error for a run that ended unsuccessfully: the command line and its status, its stderr
 /// (escaped, trimmed) as the cause.
 pub fn failed(line: &str, out: &Output) -> Error {

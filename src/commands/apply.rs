@@ -296,6 +296,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             crate::execute::Run {
                 inputs,
                 top: &repo.display_path(),
+                sandbox: &ctx.preview_sandbox(inputs.remote.as_deref())?,
             },
             &mut drift,
         ),

@@ -44,6 +44,11 @@ pub struct Args {
     #[arg(long, global = true)]
     pub detailed_exitcode: bool,
 
+    /// Replace FILE even when it is not a guardctl plan, or holds a plan with approvals
+    /// (guardctl's own state and trust files are refused whatever is given)
+    #[arg(long, global = true)]
+    pub force: bool,
+
     /// Also publish the plan to the team remote (`guardctl.remote`, else origin), or to
     /// REMOTE, under refs/guardctl/plans/ (docs/remote.md)
     #[arg(
@@ -278,7 +283,12 @@ fn resolve(operation: OperationArgs, ctx: &Ctx, repo: &Repo, policy: &Policy) ->
                 }),
             };
             Ok(Resolved {
-                operation: Operation::Exec(exec::observe(&repo.display_path(), &ctx.start_dir()?, &request)?),
+                operation: Operation::Exec(exec::observe(
+                    &repo.display_path(),
+                    &ctx.start_dir()?,
+                    &request,
+                    &ctx.preview_sandbox(request.remote.as_deref())?,
+                )?),
                 remote_refs: None,
                 base_oid: None,
                 repository,
@@ -375,6 +385,8 @@ fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let (out, detailed_exitcode) = (args.out.clone(), args.detailed_exitcode);
+    // Before any work: a destination that would be refused fails now, not after planning.
+    crate::destination::check_cli(ctx, &out, args.force)?;
     // This process only plans, and everything a plan says is re-derived with verified reads
     // at `verify`/`apply`: libgit2's re-hashing of every object it reads (SHA-1 with
     // collision detection, a sixth of planning's time) buys nothing here. Process-wide, so
@@ -387,7 +399,10 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         no_publish: args.no_publish,
     }
     .remote(ctx, false)?;
+    let force = args.force;
     let made = make(args, ctx, ui)?;
+    // Again, for what planning took: the file may have been put there meanwhile.
+    crate::destination::check_cli(ctx, &out, force)?;
     crate::planfile::write(&out, &made.file)?;
     let id_hex = made.plan_id.trim_start_matches("sha256:").to_string();
     let published = match &publish_to {

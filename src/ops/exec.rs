@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 use crate::plan::approval::Verification;
 use crate::plan::model::{EnvEntry, ExecInputs, FileDigest, PreviewOutput, VerifyPrints};
 use crate::process::{Output, Process};
+use crate::sandbox::{Ran, Sandbox};
 use crate::text::safe;
 use sha2::{Digest, Sha256};
 use std::ffi::{OsStr, OsString};
@@ -160,6 +161,7 @@ fn path_of(env: &[(String, Option<OsString>)]) -> Option<&OsStr> {
 }
 
 /// A command string run by the private copy of `sh`, its pinned words naming their copies.
+/// Unsandboxed: for the before-image command, which acts by design.
 pub fn run_script(
     staged: &Staged,
     which: Script,
@@ -170,6 +172,41 @@ pub fn run_script(
     let script = staged.script(which, script)?;
     let p = Process::new(staged.shell()).arg0("sh").arg("-c").arg(script);
     run_in(p, format!("cannot run the {}", which.label()), dir, env)
+}
+
+/// A command string as [`run_script`] runs it, inside the preview sandbox: for the preview
+/// and the verify command, which only look.
+fn run_sandboxed(
+    sandbox: &Sandbox,
+    staged: &Staged,
+    which: Script,
+    script: &str,
+    dir: &Path,
+    env: &[(String, Option<OsString>)],
+) -> Result<Ran> {
+    let script = staged.script(which, script)?;
+    let env: Vec<(String, OsString)> = env
+        .iter()
+        .filter_map(|(name, value)| Some((name.clone(), value.clone()?)))
+        .collect();
+    sandbox
+        .run(
+            staged.shell(),
+            OsStr::new("sh"),
+            &["-c".into(), script.into()],
+            dir,
+            &env,
+            &[staged.path().to_path_buf()],
+        )
+        .map_err(|e| {
+            if e.kind != crate::error::Kind::Internal {
+                return e;
+            }
+            let mut headed =
+                Error::internal(format!("cannot run the {}", which.label())).caused_by(e.message);
+            headed.causes.extend(e.causes);
+            headed
+        })
 }
 
 /// The planned command itself (no shell), from the private copy, in `dir` with only `env`.
@@ -187,13 +224,18 @@ pub fn run_command(
     run_in(p, format!("cannot run {}", safe(&command[0])), dir, env)
 }
 
+/// The preview's output, and whether it ran sandboxed.
 fn preview(
+    sandbox: &Sandbox,
     staged: &Staged,
     script: &str,
     dir: &Path,
     env: &[(String, Option<OsString>)],
-) -> Result<PreviewOutput> {
-    let out = run_script(staged, Script::Preview, script, dir, env)?;
+) -> Result<(PreviewOutput, bool)> {
+    let Ran {
+        output: out,
+        sandboxed,
+    } = run_sandboxed(sandbox, staged, Script::Preview, script, dir, env)?;
     if !out.status.success() {
         return Err(Error::usage(format!("the preview failed ({})", out.status))
             .caused_by(safe(String::from_utf8_lossy(&out.stderr).trim()))
@@ -211,12 +253,12 @@ fn preview(
     let text = String::from_utf8(out.stdout).map_err(|_| {
         Error::usage("the preview printed bytes that are not UTF-8 text; a manifest must be text")
     })?;
-    Ok(PreviewOutput { sha256, text })
+    Ok((PreviewOutput { sha256, text }, sandboxed))
 }
 
 /// Observe at planning time: resolve the directory, environment, files and pinned files,
 /// copy the pinned files privately and run the preview from that copy.
-pub fn observe(top: &Path, cwd: &Path, req: &Request) -> Result<ExecInputs> {
+pub fn observe(top: &Path, cwd: &Path, req: &Request, sandbox: &Sandbox) -> Result<ExecInputs> {
     if req.command.is_empty() {
         return Err(Error::usage("give the command after `--`"));
     }
@@ -246,9 +288,11 @@ pub fn observe(top: &Path, cwd: &Path, req: &Request) -> Result<ExecInputs> {
         Error::usage("a pinned file changed while it was copied; plan again")
             .caused_by(d.first().map(|d| d.0.clone()).unwrap_or_default())
     })?;
+    let (preview_output, sandboxed) = preview(sandbox, &staged, &req.preview, &dir, &env)?;
     Ok(ExecInputs {
         files: file_digests(top, &dir, &req.command)?,
-        preview_output: preview(&staged, &req.preview, &dir, &env)?,
+        preview_output,
+        preview_unsandboxed: !sandboxed,
         remote: req.remote.clone(),
         command: req.command.clone(),
         preview: req.preview.clone(),
@@ -304,7 +348,7 @@ pub fn prepare(top: &Path, planned: &ExecInputs) -> Result<std::result::Result<S
 
 /// Re-observe at apply time: every difference from the plan, the preview's output last. This
 /// is the one entry point of the drift check for exec plans.
-pub fn recheck(top: &Path, planned: &ExecInputs) -> Result<Vec<Drift>> {
+pub fn recheck(top: &Path, planned: &ExecInputs, sandbox: &Sandbox) -> Result<Vec<Drift>> {
     let names: Vec<String> = planned.env.iter().map(|e| e.name.clone()).collect();
     let env = environment(&names);
     let dir = workdir(top, planned)?;
@@ -352,13 +396,18 @@ pub fn recheck(top: &Path, planned: &ExecInputs) -> Result<Vec<Drift>> {
         }
     };
     // The inputs are as planned: the preview runs from the private copy.
-    let now = preview(&staged, &planned.preview, &dir, &env).map_err(|e| {
+    let (now, _) = preview(sandbox, &staged, &planned.preview, &dir, &env).map_err(|e| {
+        if matches!(e.kind, crate::error::Kind::Policy | crate::error::Kind::Internal) {
+            // Not the preview's answer: the sandbox could not be had or built.
+            return e;
+        }
         Error::new(
             crate::error::Kind::Drift,
             "the preview no longer succeeds; the command was not run",
         )
         .caused_by(e.message)
     })?;
+
     if now.sha256 != planned.preview_output.sha256 {
         let (added, removed) = line_changes(&planned.preview_output.text, &now.text);
         let mut d = drift(
@@ -380,9 +429,10 @@ pub fn recheck(top: &Path, planned: &ExecInputs) -> Result<Vec<Drift>> {
     Ok(drifts)
 }
 
-/// Run the `--verify` command from the private copy and compare what it printed with the
-/// manifest (the preview's ids).
+/// Run the `--verify` command from the private copy, in the preview sandbox, and compare
+/// what it printed with the manifest (the preview's ids).
 pub fn verify(
+    sandbox: &Sandbox,
     staged: &Staged,
     planned: &ExecInputs,
     dir: &Path,
@@ -393,8 +443,8 @@ pub fn verify(
     };
     let prints = planned.verify_prints.unwrap_or(VerifyPrints::State);
     let expected = crate::plan::manifest::ids(&planned.preview_output.text);
-    let (status, text) = match run_script(staged, Script::Verify, script, dir, env) {
-        Ok(out) => (
+    let (status, text) = match run_sandboxed(sandbox, staged, Script::Verify, script, dir, env) {
+        Ok(Ran { output: out, .. }) => (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
         ),
@@ -562,6 +612,7 @@ mod tests {
             verify: None,
             verify_prints: None,
             pinned: vec![],
+            preview_unsandboxed: false,
         };
         assert!(workdir(Path::new("/r"), &inputs("scripts")).is_ok());
         assert!(workdir(Path::new("/r"), &inputs(".")).is_ok());

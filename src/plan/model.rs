@@ -196,6 +196,11 @@ pub struct ExecInputs {
     /// Apply re-derives this list, then runs everything from a private copy of these files.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pinned: Vec<Pinned>,
+    /// The preview ran outside the sandbox (only where the trusted policy allows it and the
+    /// planner's system could not sandbox; `show` says so). `apply` re-runs the preview and
+    /// must run it the same way, or that is drift.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub preview_unsandboxed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

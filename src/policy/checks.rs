@@ -557,6 +557,7 @@ mod tests {
             verify: None,
             verify_prints: None,
             pinned: vec![],
+            preview_unsandboxed: false,
         });
         p.risk = crate::plan::derive::risk(&p.operation, &[], policy.bulk.threshold);
         p.review = review;

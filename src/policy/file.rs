@@ -51,6 +51,23 @@ struct RawPolicy {
     #[serde(default)]
     route: Vec<RawRoute>,
     remote: Option<RawRemote>,
+    sandbox: Option<RawSandbox>,
+    agents: Option<RawAgents>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSandbox {
+    required: Option<bool>,
+    read: List,
+    network: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAgents {
+    exec: Option<bool>,
+    may_approve: List,
 }
 
 #[derive(Deserialize)]
@@ -219,6 +236,46 @@ impl Validator<'_> {
         }
         if let Some(r) = raw.remote {
             p.consumed_marker = r.consumed_marker.unwrap_or(true);
+        }
+        if let Some(s) = raw.sandbox {
+            p.sandbox.required = s.required.unwrap_or(true);
+            p.sandbox.network = s.network.unwrap_or(false);
+            for path in s.read.unwrap_or_default() {
+                // By the text: `Path::components` would quietly drop a `.`.
+                let plain = path.get_ref().split('/').all(|c| c != "." && c != "..");
+                if !path.get_ref().starts_with('/') || !plain {
+                    return Err(self.err(
+                        &path,
+                        format!(
+                            "sandbox.read: `{}` is not an absolute path without `.` or `..`",
+                            path.get_ref().escape_debug()
+                        ),
+                    ));
+                }
+                p.sandbox.read.push(path.into_inner());
+            }
+            p.sandbox.read.sort();
+            p.sandbox.read.dedup();
+        }
+        if let Some(a) = raw.agents {
+            p.agents.exec = a.exec.unwrap_or(false);
+            for m in a.may_approve.unwrap_or_default() {
+                let s = m.get_ref();
+                if s.is_empty()
+                    || s.contains('*')
+                    || s.contains('?')
+                    || s.chars().any(|c| c.is_whitespace() || c.is_control())
+                {
+                    return Err(self.err(
+                        &m,
+                        format!(
+                            "agents.may_approve: `{}` is not an exact principal",
+                            s.escape_debug()
+                        ),
+                    ));
+                }
+                p.agents.may_approve.push(m.into_inner());
+            }
         }
         let mut names = BTreeSet::new();
         for r in raw.route {
@@ -405,6 +462,41 @@ required = 1
         assert_eq!(p.routes.len(), 2);
         assert_eq!(p.routes[1].risk, vec![RiskLevel::Medium, RiskLevel::High]);
         assert!(p.routes[1].approvals.from.is_empty());
+    }
+
+    #[test]
+    fn sandbox_settings_parse_strictly_and_only_non_defaults_change_the_hash() {
+        let plain = parse("version = 1\n").unwrap();
+        let same = parse("version = 1\n[sandbox]\nrequired = true\nnetwork = false\n").unwrap();
+        assert_eq!(plain.hash().unwrap(), same.hash().unwrap());
+        let open = parse("version = 1\n[sandbox]\nnetwork = true\nread = [\"/opt/tools\"]\n").unwrap();
+        assert!(open.sandbox.network);
+        assert_eq!(open.sandbox.read, ["/opt/tools"]);
+        assert_ne!(plain.hash().unwrap(), open.hash().unwrap());
+        let off = parse("version = 1\n[sandbox]\nrequired = false\n").unwrap();
+        assert!(!off.sandbox.required);
+        for bad in ["\"opt\"", "\"/opt/../home\"", "\"/opt/./x\""] {
+            let (line, m) = line_and_message(&format!("version = 1\n[sandbox]\nread = [{bad}]\n"));
+            assert_eq!(line, Some(3), "{m}");
+            assert!(m.contains("absolute path"), "{m}");
+        }
+        let (_, m) = line_and_message("version = 1\n[sandbox]\nwrite = [\"/\"]\n");
+        assert!(m.contains("unknown field"), "{m}");
+    }
+
+    #[test]
+    fn agent_settings_are_off_by_default_exact_and_outside_the_hash() {
+        let plain = parse("version = 1\n").unwrap();
+        assert!(!plain.agents.exec);
+        assert!(plain.agents.may_approve.is_empty());
+        let on =
+            parse("version = 1\n[agents]\nexec = true\nmay_approve = [\"alice@example.com\"]\n").unwrap();
+        assert!(on.agents.exec);
+        assert_eq!(on.agents.may_approve, ["alice@example.com"]);
+        assert_eq!(plain.hash().unwrap(), on.hash().unwrap());
+        let (line, m) = line_and_message("version = 1\n[agents]\nmay_approve = [\"*@example.com\"]\n");
+        assert_eq!(line, Some(3), "{m}");
+        assert!(m.contains("exact principal"), "{m}");
     }
 
     #[test]

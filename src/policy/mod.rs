@@ -66,6 +66,24 @@ pub struct Policy {
     /// of the policy hash while on, so policies written before the option keep their hash.
     #[serde(skip_serializing_if = "is_true")]
     pub consumed_marker: bool,
+    /// How previews run (`[sandbox]`, src/sandbox.rs). In the hash only when not the
+    /// defaults, so policies written before the section keep their hash.
+    #[serde(skip_serializing_if = "crate::sandbox::Settings::is_default")]
+    pub sandbox: crate::sandbox::Settings,
+    /// What `guardctl mcp` offers and accepts (`[agents]`). Not in the hash: it decides no
+    /// plan, only which tools a server serves and with which key.
+    #[serde(skip)]
+    pub agents: Agents,
+}
+
+/// `[agents]`: the MCP server's settings that only the trust roots may give.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Agents {
+    /// The server offers `plan_exec` (it runs the agent's preview command, sandboxed).
+    pub exec: bool,
+    /// Principals whose keys a server may run with although they may sign approvals
+    /// (certificates included). Empty: the server refuses any key that may approve.
+    pub may_approve: Vec<String>,
 }
 
 /// A number of approvals from distinct principals, drawn from the members of `from`.
@@ -134,6 +152,8 @@ impl Default for Policy {
             },
             routes: Vec::new(),
             consumed_marker: true,
+            sandbox: crate::sandbox::Settings::default(),
+            agents: Agents::default(),
         }
     }
 }

@@ -331,6 +331,16 @@ fn write_exec(x: &super::view::ExecView, color: bool, w: &mut dyn Write) -> io::
         writeln!(w, "  first       {b}")?;
     }
     writeln!(w, "  preview     {}", x.preview)?;
+    if x.preview_sandbox == "unsandboxed" {
+        let warning = "  WARNING     the preview ran UNSANDBOXED, with the planner's files, keys and network \
+                       (their system could not sandbox it and the trusted policy allows that)";
+        writeln!(w, "{}", paint(color, "1;31", warning))?;
+    } else {
+        writeln!(
+            w,
+            "  sandboxed   preview and verify run without keys, agents or home directory; the work tree read-only"
+        )?;
+    }
     if let Some(v) = &x.verify {
         writeln!(w, "  verify      {v}")?;
     }
@@ -988,6 +998,7 @@ mod tests {
             env: vec!["PATH".into()],
             files: vec![],
             preview: "ls build".into(),
+            preview_sandbox: "sandboxed",
             before_image: None,
             verify: None,
             pinned: vec!["/bin/rm sha256:aaaa [path]".into()],
@@ -1002,7 +1013,17 @@ mod tests {
             lines: vec!["a".into(), "b".into()],
         };
         let out = text(|w| write_exec(&x, false, w));
-        assert!(out.starts_with("\nCommand: rm -r build\n  in          .\n  environment PATH (nothing else)\n  preview     ls build\n  on PATH     rm -> /bin/rm\n"), "{out}");
+        assert!(out.starts_with("\nCommand: rm -r build\n  in          .\n  environment PATH (nothing else)\n  preview     ls build\n  sandboxed   preview and verify run without keys, agents or home directory; the work tree read-only\n  on PATH     rm -> /bin/rm\n"), "{out}");
+        let unsandboxed = ExecView {
+            preview_sandbox: "unsandboxed",
+            ..x.clone()
+        };
+        let warned = text(|w| write_exec(&unsandboxed, false, w));
+        assert!(
+            warned.contains("  WARNING     the preview ran UNSANDBOXED"),
+            "{warned}"
+        );
+        assert!(!warned.contains("  sandboxed   "), "{warned}");
         assert!(
             out.contains("  /bin/rm sha256:aaaa [path]\n  not pinned: anything the command calls"),
             "{out}"

@@ -611,7 +611,7 @@ fn before_image(plan: &Plan, plan_id: &str) -> String {
     )
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ExecView {
     pub command: String,
     pub workdir: String,
@@ -619,6 +619,9 @@ pub struct ExecView {
     /// `path (sha256:<12 hex>)` for each repository file the command names.
     pub files: Vec<String>,
     pub preview: String,
+    /// How the preview ran at planning time: `sandboxed`, or `unsandboxed` (only where the
+    /// trusted policy allows it and the planner's system could not sandbox).
+    pub preview_sandbox: &'static str,
     pub before_image: Option<String>,
     /// The `--verify` command and what it prints (`state` or `diff`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -701,6 +704,11 @@ fn exec_view(x: &crate::plan::model::ExecInputs, paging: &Paging) -> ExecView {
             .map(|f| format!("{} ({})", safe(&f.path), crate::ops::pin::short_digest(&f.sha256)))
             .collect(),
         preview: safe(&x.preview),
+        preview_sandbox: if x.preview_unsandboxed {
+            "unsandboxed"
+        } else {
+            "sandboxed"
+        },
         before_image: x.before_image.as_deref().map(safe),
         verify: x.verify.as_deref().map(|v| {
             let prints = match x.verify_prints {

@@ -238,6 +238,23 @@ impl Repo {
         self.git.commondir()
     }
 
+    /// What a preview run in this repository may read (src/sandbox.rs): the work tree, the
+    /// git dir and the common git dir (a linked worktree's are elsewhere).
+    pub fn preview_readable(&self) -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = self.git.workdir().into_iter().map(Path::to_path_buf).collect();
+        paths.push(self.git.path().to_path_buf());
+        paths.push(self.git.commondir().to_path_buf());
+        paths
+            .into_iter()
+            .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+            .collect()
+    }
+
+    /// The work tree's top; `None` for a bare repository.
+    pub fn work_tree(&self) -> Option<PathBuf> {
+        self.git.workdir().map(Path::to_path_buf)
+    }
+
     /// The work tree (or the git dir of a bare repository), for display.
     pub fn display_path(&self) -> PathBuf {
         self.git

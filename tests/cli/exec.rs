@@ -702,10 +702,12 @@ fn verify_finding_half_the_manifest_left_is_exit_15_with_the_remaining_ids() {
     );
 }
 
-/// Even an approved preview that rewrites the command while it runs cannot change what runs:
-/// the pinned files are derived again after the preview, before anything else runs.
+/// An approved preview that tries to rewrite the command while apply re-runs it cannot: the
+/// preview runs sandboxed, the work tree read-only to it, so the approved command runs as
+/// approved and the preview's edit never lands. (Were it to land, the pinned files are
+/// derived again after the preview and the edit would be drift.)
 #[test]
-fn a_preview_that_rewrites_the_command_during_apply_is_drift_and_nothing_runs() {
+fn a_preview_cannot_rewrite_the_command_during_apply() {
     let env = with_script();
     fs::write(
         env.repo.join("scripts/preview.sh"),
@@ -726,11 +728,12 @@ fn a_preview_that_rewrites_the_command_during_apply_is_drift_and_nothing_runs() 
         ],
     );
     fs::write(env.repo.join("armed"), "").unwrap();
-    refused_as_drift(&env, &[], "scripts/prune.sh content");
-    assert!(
-        fs::read_to_string(env.repo.join("scripts/prune.sh"))
-            .unwrap()
-            .ends_with("touch pwned\n"),
-        "the preview did not rewrite the command"
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        fs::read_to_string(env.repo.join("scripts/prune.sh")).unwrap(),
+        SCRIPT
     );
+    assert!(trash(&env).is_empty(), "the approved command did not run");
+    assert!(!pwned(&env), "the preview's edit ran");
 }

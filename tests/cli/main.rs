@@ -28,6 +28,7 @@ mod recover;
 mod remote;
 mod remote_url;
 mod review;
+mod sandbox;
 mod show;
 mod squash;
 mod state;

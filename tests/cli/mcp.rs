@@ -89,9 +89,55 @@ fn branches(env: &TestEnv) -> String {
     env.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads"])
 }
 
+/// `agent_repo` whose trusted policy (committed on the remote's default branch) lets agents
+/// plan commands (`[agents] exec = true`).
+fn exec_agent_repo() -> TestEnv {
+    let env = agent_repo();
+    env.commit(
+        ".guardctl/policy.toml",
+        "version = 1\n[agents]\nexec = true\n",
+        "Alice",
+        1,
+    );
+    env.git(&["push", "-q", "origin", "main"]);
+    env
+}
+
+#[tokio::test]
+async fn plan_exec_is_neither_listed_nor_callable_unless_the_trusted_policy_enables_it() {
+    let env = agent_repo();
+    let (client, _stderr) = connect(&env, "mallory").await;
+    let tools = client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert!(!names.contains(&"plan_exec"), "{names:?}");
+    assert_eq!(names.len(), TOOLS.len() - 1, "{names:?}");
+    let Value::Object(args) = json!({"preview": "echo x", "command": ["true"]}) else {
+        unreachable!()
+    };
+    let r = client
+        .call_tool(CallToolRequestParams::new("plan_exec".to_string()).with_arguments(args))
+        .await;
+    assert!(
+        matches!(&r, Err(e) if e.to_string().contains("tool not found")),
+        "{r:?}"
+    );
+    client.cancel().await.unwrap();
+    // Only the committed policy counts: the work tree's copy is the planner's.
+    fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+    fs::write(
+        env.repo.join(".guardctl/policy.toml"),
+        "version = 1\n[agents]\nexec = true\n",
+    )
+    .unwrap();
+    let (client, _stderr) = connect(&env, "mallory").await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(!tools.iter().any(|t| t.name == "plan_exec"));
+    client.cancel().await.unwrap();
+}
+
 #[tokio::test]
 async fn lists_exactly_the_gate_tools_with_strict_schemas_and_annotations() {
-    let env = agent_repo();
+    let env = exec_agent_repo();
     let (client, _stderr) = connect(&env, "mallory").await;
     let info = client.peer_info().expect("initialized");
     assert_eq!(
@@ -414,38 +460,129 @@ async fn bad_arguments_and_unknown_plans_are_errors_never_a_crash() {
     client.cancel().await.unwrap();
 }
 
-#[test]
-fn startup_warns_when_the_servers_key_may_also_approve() {
-    let env = agent_repo();
-    // bob's key has every namespace; stdin is closed, so the server stops right away.
+/// `guardctl mcp` with `key` (a path) and stdin closed: the server stops right away.
+fn start_with_key(env: &TestEnv, key: &Path) -> crate::fixtures::Run {
     let mut c = env.command();
     c.arg("--key")
-        .arg(env.key("bob"))
+        .arg(key)
         .arg("--allowed-signers")
         .arg(env.allowed_signers())
         .arg("mcp");
-    let r = run(c);
+    run(c)
+}
+
+#[test]
+fn a_key_that_may_approve_is_refused_at_start_and_no_tool_is_served() {
+    let env = agent_repo();
+    // bob's key has every namespace.
+    let r = start_with_key(&env, &env.key("bob"));
+    assert_eq!(r.code, 14, "{}", r.transcript());
     assert!(
-        r.stderr.contains("may also sign approvals")
+        r.stderr.contains("may sign approvals (as bob@example.com)")
+            && r.stderr.contains("no tool is served")
             && r.stderr.contains("namespaces=\"guardctl-plan,guardctl-apply\""),
         "{}",
         r.transcript()
     );
-    assert_eq!(r.stdout, "", "stdout is for protocol messages only");
+    assert_eq!(r.stdout, "", "no protocol message: nothing was served");
+    // A certificate whose authority's line has no namespaces may approve too.
+    let cert = env.certified_key("agentcert", "erin@example.com");
+    let r = start_with_key(&env, &cert);
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert!(r.stderr.contains("as erin@example.com"), "{}", r.transcript());
+    // The agent's own key, limited to planning and applying, is served (until the closed
+    // stdin ends the session).
+    let r = start_with_key(&env, &env.key("mallory"));
+    assert_ne!(r.code, 14, "{}", r.transcript());
+    assert!(r.stderr.contains("serving on stdio"), "{}", r.transcript());
+}
 
-    let mut c = env.command();
-    c.arg("--key")
-        .arg(env.key("mallory"))
-        .arg("--allowed-signers")
-        .arg(env.allowed_signers())
-        .arg("mcp");
-    let r = run(c);
-    assert!(
-        !r.stderr.contains("may also sign approvals"),
-        "{}",
-        r.transcript()
+#[test]
+fn a_trusted_policy_may_accept_an_approving_key_for_named_principals_only() {
+    let env = agent_repo();
+    env.commit(
+        ".guardctl/policy.toml",
+        "version = 1\n[agents]\nmay_approve = [\"bob@example.com\"]\n",
+        "Alice",
+        1,
     );
-    assert_eq!(r.stdout, "");
+    // Committed locally only: the policy in force is the remote's, which says nothing.
+    let r = start_with_key(&env, &env.key("bob"));
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    env.git(&["push", "-q", "origin", "main"]);
+    let r = start_with_key(&env, &env.key("bob"));
+    assert_ne!(r.code, 14, "{}", r.transcript());
+    assert!(r.stderr.contains("serving on stdio"), "{}", r.transcript());
+    let r = start_with_key(&env, &env.key("carol"));
+    assert_eq!(r.code, 14, "{}", r.transcript());
+}
+
+/// Every `out` an agent must not write to: each is a usage tool error and every file is
+/// byte-identical afterwards (nothing is created either).
+#[tokio::test]
+async fn plan_tools_write_only_new_files_in_the_plan_directory_or_the_work_tree() {
+    let env = agent_repo();
+    let outside = env.path().join("outside.json");
+    fs::write(&outside, "outside\n").unwrap();
+    std::os::unix::fs::symlink(&outside, env.repo.join("link.json")).unwrap();
+    fs::create_dir_all(env.repo.join("via")).unwrap();
+    std::os::unix::fs::symlink(env.path(), env.repo.join("via/dir")).unwrap();
+    fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+    fs::write(env.repo.join(".guardctl/allowed_signers"), "team\n").unwrap();
+    // An approval makes the audit log exist.
+    let r = env.run("alice", &["plan", "stale-branches", "-o", "../human.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", "../human.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let audit = env.repo.join(".git/guardctl/audit.log");
+    assert!(audit.exists());
+    let (client, _stderr) = connect(&env, "mallory").await;
+    let before = (tree(env.path()), fs::read(env.allowed_signers()).unwrap());
+    let signers = env.allowed_signers().display().to_string();
+    let refused = [
+        "/etc/passwd".to_string(),
+        outside.display().to_string(),
+        "../outside.json".into(),
+        "../new.json".into(),
+        "./plan.json".into(),
+        "link.json".into(),
+        "via/dir/new.json".into(),
+        "nodir/new.json".into(),
+        ".git/guardctl/audit.log".into(),
+        audit.display().to_string(),
+        ".git/config".into(),
+        ".guardctl/allowed_signers".into(),
+        signers,
+        env.home.join("../new.json").display().to_string(),
+        "README".into(),
+        "".into(),
+        env.path().join("human.json").display().to_string(),
+    ];
+    for out in &refused {
+        let r = tool_error(&call(&client, "plan_stale_branches", json!({"out": out})).await);
+        assert_eq!(r["error"]["kind"], "usage", "out = {out}: {r:#}");
+    }
+    assert_eq!(
+        (tree(env.path()), fs::read(env.allowed_signers()).unwrap()),
+        before,
+        "a refused `out` changed a file"
+    );
+    // Allowed: a new file in the work tree, and the default place.
+    let planned = ok(&call(&client, "plan_stale_branches", json!({"out": "plans-new.json"})).await);
+    assert_eq!(
+        Path::new(planned["plan_file"].as_str().unwrap()),
+        env.repo.canonicalize().unwrap().join("plans-new.json")
+    );
+    let again = tool_error(&call(&client, "plan_stale_branches", json!({"out": "plans-new.json"})).await);
+    assert!(
+        again["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("another plan"),
+        "{again:#}"
+    );
+    ok(&call(&client, "plan_stale_branches", json!({})).await);
+    client.cancel().await.unwrap();
 }
 
 /// A team around a bare `file://` remote: alice publishes a plan of the remote's merged
@@ -562,5 +699,34 @@ async fn a_file_named_like_a_published_plans_prefix_holding_another_plan_is_refu
         let e = tool_error(&call(&client, tool, json!({"plan": prefix})).await);
         assert_eq!(e["error"]["exit_code"], 64, "{tool}: {e:#}");
     }
+    client.cancel().await.unwrap();
+}
+
+/// The bypass the sandbox closes: an agent's `plan_exec` preview runs as the server's user,
+/// whose home holds the human's key. Sandboxed, it reads no key and writes nothing.
+#[tokio::test]
+async fn plan_exec_runs_the_agents_preview_in_the_sandbox() {
+    let env = exec_agent_repo();
+    fs::create_dir_all(env.home.join(".ssh")).unwrap();
+    fs::write(env.home.join(".ssh/id_ed25519"), "PRIVATE KEY\n").unwrap();
+    let (client, _stderr) = connect(&env, "mallory").await;
+    let preview = format!(
+        "cat '{}' >/dev/null 2>&1 && echo read-bob || echo no-bob; \
+         cat \"$HOME/.ssh/id_ed25519\" >/dev/null 2>&1 && echo read-home || echo no-home; \
+         (echo x > README) 2>/dev/null && echo wrote || echo no-write",
+        env.key("bob").display()
+    );
+    let planned = ok(&call(
+        &client,
+        "plan_exec",
+        json!({"preview": preview, "command": ["true"], "env": ["HOME"]}),
+    )
+    .await);
+    let plan = payload_of(Path::new(planned["plan_file"].as_str().unwrap()));
+    assert_eq!(
+        plan["operation"]["inputs"]["preview_output"]["text"],
+        "no-bob\nno-home\nno-write\n"
+    );
+    assert_eq!(fs::read_to_string(env.repo.join("README")).unwrap(), "initial\n");
     client.cancel().await.unwrap();
 }

@@ -1,0 +1,642 @@
+//! The preview sandbox: every command guardctl runs to compute or check a preview (an exec
+//! plan's `--preview` at plan, verify and apply time, and its `--verify` command) runs here,
+//! without the user's credentials.
+//!
+//! How: guardctl runs itself (`/proc/self/exe`) as a launcher ([`LAUNCHER`], dispatched by
+//! `main.rs` before anything else, so the launcher is single-threaded as `unshare` needs).
+//! The launcher
+//! 1. enters new user, mount, IPC and UTS namespaces, and a new network namespace (nothing
+//!    but a loopback that is down) unless the trusted policy allows the network;
+//! 2. builds a new root on an empty tmpfs holding only an allowlist, each entry bound
+//!    read-only at its own path: the system's program and library directories, a few files
+//!    of `/etc` (no host keys, no shadow), `/dev/null` and its kin, the work tree and git
+//!    directories, the private copy of the pinned programs, and what the trusted policy
+//!    adds (`[sandbox] read`); `/tmp` is a private, empty, writable directory; nothing else
+//!    exists: no home directory, no `$XDG_RUNTIME_DIR`, no ssh-agent socket, no `/proc`;
+//! 3. pivots into it and detaches the old root, so no path leads back out;
+//! 4. restricts itself with Landlock (the same allowlist: read and run, write only `/tmp`;
+//!    TCP bind/connect when the network is off; abstract UNIX sockets and signals scoped to
+//!    the sandbox), which also sets `no_new_privs` and forbids any later mount;
+//! 5. runs the command with exactly the environment the caller gave (exec plans build it
+//!    from their allowlist).
+//!
+//! Why a new root and not Landlock alone: on the kernels this runs on, Landlock does not
+//! govern `connect()` to a pathname UNIX socket, so an ssh-agent socket anywhere would stay
+//! reachable; a socket that is not in the mount namespace cannot be reached at all.
+//!
+//! What it is not: a sandbox for the approved command or the before-image command, which
+//! act by design and run as approved (`execute`).
+//!
+//! Invariants: [`Sandbox::run`] never runs the command outside the sandbox unless the
+//! trusted policy opted out (`[sandbox] required = false`) *and* the probe found that this
+//! kernel cannot sandbox; the caller records that ([`Ran::sandboxed`]). A launcher that
+//! fails after the probe succeeded is an error, never a reason to run unsandboxed (the
+//! command itself could fake a launcher failure).
+
+use crate::error::{Error, Result};
+use crate::process::{Output, Process};
+use serde::{Deserialize, Serialize};
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The first argument that makes the binary the sandbox's launcher (not a command users
+/// type: clap never sees it).
+pub const LAUNCHER: &str = "__guardctl-sandbox";
+
+/// The exit status of a launcher that could not build the sandbox; its stderr then starts
+/// with [`MARKER`].
+const SETUP_FAILED: u8 = 125;
+const MARKER: &str = "guardctl sandbox: ";
+
+/// The system directories every sandboxed command may read and run (those that exist).
+const SYSTEM: [&str; 9] = [
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/nix/store",
+    "/gnu/store",
+];
+
+/// What of `/etc` a command may read: what the dynamic loader, user and host lookups, time
+/// zones, TLS roots and git's system config need. No host keys, no shadow, no guardctl config.
+const ETC: [&str; 24] = [
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/alternatives",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/gitconfig",
+    "/etc/mime.types",
+    "/etc/protocols",
+    "/etc/services",
+    "/etc/locale.alias",
+    "/etc/os-release",
+    "/etc/debian_version",
+    "/etc/terminfo",
+    "/etc/inputrc",
+];
+
+/// Device files a command may read and write.
+const DEVICES: [&str; 5] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+];
+
+/// What the trusted policy says about previews (`[sandbox]` in the policy file; the policy
+/// comes only from the trust roots, never the work tree).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Settings {
+    /// Refuse to run a preview where the kernel cannot sandbox it (the default). Off: run it
+    /// unsandboxed there, and say so in the plan and in `show`.
+    pub required: bool,
+    /// More paths a preview may read (absolute; bound read-only).
+    pub read: Vec<String>,
+    /// Previews may use the network.
+    pub network: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            required: true,
+            read: Vec::new(),
+            network: false,
+        }
+    }
+}
+
+impl Settings {
+    /// Whether these are the defaults (kept out of the policy hash then, so policies written
+    /// before the section keep their hash).
+    pub fn is_default(&self) -> bool {
+        *self == Settings::default()
+    }
+}
+
+/// The sandbox for one operation's previews: the trusted settings and the paths the
+/// operation adds (the work tree, the git directories).
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    settings: Settings,
+    readable: Vec<PathBuf>,
+}
+
+/// How a command ran.
+#[derive(Debug)]
+pub struct Ran {
+    pub output: Output,
+    /// `false` only where the policy opted out and this kernel cannot sandbox.
+    pub sandboxed: bool,
+}
+
+/// What the launcher is told (one JSON argument).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Spec {
+    /// An empty directory the new root is built on.
+    root: PathBuf,
+    /// The command's `/tmp`, read-write.
+    tmp: PathBuf,
+    /// Bound read-only at their own paths.
+    read: Vec<PathBuf>,
+    network: bool,
+    /// Where the command starts (inside the sandbox: the same path).
+    cwd: PathBuf,
+    /// Build the sandbox, then exit 0 without running anything.
+    probe: bool,
+}
+
+impl Sandbox {
+    /// `readable`: the paths this operation's previews must read (they need not exist).
+    pub fn new(settings: &Settings, readable: Vec<PathBuf>) -> Sandbox {
+        Sandbox {
+            settings: settings.clone(),
+            readable,
+        }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Run `program` (as `arg0`, with `args`) in `cwd`, with exactly `env`, stdin closed,
+    /// inside the sandbox; `also_readable` adds paths for this run (a private copy of the
+    /// programs). Fails when the kernel cannot sandbox and the policy requires it.
+    pub fn run(
+        &self,
+        program: &Path,
+        arg0: &OsStr,
+        args: &[OsString],
+        cwd: &Path,
+        env: &[(String, OsString)],
+        also_readable: &[PathBuf],
+    ) -> Result<Ran> {
+        if let Err(missing) = probe() {
+            if self.settings.required {
+                return Err(Error::new(crate::error::Kind::Policy, format!(
+                    "this system cannot sandbox the preview: {missing}"
+                ))
+                .with_hint(
+                    "previews need Linux 5.13 or later with Landlock enabled and user namespaces allowed; \
+                     to run previews unsandboxed here, set `[sandbox] required = false` in the trusted policy \
+                     (plans and `guardctl show` then say that the preview ran unsandboxed)",
+                ));
+            }
+            let p = env.iter().fold(
+                Process::new(program)
+                    .arg0(arg0)
+                    .args(args)
+                    .current_dir(cwd)
+                    .env_clear(),
+                |p, (k, v)| p.env(k, v),
+            );
+            return Ok(Ran {
+                output: p.output(None)?,
+                sandboxed: false,
+            });
+        }
+        let jail = Jail::new()?;
+        let mut read = self.read_paths();
+        read.extend(also_readable.iter().cloned());
+        let spec = jail.spec(read, self.settings.network, cwd, false);
+        let p = launcher(&spec)?
+            .arg(program)
+            .arg(arg0)
+            .args(args)
+            .current_dir(cwd);
+        let p = env.iter().fold(p.env_clear(), |p, (k, v)| p.env(k, v));
+        let output = p.output(None)?;
+        setup_failure(&output)?;
+        Ok(Ran {
+            output,
+            sandboxed: true,
+        })
+    }
+
+    /// Every path the commands may read: the system's, the policy's and the operation's.
+    fn read_paths(&self) -> Vec<PathBuf> {
+        let mut read = system_paths();
+        read.extend(self.settings.read.iter().map(PathBuf::from));
+        read.extend(self.readable.iter().cloned());
+        read
+    }
+}
+
+fn system_paths() -> Vec<PathBuf> {
+    SYSTEM
+        .iter()
+        .chain(ETC.iter())
+        .chain(DEVICES.iter())
+        .map(PathBuf::from)
+        .collect()
+}
+
+/// A private directory holding the new root's mount point and the command's `/tmp`;
+/// removed (with whatever the command left in `/tmp`) when dropped.
+struct Jail {
+    base: tempfile::TempDir,
+}
+
+impl Jail {
+    fn new() -> Result<Jail> {
+        use std::os::unix::fs::PermissionsExt;
+        let cannot =
+            |e: std::io::Error| Error::internal("cannot create the preview's sandbox directory").caused_by(e);
+        let base = tempfile::Builder::new()
+            .prefix("guardctl-sandbox-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()
+            .map_err(cannot)?;
+        for dir in ["root", "tmp"] {
+            std::fs::create_dir(base.path().join(dir)).map_err(cannot)?;
+        }
+        std::fs::set_permissions(base.path().join("tmp"), std::fs::Permissions::from_mode(0o700))
+            .map_err(cannot)?;
+        Ok(Jail { base })
+    }
+
+    fn spec(&self, read: Vec<PathBuf>, network: bool, cwd: &Path, probe: bool) -> Spec {
+        Spec {
+            root: self.base.path().join("root"),
+            tmp: self.base.path().join("tmp"),
+            read,
+            network,
+            cwd: cwd.to_path_buf(),
+            probe,
+        }
+    }
+}
+
+/// The launcher's process, told `spec`; the command follows as arguments.
+fn launcher(spec: &Spec) -> Result<Process> {
+    let spec = serde_json::to_string(spec).map_err(|e| {
+        Error::usage("a path the preview needs is not UTF-8; it cannot be sandboxed").caused_by(e)
+    })?;
+    Ok(Process::new("/proc/self/exe")
+        .arg0("guardctl")
+        .arg(LAUNCHER)
+        .arg(spec))
+}
+
+/// A launcher that could not build the sandbox, as an error naming what failed.
+fn setup_failure(out: &Output) -> Result<()> {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match (out.status.code(), stderr.strip_prefix(MARKER)) {
+        (Some(code), Some(what)) if code == i32::from(SETUP_FAILED) => Err(Error::internal(
+            "the preview's sandbox could not be built; the preview did not run",
+        )
+        .caused_by(crate::text::safe(what.trim()))),
+        _ => Ok(()),
+    }
+}
+
+/// Whether this system can sandbox: the launcher builds an empty sandbox once per process.
+/// `Err`: what is missing.
+pub fn probe() -> std::result::Result<(), String> {
+    static PROBED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    PROBED
+        .get_or_init(|| {
+            if unavailable_for_tests() {
+                return Err("user namespaces are not available (GUARDCTL_TEST_NO_SANDBOX)".into());
+            }
+            let jail = Jail::new().map_err(|e| e.chain())?;
+            let spec = jail.spec(system_paths(), false, Path::new("/"), true);
+            let out = launcher(&spec)
+                .and_then(|p| p.current_dir("/").env_clear().output(None))
+                .map_err(|e| e.chain())?;
+            if out.status.success() {
+                return Ok(());
+            }
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            Err(crate::text::safe(
+                stderr.strip_prefix(MARKER).unwrap_or(&stderr).trim(),
+            ))
+        })
+        .clone()
+}
+
+/// Test hook: a system that cannot sandbox, for the tests of `[sandbox] required`.
+#[cfg(feature = "test-hooks")]
+fn unavailable_for_tests() -> bool {
+    std::env::var_os("GUARDCTL_TEST_NO_SANDBOX").is_some()
+}
+
+#[cfg(not(feature = "test-hooks"))]
+fn unavailable_for_tests() -> bool {
+    false
+}
+
+// ---- the launcher (a separate process; see the module doc) ---------------------------------
+
+/// If `args` (the process's whole argument vector) asks for the launcher, build the sandbox
+/// and run the command in it: returns only on failure, with the exit status to leave with
+/// (after saying on stderr what failed). `None`: not the launcher.
+pub fn launch_if_asked(args: &[OsString]) -> Option<u8> {
+    if args.get(1).map(OsString::as_os_str) != Some(OsStr::new(LAUNCHER)) {
+        return None;
+    }
+    let failure = match launch(&args[2..]) {
+        Ok(()) => return Some(0),
+        Err(f) => f,
+    };
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("{MARKER}{failure}");
+    }
+    Some(SETUP_FAILED)
+}
+
+/// What a launcher step failed at.
+#[derive(Debug)]
+struct Failure(String);
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn step<E: std::fmt::Display>(what: impl std::fmt::Display) -> impl FnOnce(E) -> Failure {
+    move |e| Failure(format!("cannot {what}: {e}"))
+}
+
+/// `[spec, program, arg0, args...]`: returns only on failure (or after a probe).
+fn launch(args: &[OsString]) -> std::result::Result<(), Failure> {
+    let spec: Spec = args
+        .first()
+        .and_then(|s| s.to_str())
+        .ok_or_else(|| Failure("no sandbox specification".into()))
+        .and_then(|s| serde_json::from_str(s).map_err(step("read the sandbox specification")))?;
+    enter_namespaces(spec.network)?;
+    build_root(&spec)?;
+    enter_root(&spec)?;
+    restrict(&spec)?;
+    if spec.probe {
+        return Ok(());
+    }
+    let [program, arg0, rest @ ..] = &args[1..] else {
+        return Err(Failure("no command to run".into()));
+    };
+    // Only returns on failure. The environment is the launcher's own: exactly what the
+    // caller gave it.
+    let e = crate::process::replace_with(program, arg0, rest);
+    Err(Failure(format!(
+        "cannot run {}: {e}",
+        crate::text::safe(&program.to_string_lossy())
+    )))
+}
+
+fn enter_namespaces(network: bool) -> std::result::Result<(), Failure> {
+    use nix::sched::{CloneFlags, unshare};
+    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+    let mut flags = CloneFlags::CLONE_NEWUSER
+        | CloneFlags::CLONE_NEWNS
+        | CloneFlags::CLONE_NEWIPC
+        | CloneFlags::CLONE_NEWUTS;
+    if !network {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    unshare(flags).map_err(step(
+        "enter new user, mount and network namespaces (user namespaces disabled?)",
+    ))?;
+    // The same ids inside as outside: files keep their owners (git checks them), and the
+    // command gains no id it did not have.
+    let write = |file: &str, text: String| std::fs::write(file, text).map_err(step(format!("write {file}")));
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("{uid} {uid} 1\n"))?;
+    write("/proc/self/gid_map", format!("{gid} {gid} 1\n"))?;
+    Ok(())
+}
+
+/// `path` under the new root.
+fn under(root: &Path, path: &Path) -> PathBuf {
+    root.join(path.strip_prefix("/").unwrap_or(path))
+}
+
+fn build_root(spec: &Spec) -> std::result::Result<(), Failure> {
+    use nix::mount::{MsFlags, mount};
+    let none: Option<&str> = None;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
+        .map_err(step("make the mounts private"))?;
+    mount(
+        Some("tmpfs"),
+        &spec.root,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some("mode=0755,size=4m"),
+    )
+    .map_err(step("mount the sandbox's root"))?;
+    // The command's /tmp first: paths under /tmp (a work tree there) are bound inside it.
+    let tmp = under(&spec.root, Path::new("/tmp"));
+    std::fs::create_dir(&tmp).map_err(step("create /tmp"))?;
+    bind(&spec.tmp, &tmp, false)?;
+    // Parents before children, so that a path inside an already bound one is skipped.
+    let mut read: Vec<&PathBuf> = spec.read.iter().filter(|p| p.is_absolute()).collect();
+    read.sort_by_key(|p| p.components().count());
+    read.dedup();
+    let mut bound: Vec<&Path> = Vec::new();
+    for path in read {
+        if bound.iter().any(|b| path.starts_with(b)) {
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            continue; // not on this system
+        };
+        let dest = under(&spec.root, path);
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent).map_err(step(format!("create {}", parent.display())))?;
+        }
+        if meta.file_type().is_symlink() {
+            // `/bin -> usr/bin`: the same link, so the path resolves as on the host.
+            if std::fs::symlink_metadata(&dest).is_err() {
+                let target = std::fs::read_link(path).map_err(step(format!("read {}", path.display())))?;
+                std::os::unix::fs::symlink(target, &dest)
+                    .map_err(step(format!("link {}", dest.display())))?;
+            }
+            continue;
+        }
+        if meta.is_dir() {
+            std::fs::create_dir_all(&dest).map_err(step(format!("create {}", dest.display())))?;
+        } else if std::fs::symlink_metadata(&dest).is_err() {
+            std::fs::File::create(&dest).map_err(step(format!("create {}", dest.display())))?;
+        }
+        bind(path, &dest, true)?;
+        bound.push(path);
+    }
+    // The root itself read-only: nothing can be added beside the allowlist.
+    mount(
+        none,
+        &spec.root,
+        none,
+        MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        none,
+    )
+    .map_err(step("make the sandbox's root read-only"))?;
+    Ok(())
+}
+
+/// Bind `source` at `dest`, read-only unless `!read_only`. The flags the source's mount
+/// already has (noexec, atime) are kept: a user namespace may not clear them.
+fn bind(source: &Path, dest: &Path, read_only: bool) -> std::result::Result<(), Failure> {
+    use nix::mount::{MsFlags, mount};
+    use nix::sys::statvfs::{FsFlags, statvfs};
+    let none: Option<&str> = None;
+    mount(Some(source), dest, none, MsFlags::MS_BIND | MsFlags::MS_REC, none)
+        .map_err(step(format!("bind {}", source.display())))?;
+    let have = statvfs(source).map(|s| s.flags()).unwrap_or(FsFlags::empty());
+    let mut flags = MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_NOSUID;
+    for (fs, ms) in [
+        (FsFlags::ST_RDONLY, MsFlags::MS_RDONLY),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if have.contains(fs) {
+            flags |= ms;
+        }
+    }
+    if read_only {
+        flags |= MsFlags::MS_RDONLY;
+    }
+    mount(none, dest, none, flags, none).map_err(step(format!("make {} read-only", source.display())))
+}
+
+fn enter_root(spec: &Spec) -> std::result::Result<(), Failure> {
+    use nix::mount::{MntFlags, umount2};
+    nix::unistd::chdir(&spec.root).map_err(step("enter the sandbox's root"))?;
+    // pivot_root(".", "."): the old root is stacked under the new one, then detached
+    // (pivot_root(2)), so nothing outside the allowlist stays reachable by any path.
+    nix::unistd::pivot_root(".", ".").map_err(step("pivot into the sandbox's root"))?;
+    umount2(".", MntFlags::MNT_DETACH).map_err(step("detach the old root"))?;
+    nix::unistd::chdir("/").map_err(step("enter /"))?;
+    nix::unistd::chdir(&spec.cwd).map_err(step(format!("enter {}", spec.cwd.display())))?;
+    Ok(())
+}
+
+/// Landlock over the new root: read and run the allowlist, write only `/tmp` and the
+/// devices; TCP off with the network; no signals or abstract sockets out of the sandbox.
+fn restrict(spec: &Spec) -> std::result::Result<(), Failure> {
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        RulesetStatus, Scope,
+    };
+    let abi = ABI::V6;
+    let fail = |e: landlock::RulesetError| Failure(format!("cannot restrict the sandbox with Landlock: {e}"));
+    let mut ruleset = Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(&fail)?;
+    if !spec.network {
+        ruleset = ruleset
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(&fail)?;
+    }
+    let mut created = ruleset
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
+        .map_err(&fail)?
+        .create()
+        .map_err(&fail)?;
+    let rule = |path: &Path, access| -> std::result::Result<Option<PathBeneath<PathFd>>, Failure> {
+        let Ok(meta) = std::fs::metadata(path) else {
+            return Ok(None);
+        };
+        let access = if meta.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(abi)
+        };
+        let fd = PathFd::new(path).map_err(step(format!("open {}", path.display())))?;
+        Ok(Some(PathBeneath::new(fd, access)))
+    };
+    for path in spec
+        .read
+        .iter()
+        .filter(|p| !DEVICES.iter().any(|d| Path::new(d) == p.as_path()))
+    {
+        if let Some(r) = rule(path, AccessFs::from_read(abi))? {
+            created = created.add_rule(r).map_err(&fail)?;
+        }
+    }
+    for device in DEVICES {
+        if let Some(r) = rule(Path::new(device), AccessFs::ReadFile | AccessFs::WriteFile)? {
+            created = created.add_rule(r).map_err(&fail)?;
+        }
+    }
+    if let Some(r) = rule(Path::new("/tmp"), AccessFs::from_all(abi))? {
+        created = created.add_rule(r).map_err(&fail)?;
+    }
+    let status = created.restrict_self().map_err(&fail)?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err(Failure(
+            "Landlock is not enabled in this kernel (Linux 5.13 or later with lsm=landlock)".into(),
+        ));
+    }
+    if !status.no_new_privs {
+        return Err(Failure("cannot set no_new_privs".into()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launcher_failure_is_an_error_and_a_command_failing_is_not() {
+        use std::os::unix::process::ExitStatusExt;
+        let out = |code: i32, stderr: &str| Output {
+            status: std::process::ExitStatus::from_raw(code << 8),
+            stdout: Vec::new(),
+            stderr: stderr.as_bytes().to_vec(),
+        };
+        let e = setup_failure(&out(125, "guardctl sandbox: cannot pivot: EPERM\n")).unwrap_err();
+        assert!(e.causes[0].contains("cannot pivot"), "{e:?}");
+        assert!(setup_failure(&out(125, "some tool's own complaint")).is_ok());
+        assert!(setup_failure(&out(1, "guardctl sandbox: x")).is_ok());
+        assert!(setup_failure(&out(0, "")).is_ok());
+    }
+
+    #[test]
+    fn only_the_defaults_are_default() {
+        assert!(Settings::default().is_default());
+        assert!(Settings::default().required);
+        let open = Settings {
+            network: true,
+            ..Settings::default()
+        };
+        assert!(!open.is_default());
+    }
+
+    #[test]
+    fn paths_land_under_the_new_root() {
+        assert_eq!(
+            under(Path::new("/r"), Path::new("/usr/bin")),
+            Path::new("/r/usr/bin")
+        );
+    }
+
+    #[test]
+    fn the_launcher_is_asked_for_only_by_its_word() {
+        assert_eq!(launch_if_asked(&["guardctl".into(), "plan".into()]), None);
+        assert_eq!(launch_if_asked(&["guardctl".into()]), None);
+    }
+}

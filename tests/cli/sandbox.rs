@@ -1,0 +1,435 @@
+//! The preview sandbox, tried as a hostile agent would: a preview (at plan time and when
+//! apply re-runs it) and a verify command that try to read the user's keys, reach their
+//! ssh-agent, use the network, write outside their private /tmp or into the work tree, and
+//! approve the agent's own plan with the human's key. Each is denied, the plan records the
+//! denial or is refused, and nothing is approved. A control shows a legitimate preview
+//! (listing files, git read commands) still works.
+
+use crate::fixtures::{TestEnv, standard_repo};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// A preview script that tries everything it must not be able to do, printing one line
+/// each: `<what> allowed` or `<what> denied`. `$HOME` and `$SSH_AUTH_SOCK` are allowlisted
+/// by the planner (`--env`): an agent can name any variable.
+fn probe_script(env: &TestEnv, outside: &Path) -> String {
+    let bob_key = env.key("bob");
+    let guardctl_key = env.home.join(".local/share/guardctl/key");
+    format!(
+        r#"try() {{ what=$1; shift; if "$@" >/dev/null 2>&1; then echo "$what allowed"; else echo "$what denied"; fi; }}
+try read-ssh-key cat "$HOME/.ssh/id_ed25519"
+try read-guardctl-key cat '{gk}'
+try read-bob-key cat '{bk}'
+try list-home ls "$HOME"
+try agent env SSH_AUTH_SOCK="$SSH_AUTH_SOCK" ssh-add -l
+try write-outside sh -c 'echo x > {outside}'
+try write-home sh -c 'echo x > "$HOME/pwned"'
+try write-worktree sh -c 'echo x > README'
+try write-tmp sh -c 'echo x > /tmp/scratch && cat /tmp/scratch'
+"#,
+        gk = guardctl_key.display(),
+        bk = bob_key.display(),
+        outside = outside.display(),
+    )
+}
+
+/// A path outside `/tmp` (the test's own directories are all under `/tmp`, which inside the
+/// sandbox is the command's private directory: a write there lands in the private copy).
+fn outside_tmp() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    fs::create_dir_all(dir).unwrap();
+    let unique = format!(
+        "sandbox-outside-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    );
+    let path = dir.join(unique.replace(['(', ')'], ""));
+    let _ = fs::remove_file(&path);
+    path
+}
+
+/// An ssh-agent on a socket under the test's directory, holding bob's key.
+struct Agent {
+    socket: PathBuf,
+    pid: String,
+}
+
+impl Agent {
+    fn start(env: &TestEnv) -> Agent {
+        let socket = env.path().join("agent.sock");
+        let out = std::process::Command::new("ssh-agent")
+            .arg("-a")
+            .arg(&socket)
+            .arg("-s")
+            .output()
+            .expect("ssh-agent");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let pid = text
+            .split("SSH_AGENT_PID=")
+            .nth(1)
+            .and_then(|r| r.split(';').next())
+            .unwrap_or_default()
+            .to_string();
+        let added = std::process::Command::new("ssh-add")
+            .arg(env.key("bob"))
+            .env("SSH_AUTH_SOCK", &socket)
+            .output()
+            .expect("ssh-add");
+        assert!(
+            added.status.success(),
+            "{}",
+            String::from_utf8_lossy(&added.stderr)
+        );
+        Agent { socket, pid }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill").arg(&self.pid).output();
+    }
+}
+
+/// The user's secrets where an agent would look for them.
+fn plant_secrets(env: &TestEnv) {
+    fs::create_dir_all(env.home.join(".ssh")).unwrap();
+    fs::write(env.home.join(".ssh/id_ed25519"), "PRIVATE KEY\n").unwrap();
+    let data = env.home.join(".local/share/guardctl");
+    fs::create_dir_all(&data).unwrap();
+    fs::write(data.join("key"), "PRIVATE KEY\n").unwrap();
+}
+
+fn preview_text(plan: &Path) -> String {
+    let payload = crate::fixtures::payload_of(plan);
+    payload["operation"]["inputs"]["preview_output"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+const EXPECTED: [&str; 9] = [
+    "read-ssh-key denied",
+    "read-guardctl-key denied",
+    "read-bob-key denied",
+    "list-home denied",
+    "agent denied",
+    "write-outside denied",
+    "write-home denied",
+    "write-worktree denied",
+    "write-tmp allowed",
+];
+
+#[test]
+fn a_preview_reads_no_key_reaches_no_agent_and_writes_only_its_private_tmp() {
+    let env = TestEnv::new();
+    plant_secrets(&env);
+    let agent = Agent::start(&env);
+    let outside = outside_tmp();
+    fs::write(env.repo.join("probe.sh"), probe_script(&env, &outside)).unwrap();
+    let sock = agent.socket.to_string_lossy().into_owned();
+    let r = env.run_env(
+        "alice",
+        &[("SSH_AUTH_SOCK", &sock)],
+        &[
+            "plan",
+            "exec",
+            "--env",
+            "HOME",
+            "--env",
+            "SSH_AUTH_SOCK",
+            "--preview",
+            "sh probe.sh",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let lines: Vec<String> = preview_text(&env.repo.join("plan.json"))
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(lines, EXPECTED, "the preview's view of the machine");
+    assert!(!outside.exists(), "the preview wrote outside its /tmp");
+    assert!(!env.home.join("pwned").exists(), "the preview wrote into HOME");
+    assert_eq!(fs::read_to_string(env.repo.join("README")).unwrap(), "initial\n");
+    let show = env.run("alice", &["show", "plan.json"]);
+    assert!(
+        show.stdout
+            .contains("  sandboxed   preview and verify run without keys"),
+        "{}",
+        show.stdout
+    );
+}
+
+#[test]
+fn at_apply_the_preview_and_the_verify_command_are_sandboxed_too() {
+    let env = TestEnv::new();
+    plant_secrets(&env);
+    let agent = Agent::start(&env);
+    let outside = outside_tmp();
+    fs::write(env.repo.join("probe.sh"), probe_script(&env, &outside)).unwrap();
+    // The preview tries again once armed (only at apply); the verify command always.
+    fs::write(
+        env.repo.join("preview.sh"),
+        "echo one-resource\n[ -f armed ] && sh probe.sh > /tmp/out && grep -q allowed /tmp/out && cat /tmp/out >&2\nexit 0\n",
+    )
+    .unwrap();
+    let sock = agent.socket.to_string_lossy().into_owned();
+    let vars = [("SSH_AUTH_SOCK", sock.as_str())];
+    let args = [
+        "plan",
+        "exec",
+        "--env",
+        "HOME",
+        "--env",
+        "SSH_AUTH_SOCK",
+        "--preview",
+        "sh preview.sh",
+        "--verify",
+        "sh probe.sh | grep -v '^write-tmp' | grep allowed; true",
+        "--",
+        "true",
+    ];
+    let r = env.run_env("alice", &vars, &args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    fs::write(env.repo.join("armed"), "").unwrap();
+    let r = env.run_env("alice", &vars, &["--json", "apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // The verify command printed every attempt that was allowed (but the private /tmp): none.
+    let v = &r.json()["receipt"]["exec"]["verification"];
+    assert_eq!(v["observed"], serde_json::json!([]), "{v}");
+    assert!(!outside.exists(), "a sandboxed command wrote outside its /tmp");
+    assert!(!env.home.join("pwned").exists());
+    assert_eq!(fs::read_to_string(env.repo.join("README")).unwrap(), "initial\n");
+}
+
+/// The whole bypass this sandbox exists for: an agent plans a deletion, then plans an exec
+/// whose preview runs `guardctl approve` on it with the human's key file, and with the human's
+/// ssh-agent. Both fail inside the sandbox; the deletion stays unapproved.
+#[test]
+fn a_preview_cannot_approve_the_agents_own_plan_with_the_humans_key() {
+    let env = standard_repo();
+    let agent = Agent::start(&env);
+    let r = env.run("alice", &["plan", "stale-branches", "-o", "target.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let bin = Path::new(env!("CARGO_BIN_EXE_guardctl"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let bob_pub = env.public_key("bob");
+    // In the preview string itself, so that guardctl is pinned and runs (from its private
+    // copy) inside the sandbox: the attempt fails for want of the key, not of the program.
+    let preview = format!(
+        "t=target; guardctl --key '{key}' --allowed-signers '{signers}' approve \"$t.json\" --yes >/dev/null 2>&1; echo key-file=$?; \
+         echo '{bob_pub}' > /tmp/bob.pub; \
+         SSH_AUTH_SOCK='{sock}' guardctl --key /tmp/bob.pub --allowed-signers '{signers}' approve \"$t.json\" --yes 2>&1; echo agent=$?",
+        key = env.key("bob").display(),
+        signers = env.allowed_signers().display(),
+        sock = agent.socket.display(),
+    );
+    let r = env.run_env(
+        "alice",
+        &[("PATH", &path)],
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            &preview,
+            "-o",
+            "exec.json",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let text = preview_text(&env.repo.join("exec.json"));
+    assert!(!text.contains("key-file=0"), "{text}");
+    assert!(!text.contains("agent=0"), "{text}");
+    let r = env.run("alice", &["--json", "verify", "target.json"]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    let approvals = crate::fixtures::payload_of(&env.repo.join("target.json"));
+    assert!(approvals.get("approvals").is_none());
+    let file: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(env.repo.join("target.json")).unwrap()).unwrap();
+    assert_eq!(
+        file["approvals"],
+        serde_json::json!([]),
+        "the preview approved the plan"
+    );
+}
+
+#[test]
+fn a_preview_has_no_network_unless_the_trusted_policy_allows_it() {
+    let env = TestEnv::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!(
+        "if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo connected; else echo no-network; fi\n"
+    );
+    fs::write(env.repo.join("net.sh"), script).unwrap();
+    // bash, for /dev/tcp.
+    let plan = |out: &str| {
+        env.run(
+            "alice",
+            &[
+                "plan",
+                "exec",
+                "--preview",
+                "bash net.sh",
+                "-o",
+                out,
+                "--",
+                "true",
+            ],
+        )
+    };
+    let r = plan("closed.json");
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(preview_text(&env.repo.join("closed.json")), "no-network\n");
+    env.commit(
+        ".guardctl/policy.toml",
+        "version = 1\n[sandbox]\nnetwork = true\n",
+        "Alice",
+        1,
+    );
+    let r = plan("open.json");
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(preview_text(&env.repo.join("open.json")), "connected\n");
+}
+
+#[test]
+fn a_legitimate_preview_lists_files_and_reads_git() {
+    let env = standard_repo();
+    fs::create_dir_all(env.repo.join("trash")).unwrap();
+    fs::write(env.repo.join("trash/a"), "a").unwrap();
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "ls trash; git branch --list 'feature/*' --format='%(refname:short)'; git log -1 --format=%s main",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let text = preview_text(&env.repo.join("plan.json"));
+    let want = "a\nfeature/done\nfeature/gone-merged\nfeature/gone-work\nfeature/live\nfeature/squashed\n";
+    assert!(text.starts_with(want), "{text}");
+    assert_eq!(text.lines().count(), 7, "{text}");
+}
+
+/// Where the kernel cannot sandbox (a test hook stands in for a kernel without user
+/// namespaces), a preview is refused unless the trusted policy opts out; then the plan and
+/// `show` say plainly that it ran unsandboxed.
+#[test]
+fn without_a_sandbox_previews_are_refused_unless_the_policy_opts_out() {
+    let env = TestEnv::new();
+    let no = [("GUARDCTL_TEST_NO_SANDBOX", "1")];
+    let args = ["plan", "exec", "--preview", "echo x", "--", "true"];
+    let r = env.run_env("alice", &no, &args);
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert!(r.stderr.contains("cannot sandbox the preview"), "{}", r.stderr);
+    assert!(r.stderr.contains("[sandbox] required = false"), "{}", r.stderr);
+    assert!(!env.repo.join("plan.json").exists());
+    env.commit(
+        ".guardctl/policy.toml",
+        "version = 1\n[sandbox]\nrequired = false\n",
+        "Alice",
+        1,
+    );
+    let r = env.run_env("alice", &no, &args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let payload = crate::fixtures::payload_of(&env.repo.join("plan.json"));
+    assert_eq!(payload["operation"]["inputs"]["preview_unsandboxed"], true);
+    let show = env.run("alice", &["show", "plan.json"]);
+    assert!(
+        show.stdout.contains("the preview ran UNSANDBOXED"),
+        "{}",
+        show.stdout
+    );
+    let json = env.run("alice", &["--json", "show", "plan.json"]);
+    assert_eq!(
+        json.json()["exec"]["preview_sandbox"],
+        "unsandboxed",
+        "{}",
+        json.stdout
+    );
+    // Where the sandbox exists, the same policy still sandboxes.
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "echo x",
+            "-o",
+            "p2.json",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let payload = crate::fixtures::payload_of(&env.repo.join("p2.json"));
+    assert!(
+        payload["operation"]["inputs"]
+            .get("preview_unsandboxed")
+            .is_none()
+    );
+}
+
+/// `plan -o`: never guardctl's state or trust files; not over a file that is not a plan, or a
+/// plan that carries approvals, without `--force`; every refused file byte-identical.
+#[test]
+fn plan_out_refuses_state_trust_and_foreign_files_and_approved_plans_without_force() {
+    let env = standard_repo();
+    let plan = |args: &[&str]| {
+        let mut all = vec!["plan", "stale-branches"];
+        all.extend_from_slice(args);
+        env.run("alice", &all)
+    };
+    let r = plan(&["-o", "approved.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", "approved.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let audit = env.repo.join(".git/guardctl/audit.log");
+    let signers = env.allowed_signers();
+    let key = env.key("alice");
+    let state = env.repo.join(".git/guardctl/plans/x.json");
+    for target in [&audit, &signers, &key, &state] {
+        let before = fs::read(target).ok();
+        for extra in [&[][..], &["--force"][..]] {
+            let mut args = vec!["-o", target.to_str().unwrap()];
+            args.extend_from_slice(extra);
+            let r = plan(&args);
+            assert_eq!(r.code, 64, "{}: {}", target.display(), r.transcript());
+            assert!(
+                r.stderr.contains("guardctl's own state or a trust file"),
+                "{}",
+                r.stderr
+            );
+            assert_eq!(fs::read(target).ok(), before, "{} changed", target.display());
+        }
+    }
+    let approved = fs::read(env.repo.join("approved.json")).unwrap();
+    let r = plan(&["-o", "approved.json"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("holds a plan with 1 approval"), "{}", r.stderr);
+    assert_eq!(fs::read(env.repo.join("approved.json")).unwrap(), approved);
+    let r = plan(&["-o", "README"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("is not a guardctl plan"), "{}", r.stderr);
+    assert_eq!(fs::read_to_string(env.repo.join("README")).unwrap(), "initial\n");
+    // An unapproved plan is replaced as before; --force replaces the others.
+    assert_eq!(plan(&[]).code, 0);
+    assert_eq!(plan(&[]).code, 0, "re-planning over an unapproved plan");
+    let r = plan(&["-o", "approved.json", "--force"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = plan(&["-o", "README", "--force"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
