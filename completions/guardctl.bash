@@ -785,7 +785,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan)
-            opts="-o -C -q -h -V --out --expires-in --executor --detailed-exitcode --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version stale-branches remote-branches tags exec help"
+            opts="-o -C -q -h -V --out --expires-in --executor --detailed-exitcode --force --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version stale-branches remote-branches tags exec help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -839,7 +839,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__exec)
-            opts="-o -C -q -h -V --remote --preview --before-image --env --pin --verify --verify-prints --out --expires-in --executor --detailed-exitcode --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-o -C -q -h -V --remote --preview --before-image --env --pin --verify --verify-prints --out --expires-in --executor --detailed-exitcode --force --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1005,7 +1005,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__remote__subcmd__branches)
-            opts="-o -C -q -h -V --remote --base --merged --older-than --squash-merged --include-unmerged --match --exclude --protect --out --expires-in --executor --detailed-exitcode --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-o -C -q -h -V --remote --base --merged --older-than --squash-merged --include-unmerged --match --exclude --protect --out --expires-in --executor --detailed-exitcode --force --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1083,7 +1083,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__stale__subcmd__branches)
-            opts="-o -C -q -h -V --base --gone --merged --older-than --squash-merged --include-unmerged --match --exclude --protect --out --expires-in --executor --detailed-exitcode --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-o -C -q -h -V --base --gone --merged --older-than --squash-merged --include-unmerged --match --exclude --protect --out --expires-in --executor --detailed-exitcode --force --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1157,7 +1157,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__tags)
-            opts="-o -C -q -h -V --remote --match --older-than --exclude --protect --annotated --lightweight --include-signed --include-unmerged --out --expires-in --executor --detailed-exitcode --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-o -C -q -h -V --remote --match --older-than --exclude --protect --annotated --lightweight --include-signed --include-unmerged --out --expires-in --executor --detailed-exitcode --force --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -331,7 +331,8 @@ pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
 
     say(
         ui,
-        "So Alice plans again; fix/typo now holds unmerged work and is left alone",
+        "So Alice plans again; fix/typo now holds unmerged work and is left alone. The old plan.json\n\
+         carries Bob's approval, which a new plan there drops: `plan` refuses that without --force",
     )?;
     let replan = [
         "-q",
@@ -340,6 +341,7 @@ pub fn run(args: Args, ui: &mut Ui) -> Result<u8> {
         "--merged",
         "--squash-merged",
         "--gone",
+        "--force",
     ];
     demo.guardctl(ui, &alice, &replan, 0)?;
     demo.guardctl(ui, &bob, &["-q", "approve", "plan.json", "--yes"], 0)?;

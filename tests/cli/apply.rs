@@ -180,6 +180,8 @@ fn only_the_executor_may_apply() {
             "--gone",
             "--executor",
             "bob@example.com",
+            // Replaces the approved plan above.
+            "--force",
         ],
     );
     assert_eq!(r.code, 0);

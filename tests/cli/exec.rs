@@ -342,8 +342,11 @@ fn an_exec_plan_bound_to_the_remote_applies_from_another_clone() {
     assert!(!std::path::Path::new(other).join("trash/a").exists());
     assert_eq!(trash(&env), ["a", "b"], "the planning clone is not where it ran");
 
-    // Bound to the planning clone: another clone is another repository.
-    assert_eq!(env.run("alice", &PLAN).code, 0);
+    // Bound to the planning clone: another clone is another repository. (`--force`: the
+    // first plan, approved, is replaced.)
+    let mut replan = PLAN.to_vec();
+    replan.insert(2, "--force");
+    assert_eq!(env.run("alice", &replan).code, 0);
     assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
     let r = env.run("alice", &["-C", other, "apply", plan.to_str().unwrap()]);
     assert_eq!(r.code, 65, "{}", r.transcript());
@@ -659,6 +662,8 @@ fn verify_finding_half_the_manifest_left_is_exit_15_with_the_remaining_ids() {
                 "ls trash",
                 "--verify",
                 "ls trash",
+                // The second plan replaces the first, approved one.
+                "--force",
                 "--",
                 "sh",
                 "-c",

@@ -603,7 +603,8 @@ fn a_tracking_ref_moved_to_a_weaker_policy_is_ignored_and_nothing_is_deleted() {
         &["remote-branches", "--remote", "origin"][..],
         &["stale-branches"],
     ] {
-        let mut args = vec!["--json", "plan"];
+        // `--force`: each plan replaces the last, which was approved.
+        let mut args = vec!["--json", "plan", "--force"];
         args.extend(op);
         let r = env.run("alice", &args);
         assert_eq!(r.code, 0, "{op:?}: {}", r.transcript());

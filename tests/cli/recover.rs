@@ -338,7 +338,11 @@ fn sigkill_soak_never_loses_a_branch() {
         // A copy is another repository (its identity is the git dir's inode and birth time),
         // so the template's plan would be refused there: plan and approve in the copy.
         for (user, args) in [
-            ("alice", &["plan", "stale-branches", "--merged", "--gone"][..]),
+            // `--force`: the template's plan.json, approved, is replaced.
+            (
+                "alice",
+                &["plan", "stale-branches", "--merged", "--gone", "--force"][..],
+            ),
             ("bob", &["approve", "plan.json", "--yes"][..]),
         ] {
             let r = in_copy(&template, &copy, user, args);
