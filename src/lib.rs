@@ -103,6 +103,16 @@ pub fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return clap_failure(e, &args, json),
     };
+    // git's location variables would make git act on another repository than the one
+    // guardctl checks (src/repo/gitenv.rs): refused before any command runs.
+    if !matches!(cli.command, Command::Completions(_))
+        && let Err(e) = repo::gitenv::refuse_splitting()
+    {
+        let mut ui = Ui::new(cli.json, cli.quiet, cli.color);
+        ui.error(&e);
+        let _ = ui.flush();
+        return ExitCode::from(e.exit_code());
+    }
     let mut ui = if matches!(cli.command, Command::Mcp(_)) {
         // stdout carries the protocol: the Ui must neither hold its lock nor write to it.
         Ui::without_stdout(cli.quiet, cli.color)

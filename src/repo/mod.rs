@@ -13,6 +13,7 @@ mod commit;
 mod commit_graph;
 mod config;
 mod contained;
+pub mod gitenv;
 mod graph;
 pub mod mutate;
 mod objects;
@@ -83,10 +84,19 @@ impl Repo {
     /// unlinks is then a short relative path. Measured: an absolute `--git-dir` makes a
     /// 6,000-ref update-ref transaction about 10% slower (extra path components per file).
     /// For commands that stay local (config reads): [`Repo::git`] adds the ssh policy.
+    /// The repository's hooks never run for guardctl's git (`core.hooksPath` names no
+    /// directory): a reviewer's `approve` moves `refs/guardctl/audit` through git, and a
+    /// `reference-transaction` hook in a clone the planner prepared would run with the
+    /// reviewer's key loaded.
     fn git_local(&self) -> crate::process::Process {
-        crate::process::Process::new("git")
-            .current_dir(self.git.path())
-            .args(["--git-dir", "."])
+        gitenv::git().current_dir(self.git.path()).args([
+            "--git-dir",
+            ".",
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "core.fsmonitor=false",
+        ])
     }
 
     /// git for a command that may reach a remote. Never a password or host-key prompt from
@@ -100,26 +110,57 @@ impl Repo {
         // (`protocol.ext.allow=always` there made `ext::sh -c …` as origin's URL run its
         // command when `plan` read the policy from the remote). As for publishing
         // (`repo::publish`), whose scratch git says the same.
-        let c = self
-            .git_local()
-            .args(["-c", "protocol.ext.allow=never", "-c", "protocol.fd.allow=never"]);
-        if self.has_own_ssh_command() {
-            c
-        } else {
-            c.env("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+        let mut c = self.git_local().args([
+            "-c",
+            "protocol.ext.allow=never",
+            "-c",
+            "protocol.fd.allow=never",
+            "-c",
+            "core.gitProxy=",
+            // The repository's own credential helpers never run; the user's (system and
+            // global config) are given again after the reset.
+            "-c",
+            "credential.helper=",
+        ]);
+        let admin = self.admin_settings().unwrap_or_default();
+        for (k, v) in admin.iter() {
+            if k == "credential.helper" && !v.is_empty() {
+                c = c.arg("-c").arg(format!("credential.helper={v}"));
+            }
+        }
+        // GIT_SSH_COMMAND outranks every config: set, the repository's own core.sshCommand
+        // never runs.
+        match self.ssh_command() {
+            Some(own) => c.env("GIT_SSH_COMMAND", own),
+            None => c,
         }
     }
 
-    fn has_own_ssh_command(&self) -> bool {
-        std::env::var_os("GIT_SSH_COMMAND").is_some()
-            || std::env::var_os("GIT_SSH").is_some()
-            || self
-                .settings()
-                .is_ok_and(|s| s.iter().any(|(k, _)| k == "core.sshcommand"))
+    /// The ssh command git is to use, when guardctl must set it: the user's (system or
+    /// global `core.sshCommand`, or `GIT_SSH`), else ssh in batch mode. `None`: the caller's
+    /// `GIT_SSH_COMMAND` stands.
+    fn ssh_command(&self) -> Option<String> {
+        if std::env::var_os("GIT_SSH_COMMAND").is_some() {
+            return None;
+        }
+        let admin = self.admin_settings().ok().and_then(|s| {
+            s.iter()
+                .rev()
+                .find(|(k, _)| k == "core.sshcommand")
+                .map(|(_, v)| v.clone())
+        });
+        Some(match (admin, std::env::var_os("GIT_SSH")) {
+            (Some(cmd), _) => cmd,
+            (None, Some(program)) => {
+                crate::plan::derive::shell_words(&[program.to_string_lossy().into_owned()])
+            }
+            (None, None) => "ssh -o BatchMode=yes".into(),
+        })
     }
 
     /// Open the repository at `path`, or discover it from the working directory like git.
     pub fn open(path: Option<&Path>) -> Result<Repo> {
+        gitenv::refuse_splitting()?;
         // Every commit is read about once per run, so libgit2's object cache (up to 256 MB)
         // buys nothing and dominated peak memory at 50k branches.
         git2::opts::enable_caching(false);
@@ -402,14 +443,18 @@ impl Repo {
     /// plain includes behave exactly as for git. Every entry is read once per run, in one
     /// `git config` for every key (a run asks for up to four).
     pub fn admin_config(&self, key: &str) -> Result<Option<String>> {
-        let entries = match self.admin.get() {
+        Ok(last_value(self.admin_settings()?, key))
+    }
+
+    /// Every entry of system and global git config (read once), keys in git's spelling.
+    pub(crate) fn admin_settings(&self) -> Result<&[(String, String)]> {
+        Ok(match self.admin.get() {
             Some(e) => e,
             None => {
                 let read = admin_entries()?;
                 self.admin.get_or_init(|| read)
             }
-        };
-        Ok(last_value(entries, key))
+        })
     }
 
     /// A commit's committer time and its whole message (a backup commit's, for `gc`).
@@ -427,10 +472,8 @@ impl Repo {
     /// guardctl, who may be the planner applying their own plan. (Test builds read the file
     /// named by `GUARDCTL_TEST_SYSTEM_GITCONFIG` instead.)
     pub fn system_config(&self, key: &str) -> Result<Option<String>> {
-        let c = crate::process::Process::new("git")
+        let c = gitenv::git()
             .current_dir("/")
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
             .env_remove("GIT_CONFIG_SYSTEM")
             .env_remove("GIT_CONFIG_NOSYSTEM")
             .args(["config", "--system", "--includes", "--get-all", key]);
@@ -500,11 +543,10 @@ fn admin_entries() -> Result<Vec<(String, String)>> {
     // Run outside the repository: inside, git would parse the repository's own config
     // first (megabytes with 50,000 `[branch]` sections) for values it must not use
     // anyway. (So `includeIf "gitdir:..."` does not apply here.)
-    let git = crate::process::Process::new("git")
-        .current_dir("/")
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_WORK_TREE")
-        .args(["config", "--includes", "--show-scope", "--null", "--list"]);
+    let git =
+        gitenv::git()
+            .current_dir("/")
+            .args(["config", "--includes", "--show-scope", "--null", "--list"]);
     let line = git.line().to_string();
     let out = git.output(None)?;
     match out.status.code() {
@@ -550,19 +592,24 @@ mod tests {
     /// `core.sshCommand` (e.g. a CI's deploy key) is seen although libgit2's copy of the
     /// config is emptied on open: guardctl then leaves ssh to it instead of forcing batch mode.
     #[test]
-    fn an_ssh_command_in_the_git_config_is_respected() {
+    fn the_repositorys_own_ssh_command_never_runs() {
+        // The repository's config is the planner's: its core.sshCommand is outranked by the
+        // GIT_SSH_COMMAND guardctl sets (the caller's own, when set, stands).
         let dir = tempfile::tempdir().unwrap();
         git2::Repository::init(dir.path()).unwrap();
-        let env_set = std::env::var_os("GIT_SSH_COMMAND").is_some() || std::env::var_os("GIT_SSH").is_some();
-        let plain = Repo::open(Some(dir.path())).unwrap();
-        assert_eq!(plain.has_own_ssh_command(), env_set);
         let status = std::process::Command::new("git")
-            .args(["config", "core.sshCommand", "ssh -i deploy-key"])
+            .args(["config", "core.sshCommand", "touch /tmp/pwned-by-repo-config"])
             .current_dir(dir.path())
             .status()
             .unwrap();
         assert!(status.success());
-        let configured = Repo::open(Some(dir.path())).unwrap();
-        assert!(configured.has_own_ssh_command());
+        let repo = Repo::open(Some(dir.path())).unwrap();
+        match std::env::var_os("GIT_SSH_COMMAND") {
+            Some(_) => assert_eq!(repo.ssh_command(), None),
+            None => {
+                let cmd = repo.ssh_command().unwrap();
+                assert!(!cmd.contains("pwned"), "{cmd}");
+            }
+        }
     }
 }

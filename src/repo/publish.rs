@@ -132,17 +132,25 @@ pub fn check_url(url: &str) -> Result<()> {
 }
 
 impl Repo {
-    /// The settings of this repository's own config that a `git push` or `git fetch` run in
-    /// it would use to reach a remote (credentials helpers, `http.*` such as a CI's
-    /// `extraHeader`, `core.sshCommand`): a [`Scratch`] repository passes them on, so
-    /// publishing reaches the remote exactly as `git push` here would.
+    /// The settings a [`Scratch`] repository needs to reach a remote as this one does:
+    /// `http.*` of any scope (a CI's `extraHeader` is in the repository's own config), and the
+    /// user's own `core.sshCommand` (system or global config). Nothing that runs a program
+    /// comes from the repository's own config: its credential helpers and ssh command are
+    /// the planner's (the scratch repository's git reads the user's own helpers itself).
     pub fn transport_settings(&self) -> Result<Vec<(String, String)>> {
-        Ok(self
+        let mut out: Vec<(String, String)> = self
             .settings()?
             .iter()
-            .filter(|(k, _)| k.starts_with("http.") || k.starts_with("credential.") || k == "core.sshcommand")
+            .filter(|(k, _)| k.starts_with("http."))
             .cloned()
-            .collect())
+            .collect();
+        out.extend(
+            self.admin_settings()?
+                .iter()
+                .filter(|(k, _)| k == "core.sshcommand")
+                .cloned(),
+        );
+        Ok(out)
     }
 }
 
@@ -162,7 +170,7 @@ impl Scratch {
     }
 
     fn git(&self) -> Process {
-        self.git_env(Process::new("git"))
+        self.git_env(super::gitenv::git())
     }
 
     /// git, run through `sh` with no file it writes allowed to grow past `max_file_bytes`
@@ -171,7 +179,7 @@ impl Scratch {
     /// not wanted). Through `sh` because the crate runs no `unsafe` code to set the limit
     /// itself.
     fn git_capped(&self, max_file_bytes: u64) -> Process {
-        self.git_env(Process::new("sh").args([
+        self.git_env(super::gitenv::environment(Process::new("sh")).args([
             "-c",
             "ulimit -f \"$0\" 2>/dev/null; exec git \"$@\"",
             &max_file_bytes.div_ceil(512).to_string(),
@@ -179,15 +187,9 @@ impl Scratch {
     }
 
     fn git_env(&self, p: Process) -> Process {
+        // The environment is `gitenv`'s already (no inherited location variable).
         let mut p = p
             .current_dir(self.dir.path())
-            .env_remove("GIT_DIR")
-            .env_remove("GIT_WORK_TREE")
-            .env_remove("GIT_OBJECT_DIRECTORY")
-            .env_remove("GIT_ALTERNATE_OBJECT_DIRECTORIES")
-            .env_remove("GIT_INDEX_FILE")
-            .env_remove("GIT_NAMESPACE")
-            .env("GIT_TERMINAL_PROMPT", "0")
             // A filtered fetch (below) leaves large blobs out and marks the remote a promisor:
             // nothing may fetch them later behind guardctl's back.
             .env("GIT_NO_LAZY_FETCH", "1");

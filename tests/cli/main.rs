@@ -13,6 +13,7 @@ mod consumed;
 mod docs;
 mod exec;
 mod fixtures;
+mod git_env;
 mod hostile;
 mod identity;
 mod json_contract;

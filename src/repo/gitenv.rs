@@ -1,0 +1,151 @@
+//! The one environment every git child process gets, and the variables guardctl refuses to
+//! run under.
+//!
+//! guardctl reads the repository through libgit2 and gix, which it opens itself and which
+//! honour no `GIT_*` variable, and writes through git child processes, which honour many.
+//! A variable that points git at another repository, object store, index, namespace or
+//! history (one line in a CI workflow) would split the readers from the writers: branches
+//! deleted in the repository, their backup written into another object store. So:
+//!
+//! - [`refuse_splitting`]: guardctl refuses to run (64, naming the variable) while any of
+//!   [`SPLITTING`] is set;
+//! - [`git`]: every git child starts from an empty environment plus [`PASSED`] (where git
+//!   finds the user's own config, the locale, the transport's needs), never another `GIT_*`
+//!   variable (`GIT_CONFIG_PARAMETERS`, `GIT_CONFIG_COUNT`, `GIT_EXEC_PATH`, … are dropped),
+//!   with prompts off and replace refs ignored, as libgit2 ignores them.
+//!
+//! The caller adds what the repository must not decide (hooks off, the ssh command, no
+//! credential helper of the repository's own): `Repo::git_local`, `Repo::git`.
+
+use crate::error::{Error, Result};
+use crate::process::Process;
+
+/// Variables under which git and guardctl's own readers would see different repositories.
+pub const SPLITTING: [&str; 11] = [
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_INDEX_FILE",
+    "GIT_NAMESPACE",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_SHALLOW_FILE",
+    "GIT_GRAFT_FILE",
+    "GIT_QUARANTINE_PATH",
+];
+
+/// What a git child is given of guardctl's environment: where the user's own (global and
+/// system) config is, the locale and time zone, temporary files, and what a transport needs
+/// (the ssh agent and ssh command, proxies, TLS roots). Everything else is dropped.
+pub const PASSED: [&str; 33] = [
+    "HOME",
+    "PATH",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "TMPDIR",
+    "XDG_CONFIG_HOME",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_NOSYSTEM",
+    "SSH_AUTH_SOCK",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH_VARIANT",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "GIT_SSL_CAINFO",
+    "GIT_SSL_CAPATH",
+    "GIT_PROXY_SSL_CAINFO",
+    "CURL_CA_BUNDLE",
+];
+
+/// Refuse (64) while a variable of [`SPLITTING`] is set, naming it.
+pub fn refuse_splitting() -> Result<()> {
+    refuse_splitting_in(|name| std::env::var_os(name).is_some())
+}
+
+fn refuse_splitting_in(is_set: impl Fn(&str) -> bool) -> Result<()> {
+    match SPLITTING.iter().find(|v| is_set(v)) {
+        None => Ok(()),
+        Some(v) => Err(Error::usage(format!(
+            "{v} is set: git would act on another repository or object store than the one guardctl checks"
+        ))
+        .with_hint(format!(
+            "unset {v} (name the repository with `-C <path>`); guardctl never runs git under it"
+        ))),
+    }
+}
+
+/// `git`, with exactly the environment described above.
+pub fn git() -> Process {
+    environment(Process::new("git"))
+}
+
+/// `p` (git, or a shell that execs git) with exactly the environment described above.
+pub fn environment(p: Process) -> Process {
+    with_environment(p, |name| std::env::var_os(name))
+}
+
+fn with_environment(p: Process, get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Process {
+    let p = PASSED
+        .iter()
+        .filter_map(|name| Some((*name, get(name)?)))
+        .fold(p.env_clear(), |p, (name, value)| p.env(name, value));
+    p.env("GIT_TERMINAL_PROMPT", "0")
+        // An askpass program could come from the repository's own config (core.askPass);
+        // an empty GIT_ASKPASS outranks it and asks nobody.
+        .env("GIT_ASKPASS", "")
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_git_child_gets_only_the_allowlist_and_guardctls_own_settings() {
+        let given = |name: &str| -> Option<std::ffi::OsString> {
+            match name {
+                "HOME" => Some("/home/me".into()),
+                "SSH_AUTH_SOCK" => Some("/run/agent".into()),
+                _ => None,
+            }
+        };
+        let p = with_environment(Process::new("sh"), given)
+            .args(["-c", "env | grep -v '^PWD=\\|^SHLVL=\\|^_=' | sort"]);
+        let out = String::from_utf8(p.checked(None).unwrap().stdout).unwrap();
+        assert_eq!(
+            out,
+            "GIT_ASKPASS=\nGIT_NO_REPLACE_OBJECTS=1\nGIT_TERMINAL_PROMPT=0\nHOME=/home/me\nSSH_AUTH_SOCK=/run/agent\n"
+        );
+    }
+
+    #[test]
+    fn no_location_variable_passes_and_each_is_refused_by_name() {
+        for v in SPLITTING {
+            assert!(!PASSED.contains(&v), "{v} passes to git");
+            let e = refuse_splitting_in(|name| name == v).unwrap_err();
+            assert!(e.message.starts_with(&format!("{v} is set")), "{}", e.message);
+            assert_eq!(e.exit_code(), 64);
+        }
+        for v in ["GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_EXEC_PATH"] {
+            assert!(!PASSED.contains(&v), "{v} passes to git");
+        }
+        assert!(refuse_splitting_in(|_| false).is_ok());
+    }
+}
