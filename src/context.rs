@@ -344,12 +344,20 @@ impl Ctx {
     }
 
     /// The sandbox previews of a plan bound to `remote` run in: that policy's `[sandbox]`
-    /// settings and this repository's directories.
+    /// settings and this repository's directories, hiding this run's signing key (`--key`,
+    /// git's `user.signingKey`) should one of those directories hold it.
     pub fn preview_sandbox(&self, remote: Option<&str>) -> Result<crate::sandbox::Sandbox> {
-        Ok(crate::sandbox::Sandbox::new(
-            &self.policy_for(remote)?.policy.sandbox,
-            self.repo()?.preview_readable(),
-        ))
+        let repo = self.repo()?;
+        let git_key = repo
+            .config_string("user.signingKey")
+            .ok()
+            .flatten()
+            .filter(|k| !k.starts_with("key::"))
+            .map(|k| expand_home(&k));
+        Ok(
+            crate::sandbox::Sandbox::new(&self.policy_for(remote)?.policy.sandbox, repo.preview_readable())
+                .hiding(self.key_flag.iter().cloned().chain(git_key)),
+        )
     }
 
     /// The policy in force for a plan bound to `remote` (its remote's, read from that remote

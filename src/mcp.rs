@@ -1199,14 +1199,29 @@ fn check_key(ctx: &Ctx, ui: &mut Ui, agents: &crate::policy::Agents) -> Result<(
             return Ok(());
         }
     };
-    let may = |ns: &str| {
-        let mut out = signers.principals_for(&key.public, ns, ctx.now);
-        if let Some(cert) = &key.certificate {
-            let signer = crate::sign::allowed_signers::Signer {
-                key: &key.public,
-                certificate: Some(cert),
-            };
-            for p in signers.principals_at(signer, ns, &[ctx.now]) {
+    // Now, and every later moment at which a line or the certificate becomes valid: a line
+    // `valid-after` tomorrow is an approving key tomorrow, for a server still running.
+    let mut times = vec![ctx.now];
+    times.extend(signers.entries.iter().filter_map(|e| e.valid_after));
+    if let Some(cert) = &key.certificate
+        && let Ok(secs) = i64::try_from(cert.valid_after())
+        && let Ok(t) = time::OffsetDateTime::from_unix_timestamp(secs)
+    {
+        times.push(t);
+    }
+    times.retain(|t| *t >= ctx.now);
+    let may_at = |ns: &str, times: &[time::OffsetDateTime]| {
+        let mut out: Vec<String> = Vec::new();
+        for &at in times {
+            let mut now = signers.principals_for(&key.public, ns, at);
+            if let Some(cert) = &key.certificate {
+                let signer = crate::sign::allowed_signers::Signer {
+                    key: &key.public,
+                    certificate: Some(cert),
+                };
+                now.extend(signers.principals_at(signer, ns, &[at]));
+            }
+            for p in now {
                 if !out.contains(&p) {
                     out.push(p);
                 }
@@ -1214,7 +1229,8 @@ fn check_key(ctx: &Ctx, ui: &mut Ui, agents: &crate::policy::Agents) -> Result<(
         }
         out
     };
-    let approves: Vec<String> = may(APPROVAL_NAMESPACE)
+    let may = |ns: &str| may_at(ns, &[ctx.now]);
+    let approves: Vec<String> = may_at(APPROVAL_NAMESPACE, &times)
         .into_iter()
         .filter(|p| !agents.may_approve.contains(p))
         .collect();

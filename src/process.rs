@@ -184,11 +184,16 @@ impl Process {
     }
 }
 
-/// Replace this process with `program` (as `arg0`, with `args`), keeping the environment:
-/// the sandbox's launcher's last step. Returns only when the program cannot be run.
-pub fn replace_with(program: &OsStr, arg0: &OsStr, args: &[std::ffi::OsString]) -> std::io::Error {
+/// Run `program` (as `arg0`, with `args`) as a child, keeping the environment and the
+/// standard streams, and wait for it: the sandbox's launcher's last step (the child is the
+/// first process of the sandbox's PID namespace).
+pub fn run_as(
+    program: &OsStr,
+    arg0: &OsStr,
+    args: &[std::ffi::OsString],
+) -> std::io::Result<std::process::ExitStatus> {
     use std::os::unix::process::CommandExt;
-    Command::new(program).arg0(arg0).args(args).exec()
+    Command::new(program).arg0(arg0).args(args).status()
 }
 
 /// The error for a run that ended unsuccessfully: the command line and its status, its stderr

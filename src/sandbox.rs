@@ -5,20 +5,23 @@
 //! How: guardctl runs itself (`/proc/self/exe`) as a launcher ([`LAUNCHER`], dispatched by
 //! `main.rs` before anything else, so the launcher is single-threaded as `unshare` needs).
 //! The launcher
-//! 1. enters new user, mount, IPC and UTS namespaces, and a new network namespace (nothing
+//! 1. enters new user, mount, IPC, UTS and PID namespaces, and a new network namespace (nothing
 //!    but a loopback that is down) unless the trusted policy allows the network;
 //! 2. builds a new root on an empty tmpfs holding only an allowlist, each entry bound
 //!    read-only at its own path: the system's program and library directories, a few files
 //!    of `/etc` (no host keys, no shadow), `/dev/null` and its kin, the work tree and git
 //!    directories, the private copy of the pinned programs, and what the trusted policy
-//!    adds (`[sandbox] read`); `/tmp` is a private, empty, writable directory; nothing else
-//!    exists: no home directory, no `$XDG_RUNTIME_DIR`, no ssh-agent socket, no `/proc`;
+//!    adds (`[sandbox] read`); `/tmp` is a private, empty, writable tmpfs of bounded size;
+//!    nothing else exists: no home directory, no `$XDG_RUNTIME_DIR`, no ssh-agent socket, no
+//!    `/proc`; secrets inside a bound path (a work tree that is `$HOME` holds `~/.ssh`, the
+//!    agent's socket, the key) are covered by an empty directory or `/dev/null`;
 //! 3. pivots into it and detaches the old root, so no path leads back out;
 //! 4. restricts itself with Landlock (the same allowlist: read and run, write only `/tmp`;
 //!    TCP bind/connect when the network is off; abstract UNIX sockets and signals scoped to
 //!    the sandbox), which also sets `no_new_privs` and forbids any later mount;
-//! 5. runs the command with exactly the environment the caller gave (exec plans build it
-//!    from their allowlist).
+//! 5. runs the command, as the first process of its PID namespace (whatever it leaves
+//!    running dies with it), with exactly the environment the caller gave (exec plans build
+//!    it from their allowlist).
 //!
 //! Why a new root and not Landlock alone: on the kernels this runs on, Landlock does not
 //! govern `connect()` to a pathname UNIX socket, so an ssh-agent socket anywhere would stay
@@ -64,7 +67,7 @@ const SYSTEM: [&str; 9] = [
 
 /// What of `/etc` a command may read: what the dynamic loader, user and host lookups, time
 /// zones, TLS roots and git's system config need. No host keys, no shadow, no guardctl config.
-const ETC: [&str; 24] = [
+const ETC: [&str; 29] = [
     "/etc/ld.so.cache",
     "/etc/ld.so.conf",
     "/etc/ld.so.conf.d",
@@ -77,9 +80,16 @@ const ETC: [&str; 24] = [
     "/etc/localtime",
     "/etc/timezone",
     "/etc/alternatives",
-    "/etc/ssl",
+    // The trust roots, not the whole of /etc/ssl and /etc/pki: their `private` directories
+    // hold the host's TLS keys (readable by root and the ssl-cert group).
+    "/etc/ssl/certs",
+    "/etc/ssl/cert.pem",
+    "/etc/ssl/openssl.cnf",
     "/etc/ca-certificates",
-    "/etc/pki",
+    "/etc/pki/ca-trust",
+    "/etc/pki/tls/certs",
+    "/etc/pki/tls/cert.pem",
+    "/etc/pki/tls/openssl.cnf",
     "/etc/gitconfig",
     "/etc/mime.types",
     "/etc/protocols",
@@ -90,6 +100,21 @@ const ETC: [&str; 24] = [
     "/etc/terminfo",
     "/etc/inputrc",
 ];
+
+/// Secrets of the system hidden wherever a bound directory holds them (a repository at `/`
+/// or `/etc`, a `[sandbox] read` of `/etc`): an empty directory or `/dev/null` in their place.
+const SECRET: [&str; 6] = [
+    "/etc/ssl/private",
+    "/etc/pki/tls/private",
+    "/etc/ssh",
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/sudoers",
+];
+
+/// Size of the command's `/tmp` (a tmpfs of its own: memory, bounded, gone with the sandbox;
+/// not the host's disk).
+const TMP_SIZE: &str = "size=512m,nr_inodes=65536,mode=0700";
 
 /// Device files a command may read and write.
 const DEVICES: [&str; 5] = [
@@ -137,6 +162,8 @@ impl Settings {
 pub struct Sandbox {
     settings: Settings,
     readable: Vec<PathBuf>,
+    /// Hidden where a bound directory holds them: keys, agent sockets, guardctl's data.
+    hidden: Vec<PathBuf>,
 }
 
 /// How a command ran.
@@ -153,10 +180,11 @@ pub struct Ran {
 struct Spec {
     /// An empty directory the new root is built on.
     root: PathBuf,
-    /// The command's `/tmp`, read-write.
-    tmp: PathBuf,
     /// Bound read-only at their own paths.
     read: Vec<PathBuf>,
+    /// Replaced by an empty directory or `/dev/null` where they lie inside a bound path
+    /// (canonical; a work tree that is `$HOME` holds `~/.ssh`).
+    hide: Vec<PathBuf>,
     network: bool,
     /// Where the command starts (inside the sandbox: the same path).
     cwd: PathBuf,
@@ -170,7 +198,14 @@ impl Sandbox {
         Sandbox {
             settings: settings.clone(),
             readable,
+            hidden: secrets(),
         }
+    }
+
+    /// Also hide `paths` (the signing key named for this run) wherever a bound path holds them.
+    pub fn hiding(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Sandbox {
+        self.hidden.extend(paths);
+        self
     }
 
     pub fn settings(&self) -> &Settings {
@@ -216,7 +251,12 @@ impl Sandbox {
         let jail = Jail::new()?;
         let mut read = self.read_paths();
         read.extend(also_readable.iter().cloned());
-        let spec = jail.spec(read, self.settings.network, cwd, false);
+        let hide = self
+            .hidden
+            .iter()
+            .filter_map(|p| std::fs::canonicalize(p).ok())
+            .collect();
+        let spec = jail.spec(read, hide, self.settings.network, cwd, false);
         let p = launcher(&spec)?
             .arg(program)
             .arg(arg0)
@@ -240,6 +280,29 @@ impl Sandbox {
     }
 }
 
+/// What is hidden whatever the operation: the system's secrets, the user's ssh and gpg
+/// directories, agent sockets, the runtime directory, guardctl's data directory and key.
+fn secrets() -> Vec<PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let mut out: Vec<PathBuf> = SECRET.iter().map(PathBuf::from).collect();
+    if let Some(home) = var("HOME") {
+        out.extend([".ssh", ".gnupg"].map(|d| home.join(d)));
+    }
+    out.extend(
+        ["SSH_AUTH_SOCK", "GNUPGHOME", "XDG_RUNTIME_DIR", "GUARDCTL_KEY"]
+            .into_iter()
+            .filter_map(var),
+    );
+    if let Some(dirs) = directories::ProjectDirs::from("", "", "guardctl") {
+        out.push(dirs.data_dir().to_path_buf());
+    }
+    out
+}
+
 fn system_paths() -> Vec<PathBuf> {
     SYSTEM
         .iter()
@@ -249,8 +312,7 @@ fn system_paths() -> Vec<PathBuf> {
         .collect()
 }
 
-/// A private directory holding the new root's mount point and the command's `/tmp`;
-/// removed (with whatever the command left in `/tmp`) when dropped.
+/// A private directory holding the new root's mount point; removed when dropped.
 struct Jail {
     base: tempfile::TempDir,
 }
@@ -265,19 +327,15 @@ impl Jail {
             .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .map_err(cannot)?;
-        for dir in ["root", "tmp"] {
-            std::fs::create_dir(base.path().join(dir)).map_err(cannot)?;
-        }
-        std::fs::set_permissions(base.path().join("tmp"), std::fs::Permissions::from_mode(0o700))
-            .map_err(cannot)?;
+        std::fs::create_dir(base.path().join("root")).map_err(cannot)?;
         Ok(Jail { base })
     }
 
-    fn spec(&self, read: Vec<PathBuf>, network: bool, cwd: &Path, probe: bool) -> Spec {
+    fn spec(&self, read: Vec<PathBuf>, hide: Vec<PathBuf>, network: bool, cwd: &Path, probe: bool) -> Spec {
         Spec {
             root: self.base.path().join("root"),
-            tmp: self.base.path().join("tmp"),
             read,
+            hide,
             network,
             cwd: cwd.to_path_buf(),
             probe,
@@ -318,7 +376,7 @@ pub fn probe() -> std::result::Result<(), String> {
                 return Err("user namespaces are not available (GUARDCTL_TEST_NO_SANDBOX)".into());
             }
             let jail = Jail::new().map_err(|e| e.chain())?;
-            let spec = jail.spec(system_paths(), false, Path::new("/"), true);
+            let spec = jail.spec(system_paths(), Vec::new(), false, Path::new("/"), true);
             let out = launcher(&spec)
                 .and_then(|p| p.current_dir("/").env_clear().output(None))
                 .map_err(|e| e.chain())?;
@@ -354,7 +412,7 @@ pub fn launch_if_asked(args: &[OsString]) -> Option<u8> {
         return None;
     }
     let failure = match launch(&args[2..]) {
-        Ok(()) => return Some(0),
+        Ok(code) => return Some(code),
         Err(f) => f,
     };
     #[allow(clippy::print_stderr)]
@@ -378,8 +436,8 @@ fn step<E: std::fmt::Display>(what: impl std::fmt::Display) -> impl FnOnce(E) ->
     move |e| Failure(format!("cannot {what}: {e}"))
 }
 
-/// `[spec, program, arg0, args...]`: returns only on failure (or after a probe).
-fn launch(args: &[OsString]) -> std::result::Result<(), Failure> {
+/// `[spec, program, arg0, args...]`: the command's exit status (0 after a probe).
+fn launch(args: &[OsString]) -> std::result::Result<u8, Failure> {
     let spec: Spec = args
         .first()
         .and_then(|s| s.to_str())
@@ -390,18 +448,26 @@ fn launch(args: &[OsString]) -> std::result::Result<(), Failure> {
     enter_root(&spec)?;
     restrict(&spec)?;
     if spec.probe {
-        return Ok(());
+        return Ok(0);
     }
     let [program, arg0, rest @ ..] = &args[1..] else {
         return Err(Failure("no command to run".into()));
     };
-    // Only returns on failure. The environment is the launcher's own: exactly what the
-    // caller gave it.
-    let e = crate::process::replace_with(program, arg0, rest);
-    Err(Failure(format!(
-        "cannot run {}: {e}",
-        crate::text::safe(&program.to_string_lossy())
-    )))
+    // The command is the first process of the new PID namespace: when it ends, the kernel
+    // kills whatever it left running (nothing outlives the preview, or its /tmp). The
+    // environment is the launcher's own: exactly what the caller gave it.
+    let status = crate::process::run_as(program, arg0, rest).map_err(|e| {
+        Failure(format!(
+            "cannot run {}: {e}",
+            crate::text::safe(&program.to_string_lossy())
+        ))
+    })?;
+    use std::os::unix::process::ExitStatusExt;
+    Ok(match (status.code(), status.signal()) {
+        (Some(code), _) => u8::try_from(code).unwrap_or(1),
+        (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(255),
+        (None, None) => 1,
+    })
 }
 
 fn enter_namespaces(network: bool) -> std::result::Result<(), Failure> {
@@ -410,12 +476,13 @@ fn enter_namespaces(network: bool) -> std::result::Result<(), Failure> {
     let mut flags = CloneFlags::CLONE_NEWUSER
         | CloneFlags::CLONE_NEWNS
         | CloneFlags::CLONE_NEWIPC
-        | CloneFlags::CLONE_NEWUTS;
+        | CloneFlags::CLONE_NEWUTS
+        | CloneFlags::CLONE_NEWPID;
     if !network {
         flags |= CloneFlags::CLONE_NEWNET;
     }
     unshare(flags).map_err(step(
-        "enter new user, mount and network namespaces (user namespaces disabled?)",
+        "enter new user, mount, PID and network namespaces (user namespaces disabled?)",
     ))?;
     // The same ids inside as outside: files keep their owners (git checks them), and the
     // command gains no id it did not have.
@@ -445,9 +512,17 @@ fn build_root(spec: &Spec) -> std::result::Result<(), Failure> {
     )
     .map_err(step("mount the sandbox's root"))?;
     // The command's /tmp first: paths under /tmp (a work tree there) are bound inside it.
+    // A tmpfs of its own: bounded, in memory, gone with the last process of the sandbox.
     let tmp = under(&spec.root, Path::new("/tmp"));
     std::fs::create_dir(&tmp).map_err(step("create /tmp"))?;
-    bind(&spec.tmp, &tmp, false)?;
+    mount(
+        Some("tmpfs"),
+        &tmp,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(TMP_SIZE),
+    )
+    .map_err(step("mount /tmp"))?;
     // Parents before children, so that a path inside an already bound one is skipped.
     let mut read: Vec<&PathBuf> = spec.read.iter().filter(|p| p.is_absolute()).collect();
     read.sort_by_key(|p| p.components().count());
@@ -481,6 +556,7 @@ fn build_root(spec: &Spec) -> std::result::Result<(), Failure> {
         bind(path, &dest, true)?;
         bound.push(path);
     }
+    hide(spec, &bound)?;
     // The root itself read-only: nothing can be added beside the allowlist.
     mount(
         none,
@@ -490,6 +566,40 @@ fn build_root(spec: &Spec) -> std::result::Result<(), Failure> {
         none,
     )
     .map_err(step("make the sandbox's root read-only"))?;
+    Ok(())
+}
+
+/// Cover each path of `spec.hide` that lies inside a bound path: an empty read-only
+/// directory over a directory, `/dev/null` over anything else (a key, an agent's socket).
+fn hide(spec: &Spec, bound: &[&Path]) -> std::result::Result<(), Failure> {
+    use nix::mount::{MsFlags, mount};
+    let mut hide: Vec<&PathBuf> = spec.hide.iter().filter(|p| p.is_absolute()).collect();
+    hide.sort_by_key(|p| p.components().count());
+    hide.dedup();
+    let mut hidden: Vec<&Path> = Vec::new();
+    for path in hide {
+        if !bound.iter().any(|b| path.starts_with(b)) || hidden.iter().any(|h| path.starts_with(h)) {
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            continue;
+        };
+        let dest = under(&spec.root, path);
+        if meta.is_dir() {
+            mount(
+                Some("tmpfs"),
+                &dest,
+                Some("tmpfs"),
+                MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC | MsFlags::MS_RDONLY,
+                Some("size=4k,nr_inodes=1,mode=0"),
+            )
+            .map_err(step(format!("hide {}", path.display())))?;
+        } else if !meta.file_type().is_symlink() {
+            bind(Path::new("/dev/null"), &dest, true)
+                .map_err(|f| Failure(format!("hide {}: {f}", path.display())))?;
+        }
+        hidden.push(path);
+    }
     Ok(())
 }
 

@@ -8,6 +8,7 @@ mod apply;
 mod attack;
 mod attack16;
 mod attack2;
+mod attack27;
 mod attack3;
 mod consumed;
 mod docs;
