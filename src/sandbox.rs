@@ -224,7 +224,18 @@ impl Sandbox {
         env: &[(String, OsString)],
         also_readable: &[PathBuf],
     ) -> Result<Ran> {
-        if let Err(missing) = probe() {
+        let missing = match probe() {
+            Probe::Ready => None,
+            Probe::Missing(what) => Some(what),
+            Probe::Broken(why) => {
+                return Err(
+                    Error::internal("cannot check whether this system can sandbox the preview")
+                        .caused_by(why)
+                        .with_hint("the preview did not run; check TMPDIR and free space, then plan again"),
+                );
+            }
+        };
+        if let Some(missing) = missing {
             if self.settings.required {
                 return Err(Error::new(crate::error::Kind::Policy, format!(
                     "this system cannot sandbox the preview: {missing}"
@@ -366,29 +377,54 @@ fn setup_failure(out: &Output) -> Result<()> {
     }
 }
 
+/// What the probe found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    Ready,
+    /// The kernel cannot sandbox: what is missing (the launcher said so).
+    Missing(String),
+    /// guardctl could not even ask (no temporary directory, the launcher did not start or
+    /// died): never a reason to run unsandboxed.
+    Broken(String),
+}
+
 /// Whether this system can sandbox: the launcher builds an empty sandbox once per process.
-/// `Err`: what is missing.
-pub fn probe() -> std::result::Result<(), String> {
-    static PROBED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+pub fn probe() -> Probe {
+    static PROBED: OnceLock<Probe> = OnceLock::new();
     PROBED
         .get_or_init(|| {
             if unavailable_for_tests() {
-                return Err("user namespaces are not available (GUARDCTL_TEST_NO_SANDBOX)".into());
+                return Probe::Missing("user namespaces are not available (GUARDCTL_TEST_NO_SANDBOX)".into());
             }
-            let jail = Jail::new().map_err(|e| e.chain())?;
+            let jail = match Jail::new() {
+                Ok(j) => j,
+                Err(e) => return Probe::Broken(e.chain()),
+            };
             let spec = jail.spec(system_paths(), Vec::new(), false, Path::new("/"), true);
-            let out = launcher(&spec)
-                .and_then(|p| p.current_dir("/").env_clear().output(None))
-                .map_err(|e| e.chain())?;
-            if out.status.success() {
-                return Ok(());
-            }
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            Err(crate::text::safe(
-                stderr.strip_prefix(MARKER).unwrap_or(&stderr).trim(),
-            ))
+            let out = match launcher(&spec).and_then(|p| p.current_dir("/").env_clear().output(None)) {
+                Ok(out) => out,
+                Err(e) => return Probe::Broken(e.chain()),
+            };
+            classify(&out)
         })
         .clone()
+}
+
+/// What the probe's launcher said: only its own words for a missing feature make the
+/// kernel's answer "cannot sandbox".
+fn classify(out: &Output) -> Probe {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match (out.status.code(), stderr.strip_prefix(MARKER)) {
+        (Some(0), _) => Probe::Ready,
+        (Some(code), Some(what)) if code == i32::from(SETUP_FAILED) => {
+            Probe::Missing(crate::text::safe(what.trim()))
+        }
+        _ => Probe::Broken(format!(
+            "the sandbox's launcher ended with {}: {}",
+            out.status,
+            crate::text::safe(stderr.trim())
+        )),
+    }
 }
 
 /// Test hook: a system that cannot sandbox, for the tests of `[sandbox] required`.
@@ -723,6 +759,30 @@ mod tests {
         assert!(setup_failure(&out(125, "some tool's own complaint")).is_ok());
         assert!(setup_failure(&out(1, "guardctl sandbox: x")).is_ok());
         assert!(setup_failure(&out(0, "")).is_ok());
+    }
+
+    #[test]
+    fn the_probe_calls_the_kernel_unable_only_on_the_launchers_own_words() {
+        use std::os::unix::process::ExitStatusExt;
+        let out = |raw: i32, stderr: &str| Output {
+            status: std::process::ExitStatus::from_raw(raw),
+            stdout: Vec::new(),
+            stderr: stderr.as_bytes().to_vec(),
+        };
+        assert_eq!(classify(&out(0, "")), Probe::Ready);
+        assert_eq!(
+            classify(&out(
+                125 << 8,
+                "guardctl sandbox: cannot enter namespaces: EPERM\n"
+            )),
+            Probe::Missing("cannot enter namespaces: EPERM".into())
+        );
+        // Killed, or another failure: broken, never "run it unsandboxed".
+        assert!(matches!(classify(&out(9, "")), Probe::Broken(_)));
+        assert!(matches!(
+            classify(&out(1 << 8, "guardctl sandbox: x")),
+            Probe::Broken(_)
+        ));
     }
 
     #[test]
