@@ -2,9 +2,9 @@
 """The preview sandbox's cost: a preview that lists 1,000 files, run sandboxed and not.
 
   sandboxed    guardctl's launcher (`guardctl __guardctl-sandbox <spec> sh sh -c 'ls files'`),
-               exactly as `plan exec` runs a preview: new user, mount, IPC, UTS and network
-               namespaces, a new root of the same allowlist guardctl binds, pivot_root,
-               Landlock, then the preview
+               exactly as `plan exec` runs a preview: new user, mount, IPC, UTS, PID and
+               network namespaces, a new root of the same allowlist guardctl binds (read from
+               src/sandbox.rs), its /tmp tmpfs, pivot_root, Landlock, then the preview
   unsandboxed  the same `sh -c 'ls files'` in the same directory with the same environment
   probe        guardctl's once-per-process check that this kernel can sandbox (the launcher
                building an empty sandbox and exiting)
@@ -29,13 +29,16 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, "target", "release", "guardctl")
 
-# What src/sandbox.rs binds for every preview (SYSTEM, ETC, DEVICES), as it stands.
-SYSTEM = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/nix/store", "/gnu/store"]
-ETC = ["/etc/" + f for f in (
-    "ld.so.cache ld.so.conf ld.so.conf.d passwd group nsswitch.conf host.conf hosts resolv.conf "
-    "localtime timezone alternatives ssl ca-certificates pki gitconfig mime.types protocols "
-    "services locale.alias os-release debian_version terminfo inputrc").split()]
-DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"]
+def constant(name):
+    """A `const NAME: [&str; N]` of src/sandbox.rs, read from the source so the bench binds
+    exactly what guardctl binds (SYSTEM, ETC, DEVICES) and hides (SECRET)."""
+    import re
+    text = open(os.path.join(ROOT, "src", "sandbox.rs")).read()
+    body = re.search(r"const " + name + r": \[&str; \d+\] = \[(.*?)\];", text, re.S).group(1)
+    return re.findall(r'"([^"]+)"', body)
+
+
+SYSTEM, ETC, DEVICES, SECRET = (constant(n) for n in ("SYSTEM", "ETC", "DEVICES", "SECRET"))
 
 
 def timed(cmd, **kw):
@@ -75,9 +78,8 @@ def main():
         def sandboxed():
             shutil.rmtree(jail, ignore_errors=True)
             os.makedirs(os.path.join(jail, "root"))
-            os.makedirs(os.path.join(jail, "tmp"), mode=0o700)
-            spec = {"root": f"{jail}/root", "tmp": f"{jail}/tmp",
-                    "read": SYSTEM + ETC + DEVICES + [repo, f"{repo}/.git"],
+            spec = {"root": f"{jail}/root", "read": SYSTEM + ETC + DEVICES + [repo, f"{repo}/.git"],
+                    "hide": [p for p in SECRET if os.path.exists(p)],
                     "network": False, "cwd": repo, "probe": False}
             return timed([BIN, "__guardctl-sandbox", json.dumps(spec), "/bin/sh", "sh", "-c", script],
                          env={"PATH": env["PATH"]}, cwd=repo)
@@ -88,8 +90,7 @@ def main():
         def probe():
             shutil.rmtree(jail, ignore_errors=True)
             os.makedirs(os.path.join(jail, "root"))
-            os.makedirs(os.path.join(jail, "tmp"), mode=0o700)
-            spec = {"root": f"{jail}/root", "tmp": f"{jail}/tmp", "read": SYSTEM + ETC + DEVICES,
+            spec = {"root": f"{jail}/root", "read": SYSTEM + ETC + DEVICES, "hide": [],
                     "network": False, "cwd": "/", "probe": True}
             return timed([BIN, "__guardctl-sandbox", json.dumps(spec)], env={}, cwd="/")
 
