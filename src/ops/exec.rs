@@ -153,6 +153,58 @@ fn run_in(p: Process, what: String, dir: &Path, env: &[(String, Option<OsString>
     })
 }
 
+/// What is wrong with each directory of `path` that someone other than root or this user
+/// could write (or create): a program dropped there after approval would run where the
+/// approved one was found. A relative or empty entry is the working directory's.
+pub fn unsafe_path_dirs(path: &OsStr) -> Vec<(String, String)> {
+    use std::os::unix::fs::MetadataExt;
+    let me = nix::unistd::geteuid().as_raw();
+    let mut out = Vec::new();
+    for dir in std::env::split_paths(path) {
+        let shown = dir.display().to_string();
+        if !dir.is_absolute() {
+            out.push((shown, "is relative (the working directory)".into()));
+            continue;
+        }
+        // A missing directory is as safe as its nearest existing parent: whoever can write
+        // that parent can create it.
+        let mut at = dir.as_path();
+        let meta = loop {
+            match std::fs::metadata(at) {
+                Ok(m) => break Some(m),
+                Err(_) => match at.parent() {
+                    Some(p) => at = p,
+                    None => break None,
+                },
+            }
+        };
+        let Some(meta) = meta else { continue };
+        let why = if meta.uid() != 0 && meta.uid() != me {
+            Some(format!("is owned by uid {}", meta.uid()))
+        } else if meta.mode() & 0o022 != 0 {
+            Some(format!(
+                "is writable by {}",
+                if meta.mode() & 0o002 != 0 {
+                    "anyone"
+                } else {
+                    "its group"
+                }
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            let why = if at == dir.as_path() {
+                why
+            } else {
+                format!("does not exist, and {} {why}", at.display())
+            };
+            out.push((shown, why));
+        }
+    }
+    out
+}
+
 /// The `PATH` the commands get (what bare program names are looked up in).
 fn path_of(env: &[(String, Option<OsString>)]) -> Option<&OsStr> {
     env.iter()
@@ -270,6 +322,15 @@ pub fn observe(top: &Path, cwd: &Path, req: &Request, sandbox: &Sandbox) -> Resu
     names.sort();
     names.dedup();
     let env = environment(&names);
+    if let Some(path) = path_of(&env)
+        && let Some((dir, why)) = unsafe_path_dirs(path).into_iter().next()
+    {
+        return Err(Error::usage(format!(
+            "the PATH directory {} {why}: a program put there after approval would run as approved",
+            safe(&dir)
+        ))
+        .with_hint("plan with a PATH of directories only root (or you) can write, e.g. `PATH=/usr/bin:/bin guardctl plan exec …`"));
+    }
     let workdir = relative_workdir(top, cwd)?;
     let dir = top.join(&workdir);
     let mut pins = req.pin.clone();
@@ -289,7 +350,15 @@ pub fn observe(top: &Path, cwd: &Path, req: &Request, sandbox: &Sandbox) -> Resu
             .caused_by(d.first().map(|d| d.0.clone()).unwrap_or_default())
     })?;
     let (preview_output, sandboxed) = preview(sandbox, &staged, &req.preview, &dir, &env)?;
+    let path_dirs = path_of(&env)
+        .map(|p| {
+            std::env::split_paths(p)
+                .map(|d| d.to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(ExecInputs {
+        path_dirs,
         files: file_digests(top, &dir, &req.command)?,
         preview_output,
         preview_unsandboxed: !sandboxed,
@@ -367,6 +436,30 @@ pub fn recheck(top: &Path, planned: &ExecInputs, sandbox: &Sandbox) -> Result<Ve
     // Which files the command's arguments name is derived again, never taken from the plan:
     // a plan that leaves a script out of `files` (or names a file outside the work tree)
     // differs from what guardctl finds.
+    // The PATH as the plan shows it must be the PATH it recorded (a re-signed plan could
+    // show the reviewer other directories), and no directory of it may have become
+    // writable by others since.
+    if let Some(p) = planned.env.iter().find(|e| e.name == "PATH")
+        && !planned.path_dirs.is_empty()
+    {
+        let shown = std::env::join_paths(&planned.path_dirs)
+            .map_err(|_| Error::invalid_plan("the plan's PATH directories cannot form a PATH"))?;
+        if p.sha256.as_deref() != Some(sha256_hex(shown.as_encoded_bytes()).as_str()) {
+            return Err(Error::invalid_plan(
+                "the plan's PATH directories are not the PATH it recorded",
+            ));
+        }
+    }
+    if let Some(path) = path_of(&env) {
+        for (d, why) in unsafe_path_dirs(path) {
+            drifts.push(drift(
+                &format!("PATH directory {}", safe(&d)),
+                "writable",
+                "by root or the executor only".into(),
+                why,
+            ));
+        }
+    }
     let files_now = file_digests(top, &dir, &planned.command)?;
     let paths = |v: &[FileDigest]| v.iter().map(|f| f.path.clone()).collect::<Vec<_>>().join(" ");
     if paths(&planned.files) != paths(&files_now) {
@@ -613,6 +706,7 @@ mod tests {
             verify_prints: None,
             pinned: vec![],
             preview_unsandboxed: false,
+            path_dirs: vec![],
         };
         assert!(workdir(Path::new("/r"), &inputs("scripts")).is_ok());
         assert!(workdir(Path::new("/r"), &inputs(".")).is_ok());

@@ -201,6 +201,10 @@ pub struct ExecInputs {
     /// must run it the same way, or that is drift.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub preview_unsandboxed: bool,
+    /// Every directory of the recorded `PATH`, in order, for the reviewer (`show` lists
+    /// them); `apply` checks they make the `PATH` whose digest `env` holds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path_dirs: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

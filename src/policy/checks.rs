@@ -558,6 +558,7 @@ mod tests {
             verify_prints: None,
             pinned: vec![],
             preview_unsandboxed: false,
+            path_dirs: vec![],
         });
         p.risk = crate::plan::derive::risk(&p.operation, &[], policy.bulk.threshold);
         p.review = review;

@@ -324,6 +324,9 @@ fn write_exec(x: &super::view::ExecView, color: bool, w: &mut dyn Write) -> io::
     writeln!(w, "{}", paint(color, "1;31", &format!("Command: {}", x.command)))?;
     writeln!(w, "  in          {}", x.workdir)?;
     writeln!(w, "  environment {} (nothing else)", x.env.join(", "))?;
+    if !x.path.is_empty() {
+        writeln!(w, "  PATH        {}", x.path.join(":"))?;
+    }
     if !x.files.is_empty() {
         writeln!(w, "  files       {}", x.files.join(", "))?;
     }
@@ -996,6 +999,7 @@ mod tests {
             command: "rm -r build".into(),
             workdir: ".".into(),
             env: vec!["PATH".into()],
+            path: vec!["/usr/bin".into(), "/bin".into()],
             files: vec![],
             preview: "ls build".into(),
             preview_sandbox: "sandboxed",
@@ -1013,7 +1017,7 @@ mod tests {
             lines: vec!["a".into(), "b".into()],
         };
         let out = text(|w| write_exec(&x, false, w));
-        assert!(out.starts_with("\nCommand: rm -r build\n  in          .\n  environment PATH (nothing else)\n  preview     ls build\n  sandboxed   preview and verify run without keys, agents or home directory; the work tree read-only\n  on PATH     rm -> /bin/rm\n"), "{out}");
+        assert!(out.starts_with("\nCommand: rm -r build\n  in          .\n  environment PATH (nothing else)\n  PATH        /usr/bin:/bin\n  preview     ls build\n  sandboxed   preview and verify run without keys, agents or home directory; the work tree read-only\n  on PATH     rm -> /bin/rm\n"), "{out}");
         let unsandboxed = ExecView {
             preview_sandbox: "unsandboxed",
             ..x.clone()

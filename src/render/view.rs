@@ -616,6 +616,8 @@ pub struct ExecView {
     pub command: String,
     pub workdir: String,
     pub env: Vec<String>,
+    /// Every directory of the recorded `PATH`, in order (escaped).
+    pub path: Vec<String>,
     /// `path (sha256:<12 hex>)` for each repository file the command names.
     pub files: Vec<String>,
     pub preview: String,
@@ -698,6 +700,7 @@ fn exec_view(x: &crate::plan::model::ExecInputs, paging: &Paging) -> ExecView {
         command: safe(&crate::plan::derive::shell_words(&x.command)),
         workdir: safe(&x.workdir),
         env: x.env.iter().map(|e| safe(&e.name)).collect(),
+        path: x.path_dirs.iter().map(|d| safe(d)).collect(),
         files: x
             .files
             .iter()

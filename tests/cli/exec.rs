@@ -742,3 +742,78 @@ fn a_preview_cannot_rewrite_the_command_during_apply() {
     assert!(trash(&env).is_empty(), "the approved command did not run");
     assert!(!pwned(&env), "the preview's edit ran");
 }
+
+/// A PATH directory someone else can write is where a program would be dropped after
+/// approval: refused at plan (64, naming it) and at apply (drift, nothing run); `show`
+/// lists every directory of the recorded PATH.
+#[test]
+fn path_directories_others_can_write_are_refused_at_plan_and_at_apply() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = with_script();
+    let bin = env.path().join("tools");
+    fs::create_dir_all(&bin).unwrap();
+    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let vars = [("PATH", path.as_str())];
+    for (mode, who) in [(0o777, "anyone"), (0o775, "its group")] {
+        fs::set_permissions(&bin, fs::Permissions::from_mode(mode)).unwrap();
+        let r = env.run_env("alice", &vars, &PLAN);
+        assert_eq!(r.code, 64, "{}", r.transcript());
+        assert!(
+            r.stderr
+                .contains(&format!("{} is writable by {who}", bin.display())),
+            "{}",
+            r.stderr
+        );
+        assert!(!env.repo.join("plan.json").exists());
+    }
+    let r = env.run_env("alice", &[("PATH", "relative/bin:/usr/bin:/bin")], &PLAN);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("relative/bin is relative"), "{}", r.stderr);
+
+    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
+    plan_approved(&env, &vars, &PLAN);
+    let show = env.run("alice", &["show", "plan.json"]);
+    assert!(
+        show.stdout.contains(&format!("  PATH        {path}\n")),
+        "{}",
+        show.stdout
+    );
+    fs::set_permissions(&bin, fs::Permissions::from_mode(0o777)).unwrap();
+    let r = env.run_env("alice", &vars, &["apply", "plan.json"]);
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(
+        r.stderr.contains(&format!("PATH directory {}", bin.display())),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(trash(&env), ["a", "b"], "the command ran");
+    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
+    let r = env.run_env("alice", &vars, &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+/// A planner who re-signs the plan to show the reviewer other PATH directories than the PATH
+/// it recorded is caught: the directories must make the recorded PATH.
+#[test]
+fn a_re_signed_plan_showing_other_path_directories_is_refused() {
+    let env = with_script();
+    let r = env.run_env("alice", &[("PATH", "/usr/bin:/bin")], &PLAN);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    crate::hostile::forge(&env, |plan| {
+        if let guardctl::plan::model::Operation::Exec(x) = &mut plan.operation {
+            x.path_dirs = vec!["/usr/bin".into()];
+        }
+    });
+    let show = env.run("bob", &["show", "plan.json"]);
+    assert!(
+        show.stdout.contains("  PATH        /usr/bin\n"),
+        "{}",
+        show.transcript()
+    );
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let r = env.run_env("alice", &[("PATH", "/usr/bin:/bin")], &["apply", "plan.json"]);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    assert!(r.stderr.contains("not the PATH it recorded"), "{}", r.stderr);
+    assert_eq!(trash(&env), ["a", "b"], "the command ran");
+}
