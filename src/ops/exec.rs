@@ -146,11 +146,14 @@ fn run_in(p: Process, what: String, dir: &Path, env: &[(String, Option<OsString>
         .iter()
         .filter_map(|(name, value)| Some((name, value.as_ref()?)))
         .fold(p.current_dir(dir).env_clear(), |p, (name, v)| p.env(name, v));
-    p.output(None).map_err(|e| {
-        let mut headed = Error::internal(what).caused_by(e.message);
-        headed.causes.extend(e.causes);
-        headed
-    })
+    p.output(None).map_err(|e| headed(what, e))
+}
+
+/// `e` under the heading `what`: its message and causes become the causes.
+fn headed(what: String, e: Error) -> Error {
+    let mut headed = Error::internal(what).caused_by(e.message);
+    headed.causes.extend(e.causes);
+    headed
 }
 
 /// What is wrong with each directory of `path` that someone other than root or this user
@@ -250,14 +253,10 @@ fn run_sandboxed(
             &env,
             &[staged.path().to_path_buf()],
         )
-        .map_err(|e| {
-            if e.kind != crate::error::Kind::Internal {
-                return e;
-            }
-            let mut headed =
-                Error::internal(format!("cannot run the {}", which.label())).caused_by(e.message);
-            headed.causes.extend(e.causes);
-            headed
+        .map_err(|e| match e.kind {
+            // A policy refusal (no sandbox here) says so itself.
+            crate::error::Kind::Internal => headed(format!("cannot run the {}", which.label()), e),
+            _ => e,
         })
 }
 

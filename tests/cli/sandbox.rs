@@ -99,6 +99,20 @@ fn plant_secrets(env: &TestEnv) {
     fs::write(data.join("key"), "PRIVATE KEY\n").unwrap();
 }
 
+/// `plan exec [extra…] --preview PREVIEW -o OUT -- true` as alice, with `vars`.
+fn plan_preview(
+    env: &TestEnv,
+    vars: &[(&str, &str)],
+    extra: &[&str],
+    preview: &str,
+    out: &str,
+) -> crate::fixtures::Run {
+    let mut args = vec!["plan", "exec"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--preview", preview, "-o", out, "--", "true"]);
+    env.run_env("alice", vars, &args)
+}
+
 fn preview_text(plan: &Path) -> String {
     let payload = crate::fixtures::payload_of(plan);
     payload["operation"]["inputs"]["preview_output"]["text"]
@@ -127,21 +141,12 @@ fn a_preview_reads_no_key_reaches_no_agent_and_writes_only_its_private_tmp() {
     let outside = outside_tmp();
     fs::write(env.repo.join("probe.sh"), probe_script(&env, &outside)).unwrap();
     let sock = agent.socket.to_string_lossy().into_owned();
-    let r = env.run_env(
-        "alice",
+    let r = plan_preview(
+        &env,
         &[("SSH_AUTH_SOCK", &sock)],
-        &[
-            "plan",
-            "exec",
-            "--env",
-            "HOME",
-            "--env",
-            "SSH_AUTH_SOCK",
-            "--preview",
-            "sh probe.sh",
-            "--",
-            "true",
-        ],
+        &["--env", "HOME", "--env", "SSH_AUTH_SOCK"],
+        "sh probe.sh",
+        "plan.json",
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
     let lines: Vec<String> = preview_text(&env.repo.join("plan.json"))
@@ -231,20 +236,7 @@ fn a_preview_cannot_approve_the_agents_own_plan_with_the_humans_key() {
         signers = env.allowed_signers().display(),
         sock = agent.socket.display(),
     );
-    let r = env.run_env(
-        "alice",
-        &[("PATH", &path)],
-        &[
-            "plan",
-            "exec",
-            "--preview",
-            &preview,
-            "-o",
-            "exec.json",
-            "--",
-            "true",
-        ],
-    );
+    let r = plan_preview(&env, &[("PATH", &path)], &[], &preview, "exec.json");
     assert_eq!(r.code, 0, "{}", r.transcript());
     let text = preview_text(&env.repo.join("exec.json"));
     assert!(!text.contains("key-file=0"), "{text}");
@@ -272,21 +264,7 @@ fn a_preview_has_no_network_unless_the_trusted_policy_allows_it() {
     );
     fs::write(env.repo.join("net.sh"), script).unwrap();
     // bash, for /dev/tcp.
-    let plan = |out: &str| {
-        env.run(
-            "alice",
-            &[
-                "plan",
-                "exec",
-                "--preview",
-                "bash net.sh",
-                "-o",
-                out,
-                "--",
-                "true",
-            ],
-        )
-    };
+    let plan = |out: &str| plan_preview(&env, &[], &[], "bash net.sh", out);
     let r = plan("closed.json");
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(preview_text(&env.repo.join("closed.json")), "no-network\n");
@@ -306,16 +284,12 @@ fn a_legitimate_preview_lists_files_and_reads_git() {
     let env = standard_repo();
     fs::create_dir_all(env.repo.join("trash")).unwrap();
     fs::write(env.repo.join("trash/a"), "a").unwrap();
-    let r = env.run(
-        "alice",
-        &[
-            "plan",
-            "exec",
-            "--preview",
-            "ls trash; git branch --list 'feature/*' --format='%(refname:short)'; git log -1 --format=%s main",
-            "--",
-            "true",
-        ],
+    let r = plan_preview(
+        &env,
+        &[],
+        &[],
+        "ls trash; git branch --list 'feature/*' --format='%(refname:short)'; git log -1 --format=%s main",
+        "plan.json",
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
     let text = preview_text(&env.repo.join("plan.json"));
