@@ -845,7 +845,9 @@ pub fn drift(ctx: &Ctx, loaded: &Loaded) -> Result<()> {
         }
         Operation::Exec(inputs) => {
             let sandbox = ctx.preview_sandbox(inputs.remote.as_deref())?;
-            let drifts = exec::recheck(&repo.display_path(), inputs, &sandbox)?;
+            let drifts = exec::recheck(&repo.display_path(), inputs, &sandbox, &|rel| {
+                repo.work_tree_files(rel)
+            })?;
             if drifts.is_empty() {
                 return Ok(());
             }

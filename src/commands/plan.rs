@@ -288,6 +288,7 @@ fn resolve(operation: OperationArgs, ctx: &Ctx, repo: &Repo, policy: &Policy) ->
                     &ctx.start_dir()?,
                     &request,
                     &ctx.preview_sandbox(request.remote.as_deref())?,
+                    &|rel| repo.work_tree_files(rel),
                 )?),
                 remote_refs: None,
                 base_oid: None,

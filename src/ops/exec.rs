@@ -67,6 +67,87 @@ fn file_sha256(path: &Path) -> Result<String> {
     Ok(crate::plan::envelope::hex(&hasher.finalize()))
 }
 
+/// The digest of each of `files` (relative to `top`, from `Repo::work_tree_files`) as the
+/// work tree holds it now: `missing` where it is not a regular file there (a tracked file
+/// deleted, or replaced by a link or a directory). guardctl's own plan and approval files
+/// are left out: approving changes them, and a strictly parsed one holds only base64,
+/// digests and signatures, nothing an interpreter could run.
+pub fn content(top: &Path, files: &[String]) -> Result<Vec<FileDigest>> {
+    let mut out = Vec::new();
+    for f in files {
+        let path = top.join(f);
+        let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+        if regular && f.ends_with(".json") && is_plan_file(&path) {
+            continue;
+        }
+        out.push(FileDigest {
+            path: f.clone(),
+            sha256: if regular {
+                file_sha256(&path)?
+            } else {
+                "missing".into()
+            },
+        });
+    }
+    Ok(out)
+}
+
+fn is_plan_file(path: &Path) -> bool {
+    crate::fsutil::read_bounded(path, crate::plan::envelope::MAX_FILE_BYTES)
+        .ok()
+        .is_some_and(|bytes| {
+            crate::plan::envelope::parse_plan_file(&bytes).is_ok()
+                || serde_json::from_slice::<crate::plan::envelope::Envelope>(&bytes).is_ok()
+        })
+}
+
+/// Every difference between the planned content and `now`, one drift each (the first few
+/// named, then how many more).
+pub fn content_drifts(planned: &[FileDigest], now: &[FileDigest]) -> Vec<Drift> {
+    let short = |d: &str| {
+        if d == "missing" {
+            d.to_string()
+        } else {
+            pin::short_digest(d)
+        }
+    };
+    let was: std::collections::BTreeMap<&str, &str> = planned
+        .iter()
+        .map(|f| (f.path.as_str(), f.sha256.as_str()))
+        .collect();
+    let is: std::collections::BTreeMap<&str, &str> =
+        now.iter().map(|f| (f.path.as_str(), f.sha256.as_str())).collect();
+    let mut out = Vec::new();
+    for path in was
+        .keys()
+        .chain(is.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+    {
+        let (a, b) = (was.get(path), is.get(path));
+        if a == b {
+            continue;
+        }
+        out.push(drift(
+            &safe(path),
+            "content",
+            a.map_or("(not there)".into(), |d| short(d)),
+            b.map_or("(not there)".into(), |d| short(d)),
+        ));
+    }
+    const NAMED: usize = 10;
+    if out.len() > NAMED {
+        let more = out.len() - NAMED;
+        out.truncate(NAMED);
+        out.push(drift(
+            "work tree",
+            "content",
+            "as planned".into(),
+            format!("{more} more files differ"),
+        ));
+    }
+    out
+}
+
 /// `cwd` relative to the work tree's `top`, which it must be inside.
 fn relative_workdir(top: &Path, cwd: &Path) -> Result<String> {
     let (top, cwd) = (canonical(top)?, canonical(cwd)?);
@@ -309,7 +390,13 @@ fn preview(
 
 /// Observe at planning time: resolve the directory, environment, files and pinned files,
 /// copy the pinned files privately and run the preview from that copy.
-pub fn observe(top: &Path, cwd: &Path, req: &Request, sandbox: &Sandbox) -> Result<ExecInputs> {
+pub fn observe(
+    top: &Path,
+    cwd: &Path,
+    req: &Request,
+    sandbox: &Sandbox,
+    files: &dyn Fn(&str) -> Result<Vec<String>>,
+) -> Result<ExecInputs> {
     if req.command.is_empty() {
         return Err(Error::usage("give the command after `--`"));
     }
@@ -356,8 +443,10 @@ pub fn observe(top: &Path, cwd: &Path, req: &Request, sandbox: &Sandbox) -> Resu
                 .collect()
         })
         .unwrap_or_default();
+    let content = content(top, &files(&workdir)?)?;
     Ok(ExecInputs {
         path_dirs,
+        content,
         files: file_digests(top, &dir, &req.command)?,
         preview_output,
         preview_unsandboxed: !sandboxed,
@@ -416,7 +505,12 @@ pub fn prepare(top: &Path, planned: &ExecInputs) -> Result<std::result::Result<S
 
 /// Re-observe at apply time: every difference from the plan, the preview's output last. This
 /// is the one entry point of the drift check for exec plans.
-pub fn recheck(top: &Path, planned: &ExecInputs, sandbox: &Sandbox) -> Result<Vec<Drift>> {
+pub fn recheck(
+    top: &Path,
+    planned: &ExecInputs,
+    sandbox: &Sandbox,
+    files: &dyn Fn(&str) -> Result<Vec<String>>,
+) -> Result<Vec<Drift>> {
     let names: Vec<String> = planned.env.iter().map(|e| e.name.clone()).collect();
     let env = environment(&names);
     let dir = workdir(top, planned)?;
@@ -458,6 +552,14 @@ pub fn recheck(top: &Path, planned: &ExecInputs, sandbox: &Sandbox) -> Result<Ve
                 why,
             ));
         }
+    }
+    // Every byte the command can load from the repository is the approved byte (a plan made
+    // before the rule recorded no content: its pinned files alone are checked).
+    if !planned.content.is_empty() {
+        drifts.extend(content_drifts(
+            &planned.content,
+            &content(top, &files(&planned.workdir)?)?,
+        ));
     }
     let files_now = file_digests(top, &dir, &planned.command)?;
     let paths = |v: &[FileDigest]| v.iter().map(|f| f.path.clone()).collect::<Vec<_>>().join(" ");
@@ -706,6 +808,7 @@ mod tests {
             pinned: vec![],
             preview_unsandboxed: false,
             path_dirs: vec![],
+            content: vec![],
         };
         assert!(workdir(Path::new("/r"), &inputs("scripts")).is_ok());
         assert!(workdir(Path::new("/r"), &inputs(".")).is_ok());

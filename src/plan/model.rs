@@ -205,6 +205,12 @@ pub struct ExecInputs {
     /// them); `apply` checks they make the `PATH` whose digest `env` holds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub path_dirs: Vec<String>,
+    /// Every file under the working directory that git tracks or does not ignore, with the
+    /// digest of its content in the work tree at planning time (`missing` for a tracked file
+    /// that is not there): what the command can load from the repository. `apply` refuses
+    /// any difference, checked again after the private copy is made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<FileDigest>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -327,6 +327,15 @@ fn write_exec(x: &super::view::ExecView, color: bool, w: &mut dyn Write) -> io::
     if !x.path.is_empty() {
         writeln!(w, "  PATH        {}", x.path.join(":"))?;
     }
+    if x.content_files > 0 {
+        writeln!(
+            w,
+            "  work tree   {} {} under {} pinned by content (tracked, or not ignored): any change refuses apply",
+            x.content_files,
+            crate::plan::derive::plural(x.content_files as u64, "file", "files"),
+            x.workdir
+        )?;
+    }
     if !x.files.is_empty() {
         writeln!(w, "  files       {}", x.files.join(", "))?;
     }
@@ -1000,6 +1009,7 @@ mod tests {
             workdir: ".".into(),
             env: vec!["PATH".into()],
             path: vec!["/usr/bin".into(), "/bin".into()],
+            content_files: 0,
             files: vec![],
             preview: "ls build".into(),
             preview_sandbox: "sandboxed",

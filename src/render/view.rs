@@ -618,6 +618,9 @@ pub struct ExecView {
     pub env: Vec<String>,
     /// Every directory of the recorded `PATH`, in order (escaped).
     pub path: Vec<String>,
+    /// How many work-tree files the plan pins by content (tracked, or untracked and not
+    /// ignored, under the working directory).
+    pub content_files: usize,
     /// `path (sha256:<12 hex>)` for each repository file the command names.
     pub files: Vec<String>,
     pub preview: String,
@@ -701,6 +704,7 @@ fn exec_view(x: &crate::plan::model::ExecInputs, paging: &Paging) -> ExecView {
         workdir: safe(&x.workdir),
         env: x.env.iter().map(|e| safe(&e.name)).collect(),
         path: x.path_dirs.iter().map(|d| safe(d)).collect(),
+        content_files: x.content.len(),
         files: x
             .files
             .iter()

@@ -291,6 +291,50 @@ impl Repo {
             .collect()
     }
 
+    /// Every file under `rel` (a directory relative to the work tree's top) that git tracks,
+    /// and every untracked one it does not ignore, relative to the top, sorted: the files an
+    /// exec plan's command could load from the repository (`ops::exec`). Read through git
+    /// (no hook, no fsmonitor, no index write).
+    pub fn work_tree_files(&self, rel: &str) -> Result<Vec<String>> {
+        let top = self
+            .work_tree()
+            .ok_or_else(|| Error::usage("an exec plan needs a work tree (this repository is bare)"))?;
+        let pathspec = format!(":(top,literal){}", if rel == "." { "" } else { rel });
+        let out = gitenv::git()
+            .current_dir(&top)
+            .arg("--git-dir")
+            .arg(self.git.path())
+            .arg("--work-tree")
+            .arg(&top)
+            .args([
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-c",
+                "core.fsmonitor=false",
+                "--no-optional-locks",
+            ])
+            .args([
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+                "--deduplicate",
+                "--",
+            ])
+            .arg(pathspec)
+            .checked(None)?;
+        let mut files: Vec<String> = out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        files.sort();
+        files.dedup();
+        Ok(files)
+    }
+
     /// The work tree's top; `None` for a bare repository.
     pub fn work_tree(&self) -> Option<PathBuf> {
         self.git.workdir().map(Path::to_path_buf)

@@ -137,6 +137,9 @@ fn a_script_changed_after_planning_is_drift_and_does_not_run() {
 #[test]
 fn a_preview_whose_output_changed_is_drift_and_the_command_does_not_run() {
     let env = with_script();
+    // Ignored, so the work tree's pinned content does not change (that is drift too, below):
+    // only what the preview prints does.
+    fs::write(env.repo.join(".git/info/exclude"), "trash/\n").unwrap();
     planned_and_approved(&env);
     fs::write(env.repo.join("trash/c"), "c").unwrap();
     let r = env.run("alice", &["apply", "plan.json"]);
@@ -196,25 +199,29 @@ fn a_failing_before_image_stops_the_command_and_leaves_the_plan_usable() {
     let mut args = PLAN.to_vec();
     args.splice(
         2..2,
-        ["--before-image", "test -f backup-ok && tar cf trash.tar trash"],
+        [
+            "--before-image",
+            "test -f .git/backup-ok && tar cf .git/trash.tar trash",
+        ],
     );
     let r = env.run("alice", &args);
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert!(
         env.run("alice", &["show", "plan.json"])
             .stdout
-            .contains("First runs test -f backup-ok")
+            .contains("First runs test -f .git/backup-ok")
     );
     assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
     let r = env.run("alice", &["apply", "plan.json"]);
     assert_eq!(r.code, 1, "{}", r.transcript());
     assert!(r.stderr.contains("before-image command failed"), "{}", r.stderr);
     assert_eq!(trash(&env), ["a", "b"]);
-    fs::write(env.repo.join("backup-ok"), "").unwrap();
+    // In .git: outside the work tree's pinned content.
+    fs::write(env.repo.join(".git/backup-ok"), "").unwrap();
     let r = env.run("alice", &["apply", "plan.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert!(trash(&env).is_empty());
-    assert!(env.repo.join("trash.tar").is_file());
+    assert!(env.repo.join(".git/trash.tar").is_file());
 }
 
 #[test]
@@ -716,7 +723,7 @@ fn a_preview_cannot_rewrite_the_command_during_apply() {
     let env = with_script();
     fs::write(
         env.repo.join("scripts/preview.sh"),
-        "sh scripts/prune.sh --dry-run\n[ -f armed ] && echo 'touch pwned' >> scripts/prune.sh\nexit 0\n",
+        "sh scripts/prune.sh --dry-run\n[ -f .git/armed ] && echo 'touch pwned' >> scripts/prune.sh\nexit 0\n",
     )
     .unwrap();
     plan_approved(
@@ -732,7 +739,7 @@ fn a_preview_cannot_rewrite_the_command_during_apply() {
             "scripts/prune.sh",
         ],
     );
-    fs::write(env.repo.join("armed"), "").unwrap();
+    fs::write(env.repo.join(".git/armed"), "").unwrap();
     let r = env.run("alice", &["apply", "plan.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(
@@ -816,4 +823,64 @@ fn a_re_signed_plan_showing_other_path_directories_is_refused() {
     assert_eq!(r.code, 65, "{}", r.transcript());
     assert!(r.stderr.contains("not the PATH it recorded"), "{}", r.stderr);
     assert_eq!(trash(&env), ["a", "b"], "the command ran");
+}
+
+/// Every byte the command can load from the work tree is the approved byte: whatever the
+/// interpreter finds by itself (a helper a script sources, a `python3 -m` module, a file read
+/// by `$(cat …)` in any command string) is pinned by content with the rest of the work tree
+/// under the working directory. Each edit after approval is drift naming the file, and
+/// nothing runs; the same plan with nothing changed applies.
+#[test]
+fn code_an_interpreter_loads_by_itself_is_pinned_with_the_work_tree() {
+    let setup = || {
+        let env = with_script();
+        fs::write(env.repo.join("scripts/lib.sh"), "helper() { echo helping; }\n").unwrap();
+        fs::write(
+            env.repo.join("scripts/run.sh"),
+            ". scripts/lib.sh\nhelper\nsh scripts/prune.sh\n",
+        )
+        .unwrap();
+        fs::create_dir_all(env.repo.join("mods")).unwrap();
+        fs::write(env.repo.join("mods/prune.py"), "print('pruning')\n").unwrap();
+        fs::write(env.repo.join("scripts/extra"), "echo extra\n").unwrap();
+        env
+    };
+    let args = &[
+        "plan",
+        "exec",
+        "--preview",
+        "eval \"$(cat scripts/extra)\" >/dev/null; ls trash",
+        "--verify",
+        "ls trash",
+        "--",
+        "sh",
+        "scripts/run.sh",
+    ];
+    // Control: nothing changed, it applies.
+    let env = setup();
+    plan_approved(&env, &[], args);
+    let show = env.run("alice", &["show", "plan.json"]);
+    assert!(show.stdout.contains("  work tree   "), "{}", show.stdout);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(trash(&env).is_empty());
+    for (file, edit) in [
+        ("scripts/lib.sh", "helper() { touch pwned; }\n"),
+        ("mods/prune.py", "import os; open('pwned', 'w')\n"),
+        ("scripts/extra", "touch pwned\n"),
+        ("scripts/new-helper.sh", "touch pwned\n"),
+    ] {
+        let env = setup();
+        plan_approved(&env, &[], args);
+        fs::write(env.repo.join(file), edit).unwrap();
+        let r = env.run("alice", &["apply", "plan.json"]);
+        assert_eq!(r.code, 10, "{file}: {}", r.transcript());
+        assert!(
+            r.stderr.contains(&format!("{file} content")),
+            "{file}: {}",
+            r.stderr
+        );
+        assert_eq!(trash(&env), ["a", "b"], "{file}: the command ran");
+        assert!(!pwned(&env));
+    }
 }

@@ -176,7 +176,7 @@ fn at_apply_the_preview_and_the_verify_command_are_sandboxed_too() {
     // The preview tries again once armed (only at apply); the verify command always.
     fs::write(
         env.repo.join("preview.sh"),
-        "echo one-resource\n[ -f armed ] && sh probe.sh > /tmp/out && grep -q allowed /tmp/out && cat /tmp/out >&2\nexit 0\n",
+        "echo one-resource\n[ -f .git/armed ] && sh probe.sh > /tmp/out && grep -q allowed /tmp/out && cat /tmp/out >&2\nexit 0\n",
     )
     .unwrap();
     let sock = agent.socket.to_string_lossy().into_owned();
@@ -199,7 +199,7 @@ fn at_apply_the_preview_and_the_verify_command_are_sandboxed_too() {
     assert_eq!(r.code, 0, "{}", r.transcript());
     let r = env.run("bob", &["approve", "plan.json", "--yes"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
-    fs::write(env.repo.join("armed"), "").unwrap();
+    fs::write(env.repo.join(".git/armed"), "").unwrap();
     let r = env.run_env("alice", &vars, &["--json", "apply", "plan.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     // The verify command printed every attempt that was allowed (but the private /tmp): none.
