@@ -842,16 +842,21 @@ fn code_an_interpreter_loads_by_itself_is_pinned_with_the_work_tree() {
         .unwrap();
         fs::create_dir_all(env.repo.join("mods")).unwrap();
         fs::write(env.repo.join("mods/prune.py"), "print('pruning')\n").unwrap();
-        fs::write(env.repo.join("scripts/extra"), "echo extra\n").unwrap();
+        for f in ["extra", "before", "after"] {
+            fs::write(env.repo.join("scripts").join(f), format!("echo {f}\n")).unwrap();
+        }
         env
     };
+    // A `$(cat …)` in each of the three command strings.
     let args = &[
         "plan",
         "exec",
         "--preview",
         "eval \"$(cat scripts/extra)\" >/dev/null; ls trash",
+        "--before-image",
+        "eval \"$(cat scripts/before)\"",
         "--verify",
-        "ls trash",
+        "eval \"$(cat scripts/after)\" >/dev/null; ls trash",
         "--",
         "sh",
         "scripts/run.sh",
@@ -868,6 +873,8 @@ fn code_an_interpreter_loads_by_itself_is_pinned_with_the_work_tree() {
         ("scripts/lib.sh", "helper() { touch pwned; }\n"),
         ("mods/prune.py", "import os; open('pwned', 'w')\n"),
         ("scripts/extra", "touch pwned\n"),
+        ("scripts/before", "touch pwned\n"),
+        ("scripts/after", "touch pwned\n"),
         ("scripts/new-helper.sh", "touch pwned\n"),
     ] {
         let env = setup();
