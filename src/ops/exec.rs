@@ -553,14 +553,13 @@ pub fn recheck(
             ));
         }
     }
-    // Every byte the command can load from the repository is the approved byte (a plan made
-    // before the rule recorded no content: its pinned files alone are checked).
-    if !planned.content.is_empty() {
-        drifts.extend(content_drifts(
-            &planned.content,
-            &content(top, &files(&planned.workdir)?)?,
-        ));
-    }
+    // Every byte the command can load from the repository is the approved byte. Always
+    // compared: an empty list is an empty working directory, never "not recorded" (a
+    // re-signed plan that drops the list would otherwise skip the check).
+    drifts.extend(content_drifts(
+        &planned.content,
+        &content(top, &files(&planned.workdir)?)?,
+    ));
     let files_now = file_digests(top, &dir, &planned.command)?;
     let paths = |v: &[FileDigest]| v.iter().map(|f| f.path.clone()).collect::<Vec<_>>().join(" ");
     if paths(&planned.files) != paths(&files_now) {

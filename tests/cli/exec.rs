@@ -891,3 +891,23 @@ fn code_an_interpreter_loads_by_itself_is_pinned_with_the_work_tree() {
         assert!(!pwned(&env));
     }
 }
+
+/// A planner who re-signs the plan without its work-tree content (as if it had none) skips
+/// nothing: the empty list is compared like any other, and the files now there are drift.
+#[test]
+fn a_re_signed_plan_without_its_content_is_drift() {
+    let env = with_script();
+    let r = env.run("alice", &PLAN);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    crate::hostile::forge(&env, |plan| {
+        if let guardctl::plan::model::Operation::Exec(x) = &mut plan.operation {
+            assert!(!x.content.is_empty());
+            x.content.clear();
+        }
+    });
+    assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(r.stderr.contains("scripts/prune.sh content"), "{}", r.stderr);
+    assert_eq!(trash(&env), ["a", "b"], "the command ran");
+}
