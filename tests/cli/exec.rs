@@ -138,8 +138,9 @@ fn a_script_changed_after_planning_is_drift_and_does_not_run() {
 fn a_preview_whose_output_changed_is_drift_and_the_command_does_not_run() {
     let env = with_script();
     // Ignored, so the work tree's pinned content does not change (that is drift too, below):
-    // only what the preview prints does.
-    fs::write(env.repo.join(".git/info/exclude"), "trash/\n").unwrap();
+    // only what the preview prints does. (By a .gitignore: .git/info/exclude is not read,
+    // attack28.)
+    fs::write(env.repo.join(".gitignore"), "trash/\n").unwrap();
     planned_and_approved(&env);
     fs::write(env.repo.join("trash/c"), "c").unwrap();
     let r = env.run("alice", &["apply", "plan.json"]);
