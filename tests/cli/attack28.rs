@@ -241,3 +241,32 @@ fn a_gitignore_that_ignores_itself_is_pinned() {
     assert!(r.stderr.contains("scripts/.gitignore content"), "{}", r.stderr);
     refused(&env, &r);
 }
+
+/// The clone's own config names the programs git runs for its remote's URL
+/// (`remote.<url>.uploadpack`, `remote.<url>.receivepack`: git looks a URL up as a remote's
+/// name): for a local or `file://` remote git runs them here, with the executor's rights.
+/// guardctl always asks for git's own.
+#[test]
+fn the_clones_upload_and_receive_pack_programs_never_run() {
+    let env = crate::fixtures::remote_repo();
+    let url = format!("file://{}", env.origin().display());
+    let mark = env.path().join("pwned-pack");
+    for key in ["uploadpack", "receivepack"] {
+        let prog = if key == "uploadpack" {
+            "git-upload-pack"
+        } else {
+            "git-receive-pack"
+        };
+        env.git(&[
+            "config",
+            &format!("remote.{url}.{key}"),
+            &format!("touch {}; {prog}", mark.display()),
+        ]);
+    }
+    let r = env.run("alice", &["plan", "remote-branches", "--remote", "origin"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    approve(&env);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!mark.exists(), "the clone's pack program ran");
+}
