@@ -68,37 +68,105 @@ fn file_sha256(path: &Path) -> Result<String> {
 }
 
 /// The digest of each of `files` (relative to `top`, from `Repo::work_tree_files`) as the
-/// work tree holds it now: `missing` where it is not a regular file there (a tracked file
-/// deleted, or replaced by a link or a directory). guardctl's own plan and approval files
-/// are left out: approving changes them, and a strictly parsed one holds only base64,
-/// digests and signatures, nothing an interpreter could run.
+/// work tree holds it now: `missing` where nothing is there (a tracked file deleted) or
+/// something neither a file, a link nor a directory. A symbolic link's digest is of what it
+/// says and of the file it resolves to, so retargeting it is a change. A directory git lists
+/// as one entry (a nested repository, a submodule) is every file under it, its `.git` left
+/// out. guardctl's own plan and approval files are left out: approving changes them, and
+/// one [`is_plan_file`] accepts holds only base64, fingerprints and armored signatures,
+/// nothing an interpreter could run.
 pub fn content(top: &Path, files: &[String]) -> Result<Vec<FileDigest>> {
     let mut out = Vec::new();
     for f in files {
+        let f = f.trim_end_matches('/');
         let path = top.join(f);
         let regular = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
         if regular && f.ends_with(".json") && is_plan_file(&path) {
             continue;
         }
-        out.push(FileDigest {
-            path: f.clone(),
-            sha256: if regular {
-                file_sha256(&path)?
-            } else {
-                "missing".into()
-            },
-        });
+        entry(&path, f, &mut out)?;
     }
+    out.sort_by(|a, b| a.path.cmp(&b.path));
+    out.dedup_by(|a, b| a.path == b.path);
     Ok(out)
 }
 
+/// The digest of `path` (shown as `shown`), or of every file under it when it is a directory.
+fn entry(path: &Path, shown: &str, out: &mut Vec<FileDigest>) -> Result<()> {
+    let meta = std::fs::symlink_metadata(path);
+    let sha256 = match &meta {
+        Ok(m) if m.is_file() => file_sha256(path)?,
+        Ok(m) if m.file_type().is_symlink() => {
+            let link = std::fs::read_link(path).unwrap_or_default();
+            let target = match std::fs::metadata(path) {
+                Ok(t) if t.is_file() => file_sha256(path)?,
+                _ => "not a file".into(),
+            };
+            let mut bytes = b"link\0".to_vec();
+            bytes.extend_from_slice(link.as_os_str().as_encoded_bytes());
+            bytes.push(0);
+            bytes.extend_from_slice(target.as_bytes());
+            sha256_hex(&bytes)
+        }
+        Ok(m) if m.is_dir() => {
+            let mut names: Vec<OsString> = std::fs::read_dir(path)
+                .map_err(|e| Error::usage(format!("cannot list {}", safe(shown))).caused_by(e))?
+                .filter_map(|e| e.ok().map(|e| e.file_name()))
+                .filter(|n| n != ".git")
+                .collect();
+            names.sort();
+            for n in names {
+                let shown = format!("{shown}/{}", n.to_string_lossy());
+                entry(&path.join(&n), &shown, out)?;
+            }
+            return Ok(());
+        }
+        _ => "missing".into(),
+    };
+    out.push(FileDigest {
+        path: shown.to_string(),
+        sha256,
+    });
+    Ok(())
+}
+
+/// A plan or approval file as guardctl writes one: it parses strictly, its payload types are
+/// guardctl's, and every string in it is base64, a key fingerprint or an armored signature
+/// (a file that merely parses, with `$(…)` in a string, is content like any other: a shell
+/// sourcing it would run that).
 fn is_plan_file(path: &Path) -> bool {
+    use crate::plan::envelope::{Envelope, Signature};
+    let inert = |s: &str, extra: &str| {
+        s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+/=".contains(c) || extra.contains(c))
+    };
+    let types = [
+        crate::plan::envelope::PLAN_PAYLOAD_TYPE,
+        crate::plan::envelope::APPROVAL_PAYLOAD_TYPE,
+        crate::plan::approval::RECEIPT_PAYLOAD_TYPE,
+    ];
+    let signed = |t: &str, payload: &str, sigs: &[Signature]| {
+        types.contains(&t)
+            && inert(payload, "")
+            && sigs.iter().all(|s| inert(&s.keyid, ":") && inert(&s.sig, "- \n"))
+    };
+    let envelope = |e: &Envelope| signed(&e.payload_type, &e.payload, &e.signatures);
     crate::fsutil::read_bounded(path, crate::plan::envelope::MAX_FILE_BYTES)
         .ok()
         .is_some_and(|bytes| {
-            crate::plan::envelope::parse_plan_file(&bytes).is_ok()
-                || serde_json::from_slice::<crate::plan::envelope::Envelope>(&bytes).is_ok()
+            crate::plan::envelope::parse_plan_file(&bytes).is_ok_and(|p| {
+                signed(&p.payload_type, &p.payload, &p.signatures) && p.approvals.iter().all(envelope)
+            }) || serde_json::from_slice::<Envelope>(&bytes).is_ok_and(|e| envelope(&e))
         })
+}
+
+/// The work-tree content a plan pinned; a plan without the list is refused (made before
+/// guardctl pinned the work tree, or re-signed without it).
+pub fn planned_content(planned: &ExecInputs) -> Result<&[FileDigest]> {
+    planned.content.as_deref().ok_or_else(|| {
+        Error::invalid_plan("the plan records no work-tree content: nothing it may load is pinned")
+            .with_hint("re-run `guardctl plan exec` and have the new plan approved")
+    })
 }
 
 /// Every difference between the planned content and `now`, one drift each (the first few
@@ -446,7 +514,7 @@ pub fn observe(
     let content = content(top, &files(&workdir)?)?;
     Ok(ExecInputs {
         path_dirs,
-        content,
+        content: Some(content),
         files: file_digests(top, &dir, &req.command)?,
         preview_output,
         preview_unsandboxed: !sandboxed,
@@ -532,12 +600,16 @@ pub fn recheck(
     // The PATH as the plan shows it must be the PATH it recorded (a re-signed plan could
     // show the reviewer other directories), and no directory of it may have become
     // writable by others since.
-    if let Some(p) = planned.env.iter().find(|e| e.name == "PATH")
-        && !planned.path_dirs.is_empty()
-    {
+    // Always checked: a plan re-signed with no directories would show the reviewer no PATH.
+    if let Some(p) = planned.env.iter().find(|e| e.name == "PATH") {
         let shown = std::env::join_paths(&planned.path_dirs)
             .map_err(|_| Error::invalid_plan("the plan's PATH directories cannot form a PATH"))?;
-        if p.sha256.as_deref() != Some(sha256_hex(shown.as_encoded_bytes()).as_str()) {
+        let matches = match p.sha256.as_deref() {
+            // PATH unset: no directory may be shown.
+            None => planned.path_dirs.is_empty(),
+            Some(d) => !planned.path_dirs.is_empty() && d == sha256_hex(shown.as_encoded_bytes()),
+        };
+        if !matches {
             return Err(Error::invalid_plan(
                 "the plan's PATH directories are not the PATH it recorded",
             ));
@@ -553,11 +625,11 @@ pub fn recheck(
             ));
         }
     }
-    // Every byte the command can load from the repository is the approved byte. Always
-    // compared: an empty list is an empty working directory, never "not recorded" (a
-    // re-signed plan that drops the list would otherwise skip the check).
+    // Every byte the command can load from the repository is the approved byte. An empty
+    // list is an empty working directory, checked like any other; no list at all is never
+    // "nothing to check" (a hostile planner would re-sign the plan without it).
     drifts.extend(content_drifts(
-        &planned.content,
+        planned_content(planned)?,
         &content(top, &files(&planned.workdir)?)?,
     ));
     let files_now = file_digests(top, &dir, &planned.command)?;
@@ -807,7 +879,7 @@ mod tests {
             pinned: vec![],
             preview_unsandboxed: false,
             path_dirs: vec![],
-            content: vec![],
+            content: Some(vec![]),
         };
         assert!(workdir(Path::new("/r"), &inputs("scripts")).is_ok());
         assert!(workdir(Path::new("/r"), &inputs(".")).is_ok());

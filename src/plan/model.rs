@@ -208,9 +208,11 @@ pub struct ExecInputs {
     /// Every file under the working directory that git tracks or does not ignore, with the
     /// digest of its content in the work tree at planning time (`missing` for a tracked file
     /// that is not there): what the command can load from the repository. `apply` refuses
-    /// any difference, checked again after the private copy is made.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub content: Vec<FileDigest>,
+    /// any difference, checked again after the private copy is made. Always written, empty
+    /// or not (an empty working directory is pinned as empty); a plan without it (made
+    /// before the rule, or re-signed without it) is refused at apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<FileDigest>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -559,7 +559,7 @@ mod tests {
             pinned: vec![],
             preview_unsandboxed: false,
             path_dirs: vec![],
-            content: vec![],
+            content: Some(vec![]),
         });
         p.risk = crate::plan::derive::risk(&p.operation, &[], policy.bulk.threshold);
         p.review = review;

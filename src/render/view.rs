@@ -704,7 +704,7 @@ fn exec_view(x: &crate::plan::model::ExecInputs, paging: &Paging) -> ExecView {
         workdir: safe(&x.workdir),
         env: x.env.iter().map(|e| safe(&e.name)).collect(),
         path: x.path_dirs.iter().map(|d| safe(d)).collect(),
-        content_files: x.content.len(),
+        content_files: x.content.as_ref().map_or(0, Vec::len),
         files: x
             .files
             .iter()

@@ -295,17 +295,46 @@ impl Repo {
     /// and every untracked one it does not ignore, relative to the top, sorted: the files an
     /// exec plan's command could load from the repository (`ops::exec`). Read through git
     /// (no hook, no fsmonitor, no index write).
+    ///
+    /// Only `.gitignore` files decide what is ignored, and every one that does is listed
+    /// itself (those in the directories above `rel`, and those that ignore themselves): an
+    /// edit to one after approval is drift. `.git/info/exclude` and `core.excludesFile` are
+    /// not read: they are not in the work tree, and a line added there after approval would
+    /// hide a new file from the check.
     pub fn work_tree_files(&self, rel: &str) -> Result<Vec<String>> {
         let top = self
             .work_tree()
             .ok_or_else(|| Error::usage("an exec plan needs a work tree (this repository is bare)"))?;
+        let mut files = self.ls_files(&top, rel, &["--cached", "--others", "--deduplicate"])?;
+        files.extend(
+            self.ls_files(&top, rel, &["--others", "--ignored", "--directory"])?
+                .into_iter()
+                .filter(|f| f == ".gitignore" || f.ends_with("/.gitignore")),
+        );
+        let mut above = String::new();
+        for part in std::iter::once("").chain(rel.split('/').filter(|p| !p.is_empty() && *p != ".")) {
+            if !part.is_empty() {
+                above = format!("{above}{part}/");
+            }
+            files.push(format!("{above}.gitignore"));
+        }
+        // (A `.gitignore` above `rel` that is not there is pinned as missing: one made after
+        // approval is drift.)
+        files.sort();
+        files.dedup();
+        Ok(files)
+    }
+
+    /// `git ls-files -z <how> --exclude-per-directory=.gitignore -- <rel>`, relative to the
+    /// top.
+    fn ls_files(&self, top: &Path, rel: &str, how: &[&str]) -> Result<Vec<String>> {
         let pathspec = format!(":(top,literal){}", if rel == "." { "" } else { rel });
         let out = gitenv::git()
-            .current_dir(&top)
+            .current_dir(top)
             .arg("--git-dir")
             .arg(self.git.path())
             .arg("--work-tree")
-            .arg(&top)
+            .arg(top)
             .args([
                 "-c",
                 "core.hooksPath=/dev/null",
@@ -313,26 +342,17 @@ impl Repo {
                 "core.fsmonitor=false",
                 "--no-optional-locks",
             ])
-            .args([
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-                "--deduplicate",
-                "--",
-            ])
+            .args(["ls-files", "-z"])
+            .args(how)
+            .args(["--exclude-per-directory=.gitignore", "--"])
             .arg(pathspec)
             .checked(None)?;
-        let mut files: Vec<String> = out
+        Ok(out
             .stdout
             .split(|b| *b == 0)
             .filter(|p| !p.is_empty())
             .map(|p| String::from_utf8_lossy(p).into_owned())
-            .collect();
-        files.sort();
-        files.dedup();
-        Ok(files)
+            .collect())
     }
 
     /// The work tree's top; `None` for a bare repository.

@@ -127,6 +127,9 @@ impl Repo {
             .env("GIT_TERMINAL_PROMPT", "0")
             .args([
                 "ls-remote",
+                // git's own upload-pack, never the clone's `remote.<url>.uploadpack` (git
+                // looks the URL up as a remote's name; for a local remote it runs here).
+                "--upload-pack=git-upload-pack",
                 "--symref",
                 "--",
                 remote,
@@ -151,7 +154,14 @@ impl Repo {
         let out = self
             .git()
             .env("GIT_TERMINAL_PROMPT", "0")
-            .args(["ls-remote", "--symref", "--", url, "HEAD"])
+            .args([
+                "ls-remote",
+                "--upload-pack=git-upload-pack",
+                "--symref",
+                "--",
+                url,
+                "HEAD",
+            ])
             .output(None)?;
         if !out.status.success() {
             return Err(Error::internal(format!("cannot list the HEAD of {}", safe(url)))

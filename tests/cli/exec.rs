@@ -138,8 +138,9 @@ fn a_script_changed_after_planning_is_drift_and_does_not_run() {
 fn a_preview_whose_output_changed_is_drift_and_the_command_does_not_run() {
     let env = with_script();
     // Ignored, so the work tree's pinned content does not change (that is drift too, below):
-    // only what the preview prints does.
-    fs::write(env.repo.join(".git/info/exclude"), "trash/\n").unwrap();
+    // only what the preview prints does. (By a .gitignore: .git/info/exclude is not read,
+    // attack28.)
+    fs::write(env.repo.join(".gitignore"), "trash/\n").unwrap();
     planned_and_approved(&env);
     fs::write(env.repo.join("trash/c"), "c").unwrap();
     let r = env.run("alice", &["apply", "plan.json"]);
@@ -892,8 +893,9 @@ fn code_an_interpreter_loads_by_itself_is_pinned_with_the_work_tree() {
     }
 }
 
-/// A planner who re-signs the plan without its work-tree content (as if it had none) skips
-/// nothing: the empty list is compared like any other, and the files now there are drift.
+/// A planner who re-signs the plan with an empty work-tree content (as if the working
+/// directory were empty) skips nothing: the empty list is compared like any other, and the
+/// files now there are drift. (No list at all is refused, 65: tests/cli/attack28.rs.)
 #[test]
 fn a_re_signed_plan_without_its_content_is_drift() {
     let env = with_script();
@@ -901,8 +903,8 @@ fn a_re_signed_plan_without_its_content_is_drift() {
     assert_eq!(r.code, 0, "{}", r.transcript());
     crate::hostile::forge(&env, |plan| {
         if let guardctl::plan::model::Operation::Exec(x) = &mut plan.operation {
-            assert!(!x.content.is_empty());
-            x.content.clear();
+            assert!(x.content.as_ref().is_some_and(|c| !c.is_empty()));
+            x.content = Some(Vec::new());
         }
     });
     assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);

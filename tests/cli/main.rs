@@ -9,6 +9,7 @@ mod attack;
 mod attack16;
 mod attack2;
 mod attack27;
+mod attack28;
 mod attack3;
 mod consumed;
 mod docs;

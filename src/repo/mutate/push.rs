@@ -66,7 +66,14 @@ impl super::RepoMut<'_> {
         let mut child = self
             .git()
             .env("GIT_TERMINAL_PROMPT", "0")
-            .args(["push", "--atomic", "--porcelain"])
+            // git's own receive-pack, never the clone's `remote.<url>.receivepack` (git
+            // looks the URL up as a remote's name; for a local remote it runs here).
+            .args([
+                "push",
+                "--atomic",
+                "--porcelain",
+                "--receive-pack=git-receive-pack",
+            ])
             .args(&args[..ops.len()])
             .arg("--")
             .arg(url)

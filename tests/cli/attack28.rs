@@ -1,0 +1,272 @@
+//! Attacks on issue 28's rules (git child environment, exec plans' PATH and work-tree
+//! content pins): each test is an attack that once got a changed byte past approval.
+
+use crate::fixtures::TestEnv;
+use std::fs;
+use std::path::Path;
+
+/// A work tree with trash/{a,b} and scripts/run.sh, which sources whatever `extra` says and
+/// then empties trash/.
+fn setup(run: &str) -> TestEnv {
+    let env = TestEnv::new();
+    fs::create_dir_all(env.repo.join("scripts")).unwrap();
+    fs::create_dir_all(env.repo.join("trash")).unwrap();
+    fs::write(env.repo.join("scripts/run.sh"), format!("{run}\nrm -f trash/*\n")).unwrap();
+    for f in ["a", "b"] {
+        fs::write(env.repo.join("trash").join(f), f).unwrap();
+    }
+    env
+}
+
+const PLAN: [&str; 7] = [
+    "plan",
+    "exec",
+    "--preview",
+    "ls trash",
+    "--",
+    "sh",
+    "scripts/run.sh",
+];
+
+fn plan_approved(env: &TestEnv, dir: &Path) {
+    let mut c = env.command();
+    c.current_dir(dir)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["plan", "exec", "-o"])
+        .arg(env.repo.join("plan.json"))
+        .args(&PLAN[2..]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+fn approve(env: &TestEnv) {
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+fn apply_in(env: &TestEnv, dir: &Path) -> crate::fixtures::Run {
+    let mut c = env.command();
+    c.current_dir(dir)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .arg("apply")
+        .arg(env.repo.join("plan.json"));
+    crate::fixtures::run(c)
+}
+
+/// Apply is refused (drift or an invalid plan) and nothing ran.
+fn refused(env: &TestEnv, r: &crate::fixtures::Run) {
+    assert!(r.code == 10 || r.code == 65, "{}", r.transcript());
+    assert!(env.repo.join("trash/a").exists(), "the command ran");
+    assert!(!env.repo.join("pwned").exists(), "the hostile edit ran");
+}
+
+fn pwn(env: &TestEnv, file: &str) {
+    fs::write(env.repo.join(file), "touch pwned\n").unwrap();
+}
+
+/// A hostile planner re-signs the plan with `content: []`: apply must not read that as "a
+/// plan made before the rule" and skip the check.
+#[test]
+fn a_re_signed_plan_with_no_content_does_not_skip_the_work_tree_check() {
+    let env = setup(". scripts/lib.sh");
+    fs::write(env.repo.join("scripts/lib.sh"), "echo helping\n").unwrap();
+    plan_approved(&env, &env.repo);
+    crate::hostile::forge(&env, |plan| {
+        if let guardctl::plan::model::Operation::Exec(x) = &mut plan.operation {
+            x.content = Default::default();
+        }
+    });
+    approve(&env);
+    pwn(&env, "scripts/lib.sh");
+    refused(&env, &apply_in(&env, &env.repo));
+}
+
+/// A hostile planner re-signs the plan with no PATH directories (the reviewer is shown no
+/// PATH): the recorded PATH is still checked against them.
+#[test]
+fn a_re_signed_plan_hiding_its_path_directories_is_refused() {
+    let env = setup("true");
+    plan_approved(&env, &env.repo);
+    crate::hostile::forge(&env, |plan| {
+        if let guardctl::plan::model::Operation::Exec(x) = &mut plan.operation {
+            x.path_dirs = vec![];
+        }
+    });
+    approve(&env);
+    let r = apply_in(&env, &env.repo);
+    assert_eq!(r.code, 65, "{}", r.transcript());
+    refused(&env, &r);
+}
+
+/// A working directory with no file in it at planning time: a file put there after approval
+/// is drift (an empty pinned list is not "nothing to check").
+#[test]
+fn a_file_added_to_an_empty_working_directory_is_drift() {
+    let env = setup(". ./extra.sh 2>/dev/null; cd ..");
+    let dir = env.repo.join("work");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        env.repo.join("scripts/run.sh"),
+        "[ -f extra.sh ] && . ./extra.sh\nrm -f ../trash/*\n",
+    )
+    .unwrap();
+    let mut c = env.command();
+    c.current_dir(&dir)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["plan", "exec", "-o"])
+        .arg(env.repo.join("plan.json"))
+        .args(["--preview", "ls ../trash", "--", "sh", "../scripts/run.sh"]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    approve(&env);
+    fs::write(dir.join("extra.sh"), "touch ../pwned\n").unwrap();
+    refused(&env, &apply_in(&env, &dir));
+}
+
+/// After approval, a new file is hidden from the listing by .git/info/exclude (or a
+/// core.excludesFile the repository's config names): still drift.
+#[test]
+fn a_file_hidden_by_info_exclude_after_approval_is_drift() {
+    for how in ["info/exclude", "core.excludesFile"] {
+        let env = setup("[ -f scripts/extra.sh ] && . scripts/extra.sh");
+        plan_approved(&env, &env.repo);
+        approve(&env);
+        match how {
+            "info/exclude" => {
+                fs::create_dir_all(env.repo.join(".git/info")).unwrap();
+                fs::write(env.repo.join(".git/info/exclude"), "extra.sh\n").unwrap();
+            }
+            _ => {
+                fs::write(env.path().join("ignored"), "extra.sh\n").unwrap();
+                let p = env.path().join("ignored");
+                env.git(&["config", "core.excludesFile", p.to_str().unwrap()]);
+            }
+        }
+        pwn(&env, "scripts/extra.sh");
+        refused(&env, &apply_in(&env, &env.repo));
+    }
+}
+
+/// A .gitignore above the working directory (outside the pinned set) edited after approval
+/// to hide a new file in it: drift.
+#[test]
+fn a_parent_gitignore_edited_after_approval_is_drift() {
+    let env = setup("true");
+    let dir = env.repo.join("scripts");
+    fs::write(
+        dir.join("run.sh"),
+        "[ -f extra.sh ] && . ./extra.sh\nrm -f ../trash/*\n",
+    )
+    .unwrap();
+    let mut c = env.command();
+    c.current_dir(&dir)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["plan", "exec", "-o"])
+        .arg(env.repo.join("plan.json"))
+        .args(["--preview", "ls ../trash", "--", "sh", "run.sh"]);
+    let r = crate::fixtures::run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    approve(&env);
+    fs::write(env.repo.join(".gitignore"), "extra.sh\n").unwrap();
+    fs::write(dir.join("extra.sh"), "touch ../pwned\n").unwrap();
+    refused(&env, &apply_in(&env, &dir));
+}
+
+/// A nested repository (or submodule) under the working directory: git lists it as one
+/// entry, and the files inside it are pinned all the same.
+#[test]
+fn a_file_inside_a_nested_repository_is_pinned() {
+    let env = setup(". scripts/vendor/lib.sh");
+    let vendor = env.repo.join("scripts/vendor");
+    fs::create_dir_all(&vendor).unwrap();
+    env.git_in(&vendor, &["init", "-q"]);
+    fs::write(vendor.join("lib.sh"), "echo helping\n").unwrap();
+    plan_approved(&env, &env.repo);
+    approve(&env);
+    pwn(&env, "scripts/vendor/lib.sh");
+    refused(&env, &apply_in(&env, &env.repo));
+}
+
+/// A tracked (or untracked) symbolic link retargeted after approval: drift, though neither
+/// the old nor the new link is a regular file.
+#[test]
+fn a_link_retargeted_after_approval_is_drift() {
+    let env = setup(". scripts/lib.sh");
+    fs::write(env.path().join("good.sh"), "echo helping\n").unwrap();
+    fs::write(env.path().join("evil.sh"), "touch pwned\n").unwrap();
+    std::os::unix::fs::symlink(env.path().join("good.sh"), env.repo.join("scripts/lib.sh")).unwrap();
+    plan_approved(&env, &env.repo);
+    approve(&env);
+    fs::remove_file(env.repo.join("scripts/lib.sh")).unwrap();
+    std::os::unix::fs::symlink(env.path().join("evil.sh"), env.repo.join("scripts/lib.sh")).unwrap();
+    refused(&env, &apply_in(&env, &env.repo));
+}
+
+/// A file shaped like a plan envelope is left out of the pinned set; one whose strings a
+/// shell would expand (`$(…)`) is not a plan file, however it parses.
+#[test]
+fn an_envelope_shaped_file_a_script_sources_is_pinned() {
+    let env = setup(". scripts/conf.json 2>/dev/null");
+    let conf = |t: &str| format!("{{\"payloadType\":\"{t}\",\"payload\":\"\",\"signatures\":[]}}\n");
+    fs::write(env.repo.join("scripts/conf.json"), conf("x")).unwrap();
+    plan_approved(&env, &env.repo);
+    approve(&env);
+    fs::write(env.repo.join("scripts/conf.json"), conf("$(touch pwned)")).unwrap();
+    refused(&env, &apply_in(&env, &env.repo));
+}
+
+/// A .gitignore that ignores itself (so git never lists it) is pinned all the same: a line
+/// added to it after approval, hiding a new file, is drift.
+#[test]
+fn a_gitignore_that_ignores_itself_is_pinned() {
+    let env = setup("[ -f scripts/extra.sh ] && . scripts/extra.sh");
+    fs::write(env.repo.join("scripts/.gitignore"), ".gitignore\n").unwrap();
+    plan_approved(&env, &env.repo);
+    approve(&env);
+    fs::write(env.repo.join("scripts/.gitignore"), ".gitignore\nextra.sh\n").unwrap();
+    pwn(&env, "scripts/extra.sh");
+    let r = apply_in(&env, &env.repo);
+    assert!(r.stderr.contains("scripts/.gitignore content"), "{}", r.stderr);
+    refused(&env, &r);
+}
+
+/// The clone's own config names the programs git runs for its remote's URL
+/// (`remote.<url>.uploadpack`, `remote.<url>.receivepack`: git looks a URL up as a remote's
+/// name): for a local or `file://` remote git runs them here, with the executor's rights.
+/// guardctl always asks for git's own.
+#[test]
+fn the_clones_upload_and_receive_pack_programs_never_run() {
+    let env = crate::fixtures::remote_repo();
+    let url = format!("file://{}", env.origin().display());
+    let mark = env.path().join("pwned-pack");
+    for key in ["uploadpack", "receivepack"] {
+        let prog = if key == "uploadpack" {
+            "git-upload-pack"
+        } else {
+            "git-receive-pack"
+        };
+        env.git(&[
+            "config",
+            &format!("remote.{url}.{key}"),
+            &format!("touch {}; {prog}", mark.display()),
+        ]);
+    }
+    let r = env.run("alice", &["plan", "remote-branches", "--remote", "origin"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    approve(&env);
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!mark.exists(), "the clone's pack program ran");
+}
