@@ -29,6 +29,11 @@ const PLAN: [&str; 7] = [
 ];
 
 fn plan_approved(env: &TestEnv, dir: &Path) {
+    plan_in(env, dir, &PLAN[2..]);
+}
+
+/// `plan exec -o <repo>/plan.json <args>` as alice, run in `dir`; it must succeed.
+fn plan_in(env: &TestEnv, dir: &Path, args: &[&str]) {
     let mut c = env.command();
     c.current_dir(dir)
         .arg("--key")
@@ -37,7 +42,7 @@ fn plan_approved(env: &TestEnv, dir: &Path) {
         .arg(env.allowed_signers())
         .args(["plan", "exec", "-o"])
         .arg(env.repo.join("plan.json"))
-        .args(&PLAN[2..]);
+        .args(args);
     let r = crate::fixtures::run(c);
     assert_eq!(r.code, 0, "{}", r.transcript());
 }
@@ -116,17 +121,11 @@ fn a_file_added_to_an_empty_working_directory_is_drift() {
         "[ -f extra.sh ] && . ./extra.sh\nrm -f ../trash/*\n",
     )
     .unwrap();
-    let mut c = env.command();
-    c.current_dir(&dir)
-        .arg("--key")
-        .arg(env.key("alice"))
-        .arg("--allowed-signers")
-        .arg(env.allowed_signers())
-        .args(["plan", "exec", "-o"])
-        .arg(env.repo.join("plan.json"))
-        .args(["--preview", "ls ../trash", "--", "sh", "../scripts/run.sh"]);
-    let r = crate::fixtures::run(c);
-    assert_eq!(r.code, 0, "{}", r.transcript());
+    plan_in(
+        &env,
+        &dir,
+        &["--preview", "ls ../trash", "--", "sh", "../scripts/run.sh"],
+    );
     approve(&env);
     fs::write(dir.join("extra.sh"), "touch ../pwned\n").unwrap();
     refused(&env, &apply_in(&env, &dir));
@@ -167,17 +166,7 @@ fn a_parent_gitignore_edited_after_approval_is_drift() {
         "[ -f extra.sh ] && . ./extra.sh\nrm -f ../trash/*\n",
     )
     .unwrap();
-    let mut c = env.command();
-    c.current_dir(&dir)
-        .arg("--key")
-        .arg(env.key("alice"))
-        .arg("--allowed-signers")
-        .arg(env.allowed_signers())
-        .args(["plan", "exec", "-o"])
-        .arg(env.repo.join("plan.json"))
-        .args(["--preview", "ls ../trash", "--", "sh", "run.sh"]);
-    let r = crate::fixtures::run(c);
-    assert_eq!(r.code, 0, "{}", r.transcript());
+    plan_in(&env, &dir, &["--preview", "ls ../trash", "--", "sh", "run.sh"]);
     approve(&env);
     fs::write(env.repo.join(".gitignore"), "extra.sh\n").unwrap();
     fs::write(dir.join("extra.sh"), "touch ../pwned\n").unwrap();
