@@ -378,8 +378,7 @@ impl Executor<'_> {
         })?;
         // Once more now that the private copy exists: nothing the command can load from the
         // work tree changed since the drift check.
-        let now = exec::content(top, &self.repo.work_tree_files(&inputs.workdir)?)?;
-        let d = exec::content_drifts(exec::planned_content(inputs)?, &now);
+        let d = exec::content_changes(top, inputs, &|rel| self.repo.work_tree_files(rel))?;
         if !d.is_empty() {
             return Err(crate::ops::stale_branches::drift_error(&d).with_hint(
                 "the command was not run; re-run `guardctl plan exec` and have the new plan approved",

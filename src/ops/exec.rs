@@ -75,7 +75,7 @@ fn file_sha256(path: &Path) -> Result<String> {
 /// out. guardctl's own plan and approval files are left out: approving changes them, and
 /// one [`is_plan_file`] accepts holds only base64, fingerprints and armored signatures,
 /// nothing an interpreter could run.
-pub fn content(top: &Path, files: &[String]) -> Result<Vec<FileDigest>> {
+fn content(top: &Path, files: &[String]) -> Result<Vec<FileDigest>> {
     let mut out = Vec::new();
     for f in files {
         let f = f.trim_end_matches('/');
@@ -162,16 +162,33 @@ fn is_plan_file(path: &Path) -> bool {
 
 /// The work-tree content a plan pinned; a plan without the list is refused (made before
 /// guardctl pinned the work tree, or re-signed without it).
-pub fn planned_content(planned: &ExecInputs) -> Result<&[FileDigest]> {
+fn planned_content(planned: &ExecInputs) -> Result<&[FileDigest]> {
     planned.content.as_deref().ok_or_else(|| {
         Error::invalid_plan("the plan records no work-tree content: nothing it may load is pinned")
             .with_hint("re-run `guardctl plan exec` and have the new plan approved")
     })
 }
 
+/// How the work tree under the plan's working directory differs from the content it pinned
+/// (`files` lists it, as `Repo::work_tree_files`): the drift check's and, once the private
+/// copy exists, apply's. Every byte the command can load from the repository is the
+/// approved byte. An empty list is an empty working directory, checked like any other; no
+/// list at all is never "nothing to check" (a hostile planner would re-sign the plan
+/// without it).
+pub fn content_changes(
+    top: &Path,
+    planned: &ExecInputs,
+    files: &dyn Fn(&str) -> Result<Vec<String>>,
+) -> Result<Vec<Drift>> {
+    Ok(content_drifts(
+        planned_content(planned)?,
+        &content(top, &files(&planned.workdir)?)?,
+    ))
+}
+
 /// Every difference between the planned content and `now`, one drift each (the first few
 /// named, then how many more).
-pub fn content_drifts(planned: &[FileDigest], now: &[FileDigest]) -> Vec<Drift> {
+fn content_drifts(planned: &[FileDigest], now: &[FileDigest]) -> Vec<Drift> {
     let short = |d: &str| {
         if d == "missing" {
             d.to_string()
@@ -594,9 +611,6 @@ pub fn recheck(
             ));
         }
     }
-    // Which files the command's arguments name is derived again, never taken from the plan:
-    // a plan that leaves a script out of `files` (or names a file outside the work tree)
-    // differs from what guardctl finds.
     // The PATH as the plan shows it must be the PATH it recorded (a re-signed plan could
     // show the reviewer other directories), and no directory of it may have become
     // writable by others since.
@@ -625,13 +639,10 @@ pub fn recheck(
             ));
         }
     }
-    // Every byte the command can load from the repository is the approved byte. An empty
-    // list is an empty working directory, checked like any other; no list at all is never
-    // "nothing to check" (a hostile planner would re-sign the plan without it).
-    drifts.extend(content_drifts(
-        planned_content(planned)?,
-        &content(top, &files(&planned.workdir)?)?,
-    ));
+    drifts.extend(content_changes(top, planned, files)?);
+    // Which files the command's arguments name is derived again, never taken from the plan:
+    // a plan that leaves a script out of `files` (or names a file outside the work tree)
+    // differs from what guardctl finds.
     let files_now = file_digests(top, &dir, &planned.command)?;
     let paths = |v: &[FileDigest]| v.iter().map(|f| f.path.clone()).collect::<Vec<_>>().join(" ");
     if paths(&planned.files) != paths(&files_now) {
@@ -672,7 +683,6 @@ pub fn recheck(
         )
         .caused_by(e.message)
     })?;
-
     if now.sha256 != planned.preview_output.sha256 {
         let (added, removed) = line_changes(&planned.preview_output.text, &now.text);
         let mut d = drift(
