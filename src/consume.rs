@@ -185,14 +185,11 @@ pub fn replay_from_remote(
 ) -> Result<Option<Replay>> {
     use crate::store::consumption;
     let id = loaded.id_hex();
-    let ours = match store.read_file(id, "consumed")? {
-        Some(bytes) => Some(consumption::marker_oid(&bytes)?),
-        None => None,
-    };
+    let ours = store.read_file(id, "consumed")?;
     let Some(mut found) = consumption::read(remote, id)? else {
         return Ok(None);
     };
-    if Some(found.consumed.oid) == ours {
+    if ours.is_some() && found.consumed.bytes.as_ref().ok() == ours.as_ref() {
         return Ok(None);
     }
     let executor = loaded.plan.executor.principal.as_deref();
@@ -244,9 +241,7 @@ pub fn replay_from_remote(
         }
         std::thread::sleep(pause.min(left));
         pause = (pause * 2).min(std::time::Duration::from_secs(5));
-        if let (_, Some(_)) = consumption::list(remote, id)? {
-            found = consumption::read(remote, id)?.unwrap_or(found);
-        }
+        found = consumption::read(remote, id)?.unwrap_or(found);
     };
     if let Some(abandoned) = crate::execute::remote_abandoned(&receipt, &marker, &loaded.plan.plan_hash)? {
         return Err(abandoned_elsewhere(

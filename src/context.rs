@@ -39,6 +39,10 @@ pub struct Ctx {
     published: RefCell<Vec<Rc<Snapshot>>>,
     /// Warnings about published items left out, not yet printed (`report_published`).
     published_notes: RefCell<Vec<String>>,
+    /// Whether this run records the ledger tips it sees (`store::ledger::record_seen`): a
+    /// command that writes this clone's state anyway (`approve`, `reject`, `apply`,
+    /// `recover`, `rollback`); the preview path writes nothing.
+    records_ledger: std::cell::Cell<bool>,
 }
 
 /// Where the trusted identities came from: a file, or `<base>:.guardctl/allowed_signers`.
@@ -69,6 +73,7 @@ impl Ctx {
             team_remote: OnceCell::new(),
             published: RefCell::new(Vec::new()),
             published_notes: RefCell::new(Vec::new()),
+            records_ledger: std::cell::Cell::new(false),
         }
     }
 
@@ -449,8 +454,36 @@ impl Ctx {
             return Ok(None);
         };
         let s = Rc::new(Snapshot::fetch(remote, scope)?);
+        self.check_ledger(&s)?;
         self.published.borrow_mut().push(s.clone());
         Ok(Some(s))
+    }
+
+    /// Keep, in this clone's state, the ledger tip each read sees (see `records_ledger`).
+    pub fn record_ledger_tips(&self) {
+        self.records_ledger.set(true);
+    }
+
+    /// Refuse (16) a ledger that no longer holds the tip this clone saw last; record the tip
+    /// seen now when this run records them. Warnings about the ledger's shape are kept for
+    /// [`Ctx::report_published`].
+    fn check_ledger(&self, s: &Snapshot) -> Result<()> {
+        self.note_published(s.ledger_warnings().iter().cloned());
+        let Some(repo) = self.try_repo() else {
+            return Ok(());
+        };
+        let state = repo.state_dir();
+        let seen = crate::store::ledger::seen(&state, &s.remote.url);
+        if let Some(seen) = seen {
+            s.check_seen(seen, &state)?;
+        }
+        if let Some(tip) = s
+            .ledger_tip()
+            .filter(|t| self.records_ledger.get() && Some(*t) != seen)
+        {
+            crate::store::ledger::record_seen(&state, &s.remote.url, tip)?;
+        }
+        Ok(())
     }
 
     /// Keep a warning about a published item left out, for [`Ctx::report_published`].

@@ -37,8 +37,11 @@ use crate::ops::pin::Script;
 use crate::plan::approval::{APPLY_NAMESPACE, DeletedRef, ExecResult, RECEIPT_PAYLOAD_TYPE, Receipt};
 use crate::plan::model::ExecInputs;
 use crate::repo::mutate::{BackupCommit, RefOp, RemoteOp, RepoMut, push_args};
+use crate::repo::publish::RefOutcome;
 use crate::sign::AllowedSigners;
 use crate::sign::{SigningKey, dsse};
+use crate::store::ledger::LEDGER_REF;
+use crate::store::published::{self, Item, ItemKind, Remote};
 use crate::store::state::{self, CONSUMED_PAYLOAD_TYPE, Consumed, Step, StepOf};
 use crate::store::{BeforeImage, Store};
 use crate::text::safe;
@@ -247,17 +250,6 @@ impl Executor<'_> {
         // create-only: of any number of clones applying this plan, one push lands. Without it
         // (the policy's `[remote] consumed_marker = false`, recorded in the image), the leases
         // alone keep a second clone from deleting anything.
-        let mut ops = ops;
-        let marker_oid = if with_marker(&image) {
-            let (marker, oid) = self.consumed_item(id)?;
-            ops.push(RemoteOp::Create {
-                refname: marker,
-                oid: oid.to_string(),
-            });
-            Some(oid)
-        } else {
-            None
-        };
         if let (Some(refname), Some(commit)) = (image.backup_ref.clone(), commit) {
             let create = RefOp::Create {
                 refname,
@@ -269,7 +261,7 @@ impl Executor<'_> {
             }
             self.step(id, Step::BackupCreated)?;
         }
-        if let Err(e) = self.push_consuming(id, url, &ops, marker_oid) {
+        if let Err(e) = self.push_consuming(id, url, &ops, with_marker(&image)) {
             self.abort(id, &e)?;
             return Err(e);
         }
@@ -278,40 +270,76 @@ impl Executor<'_> {
         self.finish(id, &image, key)
     }
 
-    /// Write the item of this plan's consumed marker (`consumed.json`: the bytes of the
-    /// local marker) into the repository, so a push from here carries it: its ref and id.
-    fn consumed_item(&self, id: &str) -> Result<(String, git2::Oid)> {
+    /// This plan's consumed marker as the item published on its remote (`consumed.json`:
+    /// the bytes of the local marker).
+    fn marker_item(&self, id: &str) -> Result<Item> {
         let bytes = self
             .store
             .read_file(id, "consumed")?
             .ok_or_else(|| Error::internal("the consumed marker vanished before it was pushed"))?;
-        let oid = self
-            .repo
-            .write_item(crate::store::published::ItemKind::Consumed.file(), &bytes)?;
-        Ok((
-            crate::store::published::consumed_ref(id),
-            git2::Oid::from_str(&oid)?,
-        ))
+        Ok(Item {
+            kind: ItemKind::Consumed,
+            refname: published::consumed_ref(id),
+            bytes,
+        })
     }
 
-    /// One atomic push of `ops`, the last of which creates `consumed/<id>` (as `ours`; `None`:
-    /// no marker, see [`with_marker`]). When git reports a failure, the remote's consumed ref
-    /// decides what it was: ours (the push landed: a lost answer), another's (applied
-    /// elsewhere: [`applied_elsewhere`]), none (a real failure; retried a few times when the
-    /// remote only could not lock a ref that a concurrent push held, since every update is
-    /// leased and a retry is the same compare-and-swap).
-    fn push_consuming(&self, id: &str, url: &str, ops: &[RemoteOp], ours: Option<git2::Oid>) -> Result<()> {
+    /// The repository at `url` as a remote to read and publish on, reached with this clone's
+    /// transport settings.
+    fn remote_at(&self, url: &str) -> Result<Remote> {
+        Ok(Remote {
+            name: url.to_string(),
+            url: url.to_string(),
+            transport: self.repo.transport_settings()?,
+        })
+    }
+
+    /// One atomic push of `ops` and, `with_marker`, of the ledger commit that adds this
+    /// plan's consumed marker (`consumed/<id>`; none: see [`with_marker`]), built on the
+    /// ledger's current tip and carried from a scratch repository named as an alternate
+    /// object store. When git reports a failure, the remote's marker decides what it was:
+    /// ours (the push landed: a lost answer), another's (applied elsewhere:
+    /// [`applied_elsewhere`]), none (a real failure; retried when the remote only could not
+    /// lock a ref that a concurrent push held, or another write moved the ledger's tip first,
+    /// since every update is leased and a retry is the same compare-and-swap).
+    fn push_consuming(&self, id: &str, url: &str, ops: &[RemoteOp], with_marker: bool) -> Result<()> {
         let mut pause = std::time::Duration::from_millis(100);
         let mut attempts = 0;
         loop {
             attempts += 1;
+            let mut all = ops.to_vec();
+            let prepared = match with_marker {
+                true => Some(published::prepare(
+                    &self.remote_at(url)?,
+                    &[self.marker_item(id)?],
+                )?),
+                false => None,
+            };
+            if let Some(p) = &prepared {
+                match &p.refs[0].1 {
+                    // This clone's marker is there: an earlier push of this apply landed.
+                    RefOutcome::AlreadyThere => return Ok(()),
+                    RefOutcome::Stale => return Err(applied_elsewhere(id)),
+                    _ => {}
+                }
+                if let Some(u) = &p.update {
+                    all.push(RemoteOp::Update {
+                        refname: u.refname.clone(),
+                        old: u.expect.map(|o| o.to_string()),
+                        new: u.new.map(|o| o.to_string()).unwrap_or_default(),
+                    });
+                }
+            }
+            let alternate = prepared.as_ref().map(|p| p.scratch.objects_dir());
             let Err(e) = self
                 .repo
-                .push_atomic(url, ops, &mut |pid| self.record_git(id, pid))
+                .push_atomic(url, &all, alternate.as_deref(), &mut |pid| {
+                    self.record_git(id, pid)
+                })
             else {
                 return Ok(());
             };
-            let Some(ours) = ours else {
+            if !with_marker {
                 if attempts < 6 && lock_contention(&e) {
                     std::thread::sleep(pause);
                     pause *= 2;
@@ -321,18 +349,19 @@ impl Executor<'_> {
                     Kind::Drift => e.with_hint(CONSUMED_HERE_ONLY_HINT),
                     _ => e,
                 });
-            };
+            }
+            let ours = self.marker_item(id)?.bytes;
             match self.remote_consumed(url, id) {
-                Ok(Some(oid)) if oid == ours => return Ok(()),
-                Ok(Some(oid)) => return Err(applied_elsewhere(id, oid)),
-                Ok(None) if attempts < 6 && lock_contention(&e) => {
+                Ok(Some(bytes)) if bytes == ours => return Ok(()),
+                Ok(Some(_)) => return Err(applied_elsewhere(id)),
+                Ok(None) if attempts < 20 && (lock_contention(&e) || ledger_moved(&e)) => {
                     std::thread::sleep(pause);
-                    pause *= 2;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
                 }
                 _ if e.causes.iter().any(|c| c.contains("remote rejected")) => {
                     return Err(e.with_hint(format!(
-                        "the remote refused the push, which creates {} with the changes: guardctl consumes a remote's plan there, exactly once across clones; ask its administrator to allow creating refs/guardctl/*, or, if the team accepts that the plan is then consumed in the applying clone only, set `[remote] consumed_marker = false` in the policy (docs/remote.md)",
-                        crate::store::published::consumed_ref(id)
+                        "the remote refused the push, which adds {} to the ledger {LEDGER_REF} with the changes: guardctl consumes a remote's plan there, exactly once across clones; ask its administrator to allow pushing that branch, or, if the team accepts that the plan is then consumed in the applying clone only, set `[remote] consumed_marker = false` in the policy (docs/remote.md)",
+                        published::consumed_ref(id)
                     )));
                 }
                 _ => return Err(e),
@@ -340,15 +369,11 @@ impl Executor<'_> {
         }
     }
 
-    /// What `consumed/<id>` points at on the repository at `url`, if it exists.
-    fn remote_consumed(&self, url: &str, id: &str) -> Result<Option<git2::Oid>> {
-        let refname = crate::store::published::consumed_ref(id);
-        let listed = crate::repo::publish::ls_remote(
-            self.repo.transport_settings()?,
-            url,
-            std::slice::from_ref(&refname),
-        )?;
-        Ok(listed.into_iter().find(|(r, _)| *r == refname).map(|(_, o)| o))
+    /// The consumed marker of plan `id` on the repository at `url` (its ledger, or its ref
+    /// from before the ledger), if it has one: its bytes (empty when it cannot be read).
+    fn remote_consumed(&self, url: &str, id: &str) -> Result<Option<Vec<u8>>> {
+        Ok(crate::store::consumption::read(&self.remote_at(url)?, id)?
+            .map(|c| c.consumed.bytes.unwrap_or_default()))
     }
 
     /// A command (exec): check drift (the preview re-run), copy the pinned files into a
@@ -422,12 +447,7 @@ impl Executor<'_> {
         // command runs; a clone that finds it taken runs nothing. Without the marker (the
         // policy's `[remote] consumed_marker = false`), the plan is consumed here only.
         if let Some(at) = image.consumed_on.as_ref().filter(|c| c.marker) {
-            let (marker, oid) = self.consumed_item(id)?;
-            let create = RemoteOp::Create {
-                refname: marker,
-                oid: oid.to_string(),
-            };
-            if let Err(e) = self.push_consuming(id, &at.url, &[create], Some(oid)) {
+            if let Err(e) = self.push_consuming(id, &at.url, &[], true) {
                 self.abort(id, &e)?;
                 return Err(e);
             }
@@ -830,7 +850,7 @@ impl Executor<'_> {
                     Ok(())
                 } else {
                     self.repo
-                        .push_atomic(&url, &ops, &mut |pid| self.record_git(id, pid))
+                        .push_atomic(&url, &ops, None, &mut |pid| self.record_git(id, pid))
                 }
             }
         };
@@ -1129,9 +1149,9 @@ impl Executor<'_> {
         .with_hint("inspect refs/guardctl/backup and the journal in .git/guardctl/plans by hand"))
     }
 
-    /// The id `consumed/<id>` has on the remote when it holds this clone's marker.
-    fn our_marker(&self, id: &str) -> Result<git2::Oid> {
-        crate::store::consumption::marker_oid(&self.store.read_file(id, "consumed")?.unwrap_or_default())
+    /// What `consumed/<id>` holds on the remote when it is this clone's marker.
+    fn our_marker(&self, id: &str) -> Result<Vec<u8>> {
+        Ok(self.store.read_file(id, "consumed")?.unwrap_or_default())
     }
 
     /// A remote's plan applied without the consumed marker, interrupted around its push: the
@@ -1378,11 +1398,11 @@ impl Executor<'_> {
 /// The refusal of an apply that found the plan consumed on its remote by another apply (its
 /// marker there is `oid`): nothing was changed here. `apply` then prints that apply's
 /// receipt as a replay, once it is published.
-fn applied_elsewhere(id: &str, oid: git2::Oid) -> Error {
+fn applied_elsewhere(id: &str) -> Error {
     Error::new(
         Kind::NeedsRecovery,
         format!(
-            "plan sha256:{id} was applied elsewhere first ({} is {oid}); nothing was changed here",
+            "plan sha256:{id} was applied elsewhere first ({} on its remote holds another apply's marker); nothing was changed here",
             crate::store::published::consumed_ref(id)
         ),
     )
@@ -1428,6 +1448,12 @@ pub const CONSUMED_HERE_ONLY_HINT: &str = "this plan is consumed in the applying
 
 /// Whether a failed push failed only because the remote could not lock a ref (another push
 /// held it at that moment).
+/// Whether a push failed only because the ledger's tip moved (another write landed first):
+/// the commit is built again on the new tip.
+fn ledger_moved(e: &Error) -> bool {
+    e.kind == Kind::Drift && !e.causes.is_empty() && e.causes.iter().all(|c| c.contains(LEDGER_REF))
+}
+
 fn lock_contention(e: &Error) -> bool {
     std::iter::once(&e.message).chain(&e.causes).any(|m| {
         m.contains("cannot lock ref") || m.contains("Unable to create") || m.contains("failed to lock")
@@ -2195,7 +2221,6 @@ mod tests {
         let bytes = signed_state(state::ABANDONED_PAYLOAD_TYPE, value, signer, ABANDONED).unwrap();
         crate::store::consumption::RemoteItem {
             refname: format!("refs/guardctl/receipts/{ID}"),
-            oid: git2::Oid::ZERO_SHA1,
             bytes: Ok(bytes),
         }
     }

@@ -165,7 +165,15 @@ pub fn load_plan(ctx: &Ctx, arg: &std::path::Path) -> Result<Loaded> {
         // No remote to look in: the path's own error (66, not found).
         return crate::planfile::load(arg);
     };
-    let id = crate::store::published::resolve(&remote, &arg.to_string_lossy())?;
+    let id = match crate::store::published::resolve(&remote, &arg.to_string_lossy()) {
+        Ok(id) => id,
+        Err(e) => {
+            // A plan missing from a ledger that was rewound is that rewind (16, from the
+            // snapshot's check against the tip this clone saw), not "no such plan".
+            ctx.published_plans()?;
+            return Err(e);
+        }
+    };
     let snapshot = ctx
         .published(&id)?
         .ok_or_else(|| Error::internal("the team remote went away while reading it"))?;
@@ -574,7 +582,6 @@ fn published_plans<'s>(
             let applied_at = consumed.as_ref().and_then(|c| {
                 let item = crate::store::consumption::RemoteItem {
                     refname: c.refname.clone(),
-                    oid: c.oid,
                     bytes: c.marker.clone(),
                 };
                 let made_within =

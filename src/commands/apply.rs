@@ -47,6 +47,7 @@ pub fn parse_wait(s: &str) -> std::result::Result<std::time::Duration, String> {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    ctx.record_ledger_tips();
     let applied = execute(&args, ctx, ui);
     ctx.report_published(ui);
     let applied = applied?;

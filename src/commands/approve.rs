@@ -78,6 +78,7 @@ impl PublishArgs {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    ctx.record_ledger_tips();
     let r = record(
         ctx,
         ui,

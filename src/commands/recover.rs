@@ -12,6 +12,7 @@ use crate::ui::Ui;
 pub struct Args {}
 
 pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    ctx.record_ledger_tips();
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
     let locked = store.lock(repo)?;

@@ -31,6 +31,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    ctx.record_ledger_tips();
     // A veto is always safe to record: no confirmation prompt.
     let record = super::approve::Record {
         plan_path: &args.plan,

@@ -50,6 +50,7 @@ fn resolve(store: &Store, arg: &str) -> Result<String> {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    ctx.record_ledger_tips();
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
     let id = resolve(&store, &args.plan)?;

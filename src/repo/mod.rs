@@ -15,6 +15,7 @@ mod config;
 mod contained;
 pub mod gitenv;
 mod graph;
+pub mod ledger;
 pub mod mutate;
 mod objects;
 mod parallel;

@@ -208,24 +208,6 @@ impl RepoMut<'_> {
         Ok(Oid::from_str(&new)?)
     }
 
-    /// Write the one-file item `name` holding `bytes` (a blob, a tree, a parentless commit:
-    /// `repo::publish::item_objects`, the shape of everything under `refs/guardctl/` on a
-    /// remote) into the object store, unreferenced, so a push from here can carry it (the
-    /// consumed marker `apply` pushes with a remote's deletions). Returns the commit's id.
-    pub fn write_item(&self, name: &str, bytes: &[u8]) -> Result<String> {
-        let o = super::publish::item_objects(name, bytes)?;
-        self.hash_object("blob", &o.blob)?;
-        self.hash_object("tree", &o.tree)?;
-        let oid = self.hash_object("commit", &o.commit)?;
-        if oid != o.oid.to_string() {
-            return Err(Error::internal(format!(
-                "git wrote the item {name} as {oid}, not {}: a repository that does not use SHA-1 cannot publish to refs/guardctl/",
-                o.oid
-            )));
-        }
-        Ok(oid)
-    }
-
     /// Write an object (a saved tag, on rollback) durably; returns its id.
     pub fn write_object(&self, kind: &str, content: &[u8]) -> Result<String> {
         self.hash_object(kind, content)

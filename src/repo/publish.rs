@@ -169,6 +169,17 @@ impl Scratch {
         self.dir.path()
     }
 
+    /// Its object store, for [`super::ledger`]'s reads and writes.
+    pub(super) fn git2(&self) -> &Repository {
+        &self.git
+    }
+
+    /// Its object directory: a push from another repository that must carry objects built
+    /// here (a ledger commit) names it as an alternate.
+    pub fn objects_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("objects")
+    }
+
     fn git(&self) -> Process {
         self.git_env(super::gitenv::git())
     }
@@ -284,8 +295,30 @@ impl Scratch {
     ///   wrote is removed, and the answer is [`Fetch::Capped`] (nothing of this fetch is
     ///   kept; fetch fewer refs).
     pub fn fetch(&self, url: &str, patterns: &[String], limit: u64) -> Result<Fetch> {
+        // Published items are parentless commits: one commit deep is all of one, and a
+        // hostile ref pointing into a long history brings no more.
+        self.fetch_specs(url, patterns, limit, fetch_cap(limit), Some(1))
+    }
+
+    /// Fetch `refname` from `url` with its whole history (the ledger, `store::ledger`), no
+    /// blob of more than `limit` bytes and no pack of more than `cap`, as [`Scratch::fetch`]
+    /// caps a fetch of items.
+    pub fn fetch_history(&self, url: &str, refname: &str, limit: u64, cap: u64) -> Result<Fetch> {
+        self.fetch_specs(url, &[refname.to_string()], limit, cap, None)
+    }
+
+    fn fetch_specs(
+        &self,
+        url: &str,
+        patterns: &[String],
+        limit: u64,
+        cap: u64,
+        depth: Option<u32>,
+    ) -> Result<Fetch> {
         check_url(url)?;
-        let cap = fetch_cap(limit);
+        // The refspecs go on standard input: thousands of refs (anyone who can push can
+        // create them) as arguments would exceed the kernel's limit on a command line.
+        let specs: String = patterns.iter().map(|pat| format!("+{pat}:{pat}\n")).collect();
         let p = self
             .git_capped(cap)
             .args([
@@ -295,18 +328,18 @@ impl Scratch {
                 "transfer.unpackLimit=1",
                 "fetch",
                 "--quiet",
-                // Published items are parentless commits: one commit deep is all of one,
-                // and a hostile ref pointing into a long history brings no more.
-                "--depth=1",
+                "--stdin",
+            ])
+            .args(depth.map(|d| format!("--depth={d}")))
+            .args([
                 &format!("--filter=blob:limit={limit}"),
                 "--no-tags",
                 "--no-write-fetch-head",
                 "--no-auto-gc",
                 "--",
                 url,
-            ])
-            .args(patterns.iter().map(|pat| format!("+{pat}:{pat}")));
-        match p.checked(None) {
+            ]);
+        match p.checked(Some(specs.as_bytes())) {
             Ok(_) => Ok(Fetch::Done),
             Err(e) => {
                 if self.remove_capped(cap)? {

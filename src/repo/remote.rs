@@ -209,7 +209,11 @@ fn parse_ls_remote(out: &[u8]) -> RemoteRefs {
             continue;
         }
         let tag = name.starts_with(b"refs/tags/");
-        if !(tag || name.starts_with(b"refs/heads/")) || name.ends_with(b"^{}") {
+        // guardctl's own ledger is no branch a plan may delete.
+        if !(tag || name.starts_with(b"refs/heads/"))
+            || name.ends_with(b"^{}")
+            || name == super::ledger::LEDGER_REF.as_bytes()
+        {
             continue;
         }
         let (refname, utf8) = match std::str::from_utf8(name) {

@@ -9,23 +9,15 @@
 //! whether that key speaks for the plan's executor, is `execute::remote_result`'s business,
 //! exactly as for the marker and receipt in `.git/guardctl`.
 
-use super::published::{
-    self, Item, ItemKind, MAX_MARKER_BYTES, Published, Remote, consumed_ref, receipt_ref,
-};
+use super::published::{self, Item, ItemKind, Published, Remote, consumed_ref, receipt_ref};
 use crate::error::{Error, Result};
-use crate::repo::publish::{self as git, Scratch};
 use crate::text::safe;
-use git2::Oid;
 
-/// A receipt of a 50,000-branch plan is tens of megabytes.
-const MAX_RECEIPT_BYTES: u64 = crate::plan::envelope::MAX_FILE_BYTES;
-
-/// One published item read back: its ref, its commit, and its one file (`Err`: why it is
-/// not a one-file item guardctl could have published).
+/// One published item read back: its name, and its one file (`Err`: why it is not a
+/// one-file item guardctl could have published).
 #[derive(Debug, Clone)]
 pub struct RemoteItem {
     pub refname: String,
-    pub oid: Oid,
     pub bytes: std::result::Result<Vec<u8>, String>,
 }
 
@@ -38,68 +30,23 @@ pub struct Consumption {
     pub receipt: Option<RemoteItem>,
 }
 
-/// The commit ids of plan `id_hex`'s consumed and receipt refs on `remote` (`git ls-remote`
-/// only: nothing is fetched, nothing is stored).
-pub fn list(remote: &Remote, id_hex: &str) -> Result<(Option<Oid>, Option<Oid>)> {
-    let (consumed, receipt) = (consumed_ref(id_hex), receipt_ref(id_hex));
-    let listed = git::ls_remote(
-        remote.transport.clone(),
-        &remote.url,
-        &[consumed.clone(), receipt.clone()],
-    )
-    .map_err(|e| cannot_read(remote, e))?;
-    let find = |name: &str| listed.iter().find(|(r, _)| r == name).map(|(_, o)| *o);
-    Ok((find(&consumed), find(&receipt)))
-}
-
-/// The consumed marker and receipt of plan `id_hex` on `remote`, fetched into a private
-/// scratch repository and read; `None` when the plan is not consumed there.
+/// The consumed marker and receipt of plan `id_hex` on `remote` (its ledger, and its refs
+/// from before the ledger), fetched into a private scratch repository and read; `None` when
+/// the plan is not consumed there.
 pub fn read(remote: &Remote, id_hex: &str) -> Result<Option<Consumption>> {
-    let (Some(marker), receipt) = list(remote, id_hex)? else {
-        return Ok(None);
-    };
-    let scratch = Scratch::new(remote.transport.clone())?;
-    let mut wanted = vec![(consumed_ref(id_hex), marker)];
-    if let Some(oid) = receipt {
-        wanted.push((receipt_ref(id_hex), oid));
-    }
-    let names: Vec<String> = wanted.iter().map(|(r, _)| r.clone()).collect();
-    let too_large = published::fetch_capped(&scratch, &remote.url, &wanted, &names)
+    let snapshot = published::Snapshot::fetch(remote, published::Scope::Plan(id_hex.to_string()))
         .map_err(|e| cannot_read(remote, e))?;
-    let item = |refname: String, kind: ItemKind, limit: u64| -> Result<Option<RemoteItem>> {
-        if let Some((refname, oid)) = too_large.iter().find(|(r, _)| *r == refname) {
-            return Ok(Some(RemoteItem {
-                bytes: Err(format!(
-                    "its `{}` is larger than any published item can be: it was not fetched",
-                    kind.file()
-                )),
-                refname: refname.clone(),
-                oid: *oid,
-            }));
-        }
-        Ok(scratch
-            .refs(&refname)?
-            .into_iter()
-            .find(|(r, _)| *r == refname)
-            .map(|(refname, oid)| RemoteItem {
-                bytes: scratch.read_item(oid, kind.file(), limit),
-                refname,
-                oid,
-            }))
+    let item = |c: published::ConsumedItem| RemoteItem {
+        refname: c.refname,
+        bytes: c.marker,
     };
-    let Some(consumed) = item(consumed_ref(id_hex), ItemKind::Consumed, MAX_MARKER_BYTES)? else {
+    let Some(consumed) = snapshot.consumed(id_hex)? else {
         return Ok(None);
     };
     Ok(Some(Consumption {
-        consumed,
-        receipt: item(receipt_ref(id_hex), ItemKind::Receipt, MAX_RECEIPT_BYTES)?,
+        consumed: item(consumed),
+        receipt: snapshot.receipt(id_hex)?.map(item),
     }))
-}
-
-/// The id `consumed/<id>` has when it holds exactly the marker `bytes` (what an apply that
-/// consumed the plan with that marker pushed).
-pub fn marker_oid(bytes: &[u8]) -> Result<Oid> {
-    Ok(git::item_objects(ItemKind::Consumed.file(), bytes)?.oid)
 }
 
 /// Publish plan `id_hex`'s signed receipt (`receipt.json`'s bytes) to `remote`, with its
@@ -144,10 +91,11 @@ fn cannot_read(remote: &Remote, e: Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repo::publish::{RefUpdate, Scratch};
     use crate::store::published::tests::bare;
 
     #[test]
-    fn a_receipt_published_with_its_marker_is_read_back_and_the_marker_is_known_by_its_id() {
+    fn a_receipt_published_with_its_marker_is_read_back_from_the_ledger() {
         let (_d, remote) = bare();
         let id = "e".repeat(64);
         assert!(read(&remote, &id).unwrap().is_none());
@@ -155,32 +103,34 @@ mod tests {
         assert_eq!(p.created, vec![consumed_ref(&id), receipt_ref(&id)]);
         let c = read(&remote, &id).unwrap().unwrap();
         assert_eq!(c.consumed.bytes.as_deref().unwrap(), b"marker");
-        assert_eq!(c.consumed.oid, marker_oid(b"marker").unwrap());
-        let receipt = c.receipt.unwrap();
-        assert_eq!(receipt.bytes.unwrap(), b"receipt");
+        assert_eq!(c.receipt.unwrap().bytes.unwrap(), b"receipt");
         // Again: already there. Another receipt under the same name: refused, nothing lands.
         let again = publish_receipt(&remote, &id, None, b"receipt").unwrap();
         assert_eq!(again.already, vec![receipt_ref(&id)]);
         let e = publish_receipt(&remote, &id, None, b"forged").unwrap_err();
         assert_eq!(e.kind, crate::error::Kind::Policy);
-        assert_eq!(
-            list(&remote, &id).unwrap(),
-            (Some(c.consumed.oid), Some(receipt.oid))
+        let refs = git2::Repository::open(&remote.url).unwrap();
+        assert!(
+            refs.find_reference(crate::store::ledger::LEDGER_REF).is_ok()
+                && refs.find_reference(&consumed_ref(&id)).is_err(),
+            "published on the ledger, not as refs of their own"
         );
     }
 
     #[test]
-    fn a_consumed_marker_without_a_receipt_reads_as_consumed_and_waiting() {
+    fn a_consumed_marker_published_before_the_ledger_reads_as_consumed_and_waiting() {
         let (_d, remote) = bare();
         let id = "f".repeat(64);
         let s = Scratch::new(vec![]).unwrap();
         let oid = s.item(ItemKind::Consumed.file(), b"m").unwrap();
-        s.push(&remote.url, &[git::RefUpdate::create(consumed_ref(&id), oid)])
+        s.push(&remote.url, &[RefUpdate::create(consumed_ref(&id), oid)])
             .unwrap();
         let c = read(&remote, &id).unwrap().unwrap();
-        assert_eq!(c.consumed.oid, oid);
+        assert_eq!(c.consumed.bytes.unwrap(), b"m");
         assert!(c.receipt.is_none());
-        assert_eq!(list(&remote, &id).unwrap(), (Some(oid), None));
+        // Its name is taken: the ledger does not take another marker there.
+        let e = publish_receipt(&remote, &id, Some(b"other"), b"r").unwrap_err();
+        assert_eq!(e.kind, crate::error::Kind::Policy);
     }
 
     #[test]
@@ -189,7 +139,7 @@ mod tests {
         let id = "a".repeat(64);
         let s = Scratch::new(vec![]).unwrap();
         let junk = s.item("other.json", b"x").unwrap();
-        s.push(&remote.url, &[git::RefUpdate::create(consumed_ref(&id), junk)])
+        s.push(&remote.url, &[RefUpdate::create(consumed_ref(&id), junk)])
             .unwrap();
         let c = read(&remote, &id).unwrap().unwrap();
         assert!(

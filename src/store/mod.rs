@@ -9,6 +9,7 @@
 pub mod audit;
 pub mod consumption;
 pub mod decisions;
+pub mod ledger;
 pub mod published;
 pub mod seen;
 pub mod state;

@@ -40,6 +40,7 @@ use crate::plan::envelope::{APPROVAL_PAYLOAD_TYPE, Envelope, MAX_FILE_BYTES, Pla
 use crate::planfile::Loaded;
 use crate::repo::publish::{self, RefOutcome, RefUpdate, Scratch};
 use crate::sign::dsse;
+use crate::store::ledger::{LEDGER_REF, Ledger};
 use crate::text::safe;
 use git2::Oid;
 use std::path::Path;
@@ -194,6 +195,14 @@ impl Item {
 }
 
 /// The kind of a signed decision and the ref-safe fingerprint of the key that signed it.
+/// The rank of a source among items of one name: the ledger's first.
+fn source_rank(s: &Source) -> u8 {
+    match s {
+        Source::Ledger { .. } => 0,
+        Source::Ref(_) => 1,
+    }
+}
+
 fn decision_of(env: &Envelope) -> Result<(ItemKind, String)> {
     let v = dsse::verify(env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE)
         .map_err(|e| Error::internal("cannot read back the envelope just signed").caused_by(e))?;
@@ -271,11 +280,9 @@ pub fn publish_decision(
     // keep this one off the remote.
     let there = Snapshot::fetch(remote, Scope::Plan(id_hex.to_string()))?;
     let own = there
-        .scratch
-        .refs(&primary)?
-        .into_iter()
-        .find(|(r, _)| *r == primary)
-        .is_some_and(|(_, oid)| there.decision(kind, id_hex, &fpr, oid).is_ok());
+        .exactly(&primary)?
+        .iter()
+        .any(|source| there.decision(kind, id_hex, &fpr, &primary, source).is_ok());
     if own {
         outcome(remote, &items, &report)?;
         return Err(Error::internal("git refused the push but reported no refusal"));
@@ -292,18 +299,137 @@ pub fn publish_decision(
     })
 }
 
-/// One atomic push of `items` (create-only) and `extra`, from a new scratch repository.
-fn push(remote: &Remote, items: &[Item], extra: &[RefUpdate]) -> Result<publish::PushReport> {
+/// How many times a write that lost the race for the ledger's tip to an unrelated write is
+/// built again on the new tip before it gives up.
+const LEDGER_ATTEMPTS: u32 = 40;
+
+/// What the remote's ledger (and, from before it, its refs) holds at the names of `items`,
+/// and a commit adding those it does not hold yet, built in a scratch repository on the
+/// ledger's current tip.
+pub struct Prepared {
+    pub scratch: Scratch,
+    /// Per item: `Done` (to be added by `update`), `AlreadyThere` (these very bytes are
+    /// published) or `Stale` (that name holds something else: a published item is never
+    /// replaced).
+    pub refs: Vec<(String, RefOutcome)>,
+    /// The fast-forward of the ledger adding the `Done` items, leased on the tip it was built
+    /// on (`expect: None`: the remote has no ledger yet); `None` when there is nothing to add.
+    pub update: Option<RefUpdate>,
+}
+
+/// Fetch the remote's ledger and build the commit that publishes `items` (see [`Prepared`]).
+pub fn prepare(remote: &Remote, items: &[Item]) -> Result<Prepared> {
     let scratch = Scratch::new(remote.transport.clone())?;
-    let mut updates = Vec::with_capacity(items.len() + extra.len());
+    let mut patterns: Vec<String> = items.iter().map(|i| i.refname.clone()).collect();
+    patterns.push(LEDGER_REF.to_string());
+    let listed = scratch.ls_remote(&remote.url, &patterns)?;
+    let tip = listed.iter().find(|(r, _)| r == LEDGER_REF).map(|(_, o)| *o);
+    let ledger = Ledger::fetch(&scratch, &remote.url, tip)?;
+    let mut refs = Vec::new();
+    let mut new: Vec<(&str, &str, &[u8])> = Vec::new();
     for item in items {
-        updates.push(RefUpdate::create(
-            item.refname.clone(),
-            scratch.item(item.kind.file(), &item.bytes)?,
-        ));
+        let blob = Oid::hash_object(git2::ObjectType::Blob, &item.bytes)?;
+        let before = listed.iter().find(|(r, _)| *r == item.refname).map(|(_, o)| *o);
+        let outcome = match (ledger.first(&item.refname), before) {
+            (Some(e), _) if e.blob == blob && e.file == item.kind.file() && e.regular => {
+                RefOutcome::AlreadyThere
+            }
+            (Some(_), _) => RefOutcome::Stale,
+            (None, Some(oid)) if oid == publish::item_objects(item.kind.file(), &item.bytes)?.oid => {
+                RefOutcome::AlreadyThere
+            }
+            (None, Some(_)) => RefOutcome::Stale,
+            (None, None) => {
+                new.push((item.refname.as_str(), item.kind.file(), item.bytes.as_slice()));
+                RefOutcome::Done
+            }
+        };
+        refs.push((item.refname.clone(), outcome));
     }
-    updates.extend(extra.iter().cloned());
-    scratch.push(&remote.url, &updates)
+    let update = match new.is_empty() {
+        true => None,
+        false => Some(RefUpdate {
+            refname: LEDGER_REF.to_string(),
+            new: Some(ledger.append(&scratch, &new)?),
+            expect: ledger.tip,
+        }),
+    };
+    Ok(Prepared {
+        scratch,
+        refs,
+        update,
+    })
+}
+
+/// Publish `items` on the ledger (one commit, a fast-forward leased on the tip it was built
+/// on) with `extra` in one atomic push; a push that lost the race for the tip to another
+/// writer is built again on the new tip, so that of several writers of one name exactly one
+/// lands and the others find it there.
+fn push(remote: &Remote, items: &[Item], extra: &[RefUpdate]) -> Result<publish::PushReport> {
+    let mut pause = std::time::Duration::from_millis(25);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let prepared = prepare(remote, items)?;
+        let mut refs = prepared.refs;
+        if refs.iter().any(|(_, o)| *o == RefOutcome::Stale) {
+            for (_, o) in refs.iter_mut().filter(|(_, o)| *o != RefOutcome::Stale) {
+                *o = RefOutcome::AtomicAbort;
+            }
+            return Ok(publish::PushReport {
+                refs,
+                remote_messages: vec![],
+                ok: false,
+            });
+        }
+        let mut updates: Vec<RefUpdate> = extra.to_vec();
+        updates.extend(prepared.update);
+        if updates.is_empty() {
+            return Ok(publish::PushReport {
+                refs,
+                remote_messages: vec![],
+                ok: true,
+            });
+        }
+        let report = prepared.scratch.push(&remote.url, &updates)?;
+        let ledger = report.outcome(LEDGER_REF).cloned();
+        let extras_held = extra
+            .iter()
+            .all(|u| report.outcome(&u.refname) != Some(&RefOutcome::Stale));
+        if !report.ok && ledger == Some(RefOutcome::Stale) && extras_held && attempt < LEDGER_ATTEMPTS {
+            // Another write moved the tip first: build on the new one (after a short,
+            // randomised pause, so that racing writers do not meet again at once).
+            let jitter = crate::fsutil::random_bytes::<1>()
+                .map(|b| b[0] as u32)
+                .unwrap_or(0);
+            std::thread::sleep(pause + pause * jitter / 255);
+            pause = (pause * 2).min(std::time::Duration::from_secs(1));
+            continue;
+        }
+        for (_, o) in refs.iter_mut() {
+            *o = match (&*o, &ledger) {
+                (RefOutcome::Done, Some(RefOutcome::Stale)) => RefOutcome::Refused(format!(
+                    "the ledger {LEDGER_REF} kept moving: {attempt} attempts lost the race to other writers"
+                )),
+                (RefOutcome::Done, Some(l)) => l.clone(),
+                (RefOutcome::Done, None) => RefOutcome::AtomicAbort,
+                (_, _) if !report.ok => RefOutcome::AtomicAbort,
+                (other, _) => other.clone(),
+            };
+        }
+        refs.extend(
+            report
+                .refs
+                .iter()
+                .filter(|(r, _)| extra.iter().any(|u| u.refname == *r))
+                .cloned(),
+        );
+        return Ok(publish::PushReport {
+            refs,
+            remote_messages: report.remote_messages,
+            ok: report.ok,
+        });
+    }
 }
 
 /// What a push of `items` did, or why it did not land (see [`publish`]).
@@ -419,8 +545,12 @@ impl Scope {
     /// plan, each decision directory by glob and its other refs by name (a refspec has one
     /// `*`, and a name that does not exist fails the fetch).
     fn fetch_patterns(&self, wanted: &[String]) -> Vec<String> {
-        if *self == Scope::All {
-            return vec![format!("{ROOT}*")];
+        match self {
+            Scope::All => return vec![format!("{ROOT}*")],
+            // By glob: one name per plan would be one argument per plan (and a refspec git
+            // matches against every ref it is offered).
+            Scope::Plans => return vec![format!("{ROOT}plans/*"), format!("{ROOT}consumed/*")],
+            Scope::Plan(_) => {}
         }
         let mut out: Vec<String> = Vec::new();
         for r in wanted {
@@ -467,18 +597,32 @@ impl Scope {
     }
 }
 
+/// Where a published item was read from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Source {
+    /// A file the ledger holds (`store::ledger`): its blob, its file's name, whether it is a
+    /// regular file. Sorted first: the ledger is where items are published now.
+    Ledger { blob: Oid, file: String, regular: bool },
+    /// A ref under `refs/guardctl/` (as published before the ledger), at its item's commit.
+    Ref(Oid),
+}
+
 /// Published items fetched into a scratch repository: read them from here.
 pub struct Snapshot {
     pub remote: Remote,
     pub scope: Scope,
     scratch: Scratch,
+    /// The ledger as fetched (its tip, its warnings); its entries are in `refs`.
+    ledger: Ledger,
     /// Refs listed but not fetched: what they hold is larger than any item can be.
     too_large: Vec<(String, Oid)>,
     /// Every ref fetched and every ref left out as too large, sorted by name: read once
     /// after the fetch. Looking each prefix up in the scratch repository instead walked all
     /// of its refs every time (`inbox` reads several prefixes per plan), so that 8000 junk
     /// refs anyone can push made every `inbox` take minutes (quadratic in the refs).
-    refs: Vec<(String, Oid)>,
+    /// The ledger's entries are here too, by their item's ref name, before any ref of the
+    /// same name.
+    refs: Vec<(String, Source)>,
     /// [`Snapshot::plans`], read once.
     plans: std::cell::OnceCell<PublishedPlans>,
 }
@@ -581,7 +725,7 @@ pub struct Decisions {
 #[derive(Debug, Clone)]
 pub struct ConsumedItem {
     pub refname: String,
-    pub oid: Oid,
+    pub source: Source,
     /// Its `consumed.json` (the signed marker: `store::consumption`, `execute::remote_marker`
     /// verify it); `Err` says why it is not readable.
     pub marker: std::result::Result<Vec<u8>, String>,
@@ -597,9 +741,11 @@ impl Snapshot {
                 .caused_by(e.message)
                 .with_hint("check the remote's URL and your access to it (`git ls-remote <remote> 'refs/guardctl/*'`); guardctl needs it to see published approvals and rejections")
         };
-        let listed = scratch
-            .ls_remote(&remote.url, &scope.patterns())
-            .map_err(cannot)?;
+        let mut patterns = scope.patterns();
+        patterns.push(LEDGER_REF.to_string());
+        let listed = scratch.ls_remote(&remote.url, &patterns).map_err(cannot)?;
+        let tip = listed.iter().find(|(r, _)| r == LEDGER_REF).map(|(_, o)| *o);
+        let ledger = Ledger::fetch(&scratch, &remote.url, tip).map_err(cannot)?;
         let wanted: Vec<String> = listed
             .iter()
             .map(|(r, _)| r.clone())
@@ -613,17 +759,30 @@ impl Snapshot {
         )
         .map_err(cannot)?;
         // The first fetch is by glob: what it brought beyond the scope is not read.
-        let mut refs: Vec<(String, Oid)> = scratch
+        let mut refs: Vec<(String, Source)> = scratch
             .refs(ROOT)?
             .into_iter()
             .filter(|(r, _)| scope.holds(r))
+            .map(|(r, o)| (r, Source::Ref(o)))
             .collect();
-        refs.extend(too_large.iter().cloned());
-        refs.sort();
+        refs.extend(too_large.iter().map(|(r, o)| (r.clone(), Source::Ref(*o))));
+        refs.extend(ledger.entries.iter().filter(|e| scope.holds(&e.name)).map(|e| {
+            (
+                e.name.clone(),
+                Source::Ledger {
+                    blob: e.blob,
+                    file: e.file.clone(),
+                    regular: e.regular,
+                },
+            )
+        }));
+        // Stable: the ledger's entries of one name stay in the order they were added.
+        refs.sort_by(|a, b| (&a.0, source_rank(&a.1)).cmp(&(&b.0, source_rank(&b.1))));
         Ok(Snapshot {
             remote: remote.clone(),
             scope,
             scratch,
+            ledger,
             too_large,
             refs,
             plans: std::cell::OnceCell::new(),
@@ -635,8 +794,9 @@ impl Snapshot {
         self.too_large.iter().find(|(r, _)| r == refname).map(|(_, o)| *o)
     }
 
-    /// The refs under `prefix`: those fetched, and those left out as too large (sorted).
-    fn listed(&self, prefix: &str) -> Result<Vec<(String, Oid)>> {
+    /// The items under `prefix`, sorted by name (the ledger's first within a name): those
+    /// fetched, and those left out as too large.
+    fn listed(&self, prefix: &str) -> Result<Vec<(String, Source)>> {
         let start = self.refs.partition_point(|(r, _)| r.as_str() < prefix);
         Ok(self.refs[start..]
             .iter()
@@ -645,13 +805,46 @@ impl Snapshot {
             .collect())
     }
 
-    /// The one file of the item `refname` (commit `oid`), of at most `limit` bytes; `Err` says
-    /// why it is not readable, a ref left unfetched as too large included.
-    fn read(&self, refname: &str, oid: Oid, file: &str, limit: u64) -> std::result::Result<Vec<u8>, String> {
-        if self.too_large(refname).is_some() {
-            return Err(too_large_why(file));
+    /// The items named exactly `refname`, the ledger's first.
+    fn exactly(&self, refname: &str) -> Result<Vec<Source>> {
+        Ok(self
+            .listed(refname)?
+            .into_iter()
+            .filter(|(r, _)| r == refname)
+            .map(|(_, s)| s)
+            .collect())
+    }
+
+    /// The one file `file` of the item `refname` from `source`, of at most `limit` bytes;
+    /// `Err` says why it is not readable, a ref left unfetched as too large included.
+    fn read(
+        &self,
+        refname: &str,
+        source: &Source,
+        file: &str,
+        limit: u64,
+    ) -> std::result::Result<Vec<u8>, String> {
+        match source {
+            Source::Ref(oid) => {
+                if self.too_large(refname).is_some() {
+                    return Err(too_large_why(file));
+                }
+                self.scratch.read_item(*oid, file, limit)
+            }
+            Source::Ledger {
+                blob,
+                file: held,
+                regular,
+            } => {
+                if held != file || !regular {
+                    return Err(format!(
+                        "the ledger holds `{}` there, not the regular file `{file}`",
+                        safe(held)
+                    ));
+                }
+                self.scratch.read_blob(*blob, limit)
+            }
         }
-        self.scratch.read_item(oid, file, limit)
     }
 
     /// Every plan published here, each verified exactly as [`Snapshot::plan`] does (read
@@ -672,37 +865,71 @@ impl Snapshot {
         Ok(self.plans.get_or_init(|| out))
     }
 
-    /// The ids (hex) of the plans published here, sorted.
+    /// The ids (hex) of the plans published here, sorted, each once.
     pub fn plan_ids(&self) -> Result<Vec<String>> {
-        Ok(self
+        let mut ids: Vec<String> = self
             .listed(&format!("{ROOT}plans/"))?
             .into_iter()
             .filter_map(|(r, _)| r.strip_prefix(&format!("{ROOT}plans/")).map(String::from))
             .filter(|id| crate::store::state::is_plan_id_hex(id))
-            .collect())
+            .collect();
+        ids.dedup();
+        Ok(ids)
     }
 
-    /// Whether plan `id_hex` is published here (whatever its ref holds).
+    /// Whether plan `id_hex` is published here (whatever it holds).
     pub fn has_plan(&self, id_hex: &str) -> bool {
-        let r = plan_ref(id_hex);
-        self.listed(&r)
-            .is_ok_and(|refs| refs.iter().any(|(n, _)| *n == r))
+        self.exactly(&plan_ref(id_hex)).is_ok_and(|s| !s.is_empty())
     }
 
-    fn name(&self, refname: &str) -> String {
-        format!("{refname} on {}", self.remote.describe())
+    fn name(&self, refname: &str, source: &Source) -> String {
+        match source {
+            Source::Ref(_) => format!("{refname} on {}", self.remote.describe()),
+            Source::Ledger { .. } => format!(
+                "{refname} in the ledger ({LEDGER_REF}) of {}",
+                self.remote.describe()
+            ),
+        }
+    }
+
+    /// The ledger's tip as fetched (`None`: the remote has no ledger).
+    pub fn ledger_tip(&self) -> Option<Oid> {
+        self.ledger.tip
+    }
+
+    /// Warnings about the ledger's shape (a merge commit, a file outside the layout).
+    pub fn ledger_warnings(&self) -> &[String] {
+        &self.ledger.warnings
+    }
+
+    /// Refuse (16) a ledger that does not hold `seen`, the tip this clone saw before
+    /// (`store::ledger::check_seen`).
+    pub fn check_seen(&self, seen: Oid, state_dir: &Path) -> Result<()> {
+        super::ledger::check_seen(&self.scratch, &self.ledger, seen, &self.remote.url, state_dir)
     }
 
     /// The plan published as `id_hex`, verified as a plan file: `None` when none is
-    /// published; `Err` (invalid_plan, 65) when what is there is not a valid plan with that id.
+    /// published; `Err` (invalid_plan, 65) when nothing there is a valid plan with that id.
+    /// Several items of that name (a ref and the ledger's copy, or a junk file added first)
+    /// are each tried: every valid one is the same plan, the one its id hashes.
     pub fn plan(&self, id_hex: &str) -> Result<Option<Loaded>> {
         let refname = plan_ref(id_hex);
-        let Some((_, oid)) = self.listed(&refname)?.into_iter().find(|(r, _)| *r == refname) else {
-            return Ok(None);
-        };
-        let name = self.name(&refname);
+        let mut first_error = None;
+        for source in self.exactly(&refname)? {
+            match self.plan_from(id_hex, &refname, &source) {
+                Ok(l) => return Ok(Some(l)),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(None), Err)
+    }
+
+    fn plan_from(&self, id_hex: &str, refname: &str, source: &Source) -> Result<Loaded> {
+        let name = self.name(refname, source);
         let bytes = self
-            .read(&refname, oid, ItemKind::Plan.file(), MAX_FILE_BYTES)
+            .read(refname, source, ItemKind::Plan.file(), MAX_FILE_BYTES)
             .map_err(|why| {
                 Error::invalid_plan(format!("{name}: {why}")).with_hint(
                     "what is published there is not a plan guardctl published; ask the planner to plan again",
@@ -716,7 +943,7 @@ impl Snapshot {
             ))
             .with_hint("ask the planner to publish the plan again (`guardctl plan … --publish`)"));
         }
-        Ok(Some(loaded))
+        Ok(loaded)
     }
 
     /// The approvals, rejections and withdrawals published for plan `id_hex` that are what
@@ -725,20 +952,19 @@ impl Snapshot {
         let mut out = Decisions::default();
         for kind in ItemKind::DECISIONS {
             let dir = format!("{ROOT}{}/{id_hex}/", kind.dir());
-            for (refname, oid) in self.listed(&dir)? {
+            for (refname, source) in self.listed(&dir)? {
                 let checked = match fpr_of_name(&refname[dir.len()..]) {
-                    Some(_) if self.too_large(&refname).is_some() => Err(too_large_why(kind.file())),
-                    Some(fpr) => self.decision(kind, id_hex, fpr, oid),
+                    Some(fpr) => self.decision(kind, id_hex, fpr, &refname, &source),
                     None => Err("its name is not a key fingerprint (`<fpr>` or `<fpr>-<digest>`)".into()),
                 };
                 match checked {
-                    Ok(env) => out.envelopes.push((self.name(&refname), env)),
+                    Ok(env) => out.envelopes.push((self.name(&refname, &source), env)),
                     Err(why) if kind == ItemKind::Rejection => out
                         .blocking
-                        .push(format!("{}: {why}", safe(&self.name(&refname)))),
+                        .push(format!("{}: {why}", safe(&self.name(&refname, &source)))),
                     Err(why) => out
                         .warnings
-                        .push(format!("ignored {}: {why}", safe(&self.name(&refname)))),
+                        .push(format!("ignored {}: {why}", safe(&self.name(&refname, &source)))),
                 }
             }
         }
@@ -750,9 +976,10 @@ impl Snapshot {
         kind: ItemKind,
         id_hex: &str,
         fpr: &str,
-        oid: Oid,
+        refname: &str,
+        source: &Source,
     ) -> std::result::Result<Envelope, String> {
-        let bytes = self.scratch.read_item(oid, kind.file(), MAX_ENVELOPE_BYTES)?;
+        let bytes = self.read(refname, source, kind.file(), MAX_ENVELOPE_BYTES)?;
         let env: Envelope =
             serde_json::from_slice(&bytes).map_err(|e| format!("not a signed envelope ({e})"))?;
         let v = dsse::verify(&env, APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE).map_err(|e| e.to_string())?;
@@ -772,29 +999,40 @@ impl Snapshot {
         Ok(env)
     }
 
-    /// The consumed marker of plan `id_hex`, if the remote has one.
+    /// The consumed marker of plan `id_hex`, if the remote has one: the first added (a
+    /// marker is never replaced; a later one at the same name is not the one that consumed).
     pub fn consumed(&self, id_hex: &str) -> Result<Option<ConsumedItem>> {
         let refname = consumed_ref(id_hex);
         Ok(self
-            .listed(&refname)?
+            .exactly(&refname)?
             .into_iter()
-            .find(|(r, _)| *r == refname)
-            .map(|(refname, oid)| ConsumedItem {
-                marker: self.read(&refname, oid, ItemKind::Consumed.file(), MAX_MARKER_BYTES),
+            .next()
+            .map(|source| ConsumedItem {
+                marker: self.read(&refname, &source, ItemKind::Consumed.file(), MAX_MARKER_BYTES),
                 refname,
-                oid,
+                source,
+            }))
+    }
+
+    /// The receipt (or abandonment record) of plan `id_hex`, if the remote has one: the
+    /// first added.
+    pub fn receipt(&self, id_hex: &str) -> Result<Option<ConsumedItem>> {
+        let refname = receipt_ref(id_hex);
+        Ok(self
+            .exactly(&refname)?
+            .into_iter()
+            .next()
+            .map(|source| ConsumedItem {
+                marker: self.read(&refname, &source, ItemKind::Receipt.file(), MAX_ITEM_BYTES),
+                refname,
+                source,
             }))
     }
 }
 
 /// Whether `remote` has plan `id_hex` published (whatever it holds).
 pub fn has_plan(remote: &Remote, id_hex: &str) -> Result<bool> {
-    let r = plan_ref(id_hex);
-    Ok(
-        publish::ls_remote(remote.transport.clone(), &remote.url, std::slice::from_ref(&r))?
-            .iter()
-            .any(|(n, _)| *n == r),
-    )
+    Ok(Snapshot::fetch(remote, Scope::Plan(id_hex.to_string()))?.has_plan(id_hex))
 }
 
 /// The published plan `arg` names: a plan id (`sha256:<hex>` or 64 hex digits) or a unique
@@ -809,17 +1047,23 @@ pub fn resolve(remote: &Remote, arg: &str) -> Result<String> {
         )
         .with_hint("pass a plan file, a plan id, or at least 8 hex digits of a published plan's id (`guardctl inbox` lists them)"));
     }
-    let listed = publish::ls_remote(
-        remote.transport.clone(),
+    let scratch = Scratch::new(remote.transport.clone())?;
+    let listed = scratch.ls_remote(
         &remote.url,
-        &[format!("{ROOT}plans/{wanted}*")],
+        &[format!("{ROOT}plans/{wanted}*"), LEDGER_REF.to_string()],
     )?;
+    let tip = listed.iter().find(|(r, _)| r == LEDGER_REF).map(|(_, o)| *o);
+    let ledger = Ledger::fetch(&scratch, &remote.url, tip)?;
     let prefix = format!("{ROOT}plans/");
-    let ids: Vec<String> = listed
+    let mut ids: Vec<String> = listed
         .into_iter()
-        .filter_map(|(r, _)| r.strip_prefix(&prefix).map(String::from))
+        .map(|(r, _)| r)
+        .chain(ledger.entries.into_iter().map(|e| e.name))
+        .filter_map(|r| r.strip_prefix(&prefix).map(String::from))
         .filter(|id| crate::store::state::is_plan_id_hex(id) && id.starts_with(&wanted))
         .collect();
+    ids.sort();
+    ids.dedup();
     match ids.as_slice() {
         [one] => Ok(one.clone()),
         [] => Err(Error::new(

@@ -86,7 +86,8 @@ fn envelope(env: &TestEnv, signer: &str, payload_type: &str, namespace: &str, pa
 /// The payload of the envelope in `refname:file` on the remote.
 fn published_payload(env: &TestEnv, refname: &str, file: &str) -> (String, Vec<u8>) {
     use base64::Engine;
-    let text = env.git_in(&env.origin(), &["show", &format!("{refname}:{file}")]);
+    let _ = file;
+    let text = env.published_bytes(&env.origin(), refname);
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let body = base64::engine::general_purpose::STANDARD
         .decode(v["payload"].as_str().unwrap())
@@ -176,7 +177,7 @@ fn an_approval_re_signed_by_the_planner_misfiled_under_another_key_or_plan_count
     assert_ne!(a, b);
     assert_eq!(env.run_in(&bob, "bob", &["approve", &a[..12], "--yes"]).code, 0);
     let bob_ref = format!("refs/guardctl/approvals/{a}/{}", key_hex(&env, "bob"));
-    let bob_commit = env.git_in(&env.origin(), &["rev-parse", &bob_ref]);
+    let bob_commit = env.published_commit(&env.origin(), &bob_ref, "approval.json");
     let (_, payload) = published_payload(&env, &bob_ref, "approval.json");
     // 1. bob's payload re-signed with the planner's own valid key, under the planner's key.
     let forged = envelope(
@@ -482,9 +483,10 @@ fn a_plan_pushed_under_an_id_that_is_not_its_own_is_refused_named_makes_a_prefix
     let short = publish(&env, &planner, "a.json", &[]);
     let long = publish(&env, &planner, "b.json", &["--expires-in", "3h"]);
     // Plan `short` pushed again under an id that shares `long`'s first 12 digits.
-    let commit = env.git_in(
+    let commit = env.published_commit(
         &env.origin(),
-        &["rev-parse", &format!("refs/guardctl/plans/{short}")],
+        &format!("refs/guardctl/plans/{short}"),
+        "plan.json",
     );
     let fake = format!("{}{}", &long[..12], "f".repeat(52));
     env.git_in(
@@ -694,9 +696,10 @@ fn another_plans_genuine_abandonment_record_under_this_plans_receipt_ref_never_r
     let r = alice_at(&env, &clones[0], &[], &["recover"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     let origin = env.origin();
-    let record = env.git_in(
+    let record = env.published_commit(
         &origin,
-        &["rev-parse", &format!("refs/guardctl/receipts/{one_id}")],
+        &format!("refs/guardctl/receipts/{one_id}"),
+        "receipt.json",
     );
     // Plan two: consumed on the remote by alice's key in runner-a, which dies before its
     // command; its receipt slot is still free. Someone copies plan one's record there.
@@ -752,17 +755,17 @@ fn recover_in_a_clone_whose_marker_never_reached_the_remote_publishes_no_abandon
     );
     assert_ne!(r.code, 0, "{}", r.transcript());
     let origin = env.origin();
-    let marker = env.git_in(&origin, &["rev-parse", &format!("refs/guardctl/consumed/{id}")]);
+    let marker = env.published_under(&origin, &format!("refs/guardctl/consumed/{id}"));
     // runner-b's recover holds the consuming key, but the marker on the remote is not its
     // own: it abandons its own apply and says nothing to other clones about runner-a's.
     let r = alice_at(&env, &clones[1], &[], &["recover"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert!(r.stdout.contains("it was not run"), "{}", r.stdout);
     assert!(!r.stdout.contains("published"), "{}", r.stdout);
-    let receipts = || env.git_in(&origin, &["for-each-ref", "refs/guardctl/receipts"]);
+    let receipts = || env.published_under(&origin, "refs/guardctl/receipts");
     assert_eq!(receipts(), "");
     assert_eq!(
-        env.git_in(&origin, &["rev-parse", &format!("refs/guardctl/consumed/{id}")]),
+        env.published_under(&origin, &format!("refs/guardctl/consumed/{id}")),
         marker
     );
     // runner-a's own recover does publish it.
@@ -802,10 +805,7 @@ fn a_consumed_marker_opt_out_in_a_clones_work_tree_branch_or_repo_config_is_not_
     let r = env.run_in(&executor, "mallory", &["--json", "apply", &id[..12]]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(r.json()["consumed_on"], "remote", "{}", r.stdout);
-    let marker = env.git_in(
-        &env.origin(),
-        &["for-each-ref", &format!("refs/guardctl/consumed/{id}")],
-    );
+    let marker = env.published_under(&env.origin(), &format!("refs/guardctl/consumed/{id}"));
     assert_ne!(marker, "", "the apply consumed the plan on the remote");
 }
 
@@ -842,7 +842,7 @@ fn a_reviewers_genuine_rejection_copied_under_many_fallback_names_is_one_veto_an
     let r = env.run_in(&carol, "carol", &["reject", &id[..12], "--comment", "no"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     let carol_ref = format!("refs/guardctl/rejections/{id}/{}", key_hex(&env, "carol"));
-    let commit = env.git_in(&env.origin(), &["rev-parse", &carol_ref]);
+    let commit = env.published_commit(&env.origin(), &carol_ref, "rejection.json");
     // The same genuine envelope under made-up fallback names of carol's and under bob's.
     for name in [
         format!("{carol_ref}-0000000000000000"),
@@ -1025,8 +1025,9 @@ fn inbox_reads_thousands_of_published_refs_in_one_fetch_of_a_few_refspecs() {
         .lines()
         .map(|l| l.parse().unwrap())
         .collect();
-    assert_eq!(args.len(), 1, "one fetch: {args:?}");
-    assert!(args[0] < 30, "a fetch of {} arguments", args[0]);
+    // The ledger (where the plan is) and the refs from before it: one fetch each.
+    assert_eq!(args.len(), 2, "one fetch of each: {args:?}");
+    assert!(args.iter().all(|a| *a < 30), "a fetch of {args:?} arguments");
 }
 
 // ---- A file named like a plan id ----
@@ -1078,7 +1079,7 @@ fn a_file_named_like_the_published_plans_id_holding_another_plan_is_refused_neve
         message.contains(&crate::fixtures::plan_id_of(&other)),
         "{message}"
     );
-    let approvals = env.git_in(&env.origin(), &["for-each-ref", "refs/guardctl/approvals"]);
+    let approvals = env.published_under(&env.origin(), "refs/guardctl/approvals");
     assert_eq!(approvals, "", "nothing was approved");
     // `./<name>` still reads the file; a file named like its own plan's id is that plan.
     let mut c = env.command();

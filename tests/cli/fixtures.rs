@@ -594,12 +594,165 @@ impl TestEnv {
         self.path().join("origin.git")
     }
 
-    /// `<ref> <oid>` for every branch the remote holds now, sorted.
+    /// Everything published on the bare repository `remote`, one `<name> <oid>` line each,
+    /// sorted: the refs under `refs/guardctl/` (as published before the ledger: the item's
+    /// commit) and every file of the ledger `refs/heads/guardctl/ledger` under its item's
+    /// name (`refs/guardctl/<dir of the file>`: the file's blob).
+    pub fn published_on(&self, remote: &Path) -> String {
+        let mut lines: Vec<String> = self
+            .git_in(
+                remote,
+                &[
+                    "for-each-ref",
+                    "--format=%(refname) %(objectname)",
+                    "refs/guardctl",
+                ],
+            )
+            .lines()
+            .map(String::from)
+            .collect();
+        let has_ledger = !self
+            .git_in(remote, &["for-each-ref", "refs/heads/guardctl/ledger"])
+            .is_empty();
+        let chain = match has_ledger {
+            true => self.git_in(
+                remote,
+                &[
+                    "log",
+                    "--first-parent",
+                    "--format=%H",
+                    "refs/heads/guardctl/ledger",
+                    "--",
+                ],
+            ),
+            false => String::new(),
+        };
+        for commit in chain.lines() {
+            for entry in self.git_in(remote, &["ls-tree", "-r", commit]).lines() {
+                if let Some((meta, path)) = entry.split_once('\t') {
+                    let blob = meta.split(' ').nth(2).unwrap_or_default();
+                    let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
+                    lines.push(format!("refs/guardctl/{dir} {blob}"));
+                }
+            }
+        }
+        lines.sort();
+        lines.join("\n")
+    }
+
+    /// The lines of [`TestEnv::published_on`] whose name starts with `prefix`.
+    pub fn published_under(&self, remote: &Path, prefix: &str) -> String {
+        self.published_on(remote)
+            .lines()
+            .filter(|l| l.starts_with(prefix))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The file of the item published as `name` on `remote` (the first the ledger holds,
+    /// else the one file of the ref's commit).
+    pub fn published_bytes(&self, remote: &Path, name: &str) -> String {
+        let line = self
+            .published_on(remote)
+            .lines()
+            .find(|l| l.split(' ').next() == Some(name))
+            .map(String::from)
+            .unwrap_or_else(|| panic!("nothing is published as {name}"));
+        let oid = line.split(' ').nth(1).unwrap().to_string();
+        match self.git_in(remote, &["cat-file", "-t", &oid]).as_str() {
+            "blob" => self.git_in(remote, &["cat-file", "blob", &oid]),
+            _ => {
+                let listing = self.git_in(remote, &["ls-tree", &oid]);
+                let blob = listing.split_whitespace().nth(2).unwrap().to_string();
+                self.git_in(remote, &["cat-file", "blob", &blob])
+            }
+        }
+    }
+
+    /// A one-file item commit (as published under `refs/guardctl/` before the ledger) holding
+    /// the file of the item published as `name`, written into `remote`: what someone with
+    /// push access copies under another name.
+    pub fn published_commit(&self, remote: &Path, name: &str, file: &str) -> String {
+        let bytes = self.published_bytes(remote, name);
+        let tmp = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(tmp.path(), &bytes).unwrap();
+        let blob = self.git_in(remote, &["hash-object", "-w", tmp.path().to_str().unwrap()]);
+        let tree = {
+            use std::io::Write;
+            let mut c = self
+                .git_command(remote, 0, "Alice")
+                .args(["mktree"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            writeln!(c.stdin.take().unwrap(), "100644 blob {blob}\t{file}").unwrap();
+            let out = c.wait_with_output().unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        self.git_in(remote, &["commit-tree", &tree, "-m", "copied"])
+    }
+
+    /// Add `files` (`(path in the ledger, bytes)`) to the ledger of the bare repository
+    /// `remote` by a commit made in `clone` and pushed as anyone with push access could.
+    pub fn push_to_ledger(&self, clone: &Path, files: &[(&str, &str)]) {
+        self.git_in(
+            clone,
+            &[
+                "fetch",
+                "-q",
+                "origin",
+                "+refs/heads/guardctl/ledger:refs/forged/ledger",
+            ],
+        );
+        let index = clone.join(".git/forged-index");
+        let _ = std::fs::remove_file(&index);
+        let with_index = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .current_dir(clone)
+                .env("GIT_INDEX_FILE", &index)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        for (path, bytes) in files {
+            let tmp = clone.join(".git/forged-blob");
+            std::fs::write(&tmp, bytes).unwrap();
+            let blob = self.git_in(clone, &["hash-object", "-w", tmp.to_str().unwrap()]);
+            with_index(&[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("100644,{blob},{path}"),
+            ]);
+        }
+        let tree = with_index(&["write-tree"]);
+        let parent = self.git_in(clone, &["rev-parse", "refs/forged/ledger"]);
+        let commit = self.git_in(clone, &["commit-tree", &tree, "-p", &parent, "-m", "forged"]);
+        self.git_in(
+            clone,
+            &[
+                "push",
+                "-q",
+                "origin",
+                &format!("{commit}:refs/heads/guardctl/ledger"),
+            ],
+        );
+    }
+
+    /// `<ref> <oid>` for every branch the remote holds now, sorted, but guardctl's own
+    /// ledger (`refs/heads/guardctl/ledger`, which publishing and applying add to).
     pub fn remote_branches(&self) -> String {
         self.git_in(
             &self.origin(),
             &["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"],
         )
+        .lines()
+        .filter(|l| !l.starts_with("refs/heads/guardctl/ledger "))
+        .collect::<Vec<_>>()
+        .join("\n")
     }
 }
 

@@ -21,6 +21,7 @@ mod identity;
 mod json_contract;
 mod json_shapes;
 mod layers;
+mod ledger;
 mod mcp;
 mod plan;
 mod plan_file;

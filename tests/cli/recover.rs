@@ -613,7 +613,7 @@ fn unmarked_remote_plan() -> (TestEnv, BTreeMap<String, String>) {
     std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
     std::fs::write(
         &hook,
-        "#!/bin/sh\nwhile read old new ref; do case \"$ref\" in refs/guardctl/*) echo \"no custom refs here\"; exit 1;; esac; done\n",
+        "#!/bin/sh\nwhile read old new ref; do case \"$ref\" in refs/guardctl/*|refs/heads/guardctl/*) echo \"no custom refs here\"; exit 1;; esac; done\n",
     )
     .unwrap();
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -636,7 +636,7 @@ fn remote_end_state(env: &TestEnv, oids: &BTreeMap<String, String>) -> End {
         .iter()
         .filter(|(r, o)| heads.lines().any(|l| l == format!("{r} {o}")))
         .count();
-    let guardctl = env.git_in(&env.origin(), &["for-each-ref", "refs/guardctl"]);
+    let guardctl = env.published_under(&env.origin(), "refs/guardctl");
     assert_eq!(guardctl, "", "nothing under refs/guardctl reached the remote");
     match present {
         2 => End::Untouched,

@@ -197,7 +197,12 @@ fn a_crash_before_the_push_is_recovered_as_nothing_deleted_and_after_it_as_appli
         assert_ne!(killed.code, 0, "{step}: {}", killed.transcript());
         let r = env.run("alice", &["recover"]);
         assert_eq!(r.code, 0, "{step}: {}", r.transcript());
-        let marker = env.git_in(&env.origin(), &["for-each-ref", "refs/guardctl/consumed"]);
+        let marker: Vec<String> = env
+            .published_on(&env.origin())
+            .lines()
+            .filter(|l| l.starts_with("refs/guardctl/consumed/"))
+            .map(String::from)
+            .collect();
         if landed {
             assert!(r.stdout.contains("completed"), "{step}: {}", r.stdout);
             assert_eq!(
@@ -210,7 +215,7 @@ fn a_crash_before_the_push_is_recovered_as_nothing_deleted_and_after_it_as_appli
         } else {
             // Branches someone else deleted are not this apply's doing: it never pushed.
             assert!(r.stdout.contains("nothing was deleted"), "{step}: {}", r.stdout);
-            assert!(marker.is_empty(), "{step}: {marker}");
+            assert!(marker.is_empty(), "{step}: {marker:?}");
             if !by_hand {
                 assert_eq!(env.remote_branches(), before, "{step}");
             }

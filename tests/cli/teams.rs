@@ -45,14 +45,7 @@ impl Team {
     }
 
     fn origin_refs(&self) -> String {
-        self.env.git_in(
-            &self.env.origin(),
-            &[
-                "for-each-ref",
-                "--format=%(refname) %(objectname)",
-                "refs/guardctl",
-            ],
-        )
+        self.env.published_on(&self.env.origin())
     }
 }
 
@@ -296,7 +289,7 @@ fn a_remote_that_refuses_guardctl_refs_is_named_with_its_message_and_the_file_fa
     let hook = t.env.origin().join("hooks/pre-receive");
     std::fs::write(
         &hook,
-        "#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in refs/guardctl/*) echo \"custom refs are not accepted here: $ref\"; exit 1;; esac\ndone\n",
+        "#!/bin/sh\nwhile read old new ref; do\n  case \"$ref\" in refs/guardctl/*|refs/heads/guardctl/*) echo \"custom refs are not accepted here: $ref\"; exit 1;; esac\ndone\n",
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -392,10 +385,7 @@ fn a_published_rejection_cannot_be_shadowed_by_its_payload_re_signed_with_anothe
         .find(|r| r.starts_with(&format!("refs/guardctl/rejections/{hex}/")))
         .unwrap()
         .to_string();
-    let text = t.env.git_in(
-        &t.env.origin(),
-        &["show", &format!("{rejection_ref}:rejection.json")],
-    );
+    let text = t.env.published_bytes(&t.env.origin(), &rejection_ref);
     // The planner copies carol's payload and signs it with a key of their own, then puts that
     // envelope first in the plan file the executor is handed.
     let mut forged: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -87,17 +87,14 @@ fn exactly_one_applied(runs: &[Run]) -> (usize, serde_json::Value) {
     (fresh[0], winner)
 }
 
-/// `<ref> <oid>` of every `refs/guardctl/{consumed,receipts}` ref on the remote.
+/// `<name> <oid>` of every consumed marker and receipt published on the remote (the ledger's
+/// and any refs from before it).
 fn published(env: &TestEnv) -> String {
-    env.git_in(
-        &env.origin(),
-        &[
-            "for-each-ref",
-            "--format=%(refname) %(objectname)",
-            "refs/guardctl/consumed",
-            "refs/guardctl/receipts",
-        ],
-    )
+    env.published_on(&env.origin())
+        .lines()
+        .filter(|l| l.starts_with("refs/guardctl/consumed/") || l.starts_with("refs/guardctl/receipts/"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Human replays in every clone (the winner's a local replay, the others' from the remote)
@@ -213,13 +210,9 @@ fn sixteen_clones_applying_one_remote_branches_plan_delete_once() {
 /// The remote's `refs/guardctl/consumed/<id>` of `plan`, if any.
 fn consumed_on_remote(env: &TestEnv, plan: &Path) -> String {
     let id = crate::fixtures::plan_id_of(plan);
-    env.git_in(
+    env.published_under(
         &env.origin(),
-        &[
-            "for-each-ref",
-            "--format=%(objectname)",
-            &format!("refs/guardctl/consumed/{}", id.trim_start_matches("sha256:")),
-        ],
+        &format!("refs/guardctl/consumed/{}", id.trim_start_matches("sha256:")),
     )
 }
 
@@ -334,13 +327,22 @@ fn a_genuine_marker_of_another_plan_under_this_plans_ref_is_refused() {
     assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
     let second = env.repo.join("plan.json");
     let id = crate::fixtures::plan_id_of(&second);
-    env.git(&["fetch", "-q", "origin", "refs/guardctl/consumed/*:refs/copied/*"]);
-    let copied = env.git(&["for-each-ref", "--format=%(objectname)", "refs/copied"]);
-    assert_eq!(copied, marker);
-    push_by_hand(
-        &env,
-        &copied,
-        &format!("refs/guardctl/consumed/{}", id.trim_start_matches("sha256:")),
+    let first_hex = crate::fixtures::plan_id_of(&env.path().join("first.json"));
+    let copied = env.published_bytes(
+        &env.origin(),
+        &format!(
+            "refs/guardctl/consumed/{}",
+            first_hex.trim_start_matches("sha256:")
+        ),
+    );
+    assert!(!marker.is_empty());
+    // Copied onto the ledger, as anyone who can push to it can.
+    env.push_to_ledger(
+        clone,
+        &[(
+            &format!("consumed/{}/consumed.json", id.trim_start_matches("sha256:")),
+            &copied,
+        )],
     );
     let r = run(alice_in(&env, clone, &[], &["apply", second.to_str().unwrap()]));
     assert_eq!(r.code, 16, "{}", r.transcript());
@@ -403,7 +405,8 @@ fn replayed_in_the_other_clone(env: &TestEnv, clones: &[PathBuf], plan_arg: &str
 
 /// The one file of the item at `refname` on the remote.
 fn item_on_remote(env: &TestEnv, refname: &str, file: &str) -> String {
-    env.git_in(&env.origin(), &["show", &format!("{refname}:{file}")])
+    let _ = file;
+    env.published_bytes(&env.origin(), refname)
 }
 
 fn refuse_guardctl_refs(env: &TestEnv, refuse: bool) {
@@ -416,7 +419,7 @@ fn refuse_guardctl_refs(env: &TestEnv, refuse: bool) {
     fs::create_dir_all(hook.parent().unwrap()).unwrap();
     fs::write(
         &hook,
-        "#!/bin/sh\nwhile read old new ref; do case \"$ref\" in refs/guardctl/*) echo \"no custom refs here\"; exit 1;; esac; done\n",
+        "#!/bin/sh\nwhile read old new ref; do case \"$ref\" in refs/guardctl/*|refs/heads/guardctl/*) echo \"no custom refs here\"; exit 1;; esac; done\n",
     )
     .unwrap();
     fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
@@ -859,7 +862,13 @@ fn recover_publishes_an_abandonment_only_where_the_clone_still_points_and_only_w
         &["apply", plan.to_str().unwrap()],
     ));
     assert_ne!(killed.code, 0, "{}", killed.transcript());
-    let receipts = || env.git_in(&env.origin(), &["for-each-ref", "refs/guardctl/receipts"]);
+    let receipts = || {
+        env.published_on(&env.origin())
+            .lines()
+            .filter(|l| l.starts_with("refs/guardctl/receipts/"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
     // The clone's `origin` now names another repository: the before-image's URL is never
     // pushed to, and neither is the new one; recover refuses naming both, settling nothing.
     let elsewhere = env.path().join("elsewhere.git");

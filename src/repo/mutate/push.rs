@@ -13,6 +13,13 @@ pub enum RemoteOp {
     Delete { refname: String, old: String },
     /// Create `refname` at `oid` only if it does not exist.
     Create { refname: String, oid: String },
+    /// Move `refname` from `old` (`None`: it must not exist) to `new` (the ledger's
+    /// fast-forward that adds a consumed marker).
+    Update {
+        refname: String,
+        old: Option<String>,
+        new: String,
+    },
 }
 
 /// Linux caps the whole argument list (2 MB with the environment); a push of tens of
@@ -32,6 +39,13 @@ pub fn push_args(ops: &[RemoteOp]) -> Result<Vec<String>> {
             RemoteOp::Create { refname, oid } => {
                 leases.push(format!("--force-with-lease={refname}:"));
                 specs.push(format!("{oid}:{refname}"));
+            }
+            RemoteOp::Update { refname, old, new } => {
+                leases.push(format!(
+                    "--force-with-lease={refname}:{}",
+                    old.as_deref().unwrap_or_default()
+                ));
+                specs.push(format!("{new}:{refname}"));
             }
         }
     }
@@ -55,16 +69,22 @@ impl super::RepoMut<'_> {
     /// never a remote's name: git would push to its `pushurl` or every `url`) in one atomic
     /// push. A lease that no longer holds is `drift`
     /// (nothing changed on the remote); `spawned` learns git's process id before git runs,
-    /// so a recovery after our death can wait for the push to end.
+    /// so a recovery after our death can wait for the push to end. `alternate` is an object
+    /// directory git may read objects to push from (a scratch repository holding the ledger
+    /// commit): nothing is written into this repository's object store for it.
     pub fn push_atomic(
         &self,
         url: &str,
         ops: &[RemoteOp],
+        alternate: Option<&std::path::Path>,
         spawned: &mut dyn FnMut(u32) -> Result<()>,
     ) -> Result<()> {
         let args = push_args(ops)?;
-        let mut child = self
-            .git()
+        let mut git = self.git();
+        if let Some(dir) = alternate {
+            git = git.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", dir);
+        }
+        let mut child = git
             .env("GIT_TERMINAL_PROMPT", "0")
             // git's own receive-pack, never the clone's `remote.<url>.receivepack` (git
             // looks the URL up as a remote's name; for a local remote it runs here).

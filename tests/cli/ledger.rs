@@ -1,0 +1,234 @@
+//! Team state on a branch the host can protect (issue 29, docs/remote.md "The ledger"): every
+//! published item is added to `refs/heads/guardctl/ledger` and never taken away. Against a
+//! bare remote that protects branches and tags the way hosts do (a `pre-receive` hook refusing
+//! deletions and non-fast-forward updates under `refs/heads/` and `refs/tags/`, allowing
+//! anything else), a planner with push access cannot lift a veto or unconsume a plan; where
+//! the host protects nothing, a clone that saw the ledger refuses it rewound.
+
+use crate::fixtures::{TestEnv, publish, team_remote};
+use std::path::{Path, PathBuf};
+
+const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 1\nfrom = [\"reviewers\"]\n";
+
+const LEDGER: &str = "refs/heads/guardctl/ledger";
+
+/// What GitHub rulesets, GitLab protected branches and Gitea branch protection do: no
+/// deletion and no force-push of branches and tags; any other ref may change.
+fn protect_branches_and_tags(remote: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let hook = remote.join("hooks/pre-receive");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(
+        &hook,
+        r#"#!/bin/sh
+zero=0000000000000000000000000000000000000000
+while read old new ref; do
+  case "$ref" in
+    refs/heads/*|refs/tags/*)
+      if [ "$new" = "$zero" ]; then echo "protected: $ref cannot be deleted"; exit 1; fi
+      if [ "$old" != "$zero" ] && ! git merge-base --is-ancestor "$old" "$new"; then
+        echo "protected: $ref cannot be rewound"; exit 1
+      fi ;;
+  esac
+done
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `git push` in `clone`, as anyone with push access runs it: whether the remote took it.
+fn push(env: &TestEnv, clone: &Path, args: &[&str]) -> bool {
+    let mut c = std::process::Command::new("git");
+    c.current_dir(clone).arg("push").arg("-q").args(args);
+    let _ = env;
+    c.output().unwrap().status.success()
+}
+
+fn ledger_tip(env: &TestEnv) -> String {
+    env.git_in(&env.origin(), &["rev-parse", LEDGER])
+}
+
+struct Team {
+    env: TestEnv,
+    planner: PathBuf,
+    bob: PathBuf,
+    carol: PathBuf,
+    executor: PathBuf,
+}
+
+fn team() -> Team {
+    let env = team_remote(POLICY);
+    let clones = env.clones(&["planner", "bob", "carol", "executor"]);
+    let [planner, bob, carol, executor] = <[PathBuf; 4]>::try_from(clones).unwrap();
+    Team {
+        env,
+        planner,
+        bob,
+        carol,
+        executor,
+    }
+}
+
+/// A plan approved by bob and rejected by carol, both published on the ledger.
+fn vetoed(t: &Team) -> String {
+    let id = publish(&t.env, &t.planner, "plan.json", &[]);
+    let r = t.env.run_in(&t.bob, "bob", &["approve", &id[..12], "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = t
+        .env
+        .run_in(&t.carol, "carol", &["reject", &id[..12], "--comment", "not now"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let rejection = t
+        .env
+        .published_under(&t.env.origin(), &format!("refs/guardctl/rejections/{id}/"));
+    assert!(!rejection.is_empty(), "the rejection is on the ledger");
+    assert_eq!(
+        t.env.git_in(&t.env.origin(), &["for-each-ref", "refs/guardctl"]),
+        "",
+        "nothing is published as a ref of its own"
+    );
+    id
+}
+
+fn refused_with_the_veto(t: &Team, dir: &Path, id: &str) {
+    let r = t.env.run_in(dir, "mallory", &["apply", &id[..12]]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("rejected by carol@example.com: not now"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn on_a_host_protecting_branches_a_planner_cannot_delete_or_rewind_the_ledger_and_the_veto_holds() {
+    let t = team();
+    let id = vetoed(&t);
+    protect_branches_and_tags(&t.env.origin());
+    let tip = ledger_tip(&t.env);
+    let before = t.env.published_on(&t.env.origin());
+    // The planner tries to delete the ledger, then to force it back before the rejection.
+    assert!(!push(
+        &t.env,
+        &t.planner,
+        &["origin", "--delete", "guardctl/ledger"]
+    ));
+    t.env.git_in(
+        &t.planner,
+        &["fetch", "-q", "origin", &format!("+{LEDGER}:refs/l")],
+    );
+    assert!(!push(
+        &t.env,
+        &t.planner,
+        &["-f", "origin", "refs/l~1:refs/heads/guardctl/ledger"]
+    ));
+    assert_eq!(ledger_tip(&t.env), tip, "the host refused both");
+    // A fast-forward whose tree holds nothing (or junk) "removes" nothing: what the ledger
+    // holds is everything ever added.
+    t.env
+        .push_to_ledger(&t.planner, &[("README", "nothing to see here")]);
+    assert_ne!(ledger_tip(&t.env), tip);
+    let after = t.env.published_on(&t.env.origin());
+    assert!(
+        before.lines().all(|l| after.lines().any(|a| a == l)),
+        "{before}\n---\n{after}"
+    );
+    // A fresh clone never saw any of it: the veto stands there too.
+    let fresh = t.env.clones(&["fresh"]).remove(0);
+    refused_with_the_veto(&t, &fresh, &id);
+    refused_with_the_veto(&t, &t.executor, &id);
+    let r = t.env.run_in(&fresh, "mallory", &["inbox"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("at the top of the ledger"),
+        "the junk is named: {}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_clone_that_saw_the_ledger_refuses_it_rewound_on_a_host_that_protects_nothing() {
+    let t = team();
+    let id = vetoed(&t);
+    // The executor's apply is refused, and its clone keeps the tip it saw.
+    refused_with_the_veto(&t, &t.executor, &id);
+    let seen = ledger_tip(&t.env);
+    // The planner rewinds the ledger to before the rejection (nothing protects it here).
+    t.env.git_in(
+        &t.planner,
+        &["fetch", "-q", "origin", &format!("+{LEDGER}:refs/l")],
+    );
+    assert!(push(
+        &t.env,
+        &t.planner,
+        &["-f", "origin", "refs/l~1:refs/heads/guardctl/ledger"]
+    ));
+    let now = ledger_tip(&t.env);
+    for cmd in ["verify", "apply"] {
+        let r = t.env.run_in(&t.executor, "mallory", &["--json", cmd, &id[..12]]);
+        assert_eq!(r.code, 16, "{cmd}: {}", r.transcript());
+        let e = &r.json()["error"];
+        let message = e["message"].as_str().unwrap();
+        assert!(
+            message.contains("was rewound") && message.contains(&seen) && message.contains(&now),
+            "{e}"
+        );
+        assert_eq!(e["details"]["seen"], seen.as_str());
+    }
+    // Deleting the whole branch is no way around it either.
+    assert!(push(
+        &t.env,
+        &t.planner,
+        &["origin", "--delete", "guardctl/ledger"]
+    ));
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", &id[..12]]);
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(r.stderr.contains("the branch is gone"), "{}", r.stderr);
+}
+
+#[test]
+fn verify_and_apply_read_past_fifty_thousand_junk_refs_under_refs_guardctl() {
+    let t = team();
+    let id = publish(&t.env, &t.planner, "plan.json", &[]);
+    let r = t.env.run_in(&t.bob, "bob", &["approve", &id[..12], "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // Anyone who can push can create refs there; 50,000 of them, at one junk commit.
+    let origin = t.env.origin();
+    let junk = t.env.git_in(
+        &origin,
+        &[
+            "commit-tree",
+            "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+            "-m",
+            "junk",
+        ],
+    );
+    let mut input = String::new();
+    for i in 0..50_000u32 {
+        let kind = ["plans", "consumed", "receipts", "approvals"][i as usize % 4];
+        let name = format!("{:064x}", u128::from(i) * 2_654_435_761 + 1);
+        match kind {
+            "approvals" => input += &format!("create refs/guardctl/{kind}/{id}/{name} {junk}\n"),
+            _ => input += &format!("create refs/guardctl/{kind}/{name} {junk}\n"),
+        }
+    }
+    let mut c = std::process::Command::new("git");
+    c.current_dir(&origin)
+        .args(["update-ref", "--stdin"])
+        .stdin(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    t.env.git_in(&origin, &["pack-refs", "--all"]);
+    for cmd in ["verify", "apply"] {
+        let r = t.env.run_in(&t.executor, "mallory", &[cmd, &id[..12]]);
+        assert_eq!(
+            r.code,
+            0,
+            "{cmd}: {}",
+            &r.transcript()[..r.transcript().len().min(3000)]
+        );
+    }
+}
