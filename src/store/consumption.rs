@@ -85,7 +85,7 @@ fn cannot_read(remote: &Remote, e: Error) -> Error {
         ),
     )
     .caused_by(e.message)
-    .with_hint("check the remote's URL and your access to it (`git ls-remote <remote> 'refs/guardctl/*'`); guardctl needs it to know whether the plan was applied elsewhere")
+    .with_hint("check the remote's URL and your access to it (`git ls-remote <remote> guardctl/ledger`); guardctl needs it to know whether the plan was applied elsewhere")
 }
 
 #[cfg(test)]

@@ -469,7 +469,7 @@ fn outcome(remote: &Remote, items: &[Item], report: &publish::PushReport) -> Res
         // A decision whose name someone else took goes under its fallback name
         // (`publish_decision`): a decision refused here is held off by this key's own.
         .with_hint(format!(
-            "see what is there with `git ls-remote {} 'refs/guardctl/*'` and `guardctl show`. A decision of yours published earlier stands as it is (to change your mind, `guardctl reject --withdraw`, or ask for a new plan); anything else there must be deleted by whoever administers the remote",
+            "see what is there with `guardctl show`, or `git log --stat {}/guardctl/ledger` after a fetch. A decision of yours published earlier stands as it is (to change your mind, `guardctl reject --withdraw`, or ask for a new plan); anything else there must be deleted by whoever administers the remote",
             safe(&remote.name)
         )));
     }
@@ -502,7 +502,7 @@ fn outcome(remote: &Remote, items: &[Item], report: &publish::PushReport) -> Res
         "remote_messages": report.remote_messages,
     }))
     .with_hint(
-        "the remote does not take refs/guardctl/* pushes: pass files instead (`guardctl plan --out FILE`, `guardctl approve FILE --out APPROVAL`, `guardctl apply FILE --approval APPROVAL`), or ask its administrator to allow creating refs/guardctl/* (docs/remote.md)",
+        "the remote does not take pushes of the ledger branch guardctl/ledger: pass files instead (`guardctl plan --out FILE`, `guardctl approve FILE --out APPROVAL`, `guardctl apply FILE --approval APPROVAL`), or ask its administrator to allow fast-forward pushes of guardctl/ledger (docs/remote.md)",
     );
     for m in &report.remote_messages {
         e = e.caused_by(format!("remote: {m}"));
@@ -739,7 +739,7 @@ impl Snapshot {
         let cannot = |e: Error| {
             Error::new(e.kind, format!("cannot read refs/guardctl/ on {}", remote.describe()))
                 .caused_by(e.message)
-                .with_hint("check the remote's URL and your access to it (`git ls-remote <remote> 'refs/guardctl/*'`); guardctl needs it to see published approvals and rejections")
+                .with_hint("check the remote's URL and your access to it (`git ls-remote <remote> guardctl/ledger`); guardctl needs it to see published approvals and rejections")
         };
         let mut patterns = scope.patterns();
         patterns.push(LEDGER_REF.to_string());
