@@ -82,23 +82,37 @@ impl Scratch {
         Ok(tb.write()?)
     }
 
-    /// The first-parent chain ending at `tip`, oldest first, and the commits in it that have
-    /// more than one parent (a ledger guardctl writes has none: only the first parent of
-    /// such a commit is followed).
+    /// Every commit in `tip`'s history, oldest first: its first-parent chain, then every
+    /// other commit it reaches (parents before children), and the commits that have more than
+    /// one parent (a ledger guardctl writes has none). All of them: a host that refuses only
+    /// rewinds takes a merge whose *first* parent is a crafted history leaving out a veto or a
+    /// consumed marker, as long as the old tip is one of its other parents; what was on the
+    /// ledger is still in its history, and must still be read.
     pub fn first_parent_chain(&self, tip: Oid) -> Result<(Vec<Oid>, Vec<Oid>)> {
         let mut walk = self.git2().revwalk()?;
         walk.push(tip)?;
         walk.simplify_first_parent()?;
         let mut chain = Vec::new();
-        let mut merges = Vec::new();
         for oid in walk {
+            chain.push(oid?);
+        }
+        chain.reverse();
+        let mut seen: std::collections::HashSet<Oid> = chain.iter().copied().collect();
+        let mut merges = Vec::new();
+        let mut all = self.git2().revwalk()?;
+        all.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)?;
+        all.push(tip)?;
+        let mut rest = Vec::new();
+        for oid in all {
             let oid = oid?;
             if self.git2().find_commit(oid)?.parent_count() > 1 {
                 merges.push(oid);
             }
-            chain.push(oid);
+            if seen.insert(oid) {
+                rest.push(oid);
+            }
         }
-        chain.reverse();
+        chain.extend(rest);
         Ok((chain, merges))
     }
 

@@ -11,7 +11,8 @@
 //! Invariants:
 //! - Each commit's tree holds only the files that commit adds, at the item's ref name under
 //!   `refs/guardctl/` plus its file (`plans/<id>/plan.json`, `rejections/<id>/<fpr>/rejection.json`,
-//!   …). What the ledger holds is the union over its first-parent history, oldest first: a
+//!   …). What the ledger holds is the union over its whole history (every commit the tip reaches: a host that refuses rewinds
+//!   keeps each of them reachable), its first-parent chain oldest first, then the rest: a
 //!   later commit can add, never change or remove (a second file at a name is a second
 //!   entry, which readers judge like any other: under `rejections/` it blocks).
 //! - A write is a fast-forward push of one new commit leased on the tip it was built on;
@@ -90,7 +91,7 @@ impl Ledger {
         };
         for m in merges {
             out.warnings.push(format!(
-                "the ledger {LEDGER_REF} has a merge commit ({m}): only its first parent's history is read; guardctl never writes one"
+                "the ledger {LEDGER_REF} has a merge commit ({m}): its whole history is read (its first parent's first); guardctl never writes one"
             ));
         }
         for commit in chain {

@@ -10,6 +10,7 @@ mod attack16;
 mod attack2;
 mod attack27;
 mod attack28;
+mod attack29;
 mod attack3;
 mod consumed;
 mod docs;
