@@ -78,18 +78,22 @@ fn commit_adding(env: &TestEnv, dir: &str) -> String {
 /// second is the ledger's current tip: a fast-forward (the tip is an ancestor), so a host
 /// that only refuses rewinds takes it.
 fn push_merge_skipping(env: &TestEnv, clone: &Path, first: &str) {
-    env.git_in(clone, &["fetch", "-q", "origin", &format!("+{LEDGER}:refs/forged/ledger")]);
+    env.git_in(
+        clone,
+        &["fetch", "-q", "origin", &format!("+{LEDGER}:refs/forged/ledger")],
+    );
     let tip = env.git_in(clone, &["rev-parse", "refs/forged/ledger"]);
     let empty = env.git_in(clone, &["hash-object", "-t", "tree", "-w", "/dev/null"]);
     let merge = env.git_in(
         clone,
         &["commit-tree", &empty, "-p", first, "-p", &tip, "-m", "merge"],
     );
-    env.git_in(
-        clone,
-        &["push", "-q", "origin", &format!("{merge}:{LEDGER}")],
+    env.git_in(clone, &["push", "-q", "origin", &format!("{merge}:{LEDGER}")]);
+    assert_eq!(
+        ledger_tip(env),
+        merge,
+        "the host took the merge as a fast-forward"
     );
-    assert_eq!(ledger_tip(env), merge, "the host took the merge as a fast-forward");
 }
 
 #[test]
@@ -108,8 +112,13 @@ fn a_merge_commit_whose_first_parent_skips_a_rejection_does_not_lift_the_veto() 
     assert_eq!(r.code, 12, "{}", r.transcript());
     let rejection = commit_adding(&t.env, &format!("rejections/{id}"));
     // t.planner has the objects after a fetch; the rejection's parent is the approved plan.
-    t.env.git_in(&t.planner, &["fetch", "-q", "origin", &format!("+{LEDGER}:refs/l")]);
-    let before = t.env.git_in(&t.planner, &["rev-parse", &format!("{rejection}~1")]);
+    t.env.git_in(
+        &t.planner,
+        &["fetch", "-q", "origin", &format!("+{LEDGER}:refs/l")],
+    );
+    let before = t
+        .env
+        .git_in(&t.planner, &["rev-parse", &format!("{rejection}~1")]);
     push_merge_skipping(&t.env, &t.planner, &before);
     let fresh = t.env.clones(&["fresh"]).remove(0);
     for dir in [&fresh, &t.executor] {
@@ -133,9 +142,16 @@ fn a_merge_commit_whose_first_parent_skips_the_consumed_marker_does_not_let_a_pl
     let branches = t.env.remote_branches();
     let r = t.env.run_in(&t.executor, "mallory", &["apply", &id[..12]]);
     assert_eq!(r.code, 0, "{}", r.transcript());
-    assert_ne!(t.env.remote_branches(), branches, "the first apply deleted branches");
+    assert_ne!(
+        t.env.remote_branches(),
+        branches,
+        "the first apply deleted branches"
+    );
     let consumed = commit_adding(&t.env, &format!("consumed/{id}"));
-    t.env.git_in(&t.planner, &["fetch", "-q", "origin", &format!("+{LEDGER}:refs/l")]);
+    t.env.git_in(
+        &t.planner,
+        &["fetch", "-q", "origin", &format!("+{LEDGER}:refs/l")],
+    );
     let before = t.env.git_in(&t.planner, &["rev-parse", &format!("{consumed}~1")]);
     push_merge_skipping(&t.env, &t.planner, &before);
     // The planner puts the deleted branches back at the tips the plan names.
@@ -153,6 +169,11 @@ fn a_merge_commit_whose_first_parent_skips_the_consumed_marker_does_not_let_a_pl
             "{}",
             r.transcript()
         );
-        assert_eq!(t.env.remote_branches(), branches, "the plan applied twice: {}", r.transcript());
+        assert_eq!(
+            t.env.remote_branches(),
+            branches,
+            "the plan applied twice: {}",
+            r.transcript()
+        );
     }
 }
