@@ -305,15 +305,16 @@ impl Executor<'_> {
     fn push_consuming(&self, id: &str, url: &str, ops: &[RemoteOp], with_marker: bool) -> Result<()> {
         let mut pause = std::time::Duration::from_millis(100);
         let mut attempts = 0;
+        let marker = match with_marker {
+            true => Some((self.remote_at(url)?, self.marker_item(id)?)),
+            false => None,
+        };
         loop {
             attempts += 1;
             let mut all = ops.to_vec();
-            let prepared = match with_marker {
-                true => Some(published::prepare(
-                    &self.remote_at(url)?,
-                    &[self.marker_item(id)?],
-                )?),
-                false => None,
+            let prepared = match &marker {
+                Some((remote, item)) => Some(published::prepare(remote, std::slice::from_ref(item))?),
+                None => None,
             };
             if let Some(p) = &prepared {
                 match &p.refs[0].1 {
@@ -339,7 +340,7 @@ impl Executor<'_> {
             else {
                 return Ok(());
             };
-            if !with_marker {
+            let Some((_, item)) = &marker else {
                 if attempts < 6 && lock_contention(&e) {
                     std::thread::sleep(pause);
                     pause *= 2;
@@ -349,10 +350,9 @@ impl Executor<'_> {
                     Kind::Drift => e.with_hint(CONSUMED_HERE_ONLY_HINT),
                     _ => e,
                 });
-            }
-            let ours = self.marker_item(id)?.bytes;
+            };
             match self.remote_consumed(url, id) {
-                Ok(Some(bytes)) if bytes == ours => return Ok(()),
+                Ok(Some(bytes)) if bytes == item.bytes => return Ok(()),
                 Ok(Some(_)) => return Err(applied_elsewhere(id)),
                 Ok(None) if attempts < 20 && (lock_contention(&e) || ledger_moved(&e)) => {
                     std::thread::sleep(pause);
@@ -1446,14 +1446,14 @@ fn with_marker(image: &BeforeImage) -> bool {
 /// The hint of a remote's plan, consumed without the marker, whose push found a ref moved.
 pub const CONSUMED_HERE_ONLY_HINT: &str = "this plan is consumed in the applying clone only (the policy sets `[remote] consumed_marker = false`, docs/remote.md): if another clone applied it first, its branches or tags are gone and its receipt is in that clone; nothing was deleted here. Otherwise re-run `guardctl plan`";
 
-/// Whether a failed push failed only because the remote could not lock a ref (another push
-/// held it at that moment).
 /// Whether a push failed only because the ledger's tip moved (another write landed first):
 /// the commit is built again on the new tip.
 fn ledger_moved(e: &Error) -> bool {
     e.kind == Kind::Drift && !e.causes.is_empty() && e.causes.iter().all(|c| c.contains(LEDGER_REF))
 }
 
+/// Whether a failed push failed only because the remote could not lock a ref (another push
+/// held it at that moment).
 fn lock_contention(e: &Error) -> bool {
     std::iter::once(&e.message).chain(&e.causes).any(|m| {
         m.contains("cannot lock ref") || m.contains("Unable to create") || m.contains("failed to lock")

@@ -2,17 +2,17 @@
 //! built and read in a [`Scratch`] repository, never in the user's.
 //!
 //! A ledger commit's tree holds only the files that commit adds (not everything added
-//! before): what the ledger holds is the union over its first-parent history, so a commit
-//! that "deletes" a file changes nothing anyone reads, and no diff is ever computed.
+//! before): what the ledger holds is the union over every commit its tip reaches, so a
+//! commit that "deletes" a file changes nothing anyone reads, and no diff is ever computed.
 
 use super::publish::Scratch;
+use crate::error::Result;
+use git2::Oid;
+use std::collections::BTreeMap;
 
 /// The ledger branch on the team remote (`store::ledger`). Never a branch a plan may
 /// delete: remote branch listings leave it out.
 pub const LEDGER_REF: &str = "refs/heads/guardctl/ledger";
-use crate::error::Result;
-use git2::Oid;
-use std::collections::BTreeMap;
 
 /// A file added by a ledger commit: its path in the commit's tree, its blob, its mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +88,7 @@ impl Scratch {
     /// rewinds takes a merge whose *first* parent is a crafted history leaving out a veto or a
     /// consumed marker, as long as the old tip is one of its other parents; what was on the
     /// ledger is still in its history, and must still be read.
-    pub fn first_parent_chain(&self, tip: Oid) -> Result<(Vec<Oid>, Vec<Oid>)> {
+    pub fn history(&self, tip: Oid) -> Result<(Vec<Oid>, Vec<Oid>)> {
         let mut walk = self.git2().revwalk()?;
         walk.push(tip)?;
         walk.simplify_first_parent()?;
@@ -179,7 +179,7 @@ mod tests {
                 "b",
             )
             .unwrap();
-        let (chain, merges) = s.first_parent_chain(b).unwrap();
+        let (chain, merges) = s.history(b).unwrap();
         assert_eq!(chain, vec![a, b]);
         assert!(merges.is_empty());
         let paths: Vec<String> = s.added_files(b).unwrap().into_iter().map(|f| f.path).collect();

@@ -82,9 +82,25 @@ impl Ledger {
         Ledger::read(scratch, tip)
     }
 
+    /// List `patterns` at `url` (`git ls-remote`) with the ledger's own name, then fetch the
+    /// ledger if it is there: the refs listed (the ledger's among them) and the ledger read.
+    /// Every reader and writer of published items starts here.
+    pub fn list_and_fetch(
+        scratch: &Scratch,
+        url: &str,
+        patterns: &[String],
+    ) -> Result<(Vec<(String, Oid)>, Ledger)> {
+        let mut patterns = patterns.to_vec();
+        patterns.push(LEDGER_REF.to_string());
+        let listed = scratch.ls_remote(url, &patterns)?;
+        let tip = listed.iter().find(|(r, _)| r == LEDGER_REF).map(|(_, o)| *o);
+        let ledger = Ledger::fetch(scratch, url, tip)?;
+        Ok((listed, ledger))
+    }
+
     /// The ledger ending at `tip`, already in `scratch`.
     pub fn read(scratch: &Scratch, tip: Oid) -> Result<Ledger> {
-        let (chain, merges) = scratch.first_parent_chain(tip)?;
+        let (chain, merges) = scratch.history(tip)?;
         let mut out = Ledger {
             tip: Some(tip),
             ..Ledger::default()

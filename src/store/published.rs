@@ -320,11 +320,8 @@ pub struct Prepared {
 /// Fetch the remote's ledger and build the commit that publishes `items` (see [`Prepared`]).
 pub fn prepare(remote: &Remote, items: &[Item]) -> Result<Prepared> {
     let scratch = Scratch::new(remote.transport.clone())?;
-    let mut patterns: Vec<String> = items.iter().map(|i| i.refname.clone()).collect();
-    patterns.push(LEDGER_REF.to_string());
-    let listed = scratch.ls_remote(&remote.url, &patterns)?;
-    let tip = listed.iter().find(|(r, _)| r == LEDGER_REF).map(|(_, o)| *o);
-    let ledger = Ledger::fetch(&scratch, &remote.url, tip)?;
+    let names: Vec<String> = items.iter().map(|i| i.refname.clone()).collect();
+    let (listed, ledger) = Ledger::list_and_fetch(&scratch, &remote.url, &names)?;
     let mut refs = Vec::new();
     let mut new: Vec<(&str, &str, &[u8])> = Vec::new();
     for item in items {
@@ -741,11 +738,8 @@ impl Snapshot {
                 .caused_by(e.message)
                 .with_hint("check the remote's URL and your access to it (`git ls-remote <remote> guardctl/ledger`); guardctl needs it to see published approvals and rejections")
         };
-        let mut patterns = scope.patterns();
-        patterns.push(LEDGER_REF.to_string());
-        let listed = scratch.ls_remote(&remote.url, &patterns).map_err(cannot)?;
-        let tip = listed.iter().find(|(r, _)| r == LEDGER_REF).map(|(_, o)| *o);
-        let ledger = Ledger::fetch(&scratch, &remote.url, tip).map_err(cannot)?;
+        let (listed, ledger) =
+            Ledger::list_and_fetch(&scratch, &remote.url, &scope.patterns()).map_err(cannot)?;
         let wanted: Vec<String> = listed
             .iter()
             .map(|(r, _)| r.clone())
@@ -1002,28 +996,23 @@ impl Snapshot {
     /// The consumed marker of plan `id_hex`, if the remote has one: the first added (a
     /// marker is never replaced; a later one at the same name is not the one that consumed).
     pub fn consumed(&self, id_hex: &str) -> Result<Option<ConsumedItem>> {
-        let refname = consumed_ref(id_hex);
-        Ok(self
-            .exactly(&refname)?
-            .into_iter()
-            .next()
-            .map(|source| ConsumedItem {
-                marker: self.read(&refname, &source, ItemKind::Consumed.file(), MAX_MARKER_BYTES),
-                refname,
-                source,
-            }))
+        self.first_item(consumed_ref(id_hex), ItemKind::Consumed, MAX_MARKER_BYTES)
     }
 
     /// The receipt (or abandonment record) of plan `id_hex`, if the remote has one: the
     /// first added.
     pub fn receipt(&self, id_hex: &str) -> Result<Option<ConsumedItem>> {
-        let refname = receipt_ref(id_hex);
+        self.first_item(receipt_ref(id_hex), ItemKind::Receipt, MAX_ITEM_BYTES)
+    }
+
+    /// The first item named `refname`, its `kind`'s file read within `limit` bytes.
+    fn first_item(&self, refname: String, kind: ItemKind, limit: u64) -> Result<Option<ConsumedItem>> {
         Ok(self
             .exactly(&refname)?
             .into_iter()
             .next()
             .map(|source| ConsumedItem {
-                marker: self.read(&refname, &source, ItemKind::Receipt.file(), MAX_ITEM_BYTES),
+                marker: self.read(&refname, &source, kind.file(), limit),
                 refname,
                 source,
             }))
@@ -1048,12 +1037,8 @@ pub fn resolve(remote: &Remote, arg: &str) -> Result<String> {
         .with_hint("pass a plan file, a plan id, or at least 8 hex digits of a published plan's id (`guardctl inbox` lists them)"));
     }
     let scratch = Scratch::new(remote.transport.clone())?;
-    let listed = scratch.ls_remote(
-        &remote.url,
-        &[format!("{ROOT}plans/{wanted}*"), LEDGER_REF.to_string()],
-    )?;
-    let tip = listed.iter().find(|(r, _)| r == LEDGER_REF).map(|(_, o)| *o);
-    let ledger = Ledger::fetch(&scratch, &remote.url, tip)?;
+    let (listed, ledger) =
+        Ledger::list_and_fetch(&scratch, &remote.url, &[format!("{ROOT}plans/{wanted}*")])?;
     let prefix = format!("{ROOT}plans/");
     let mut ids: Vec<String> = listed
         .into_iter()
