@@ -1,8 +1,8 @@
 //! Attacks on the ledger branch (issue 29): a planner with push access to a remote that
 //! protects branches only against deletion and non-fast-forward pushes.
 
-use crate::fixtures::{TestEnv, publish, team_remote};
-use std::path::{Path, PathBuf};
+use crate::fixtures::{Team, TestEnv, protect_refs, publish};
+use std::path::Path;
 
 const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 1\nfrom = [\"reviewers\"]\n";
 
@@ -11,51 +11,11 @@ const LEDGER: &str = "refs/heads/guardctl/ledger";
 /// What a host does for the ledger branch as docs/remote.md "Protecting the ledger" asks: no
 /// deletion and no force-push (the team's other branches stay deletable: plans delete them).
 fn protect_the_ledger(remote: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let hook = remote.join("hooks/pre-receive");
-    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
-    std::fs::write(
-        &hook,
-        r#"#!/bin/sh
-zero=0000000000000000000000000000000000000000
-while read old new ref; do
-  case "$ref" in
-    refs/heads/guardctl/ledger)
-      if [ "$new" = "$zero" ]; then echo "protected: $ref cannot be deleted"; exit 1; fi
-      if [ "$old" != "$zero" ] && ! git merge-base --is-ancestor "$old" "$new"; then
-        echo "protected: $ref cannot be rewound"; exit 1
-      fi ;;
-  esac
-done
-"#,
-    )
-    .unwrap();
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-fn ledger_tip(env: &TestEnv) -> String {
-    env.git_in(&env.origin(), &["rev-parse", LEDGER])
-}
-
-struct Team {
-    env: TestEnv,
-    planner: PathBuf,
-    bob: PathBuf,
-    carol: PathBuf,
-    executor: PathBuf,
+    protect_refs(remote, LEDGER);
 }
 
 fn team() -> Team {
-    let env = team_remote(POLICY);
-    let clones = env.clones(&["planner", "bob", "carol", "executor"]);
-    let [planner, bob, carol, executor] = <[PathBuf; 4]>::try_from(clones).unwrap();
-    Team {
-        env,
-        planner,
-        bob,
-        carol,
-        executor,
-    }
+    crate::fixtures::team(POLICY)
 }
 
 /// The first-parent commit of the remote's ledger that added a file under `dir` (a path in
@@ -90,7 +50,7 @@ fn push_merge_skipping(env: &TestEnv, clone: &Path, first: &str) {
     );
     env.git_in(clone, &["push", "-q", "origin", &format!("{merge}:{LEDGER}")]);
     assert_eq!(
-        ledger_tip(env),
+        env.ledger_tip(),
         merge,
         "the host took the merge as a fast-forward"
     );

@@ -540,6 +540,57 @@ pub fn team_remote(policy: &str) -> TestEnv {
     env
 }
 
+/// A team around a `team_remote(policy)`: four clones made after the policy was pushed —
+/// the planner (alice), two reviewers (bob, carol) and the executor (dave, the mallory key).
+pub struct Team {
+    pub env: TestEnv,
+    pub planner: PathBuf,
+    pub bob: PathBuf,
+    pub carol: PathBuf,
+    pub executor: PathBuf,
+}
+
+pub fn team(policy: &str) -> Team {
+    let env = team_remote(policy);
+    let clones = env.clones(&["planner", "bob", "carol", "executor"]);
+    let [planner, bob, carol, executor] = <[PathBuf; 4]>::try_from(clones).unwrap();
+    Team {
+        env,
+        planner,
+        bob,
+        carol,
+        executor,
+    }
+}
+
+/// A `pre-receive` hook in the bare `remote` refusing, for every ref matching the shell
+/// `case` pattern `protected`, deletions and updates that do not fast-forward: a host's
+/// branch protection (no deletion, no force-push); any other ref may change.
+pub fn protect_refs(remote: &Path, protected: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let hook = remote.join("hooks/pre-receive");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    std::fs::write(
+        &hook,
+        format!(
+            r#"#!/bin/sh
+zero=0000000000000000000000000000000000000000
+while read old new ref; do
+  case "$ref" in
+    {protected})
+      if [ "$new" = "$zero" ]; then echo "protected: $ref cannot be deleted"; exit 1; fi
+      if [ "$old" != "$zero" ] && ! git merge-base --is-ancestor "$old" "$new"; then
+        echo "protected: $ref cannot be rewound"; exit 1
+      fi ;;
+  esac
+done
+"#
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// Alice publishes, from her clone `planner`, a plan of the remote's merged branches for
 /// dave to apply (`--remote origin --executor dave@example.com`, plus `extra`), saved there as
 /// `name`; its id's hex digits.
@@ -638,6 +689,11 @@ impl TestEnv {
         }
         lines.sort();
         lines.join("\n")
+    }
+
+    /// The commit the remote's ledger (`refs/heads/guardctl/ledger`) is at.
+    pub fn ledger_tip(&self) -> String {
+        self.git_in(&self.origin(), &["rev-parse", "refs/heads/guardctl/ledger"])
     }
 
     /// The lines of [`TestEnv::published_on`] whose name starts with `prefix`.

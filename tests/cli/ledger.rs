@@ -5,8 +5,8 @@
 //! anything else), a planner with push access cannot lift a veto or unconsume a plan; where
 //! the host protects nothing, a clone that saw the ledger refuses it rewound.
 
-use crate::fixtures::{TestEnv, publish, team_remote};
-use std::path::{Path, PathBuf};
+use crate::fixtures::{Team, protect_refs, publish};
+use std::path::Path;
 
 const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 1\nfrom = [\"reviewers\"]\n";
 
@@ -15,59 +15,18 @@ const LEDGER: &str = "refs/heads/guardctl/ledger";
 /// What GitHub rulesets, GitLab protected branches and Gitea branch protection do: no
 /// deletion and no force-push of branches and tags; any other ref may change.
 fn protect_branches_and_tags(remote: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let hook = remote.join("hooks/pre-receive");
-    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
-    std::fs::write(
-        &hook,
-        r#"#!/bin/sh
-zero=0000000000000000000000000000000000000000
-while read old new ref; do
-  case "$ref" in
-    refs/heads/*|refs/tags/*)
-      if [ "$new" = "$zero" ]; then echo "protected: $ref cannot be deleted"; exit 1; fi
-      if [ "$old" != "$zero" ] && ! git merge-base --is-ancestor "$old" "$new"; then
-        echo "protected: $ref cannot be rewound"; exit 1
-      fi ;;
-  esac
-done
-"#,
-    )
-    .unwrap();
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-/// `git push` in `clone`, as anyone with push access runs it: whether the remote took it.
-fn push(env: &TestEnv, clone: &Path, args: &[&str]) -> bool {
-    let mut c = std::process::Command::new("git");
-    c.current_dir(clone).arg("push").arg("-q").args(args);
-    let _ = env;
-    c.output().unwrap().status.success()
-}
-
-fn ledger_tip(env: &TestEnv) -> String {
-    env.git_in(&env.origin(), &["rev-parse", LEDGER])
-}
-
-struct Team {
-    env: TestEnv,
-    planner: PathBuf,
-    bob: PathBuf,
-    carol: PathBuf,
-    executor: PathBuf,
+    protect_refs(remote, "refs/heads/*|refs/tags/*");
 }
 
 fn team() -> Team {
-    let env = team_remote(POLICY);
-    let clones = env.clones(&["planner", "bob", "carol", "executor"]);
-    let [planner, bob, carol, executor] = <[PathBuf; 4]>::try_from(clones).unwrap();
-    Team {
-        env,
-        planner,
-        bob,
-        carol,
-        executor,
-    }
+    crate::fixtures::team(POLICY)
+}
+
+/// `git push` in `clone`, as anyone with push access runs it: whether the remote took it.
+fn push(clone: &Path, args: &[&str]) -> bool {
+    let mut c = std::process::Command::new("git");
+    c.current_dir(clone).arg("push").arg("-q").args(args);
+    c.output().unwrap().status.success()
 }
 
 /// A plan approved by bob and rejected by carol, both published on the ledger.
@@ -106,29 +65,24 @@ fn on_a_host_protecting_branches_a_planner_cannot_delete_or_rewind_the_ledger_an
     let t = team();
     let id = vetoed(&t);
     protect_branches_and_tags(&t.env.origin());
-    let tip = ledger_tip(&t.env);
+    let tip = t.env.ledger_tip();
     let before = t.env.published_on(&t.env.origin());
     // The planner tries to delete the ledger, then to force it back before the rejection.
-    assert!(!push(
-        &t.env,
-        &t.planner,
-        &["origin", "--delete", "guardctl/ledger"]
-    ));
+    assert!(!push(&t.planner, &["origin", "--delete", "guardctl/ledger"]));
     t.env.git_in(
         &t.planner,
         &["fetch", "-q", "origin", &format!("+{LEDGER}:refs/l")],
     );
     assert!(!push(
-        &t.env,
         &t.planner,
         &["-f", "origin", "refs/l~1:refs/heads/guardctl/ledger"]
     ));
-    assert_eq!(ledger_tip(&t.env), tip, "the host refused both");
+    assert_eq!(t.env.ledger_tip(), tip, "the host refused both");
     // A fast-forward whose tree holds nothing (or junk) "removes" nothing: what the ledger
     // holds is everything ever added.
     t.env
         .push_to_ledger(&t.planner, &[("README", "nothing to see here")]);
-    assert_ne!(ledger_tip(&t.env), tip);
+    assert_ne!(t.env.ledger_tip(), tip);
     let after = t.env.published_on(&t.env.origin());
     assert!(
         before.lines().all(|l| after.lines().any(|a| a == l)),
@@ -153,18 +107,17 @@ fn a_clone_that_saw_the_ledger_refuses_it_rewound_on_a_host_that_protects_nothin
     let id = vetoed(&t);
     // The executor's apply is refused, and its clone keeps the tip it saw.
     refused_with_the_veto(&t, &t.executor, &id);
-    let seen = ledger_tip(&t.env);
+    let seen = t.env.ledger_tip();
     // The planner rewinds the ledger to before the rejection (nothing protects it here).
     t.env.git_in(
         &t.planner,
         &["fetch", "-q", "origin", &format!("+{LEDGER}:refs/l")],
     );
     assert!(push(
-        &t.env,
         &t.planner,
         &["-f", "origin", "refs/l~1:refs/heads/guardctl/ledger"]
     ));
-    let now = ledger_tip(&t.env);
+    let now = t.env.ledger_tip();
     for cmd in ["verify", "apply"] {
         let r = t.env.run_in(&t.executor, "mallory", &["--json", cmd, &id[..12]]);
         assert_eq!(r.code, 16, "{cmd}: {}", r.transcript());
@@ -177,11 +130,7 @@ fn a_clone_that_saw_the_ledger_refuses_it_rewound_on_a_host_that_protects_nothin
         assert_eq!(e["details"]["seen"], seen.as_str());
     }
     // Deleting the whole branch is no way around it either.
-    assert!(push(
-        &t.env,
-        &t.planner,
-        &["origin", "--delete", "guardctl/ledger"]
-    ));
+    assert!(push(&t.planner, &["origin", "--delete", "guardctl/ledger"]));
     let r = t.env.run_in(&t.executor, "mallory", &["apply", &id[..12]]);
     assert_eq!(r.code, 16, "{}", r.transcript());
     assert!(r.stderr.contains("the branch is gone"), "{}", r.stderr);

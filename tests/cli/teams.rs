@@ -2,34 +2,16 @@
 //! markers travel through the git remote under `refs/guardctl/`, each person in a clone of
 //! their own with a key of their own, and no file passes between them.
 
-use crate::fixtures::{Run, TestEnv, publish, team_remote};
+use crate::fixtures::{Run, Team, TestEnv, publish, team_remote};
 use std::path::{Path, PathBuf};
 
 /// Two approvals, from the `reviewers` group only.
 const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 2\nfrom = [\"reviewers\"]\n";
 
-/// A team around a `file://` remote: the policy committed on its default branch, dave (the
-/// mallory test key) trusted as the executor, and four clones — planner (alice), two
-/// reviewers (bob, carol) and the executor (dave) — made after the policy was pushed.
-struct Team {
-    env: TestEnv,
-    planner: PathBuf,
-    bob: PathBuf,
-    carol: PathBuf,
-    executor: PathBuf,
-}
-
+/// The team of `fixtures::team` under this file's policy: dave (the mallory test key) is
+/// trusted as the executor.
 fn team() -> Team {
-    let env = team_remote(POLICY);
-    let clones = env.clones(&["planner", "bob", "carol", "executor"]);
-    let [planner, bob, carol, executor] = <[PathBuf; 4]>::try_from(clones).unwrap();
-    Team {
-        env,
-        planner,
-        bob,
-        carol,
-        executor,
-    }
+    crate::fixtures::team(POLICY)
 }
 
 impl Team {
