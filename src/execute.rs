@@ -52,6 +52,9 @@ const EXEC_RESULT: &str = "exec-result.json";
 /// Where recover records, signed, that an exec apply whose marker is on the remote was
 /// abandoned before its command ran (published in place of its receipt).
 pub const ABANDONED: &str = "abandoned.json";
+/// The plan file (without approvals) an apply of a plan bound to a remote publishes with
+/// its consumed marker, saved by `apply` before it starts.
+pub const PUBLISHED_PLAN: &str = "published-plan.json";
 /// The payload type of the signed command result.
 const EXEC_RESULT_PAYLOAD_TYPE: &str = "application/vnd.guardctl.exec-result.v1+json";
 
@@ -284,6 +287,15 @@ impl Executor<'_> {
         })
     }
 
+    /// The plan as `apply` saved it to publish beside its marker (`PUBLISHED_PLAN`), if it did.
+    fn plan_item(&self, id: &str) -> Result<Option<Item>> {
+        Ok(self.store.read_file(id, PUBLISHED_PLAN)?.map(|bytes| Item {
+            kind: ItemKind::Plan,
+            refname: published::plan_ref(id),
+            bytes,
+        }))
+    }
+
     /// The repository at `url` as a remote to read and publish on, reached with this clone's
     /// transport settings.
     fn remote_at(&self, url: &str) -> Result<Remote> {
@@ -309,11 +321,30 @@ impl Executor<'_> {
             true => Some((self.remote_at(url)?, self.marker_item(id)?)),
             false => None,
         };
+        // The plan goes with its marker, so that every later apply of the planner's other
+        // plans counts it for the bulk class across plans, wherever this one was applied.
+        let mut plan = match with_marker {
+            true => self.plan_item(id)?,
+            false => None,
+        };
         loop {
             attempts += 1;
             let mut all = ops.to_vec();
             let prepared = match &marker {
-                Some((remote, item)) => Some(published::prepare(remote, std::slice::from_ref(item))?),
+                Some((remote, item)) => {
+                    let mut items = vec![item.clone()];
+                    items.extend(plan.clone());
+                    let p = published::prepare(remote, &items)?;
+                    match p.refs.get(1).map(|r| &r.1) {
+                        // Another file of this id is published (the same plan with another
+                        // signature): it counts already, and the ledger keeps the first.
+                        Some(RefOutcome::Stale) => {
+                            plan = None;
+                            Some(published::prepare(remote, std::slice::from_ref(item))?)
+                        }
+                        _ => Some(p),
+                    }
+                }
                 None => None,
             };
             if let Some(p) = &prepared {

@@ -166,6 +166,15 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     {
         cleared = crate::gate::preflight(ctx, &args.target, Some(&key))?;
     }
+    // Published with the consumed marker (`execute::PUBLISHED_PLAN`), made while the
+    // payload is still held.
+    let to_publish = match cleared.loaded.plan.operation.bound_to_remote() {
+        Some(_) => Some(crate::store::published::Item::plan(
+            cleared.loaded.id_hex(),
+            &cleared.loaded.file,
+        )?),
+        None => None,
+    };
     cleared.forget_payload();
     let loaded = &cleared.loaded;
     let plan = &loaded.plan;
@@ -288,6 +297,12 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             marker: policy.consumed_marker,
         }),
     };
+    if let Some(item) = &to_publish
+        && bound.is_some()
+        && policy.consumed_marker
+    {
+        store.write_file(&id, crate::execute::PUBLISHED_PLAN, &item.bytes)?;
+    }
     let mut drift = || crate::gate::drift(ctx, loaded);
     let result = match &plan.operation {
         Operation::Exec(inputs) => ex.apply_exec(

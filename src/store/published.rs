@@ -173,6 +173,7 @@ impl Remote {
 }
 
 /// One item to publish: its ref and the bytes of its one file.
+#[derive(Clone)]
 pub struct Item {
     pub kind: ItemKind,
     pub refname: String,

@@ -876,3 +876,63 @@ fn a_deletion_split_across_plans_published_from_two_clones_still_needs_the_bulk_
     assert!(r.stderr.contains("cannot read refs/guardctl/"), "{}", r.stderr);
     std::fs::rename(&moved, env.origin()).unwrap();
 }
+
+/// `plan remote-branches` in `dir` written to `name` there, not published; its path.
+fn plan_unpublished(env: &TestEnv, dir: &Path, name: &str, glob: &str) -> PathBuf {
+    let out = dir.join(name);
+    let args = [
+        "plan",
+        "remote-branches",
+        "--remote",
+        "origin",
+        "--executor",
+        "dave@example.com",
+        "--match",
+        glob,
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let r = env.run_in(dir, "alice", &args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    out
+}
+
+#[test]
+fn halves_of_a_deletion_applied_from_two_fresh_ci_clones_without_publish_still_need_the_bulk_approvals() {
+    let env = team_remote(BULK_POLICY);
+    let [laptop, bob] = <[PathBuf; 2]>::try_from(env.clones(&["laptop", "bob"])).unwrap();
+    // Two plan files, never published, each under the threshold, each approved by bob.
+    let a = plan_unpublished(&env, &laptop, "a.json", "feature/done");
+    let b = plan_unpublished(&env, &laptop, "b.json", "fix/old");
+    for f in [&a, &b] {
+        let r = env.run_in(&bob, "bob", &["approve", f.to_str().unwrap(), "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    // A CI job in a fresh clone applies the first half: alone it is no bulk deletion.
+    let [ci1] = <[PathBuf; 1]>::try_from(env.clones(&["ci1"])).unwrap();
+    let r = env.run_in(&ci1, "mallory", &["apply", a.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // Its apply published the plan with its marker: another fresh clone, which never saw
+    // A, counts it and refuses the second half without the bulk group.
+    let [ci2] = <[PathBuf; 1]>::try_from(env.clones(&["ci2"])).unwrap();
+    let r = env.run_in(&ci2, "mallory", &["apply", b.to_str().unwrap()]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(r.stderr.contains("bulk needs 1 more"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("part of 2 plans by alice@example.com"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        remote_branch_names(&env).contains(&"fix/old".to_string()),
+        "nothing was deleted"
+    );
+    let r = env.run_in(&bob, "carol", &["approve", b.to_str().unwrap(), "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run_in(&ci2, "mallory", &["apply", b.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!remote_branch_names(&env).contains(&"fix/old".to_string()));
+    // The first half's apply, replayed from its clone, publishes nothing twice.
+    let r = env.run_in(&ci1, "mallory", &["apply", a.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
