@@ -282,7 +282,7 @@ always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l verify -d 'Also check each entry\'s key against the trusted identities, and that every receipt is in the log'
+complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l verify -d 'Also check each entry\'s key against the trusted identities, each receipt\'s approvers, and that every apply the state, the backups and the team remote know of is in the log'
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -s h -l help -d 'Print help (see more with \'--help\')'

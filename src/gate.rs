@@ -37,6 +37,9 @@ pub struct Cleared {
     pub executor: Option<String>,
     /// Whether the planner's other live plans seen here made it need the bulk group.
     pub bulk_across: bool,
+    /// The approval envelopes of the principals the report counts: `apply` keeps them
+    /// beside the receipt, the evidence `log --verify` checks its approvers against.
+    pub approvals: Vec<Envelope>,
 }
 
 impl Cleared {
@@ -222,7 +225,7 @@ pub fn recorded_decisions(ctx: &Ctx, loaded: &Loaded) -> Result<Vec<(String, Env
 
 /// Verify one approval envelope and look up who its key (or certificate) speaks for, at the
 /// time the approval claims and now: a key retired since cannot back-date an approval.
-fn check_approval(
+pub fn check_approval(
     signers: &AllowedSigners,
     env: &Envelope,
     now: time::OffsetDateTime,
@@ -450,10 +453,20 @@ pub fn preflight(ctx: &Ctx, target: &Target, applying: Option<&SigningKey>) -> R
         }),
     )?;
     let executor = applying_principals.and_then(|_| loaded.plan.executor.principal.clone());
+    let approvals = envelopes
+        .iter()
+        .zip(&approvals)
+        .filter(|(_, c)| {
+            c.approval.decision == crate::plan::approval::Decision::Approve
+                && report.approved_by.contains(&c.approval.principal)
+        })
+        .map(|((_, e), _)| e.clone())
+        .collect();
     Ok(Cleared {
         loaded,
         report,
         executor,
+        approvals,
         bulk_across: part_of.as_ref().is_some_and(|p| p.group.is_some()),
     })
 }

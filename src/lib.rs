@@ -4,7 +4,8 @@
 //! # Architecture map
 //!
 //! The arrows point one way: (`cli`, `usage`, `mcp`) → `commands` → (`gate`, `execute`,
-//! `consume`, `ops`, `policy`, `render`, `review`, `sign`, `store`, `planfile`, `context`, `ui`)
+//! `consume`, `evidence`, `ops`, `policy`, `render`, `review`, `sign`, `store`, `planfile`,
+//! `context`, `ui`)
 //! → (`plan`, `repo`) →
 //! leaves (`error`, `text`, `duration`, `fsutil`, `process`, `sandbox`). docs/architecture.md has the layers and
 //! where a new operation kind goes; `tests/cli/layers.rs` checks the code against it.
@@ -27,6 +28,8 @@
 //! - [`execute`]: the journaled, mutating sequences of `apply` and `rollback`, and `recover`.
 //! - [`consume`]: exactly once across machines: a remote's plan consumed on that remote, the
 //!   receipt published, and an apply made in another clone replayed from what it published.
+//! - [`evidence`]: what `log --verify` checks the audit log against: the approvals behind each
+//!   receipt, this clone's journals and backup refs, the receipts the team remote published.
 //! - [`store`]: guardctl's own state in `.git/guardctl` (lock, journals, markers, audit log),
 //!   every file of it untrusted input when read back; and what is published on the team
 //!   remote under `refs/guardctl/` (`store::published`, docs/remote.md), untrusted likewise.
@@ -66,6 +69,7 @@ pub mod context;
 pub mod destination;
 pub mod duration;
 pub mod error;
+pub mod evidence;
 pub mod execute;
 pub mod fsutil;
 pub mod gate;

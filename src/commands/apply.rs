@@ -303,6 +303,10 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
     {
         store.write_file(&id, crate::execute::PUBLISHED_PLAN, &item.bytes)?;
     }
+    // The approvals the receipt will name, kept for `log --verify` (`evidence`).
+    let approvals = serde_json::to_vec_pretty(&cleared.approvals)
+        .map_err(|e| Error::internal("cannot encode the approvals").caused_by(e))?;
+    store.write_file(&id, crate::evidence::APPROVALS, &approvals)?;
     let mut drift = || crate::gate::drift(ctx, loaded);
     let result = match &plan.operation {
         Operation::Exec(inputs) => ex.apply_exec(

@@ -12,13 +12,15 @@ use crate::ui::Ui;
 ///
 /// Always checked: every entry is signed by the key that acted, chains to the one before, and
 /// the last is the entry refs/guardctl/audit names (so truncating, deleting or rewriting the
-/// log shows). With --verify, also: each entry's key speaks for the principal it names, per
-/// the trusted identity sources, and every apply receipt in guardctl's state is in the log.
+/// log shows). With --verify, also: each entry's key speaks for the principal it names (a
+/// receipt's for its executor), per the trusted identity sources; each receipt's approvers
+/// are backed by their approvals; and every apply that guardctl's state, a backup ref or a
+/// receipt published on the team remote knows of is in the log.
 /// A broken log exits 65, naming the first bad entry.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Also check each entry's key against the trusted identities, and that every receipt is
-    /// in the log
+    /// Also check each entry's key against the trusted identities, each receipt's approvers,
+    /// and that every apply the state, the backups and the team remote know of is in the log
     #[arg(long)]
     pub verify: bool,
 }
@@ -32,7 +34,14 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     if args.verify && brk.is_none() {
         let (signers, _) = ctx.allowed_signers()?;
         ctx.report_signers(ui, true)?;
-        brk = audit::check_trust(&log.records, &signers).or(missing_receipt(&store, &log.records)?);
+        brk = audit::check_trust(&log.records, &signers);
+        for other in [
+            missing_receipt(&store, &log.records)?,
+            crate::evidence::check_local(&log.records, &store, repo, &signers)?,
+            published_receipts(ctx, ui, &log.records)?,
+        ] {
+            brk = crate::evidence::earliest(brk, other);
+        }
     }
     if let (true, Some(b)) = (ui.json, &brk) {
         // One JSON document: the error, with the entries that can be trusted.
@@ -87,6 +96,23 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     match brk {
         None => Ok(0),
         Some(b) => Err(audit::broken(&path, &b)),
+    }
+}
+
+/// The first receipt the team remote published as an entry of this log that the log does
+/// not have (`evidence::unlogged_published`). A remote that cannot be read is said, not a
+/// break: the local checks still stand.
+fn published_receipts(ctx: &Ctx, ui: &mut Ui, records: &[Record]) -> Result<Option<Break>> {
+    match ctx.published_all() {
+        Ok(None) => Ok(None),
+        Ok(Some(snapshot)) => crate::evidence::unlogged_published(records, &snapshot),
+        Err(e) => {
+            ui.warn(&format!(
+                "the log was not compared with the receipts published on the team remote: {}",
+                e.chain()
+            ));
+            Ok(None)
+        }
     }
 }
 

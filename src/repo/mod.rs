@@ -474,6 +474,18 @@ impl Repo {
         Ok(out)
     }
 
+    /// The names of the refs under `prefix` (`refs/guardctl/backup/`), sorted.
+    pub fn refs_under(&self, prefix: &str) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        for r in self.git.references_glob(&format!("{prefix}*"))? {
+            if let Ok(name) = std::str::from_utf8(r?.name_bytes()) {
+                out.push(name.to_string());
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
     /// The commits a plan's backup ref keeps: the parents of the commit it points at.
     pub fn backed_up(&self, backup_ref: &str) -> std::collections::HashSet<String> {
         self.ref_target(backup_ref)

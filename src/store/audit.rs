@@ -75,10 +75,20 @@ pub struct Record {
     signer: ssh_key::PublicKey,
     #[serde(skip)]
     sig: String,
-    /// An apply's receipt: its `principal` is the plan's executor, while the key may be that
-    /// of whoever finished an interrupted apply (`recover`).
+    /// An apply's receipt: its `principal` is the plan's executor.
     #[serde(skip)]
     receipt: bool,
+}
+
+impl Record {
+    /// The receipt this entry is, if it is an apply's.
+    pub fn receipt_payload(&self) -> Option<Receipt> {
+        if !self.receipt {
+            return None;
+        }
+        let bytes = crate::plan::envelope::decode_payload(&self.payload).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
 }
 
 /// Where and why the log breaks: entries from `line` on cannot be trusted.
@@ -322,8 +332,9 @@ fn check_anchor(records: &[Record], anchor: Option<&Anchor>, pending: &mut bool)
 }
 
 /// The first entry whose key the trusted identities do not list (in its namespace, at its
-/// time) for the principal it names (for a receipt: for any principal, since a recovery may
-/// finish another executor's apply).
+/// time) for the principal it names. For a receipt, that is its executor: only the key that
+/// applied a plan signs its receipt, a `recover` finishing the apply included
+/// (`execute::receipt_key`), so a receipt re-signed to name another executor breaks here.
 pub fn check_trust(records: &[Record], signers: &AllowedSigners) -> Option<Break> {
     for r in records {
         let cert = sshsig::certificate_of(&r.sig);
@@ -337,7 +348,7 @@ pub fn check_trust(records: &[Record], signers: &AllowedSigners) -> Option<Break
                 "signed by key {}, which the trusted identities do not list for {} at {}",
                 r.key, r.namespace, r.time
             ),
-            Some(p) if !r.receipt && !principals.contains(p) => format!(
+            Some(p) if !principals.contains(p) => format!(
                 "claims {} but its key speaks for {}",
                 crate::text::safe(p),
                 principals.join(", ")

@@ -862,14 +862,25 @@ impl Snapshot {
 
     /// The ids (hex) of the plans published here, sorted, each once.
     pub fn plan_ids(&self) -> Result<Vec<String>> {
+        self.ids_under(ItemKind::Plan)
+    }
+
+    /// The plan ids (hex) named by the items of `kind` published here, sorted, each once.
+    fn ids_under(&self, kind: ItemKind) -> Result<Vec<String>> {
+        let prefix = format!("{ROOT}{}/", kind.dir());
         let mut ids: Vec<String> = self
-            .listed(&format!("{ROOT}plans/"))?
+            .listed(&prefix)?
             .into_iter()
-            .filter_map(|(r, _)| r.strip_prefix(&format!("{ROOT}plans/")).map(String::from))
+            .filter_map(|(r, _)| r.strip_prefix(&prefix).map(String::from))
             .filter(|id| crate::store::state::is_plan_id_hex(id))
             .collect();
         ids.dedup();
         Ok(ids)
+    }
+
+    /// The ids (hex) of the plans with a receipt published here, sorted, each once.
+    pub fn receipt_ids(&self) -> Result<Vec<String>> {
+        self.ids_under(ItemKind::Receipt)
     }
 
     /// Whether plan `id_hex` is published here (whatever it holds).

@@ -571,7 +571,12 @@ fn a_deleted_audit_log_is_detected_and_refuses_further_changes() {
 
 /// Re-sign a log line's payload (edited by `edit`) with `key`, as a planner holding only their
 /// own keys could; returns the new line and its id.
-fn resign(env: &TestEnv, line: &str, key: &str, edit: impl Fn(&mut serde_json::Value)) -> (String, String) {
+pub fn resign(
+    env: &TestEnv,
+    line: &str,
+    key: &str,
+    edit: impl Fn(&mut serde_json::Value),
+) -> (String, String) {
     use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD;
     let env_v: serde_json::Value = serde_json::from_str(line).unwrap();

@@ -1,0 +1,217 @@
+//! What else knows that an apply happened, besides the audit log, and what `log --verify`
+//! checks the log against: the approvals behind each receipt (kept beside it, [`APPROVALS`]),
+//! this clone's journals and backup refs, and the receipts its team remote published.
+//!
+//! Anyone who can write `.git` can rewrite the log consistently with their own key: drop the
+//! last apply, rewind the anchor, delete the receipt file, or re-sign a receipt saying
+//! something else. What they cannot rewrite is what others hold: the approvers' signatures,
+//! and the receipt the apply published on the team remote's ledger (append-only where the
+//! host protects it, docs/remote.md). Each check here names the entry where the log stops
+//! agreeing with one of them.
+
+use crate::error::Result;
+use crate::plan::approval::{APPLY_NAMESPACE, Decision, RECEIPT_PAYLOAD_TYPE, Receipt};
+use crate::plan::envelope::Envelope;
+use crate::repo::Repo;
+use crate::sign::{AllowedSigners, dsse};
+use crate::store::Store;
+use crate::store::audit::{Break, GENESIS, Record};
+use crate::store::published::Snapshot;
+use crate::store::state::Step;
+use crate::text::safe;
+use std::collections::HashSet;
+
+/// Where `apply` keeps the approval envelopes its receipt names (a JSON array), beside the
+/// receipt in `.git/guardctl/plans/<id>/`.
+pub const APPROVALS: &str = "approvals.json";
+
+/// The earlier of two breaks (entries from the first one on cannot be trusted).
+pub fn earliest(a: Option<Break>, b: Option<Break>) -> Option<Break> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.line < a.line { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
+fn id_hex(plan_id: &str) -> &str {
+    plan_id.strip_prefix("sha256:").unwrap_or(plan_id)
+}
+
+/// Every receipt of the log with its entry.
+fn receipts(records: &[Record]) -> Vec<(&Record, Receipt)> {
+    records
+        .iter()
+        .filter_map(|r| r.receipt_payload().map(|p| (r, p)))
+        .collect()
+}
+
+/// The first receipt naming an approver that no approval kept beside it backs: an approval
+/// envelope of that plan (its id and hash), signed by a key the trusted identities list for
+/// that principal. A receipt re-signed by its executor to name others, or no one, than those
+/// who approved, stops agreeing with the signatures only the approvers could make.
+pub fn unbacked_approvers(
+    records: &[Record],
+    store: &Store,
+    signers: &AllowedSigners,
+) -> Result<Option<Break>> {
+    for (record, receipt) in receipts(records) {
+        let id = id_hex(&receipt.plan_id);
+        let path = store.plan_dir(id).join(APPROVALS);
+        let broken = |reason: String| Break {
+            line: record.seq,
+            reason,
+        };
+        let Some(bytes) = store.read_file(id, APPROVALS)? else {
+            return Ok(Some(broken(format!(
+                "the approvals of the receipt of plan {} are not in guardctl's state ({} is missing)",
+                safe(&receipt.plan_id),
+                path.display()
+            ))));
+        };
+        let Ok(kept) = serde_json::from_slice::<Vec<Envelope>>(&bytes) else {
+            return Ok(Some(broken(format!(
+                "{} is not a list of approvals",
+                path.display()
+            ))));
+        };
+        let backed: Vec<String> = kept
+            .iter()
+            .filter_map(|e| crate::gate::check_approval(signers, e, receipt.applied_at).ok())
+            .filter(|c| {
+                let a = &c.approval;
+                a.decision == Decision::Approve
+                    && a.plan_id == receipt.plan_id
+                    && a.plan_hash == receipt.plan_hash
+                    && a.key == c.signer_fingerprint
+                    && c.signer_principals.contains(&a.principal)
+            })
+            .map(|c| c.approval.principal)
+            .collect();
+        if let Some(p) = receipt.approved_by.iter().find(|p| !backed.contains(p)) {
+            return Ok(Some(broken(format!(
+                "the receipt of plan {} names {} as an approver, but no approval of that plan by a key of {} is kept beside it",
+                safe(&receipt.plan_id),
+                safe(p),
+                safe(p)
+            ))));
+        }
+        if receipt.approved_by.is_empty() && !backed.is_empty() {
+            return Ok(Some(broken(format!(
+                "the receipt of plan {} names no approver, but {} approved it",
+                safe(&receipt.plan_id),
+                backed.iter().map(|p| safe(p)).collect::<Vec<_>>().join(", ")
+            ))));
+        }
+    }
+    Ok(None)
+}
+
+/// A plan this clone applied whose receipt is not in the log: its journal says it is done,
+/// or its backup ref (`refs/guardctl/backup/<id>`) keeps what it deleted while no journal
+/// says an apply is still to be finished (`recover`). Reported after the last entry: the
+/// entry is gone, not misplaced.
+pub fn unlogged_applies(records: &[Record], store: &Store, repo: &Repo) -> Result<Option<Break>> {
+    let logged: HashSet<String> = receipts(records)
+        .into_iter()
+        .map(|(_, r)| id_hex(&r.plan_id).to_string())
+        .collect();
+    let after = records.len() as u64 + 1;
+    let steps = |id: &str| store.journal_steps(id).unwrap_or_default();
+    for id in store.plan_ids()? {
+        if crate::store::state::is_plan_id_hex(&id)
+            && !logged.contains(&id)
+            && steps(&id).contains(&Step::Done)
+        {
+            return Ok(Some(Break {
+                line: after,
+                reason: format!(
+                    "plan sha256:{id}'s journal says it was applied, but its receipt is not in the log (its entry was removed)"
+                ),
+            }));
+        }
+    }
+    let prefix = format!("{}/", crate::store::state::BACKUP_NAMESPACE);
+    for refname in repo.refs_under(&prefix)? {
+        let id = &refname[prefix.len()..];
+        let pending = steps(id).last().is_some_and(|s| *s != Step::Done);
+        if crate::store::state::is_plan_id_hex(id) && !logged.contains(id) && !pending {
+            return Ok(Some(Break {
+                line: after,
+                reason: format!(
+                    "{} keeps what plan sha256:{id} deleted, but its receipt is not in the log (its entry was removed)",
+                    safe(&refname)
+                ),
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// A receipt published on the team remote that is an entry of this log and is not in it:
+/// it follows an entry of this log (its `audit.prev`) and was signed by a key that signed
+/// entries here, yet the log holds something else at its place, or ends before it. Other
+/// receipts (other clones', junk) say nothing about this log and are not read further. A
+/// receipt that follows the log's start (`prev` is the genesis) cannot be told apart from
+/// another clone's first and is left out.
+pub fn unlogged_published(records: &[Record], snapshot: &Snapshot) -> Result<Option<Break>> {
+    let keys: HashSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
+    let logged: HashSet<&str> = records.iter().map(|r| r.payload.as_str()).collect();
+    let mut first = None;
+    for id in snapshot.receipt_ids()? {
+        let Some(item) = snapshot.receipt(&id)? else {
+            continue;
+        };
+        let Ok(bytes) = item.marker else {
+            continue;
+        };
+        let Ok(env) = serde_json::from_slice::<Envelope>(&bytes) else {
+            continue;
+        };
+        if logged.contains(env.payload.as_str()) {
+            continue;
+        }
+        let Ok(v) = dsse::verify(&env, RECEIPT_PAYLOAD_TYPE, APPLY_NAMESPACE) else {
+            continue;
+        };
+        let Ok(receipt) = serde_json::from_slice::<Receipt>(&v.payload) else {
+            continue;
+        };
+        let Some(link) = receipt.audit else {
+            continue;
+        };
+        let follows = records
+            .iter()
+            .any(|r| r.id == link.prev && r.seq + 1 == link.seq && link.prev != GENESIS);
+        if !follows || !keys.contains(v.fingerprint.as_str()) {
+            continue;
+        }
+        let here = match records.iter().find(|r| r.seq == link.seq) {
+            Some(_) => format!("entry {} here is another", link.seq),
+            None => format!("the log here ends at entry {}", records.len()),
+        };
+        first = earliest(
+            first,
+            Some(Break {
+                line: link.seq,
+                reason: format!(
+                    "the team remote holds the receipt of plan sha256:{id} as entry {} of this log, which does not have it ({here}: the entry was removed or replaced)",
+                    link.seq
+                ),
+            }),
+        );
+    }
+    Ok(first)
+}
+
+/// The first break among the local checks ([`unbacked_approvers`], [`unlogged_applies`]).
+pub fn check_local(
+    records: &[Record],
+    store: &Store,
+    repo: &Repo,
+    signers: &AllowedSigners,
+) -> Result<Option<Break>> {
+    Ok(earliest(
+        unbacked_approvers(records, store, signers)?,
+        unlogged_applies(records, store, repo)?,
+    ))
+}
