@@ -169,7 +169,8 @@ fn recorded_remote(repo: &Repo, image: &crate::store::BeforeImage, name: &str) -
     }))
 }
 
-/// The plan consumed on `remote` by another apply (not this clone's own marker): its receipt
+/// The plan consumed on `remote` by another apply (not this clone's own marker), read first
+/// in `fetched` (the run's snapshot) when it is of `remote`: its receipt
 /// as a replay once it is published and verifies (`execute::remote_marker`,
 /// `execute::remote_result`), waiting up to `wait` for it. `None`: not consumed there by
 /// anyone else. A marker or receipt that does not verify is 16 naming its ref; no receipt
@@ -178,7 +179,7 @@ pub fn replay_from_remote(
     ui: &mut Ui,
     store: &Store,
     loaded: &Loaded,
-    remote: &Remote,
+    (remote, fetched): (&Remote, Option<&crate::store::published::Snapshot>),
     wait: std::time::Duration,
     signers: &AllowedSigners,
     skew_secs: u64,
@@ -186,7 +187,13 @@ pub fn replay_from_remote(
     use crate::store::consumption;
     let id = loaded.id_hex();
     let ours = store.read_file(id, "consumed")?;
-    let Some(mut found) = consumption::read(remote, id)? else {
+    // First from the run's snapshot of this remote, when it has one (no second connection);
+    // each wait for the receipt reads the remote again.
+    let first = match fetched.filter(|s| s.remote.url == remote.url) {
+        Some(s) => consumption::of(s, id)?,
+        None => consumption::read(remote, id)?,
+    };
+    let Some(mut found) = first else {
         return Ok(None);
     };
     if ours.is_some() && found.consumed.bytes.as_ref().ok() == ours.as_ref() {

@@ -428,9 +428,11 @@ impl Ctx {
         })
     }
 
-    /// What the team remote has published about plan `id_hex` (fetched once per run; a
-    /// fetch of everything, as `inbox` makes, covers every plan). `None` without a team
+    /// What the team remote has published about plan `id_hex`. `None` without a team
     /// remote. A remote that cannot be read is an error: it may hold a veto.
+    ///
+    /// Every read of a run is served by one snapshot of everything published (see
+    /// [`Ctx::snapshot`]), so a run talks to the remote once for all of them.
     pub fn published(&self, id_hex: &str) -> Result<Option<Rc<Snapshot>>> {
         self.snapshot(Scope::Plan(id_hex.to_string()))
     }
@@ -440,12 +442,22 @@ impl Ctx {
         self.snapshot(Scope::All)
     }
 
+    /// The run's snapshot of the team remote if one was fetched already (never fetches).
+    pub fn fetched_published(&self) -> Option<Rc<Snapshot>> {
+        self.published.borrow().first().cloned()
+    }
+
     /// Every plan the team remote has published, with its consumed marker (the bulk class
     /// across plans).
     pub fn published_plans(&self) -> Result<Option<Rc<Snapshot>>> {
         self.snapshot(Scope::Plans)
     }
 
+    /// The run's one snapshot of the team remote, fetched on first use. It is of everything
+    /// (`Scope::All`) whatever `scope` asks: the ledger is fetched whole by every scope, so
+    /// a narrower one saves only the refs published before the ledger, and a run that reads
+    /// one plan, then the plans for the bulk class, then resolves an id, would otherwise list
+    /// and fetch three times (each an SSH connection: 7 for `show <id>`).
     fn snapshot(&self, scope: Scope) -> Result<Option<Rc<Snapshot>>> {
         if let Some(s) = self.published.borrow().iter().find(|s| s.scope.includes(&scope)) {
             return Ok(Some(s.clone()));
@@ -453,7 +465,7 @@ impl Ctx {
         let Some(remote) = self.team_remote()? else {
             return Ok(None);
         };
-        let s = Rc::new(Snapshot::fetch(remote, scope)?);
+        let s = Rc::new(Snapshot::fetch(remote, Scope::All)?);
         self.check_ledger(&s)?;
         self.published.borrow_mut().push(s.clone());
         Ok(Some(s))

@@ -80,6 +80,9 @@ pub struct Executor<'a> {
     /// and only for the restore itself: putting back what a plan deleted is how an incident
     /// ends, and a damaged log must not stand in its way. Deleting never runs unrecorded.
     pub unlogged: bool,
+    /// The run's snapshot of the team remote, if it read one: the first push that consumes
+    /// a plan on that remote builds on it instead of fetching the ledger again.
+    pub published: Option<std::rc::Rc<crate::store::published::Snapshot>>,
 }
 
 /// Test-only fault injection, absent from release builds. After journaling `<step>`:
@@ -330,17 +333,27 @@ impl Executor<'_> {
         loop {
             attempts += 1;
             let mut all = ops.to_vec();
+            // The first attempt builds on the run's snapshot of this remote, if any; a
+            // retry (the tip moved, or the answer was lost) reads the remote again.
+            let known = self
+                .published
+                .as_deref()
+                .filter(|s| attempts == 1 && s.remote.url == url);
+            let prepare = |remote: &Remote, items: &[Item]| match known {
+                Some(s) => s.prepare(items),
+                None => published::prepare(remote, items),
+            };
             let prepared = match &marker {
                 Some((remote, item)) => {
                     let mut items = vec![item.clone()];
                     items.extend(plan.clone());
-                    let p = published::prepare(remote, &items)?;
+                    let p = prepare(remote, &items)?;
                     match p.refs.get(1).map(|r| &r.1) {
                         // Another file of this id is published (the same plan with another
                         // signature): it counts already, and the ledger keeps the first.
                         Some(RefOutcome::Stale) => {
                             plan = None;
-                            Some(published::prepare(remote, std::slice::from_ref(item))?)
+                            Some(prepare(remote, std::slice::from_ref(item))?)
                         }
                         _ => Some(p),
                     }
@@ -1887,6 +1900,7 @@ mod tests {
             key: Some(key),
             principal: Some("alice".into()),
             unlogged: false,
+            published: None,
         }
     }
 

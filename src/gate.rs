@@ -168,18 +168,12 @@ pub fn load_plan(ctx: &Ctx, arg: &std::path::Path) -> Result<Loaded> {
         // No remote to look in: the path's own error (66, not found).
         return crate::planfile::load(arg);
     };
-    let id = match crate::store::published::resolve(&remote, &arg.to_string_lossy()) {
-        Ok(id) => id,
-        Err(e) => {
-            // A plan missing from a ledger that was rewound is that rewind (16, from the
-            // snapshot's check against the tip this clone saw), not "no such plan".
-            ctx.published_plans()?;
-            return Err(e);
-        }
-    };
+    // The run's one snapshot: a ledger rewound behind the tip this clone saw is refused
+    // (16) before an id is looked for in it.
     let snapshot = ctx
-        .published(&id)?
+        .published_all()?
         .ok_or_else(|| Error::internal("the team remote went away while reading it"))?;
+    let id = snapshot.resolve(&arg.to_string_lossy())?;
     snapshot.plan(&id)?.ok_or_else(|| {
         Error::new(
             Kind::NotFound,

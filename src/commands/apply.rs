@@ -189,6 +189,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         key: Some(&key),
         principal: cleared.executor.clone(),
         unlogged: false,
+        published: ctx.fetched_published(),
     };
     let (signers, _) = ctx.allowed_signers()?;
     let recovered = ex.recover(Some(&key), &signers)?;
@@ -237,7 +238,7 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
             ui,
             &store,
             loaded,
-            remote,
+            (remote, ctx.fetched_published().as_deref()),
             args.wait,
             &signers,
             crate::gate::clock_skew(ctx),
@@ -334,7 +335,8 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
                     ui,
                     &store,
                     loaded,
-                    remote,
+                    // After a refused apply: what the remote holds now, not the snapshot.
+                    (remote, None),
                     args.wait,
                     &signers,
                     crate::gate::clock_skew(ctx),

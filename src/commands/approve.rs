@@ -205,7 +205,7 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
     // Published first: what the remote refuses is recorded nowhere, so a retry starts clean.
     let published = match &publish_to {
         Some(remote) => {
-            let p = publish_decision(remote, &loaded, &env)?;
+            let p = publish_decision(ctx, remote, &loaded, &env)?;
             if let Some(taken) = &p.taken {
                 ui.warn(&format!(
                     "{} on remote `{}` was taken by something that is not your decision: yours is published as {} instead (ask whoever administers the remote to inspect and delete the other)",
@@ -306,17 +306,26 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
 /// Publish a signed decision on `remote`, with the plan itself when the remote does not
 /// have it yet, in one atomic push (under its fallback name when someone else took its own:
 /// `published::publish_decision`).
-fn publish_decision(
+///
+/// What the run already read of that remote (its snapshot) answers whether the plan is
+/// there and is what the push builds on: one connection to read, one to push.
+pub fn publish_decision(
+    ctx: &Ctx,
     remote: &crate::store::published::Remote,
     loaded: &Loaded,
     env: &crate::plan::envelope::Envelope,
 ) -> Result<crate::store::published::PublishedDecision> {
     use crate::store::published::{self, Item};
-    let plan = match published::has_plan(remote, loaded.id_hex())? {
+    let known = ctx.fetched_published().filter(|s| s.remote.url == remote.url);
+    let there = match &known {
+        Some(s) => s.has_plan(loaded.id_hex()),
+        None => published::has_plan(remote, loaded.id_hex())?,
+    };
+    let plan = match there {
         true => None,
         false => Some(Item::plan(loaded.id_hex(), &loaded.file)?),
     };
-    published::publish_decision(remote, loaded.id_hex(), env, plan)
+    published::publish_decision(remote, loaded.id_hex(), env, plan, known.as_deref())
 }
 
 /// The plan as the approver must see it; on stderr with `--json` (stdout is the result).

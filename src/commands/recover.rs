@@ -29,6 +29,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         key: key.as_ref(),
         principal,
         unlogged: false,
+        published: ctx.fetched_published(),
     }
     .recover(key.as_ref(), &ctx.allowed_signers()?.0)?;
     let ids: Vec<String> = done.iter().map(|(id, _)| id.clone()).collect();

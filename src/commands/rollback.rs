@@ -74,6 +74,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         // An interrupted apply is still only recovered with a working log (recovery may
         // finish deleting): that refuses below as before.
         unlogged: false,
+        published: None,
     };
     let (signers, _) = ctx.allowed_signers()?;
     let recovered = ex.recover(Some(&key), &signers)?;

@@ -36,6 +36,11 @@ pub struct Consumption {
 pub fn read(remote: &Remote, id_hex: &str) -> Result<Option<Consumption>> {
     let snapshot = published::Snapshot::fetch(remote, published::Scope::Plan(id_hex.to_string()))
         .map_err(|e| cannot_read(remote, e))?;
+    of(&snapshot, id_hex)
+}
+
+/// [`read`] in a snapshot already fetched (the run's, when it is of the same remote).
+pub fn of(snapshot: &published::Snapshot, id_hex: &str) -> Result<Option<Consumption>> {
     let item = |c: published::ConsumedItem| RemoteItem {
         refname: c.refname,
         bytes: c.marker,

@@ -231,7 +231,7 @@ pub struct Published {
 /// own expectations. A remote or hook that refuses a ref is `policy` too, naming the ref, the
 /// remote's message and the file fallback. Nothing is half-published.
 pub fn publish(remote: &Remote, items: &[Item], extra: &[RefUpdate]) -> Result<Published> {
-    let report = push(remote, items, extra)?;
+    let report = push(remote, items, extra, None)?;
     outcome(remote, items, &report)
 }
 
@@ -252,12 +252,14 @@ pub struct PublishedDecision {
 /// `policy` (14), as for any published item. When it is taken by anything else (anyone who
 /// can push can create it first, to silence this key's veto), the decision is published
 /// under its fallback name `<fpr>-<digest>` ([`fallback_decision_ref`]), which nobody can
-/// take before the envelope exists; readers read both names.
+/// take before the envelope exists; readers read both names. `known`: the run's snapshot
+/// of `remote`, which the first attempt builds on (see [`Snapshot::prepare`]).
 pub fn publish_decision(
     remote: &Remote,
     id_hex: &str,
     env: &Envelope,
     plan: Option<Item>,
+    known: Option<&Snapshot>,
 ) -> Result<PublishedDecision> {
     let (kind, fpr) = decision_of(env)?;
     let bytes = json_file(env)?;
@@ -268,7 +270,7 @@ pub fn publish_decision(
         refname: primary.clone(),
         bytes: bytes.clone(),
     });
-    let report = push(remote, &items, &[])?;
+    let report = push(remote, &items, &[], known)?;
     let taken = !report.ok && report.outcome(&primary) == Some(&RefOutcome::Stale);
     if !taken {
         return Ok(PublishedDecision {
@@ -292,7 +294,7 @@ pub fn publish_decision(
     if let Some(last) = items.last_mut() {
         last.refname = fallback.clone();
     }
-    let report = push(remote, &items, &[])?;
+    let report = push(remote, &items, &[], None)?;
     Ok(PublishedDecision {
         published: outcome(remote, &items, &report)?,
         refname: fallback,
@@ -308,7 +310,7 @@ const LEDGER_ATTEMPTS: u32 = 40;
 /// and a commit adding those it does not hold yet, built in a scratch repository on the
 /// ledger's current tip.
 pub struct Prepared {
-    pub scratch: Scratch,
+    pub scratch: std::rc::Rc<Scratch>,
     /// Per item: `Done` (to be added by `update`), `AlreadyThere` (these very bytes are
     /// published) or `Stale` (that name holds something else: a published item is never
     /// replaced).
@@ -323,11 +325,23 @@ pub fn prepare(remote: &Remote, items: &[Item]) -> Result<Prepared> {
     let scratch = Scratch::new(remote.transport.clone())?;
     let names: Vec<String> = items.iter().map(|i| i.refname.clone()).collect();
     let (listed, ledger) = Ledger::list_and_fetch(&scratch, &remote.url, &names)?;
+    let before = |name: &str| listed.iter().find(|(r, _)| r == name).map(|(_, o)| *o);
+    build(std::rc::Rc::new(scratch), &ledger, before, items)
+}
+
+/// The commit publishing `items` on `ledger` (as fetched into `scratch`), `before` naming
+/// the ref of each name published before the ledger, if any.
+fn build(
+    scratch: std::rc::Rc<Scratch>,
+    ledger: &Ledger,
+    before: impl Fn(&str) -> Option<Oid>,
+    items: &[Item],
+) -> Result<Prepared> {
     let mut refs = Vec::new();
     let mut new: Vec<(&str, &str, &[u8])> = Vec::new();
     for item in items {
         let blob = Oid::hash_object(git2::ObjectType::Blob, &item.bytes)?;
-        let before = listed.iter().find(|(r, _)| *r == item.refname).map(|(_, o)| *o);
+        let before = before(&item.refname);
         let outcome = match (ledger.first(&item.refname), before) {
             (Some(e), _) if e.blob == blob && e.file == item.kind.file() && e.regular => {
                 RefOutcome::AlreadyThere
@@ -362,13 +376,25 @@ pub fn prepare(remote: &Remote, items: &[Item]) -> Result<Prepared> {
 /// Publish `items` on the ledger (one commit, a fast-forward leased on the tip it was built
 /// on) with `extra` in one atomic push; a push that lost the race for the tip to another
 /// writer is built again on the new tip, so that of several writers of one name exactly one
-/// lands and the others find it there.
-fn push(remote: &Remote, items: &[Item], extra: &[RefUpdate]) -> Result<publish::PushReport> {
+/// lands and the others find it there. The first attempt builds on `known` (a snapshot of
+/// `remote` fetched earlier in the run) when given: what it holds is still there (nothing
+/// published is taken away, and a rewound ledger was refused when it was read), and a write
+/// since fails the lease, after which every attempt reads the remote.
+fn push(
+    remote: &Remote,
+    items: &[Item],
+    extra: &[RefUpdate],
+    known: Option<&Snapshot>,
+) -> Result<publish::PushReport> {
     let mut pause = std::time::Duration::from_millis(25);
     let mut attempt = 0;
+    let known = known.filter(|s| s.remote.url == remote.url);
     loop {
         attempt += 1;
-        let prepared = prepare(remote, items)?;
+        let prepared = match known {
+            Some(s) if attempt == 1 => s.prepare(items)?,
+            _ => prepare(remote, items)?,
+        };
         let mut refs = prepared.refs;
         if refs.iter().any(|(_, o)| *o == RefOutcome::Stale) {
             for (_, o) in refs.iter_mut().filter(|(_, o)| *o != RefOutcome::Stale) {
@@ -609,7 +635,7 @@ pub enum Source {
 pub struct Snapshot {
     pub remote: Remote,
     pub scope: Scope,
-    scratch: Scratch,
+    scratch: std::rc::Rc<Scratch>,
     /// The ledger as fetched (its tip, its warnings); its entries are in `refs`.
     ledger: Ledger,
     /// Refs listed but not fetched: what they hold is larger than any item can be.
@@ -776,12 +802,27 @@ impl Snapshot {
         Ok(Snapshot {
             remote: remote.clone(),
             scope,
-            scratch,
+            scratch: std::rc::Rc::new(scratch),
             ledger,
             too_large,
             refs,
             plans: std::cell::OnceCell::new(),
         })
+    }
+
+    /// [`prepare`] on what this snapshot fetched: no connection, a commit leased on the tip
+    /// seen then. A write since makes its push fail on the lease; the caller then prepares
+    /// again from the remote (`execute::Executor::push_consuming`).
+    pub fn prepare(&self, items: &[Item]) -> Result<Prepared> {
+        let before = |name: &str| {
+            self.exactly(name).ok().and_then(|sources| {
+                sources.into_iter().find_map(|s| match s {
+                    Source::Ref(oid) => Some(oid),
+                    Source::Ledger { .. } => None,
+                })
+            })
+        };
+        build(self.scratch.clone(), &self.ledger, before, items)
     }
 
     /// The ref `refname` if it was listed but left unfetched as too large, with its commit.
@@ -1036,55 +1077,49 @@ pub fn has_plan(remote: &Remote, id_hex: &str) -> Result<bool> {
     Ok(Snapshot::fetch(remote, Scope::Plan(id_hex.to_string()))?.has_plan(id_hex))
 }
 
-/// The published plan `arg` names: a plan id (`sha256:<hex>` or 64 hex digits) or a unique
-/// prefix of at least 8 hex digits among the plans published on `remote`. None is
-/// `not_found` (66); several is `usage` (64), listing them.
-pub fn resolve(remote: &Remote, arg: &str) -> Result<String> {
-    let wanted = arg.strip_prefix("sha256:").unwrap_or(arg).to_ascii_lowercase();
-    if wanted.len() < 8 || wanted.len() > 64 || !wanted.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(Error::new(
-            Kind::NotFound,
-            format!("{} is neither a file nor a plan id", safe(arg)),
-        )
-        .with_hint("pass a plan file, a plan id, or at least 8 hex digits of a published plan's id (`guardctl inbox` lists them)"));
-    }
-    let scratch = Scratch::new(remote.transport.clone())?;
-    let (listed, ledger) =
-        Ledger::list_and_fetch(&scratch, &remote.url, &[format!("{ROOT}plans/{wanted}*")])?;
-    let prefix = format!("{ROOT}plans/");
-    let mut ids: Vec<String> = listed
-        .into_iter()
-        .map(|(r, _)| r)
-        .chain(ledger.entries.into_iter().map(|e| e.name))
-        .filter_map(|r| r.strip_prefix(&prefix).map(String::from))
-        .filter(|id| crate::store::state::is_plan_id_hex(id) && id.starts_with(&wanted))
-        .collect();
-    ids.sort();
-    ids.dedup();
-    match ids.as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(Error::new(
-            Kind::NotFound,
-            format!(
-                "no file {} and no plan published on {} with that id",
+impl Snapshot {
+    /// The published plan `arg` names: a plan id (`sha256:<hex>` or 64 hex digits) or a
+    /// unique prefix of at least 8 hex digits among the plans published here. None is
+    /// `not_found` (66); several is `usage` (64), listing them.
+    pub fn resolve(&self, arg: &str) -> Result<String> {
+        let wanted = arg.strip_prefix("sha256:").unwrap_or(arg).to_ascii_lowercase();
+        if wanted.len() < 8 || wanted.len() > 64 || !wanted.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::new(
+                Kind::NotFound,
+                format!("{} is neither a file nor a plan id", safe(arg)),
+            )
+            .with_hint("pass a plan file, a plan id, or at least 8 hex digits of a published plan's id (`guardctl inbox` lists them)"));
+        }
+        let ids: Vec<String> = self
+            .plan_ids()?
+            .into_iter()
+            .filter(|id| id.starts_with(&wanted))
+            .collect();
+        match ids.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(Error::new(
+                Kind::NotFound,
+                format!(
+                    "no file {} and no plan published on {} with that id",
+                    safe(arg),
+                    self.remote.describe()
+                ),
+            )
+            .with_hint("check the path or the id (`guardctl inbox` lists the published plans)")),
+            many => Err(Error::usage(format!(
+                "{} matches {} published plans: {}",
                 safe(arg),
-                remote.describe()
-            ),
-        )
-        .with_hint("check the path or the id (`guardctl inbox` lists the published plans)")),
-        many => Err(Error::usage(format!(
-            "{} matches {} published plans: {}",
-            safe(arg),
-            many.len(),
-            many.iter()
-                .map(|i| format!("sha256:{i}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-        .with_details(
-            serde_json::json!({"candidates": many.iter().map(|i| format!("sha256:{i}")).collect::<Vec<_>>()}),
-        )
-        .with_hint("give more hex digits of the plan id")),
+                many.len(),
+                many.iter()
+                    .map(|i| format!("sha256:{i}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .with_details(
+                serde_json::json!({"candidates": many.iter().map(|i| format!("sha256:{i}")).collect::<Vec<_>>()}),
+            )
+            .with_hint("give more hex digits of the plan id")),
+        }
     }
 }
 
