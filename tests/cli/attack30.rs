@@ -1,0 +1,136 @@
+//! Attacks on the plan published with its consumed marker (`execute::push_consuming`) and on
+//! `log --verify`'s evidence (src/evidence.rs): a hostile planner, executor or teammate who
+//! holds a valid key of their own and can write their own clone and push anything under
+//! `refs/guardctl/` (or onto the ledger) of the team remote.
+
+use crate::fixtures::{Team, TestEnv, team_remote};
+use crate::trust::resign;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// One approval from the reviewers; more than one branch at once is bulk and needs carol
+/// (release) too (as tests/cli/teams.rs).
+const BULK_POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\"]\nrelease = [\"carol@example.com\"]\n\n[approvals]\nrequired = 1\nfrom = [\"reviewers\"]\n\n[bulk]\nthreshold = 1\nrequired = 1\nfrom = [\"release\"]\n";
+
+const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 1\nfrom = [\"reviewers\"]\n";
+
+/// `plan remote-branches` in `dir` written to `name` there, not published; its path.
+fn plan_unpublished(env: &TestEnv, dir: &Path, name: &str, glob: &str) -> PathBuf {
+    let out = dir.join(name);
+    let args = [
+        "plan",
+        "remote-branches",
+        "--remote",
+        "origin",
+        "--executor",
+        "dave@example.com",
+        "--match",
+        glob,
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let r = env.run_in(dir, "alice", &args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    out
+}
+
+/// Create `refname` on the team's remote holding a parentless commit of the one file `name`
+/// with `bytes` (what anyone with push access can do where only branches and tags are
+/// protected).
+fn push_item(env: &TestEnv, refname: &str, name: &str, bytes: &[u8]) {
+    let dir = env.path().join(format!("pusher-{}", refname.replace('/', "-")));
+    env.git_in(env.path(), &["init", "-q", dir.to_str().unwrap()]);
+    fs::write(dir.join(name), bytes).unwrap();
+    env.git_in(&dir, &["add", name]);
+    env.git_in(&dir, &["commit", "-q", "-m", "pushed by hand"]);
+    let url = format!("file://{}", env.origin().display());
+    env.git_in(&dir, &["push", "-q", &url, &format!("HEAD:{refname}")]);
+}
+
+fn remote_branch_names(env: &TestEnv) -> Vec<String> {
+    env.remote_branches()
+        .lines()
+        .map(|l| {
+            l.split(' ')
+                .next()
+                .unwrap()
+                .trim_start_matches("refs/heads/")
+                .to_string()
+        })
+        .collect()
+}
+
+fn log_lines(clone: &Path) -> Vec<String> {
+    fs::read_to_string(clone.join(".git/guardctl/audit.log"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// Write `lines` as the log and point its anchor at the last, reflog removed (as
+/// tests/cli/audit_evidence.rs): what anyone who can write `.git` can do.
+fn rewrite_log(env: &TestEnv, clone: &Path, lines: &[String], last_id: &str) {
+    fs::write(clone.join(".git/guardctl/audit.log"), lines.join("\n") + "\n").unwrap();
+    let blob = clone.join(".git/anchor");
+    fs::write(
+        &blob,
+        format!("guardctl audit anchor v1\nseq {}\nid {last_id}\n", lines.len()),
+    )
+    .unwrap();
+    let oid = env.git_in(clone, &["hash-object", "-w", blob.to_str().unwrap()]);
+    fs::remove_file(&blob).unwrap();
+    env.git_in(clone, &["update-ref", "refs/guardctl/audit", &oid]);
+    let _ = fs::remove_file(clone.join(".git/logs/refs/guardctl/audit"));
+}
+
+fn id_of(line: &str) -> String {
+    use base64::Engine;
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(v["payload"].as_str().unwrap())
+        .unwrap();
+    format!("sha256:{}", crate::apply::hex_sha256(&bytes))
+}
+
+#[test]
+fn junk_published_at_a_plans_id_before_its_apply_does_not_keep_it_out_of_the_bulk_count() {
+    // Attack (hostile planner): alice splits a bulk deletion into two plans, each under the
+    // threshold and approved by bob alone, for two fresh CI clones. An apply publishes its
+    // plan with its marker, so the second clone would count the first; but before anything
+    // is applied she pushes junk at refs/guardctl/plans/<A>. The apply of A took the name as
+    // "the same plan with another signature" and published its marker only; the second
+    // clone leaves the junk out with a warning and counts B alone: both halves deleted with
+    // bob's approval only.
+    let env = team_remote(BULK_POLICY);
+    let [laptop, bob] = <[PathBuf; 2]>::try_from(env.clones(&["laptop", "bob"])).unwrap();
+    let a = plan_unpublished(&env, &laptop, "a.json", "feature/done");
+    let b = plan_unpublished(&env, &laptop, "b.json", "fix/old");
+    for f in [&a, &b] {
+        let r = env.run_in(&bob, "bob", &["approve", f.to_str().unwrap(), "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let a_hex = crate::fixtures::plan_id_of(&a)
+        .trim_start_matches("sha256:")
+        .to_string();
+    let taken = format!("refs/guardctl/plans/{a_hex}");
+    push_item(&env, &taken, "plan.json", b"{\"not\": \"a plan\"}\n");
+
+    let [ci1] = <[PathBuf; 1]>::try_from(env.clones(&["ci1"])).unwrap();
+    let r = env.run_in(&ci1, "mallory", &["apply", a.to_str().unwrap()]);
+    // The apply refuses rather than consume a plan no other clone could count: 14 (a
+    // publication whose name holds other content), naming the ref; nothing deleted.
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert!(r.stderr.contains(&taken), "{}", r.stderr);
+    assert!(
+        remote_branch_names(&env).contains(&"feature/done".to_string()),
+        "nothing was deleted"
+    );
+    let [ci2] = <[PathBuf; 1]>::try_from(env.clones(&["ci2"])).unwrap();
+    let _ = env.run_in(&ci2, "mallory", &["apply", b.to_str().unwrap()]);
+    let left = remote_branch_names(&env);
+    assert!(
+        left.contains(&"feature/done".to_string()) || left.contains(&"fix/old".to_string()),
+        "both halves of a bulk deletion applied without the bulk group: {left:?}"
+    );
+}
