@@ -134,3 +134,45 @@ fn junk_published_at_a_plans_id_before_its_apply_does_not_keep_it_out_of_the_bul
         "both halves of a bulk deletion applied without the bulk group: {left:?}"
     );
 }
+
+/// Alice publishes a plan of one merged branch (`glob`) for dave; its id's hex digits.
+fn publish_one(t: &Team, file: &str, glob: &str) -> String {
+    crate::fixtures::publish(&t.env, &t.planner, file, &["--match", glob])
+}
+
+#[test]
+fn a_receipt_forged_by_an_approver_whose_key_signed_entries_here_does_not_break_an_honest_log() {
+    // Attack (hostile teammate, a denial of service): bob approved a plan in the executor's
+    // shared clone, so his key signed an entry of its log. Published receipts reveal entry
+    // ids (`audit.prev`, and each receipt's own payload digest), so bob signs a receipt of a
+    // plan that never existed "following" the log's last entry, and pushes it under
+    // refs/guardctl/receipts/. The honest log's `log --verify` said an apply was erased (65).
+    let t = crate::fixtures::team(POLICY);
+    let id = publish_one(&t, "a.json", "feature/done");
+    let r = t.env.run_in(&t.executor, "bob", &["approve", &id[..12], "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", &id[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = t.env.run_in(&t.executor, "mallory", &["log", "--verify"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let lines = log_lines(&t.executor);
+    assert_eq!(lines.len(), 2, "bob's approval, then the receipt: {lines:?}");
+    let last = id_of(&lines[1]);
+    // Claiming bob as the executor (his key speaks for him) and claiming dave (it does not).
+    for (n, executor) in [("ab", "bob@example.com"), ("cd", "dave@example.com")] {
+        let fake = n.repeat(32);
+        let (forged, _) = resign(&t.env, &lines[1], "bob", |r| {
+            r["plan_id"] = format!("sha256:{fake}").into();
+            r["executor"] = executor.into();
+            r["audit"] = serde_json::json!({"seq": 3, "prev": last});
+        });
+        push_item(
+            &t.env,
+            &format!("refs/guardctl/receipts/{fake}"),
+            "receipt.json",
+            forged.as_bytes(),
+        );
+    }
+    let r = t.env.run_in(&t.executor, "mallory", &["log", "--verify"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
