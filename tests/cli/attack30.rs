@@ -176,3 +176,86 @@ fn a_receipt_forged_by_an_approver_whose_key_signed_entries_here_does_not_break_
     let r = t.env.run_in(&t.executor, "mallory", &["log", "--verify"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
 }
+
+/// Erase plan `hex`'s apply from the executor's clone: its state and its backup ref (the
+/// log itself is rewritten by the caller).
+fn erase_state(t: &Team, hex: &str) {
+    fs::remove_dir_all(t.executor.join(format!(".git/guardctl/plans/{hex}"))).unwrap();
+    for r in t
+        .env
+        .git_in(
+            &t.executor,
+            &["for-each-ref", "--format=%(refname)", "refs/guardctl/backup/"],
+        )
+        .lines()
+    {
+        if r.ends_with(hex) {
+            t.env.git_in(&t.executor, &["update-ref", "-d", r]);
+        }
+    }
+}
+
+#[test]
+#[ignore = "design: whether the receipt reaches the remote is the executor's choice (it is published after the atomic push of marker and deletions); needs the marker, which lands with the deletions, to carry the receipt's place in the log (audit seq/prev)"]
+fn an_apply_whose_receipt_the_executor_kept_off_the_remote_is_still_found_when_erased() {
+    // Attack (hostile executor): before applying B, dave pushes junk at
+    // refs/guardctl/receipts/<B> (or kills guardctl right after its push lands): the apply
+    // deletes the branches and only warns that the receipt was not published. Then he
+    // erases the apply (entry, anchor, reflog, state, backup ref): the remote holds B's
+    // consumed marker but no receipt following this log, and `log --verify` passes.
+    let t = crate::fixtures::team(POLICY);
+    let a = publish_one(&t, "a.json", "feature/done");
+    let b = publish_one(&t, "b.json", "fix/old");
+    for id in [&a, &b] {
+        let r = t.env.run_in(&t.bob, "bob", &["approve", &id[..12], "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", &a[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    push_item(
+        &t.env,
+        &format!("refs/guardctl/receipts/{b}"),
+        "receipt.json",
+        b"taken\n",
+    );
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", &b[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!remote_branch_names(&t.env).contains(&"fix/old".to_string()));
+    let lines = log_lines(&t.executor);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    rewrite_log(&t.env, &t.executor, &lines[..1], &id_of(&lines[0]));
+    erase_state(&t, &b);
+    let r = t.env.run_in(&t.executor, "mallory", &["log", "--verify"]);
+    assert_eq!(r.code, 65, "the erased apply of B went unnoticed: {}", r.transcript());
+}
+
+#[test]
+#[ignore = "design: a published receipt is tied to this log only by the id of the entry before it, which its signer can change by re-signing that entry (a rollback, recover or gc of theirs); needs a log identity the receipt names, or the log's head kept where the executor cannot rewrite it"]
+fn an_apply_erased_after_re_signing_the_executors_own_entry_before_it_is_still_found() {
+    // Attack (hostile executor): dave rolls back plan A (an entry he signs, published
+    // nowhere), applies B, then erases B's apply and re-signs the rollback entry with another
+    // time: B's published receipt follows an entry id this log no longer has, so it is taken
+    // for another clone's, and `log --verify` passes.
+    let t = crate::fixtures::team(POLICY);
+    let a = publish_one(&t, "a.json", "feature/done");
+    let b = publish_one(&t, "b.json", "fix/old");
+    for id in [&a, &b] {
+        let r = t.env.run_in(&t.bob, "bob", &["approve", &id[..12], "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", &a[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = t.env.run_in(&t.executor, "mallory", &["rollback", &format!("sha256:{a}")]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", &b[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let lines = log_lines(&t.executor);
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    let (rollback, new_id) = resign(&t.env, &lines[1], "mallory", |e| {
+        e["time"] = "2026-01-01T00:00:01Z".into();
+    });
+    rewrite_log(&t.env, &t.executor, &[lines[0].clone(), rollback], &new_id);
+    erase_state(&t, &b);
+    let r = t.env.run_in(&t.executor, "mallory", &["log", "--verify"]);
+    assert_eq!(r.code, 65, "the erased apply of B went unnoticed: {}", r.transcript());
+}
