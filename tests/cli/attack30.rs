@@ -226,7 +226,12 @@ fn an_apply_whose_receipt_the_executor_kept_off_the_remote_is_still_found_when_e
     rewrite_log(&t.env, &t.executor, &lines[..1], &id_of(&lines[0]));
     erase_state(&t, &b);
     let r = t.env.run_in(&t.executor, "mallory", &["log", "--verify"]);
-    assert_eq!(r.code, 65, "the erased apply of B went unnoticed: {}", r.transcript());
+    assert_eq!(
+        r.code,
+        65,
+        "the erased apply of B went unnoticed: {}",
+        r.transcript()
+    );
 }
 
 #[test]
@@ -245,7 +250,9 @@ fn an_apply_erased_after_re_signing_the_executors_own_entry_before_it_is_still_f
     }
     let r = t.env.run_in(&t.executor, "mallory", &["apply", &a[..12]]);
     assert_eq!(r.code, 0, "{}", r.transcript());
-    let r = t.env.run_in(&t.executor, "mallory", &["rollback", &format!("sha256:{a}")]);
+    let r = t
+        .env
+        .run_in(&t.executor, "mallory", &["rollback", &format!("sha256:{a}")]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     let r = t.env.run_in(&t.executor, "mallory", &["apply", &b[..12]]);
     assert_eq!(r.code, 0, "{}", r.transcript());
@@ -257,5 +264,41 @@ fn an_apply_erased_after_re_signing_the_executors_own_entry_before_it_is_still_f
     rewrite_log(&t.env, &t.executor, &[lines[0].clone(), rollback], &new_id);
     erase_state(&t, &b);
     let r = t.env.run_in(&t.executor, "mallory", &["log", "--verify"]);
-    assert_eq!(r.code, 65, "the erased apply of B went unnoticed: {}", r.transcript());
+    assert_eq!(
+        r.code,
+        65,
+        "the erased apply of B went unnoticed: {}",
+        r.transcript()
+    );
+}
+
+#[test]
+fn an_apply_killed_after_its_push_and_recovered_verifies_and_so_does_the_replay_elsewhere() {
+    // Honest use (no false positive): the executor's apply dies right after its push landed;
+    // `recover` finishes it with the receipt, whose approvers are backed by the approvals
+    // the apply kept before it started; a fresh clone replays the apply and its log (empty)
+    // verifies too.
+    let t = crate::fixtures::team(POLICY);
+    let a = publish_one(&t, "a.json", "feature/done");
+    let r = t.env.run_in(&t.bob, "bob", &["approve", &a[..12], "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let dir = t.executor.to_str().unwrap();
+    let r = t.env.run_env(
+        "mallory",
+        &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
+        &["-C", dir, "apply", &a[..12]],
+    );
+    assert_ne!(r.code, 0, "killed: {}", r.transcript());
+    let r = t.env.run_in(&t.executor, "mallory", &["recover"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = t.env.run_in(&t.executor, "mallory", &["log", "--verify"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let [ci] = <[PathBuf; 1]>::try_from(t.env.clones(&["ci"])).unwrap();
+    let r = t.env.run_in(&ci, "mallory", &["--json", "apply", &a[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.json()["replayed"], true);
+    for dir in [&ci, &t.executor, &t.bob] {
+        let r = t.env.run_in(dir, "mallory", &["log", "--verify"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
 }
