@@ -13,6 +13,7 @@ use crate::error::Result;
 use crate::plan::approval::{APPLY_NAMESPACE, Decision, RECEIPT_PAYLOAD_TYPE, Receipt};
 use crate::plan::envelope::Envelope;
 use crate::repo::Repo;
+use crate::sign::allowed_signers::Signer;
 use crate::sign::{AllowedSigners, dsse};
 use crate::store::Store;
 use crate::store::audit::{Break, GENESIS, Record};
@@ -147,14 +148,29 @@ pub fn unlogged_applies(records: &[Record], store: &Store, repo: &Repo) -> Resul
     Ok(None)
 }
 
+/// The entries signed in `guardctl-approval` (store::audit): a reviewer's, not an executor's.
+const APPROVAL_EVENTS: [&str; 3] = ["approve", "reject", "withdraw"];
+
 /// A receipt published on the team remote that is an entry of this log and is not in it:
-/// it follows an entry of this log (its `audit.prev`) and was signed by a key that signed
-/// entries here, yet the log holds something else at its place, or ends before it. Other
-/// receipts (other clones', junk) say nothing about this log and are not read further. A
+/// it follows an entry of this log (its `audit.prev`) and was signed by a key that acted
+/// here as an executor does (an entry in `guardctl-apply`: a receipt, rollback, recover,
+/// gc) and that speaks for the receipt's executor, yet the log holds something else at its
+/// place, or ends before it. Other receipts (other clones', junk) say nothing about this log
+/// and are not read further: entry ids are public (every published receipt names the one
+/// before it), so a reviewer who approved in this clone, or anyone with a key, could
+/// otherwise sign a receipt "following" an honest log and have it reported as erased. A
 /// receipt that follows the log's start (`prev` is the genesis) cannot be told apart from
 /// another clone's first and is left out.
-pub fn unlogged_published(records: &[Record], snapshot: &Snapshot) -> Result<Option<Break>> {
-    let keys: HashSet<&str> = records.iter().map(|r| r.key.as_str()).collect();
+pub fn unlogged_published(
+    records: &[Record],
+    snapshot: &Snapshot,
+    signers: &AllowedSigners,
+) -> Result<Option<Break>> {
+    let keys: HashSet<&str> = records
+        .iter()
+        .filter(|r| !APPROVAL_EVENTS.contains(&r.event.as_str()))
+        .map(|r| r.key.as_str())
+        .collect();
     let logged: HashSet<&str> = records.iter().map(|r| r.payload.as_str()).collect();
     let mut first = None;
     for id in snapshot.receipt_ids()? {
@@ -183,6 +199,24 @@ pub fn unlogged_published(records: &[Record], snapshot: &Snapshot) -> Result<Opt
             .iter()
             .any(|r| r.id == link.prev && r.seq + 1 == link.seq && link.prev != GENESIS);
         if !follows || !keys.contains(v.fingerprint.as_str()) {
+            continue;
+        }
+        let cert = env
+            .signatures
+            .first()
+            .and_then(|s| crate::sign::sshsig::certificate_of(&s.sig));
+        let signer = Signer {
+            key: &v.signer,
+            certificate: cert.as_ref(),
+        };
+        // As `audit::check_trust` reads a receipt: a plan with no executor principal (its
+        // executor named by key) has a receipt naming none, whose key must be trusted.
+        let principals = signers.principals_at(signer, APPLY_NAMESPACE, &[receipt.applied_at]);
+        let speaks = match receipt.executor.as_str() {
+            "" => !principals.is_empty(),
+            executor => principals.iter().any(|p| p == executor),
+        };
+        if !speaks {
             continue;
         }
         let here = match records.iter().find(|r| r.seq == link.seq) {

@@ -349,9 +349,15 @@ impl Executor<'_> {
                     items.extend(plan.clone());
                     let p = prepare(remote, &items)?;
                     match p.refs.get(1).map(|r| &r.1) {
-                        // Another file of this id is published (the same plan with another
-                        // signature): it counts already, and the ledger keeps the first.
+                        // Another file of this id is published: the same plan with another
+                        // signature counts already (the ledger keeps the first). Anything
+                        // else there (junk pushed before the apply) is left out by every
+                        // reader, and this plan with it: refused, or its planner's other
+                        // plans would be counted without it in every other clone.
                         Some(RefOutcome::Stale) => {
+                            if plan_name_held_by_other(remote, id)? {
+                                return Err(plan_name_taken(id));
+                            }
                             plan = None;
                             Some(prepare(remote, std::slice::from_ref(item))?)
                         }
@@ -1437,6 +1443,29 @@ impl Executor<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether the remote publishes something at `plans/<id>` and none of it reads as plan `id`
+/// (a file that verifies as a plan file with that id), as every clone counting the bulk class
+/// reads it.
+pub fn plan_name_held_by_other(remote: &Remote, id: &str) -> Result<bool> {
+    let there = published::Snapshot::fetch(remote, published::Scope::Plan(id.to_string()))?;
+    Ok(there.has_plan(id) && !matches!(there.plan(id), Ok(Some(_))))
+}
+
+/// The refusal (14, a published name that holds other content) of an apply whose plan's name
+/// on its remote holds something that is not the plan: applied, the plan could not be
+/// published with its marker, and no other clone would count it for the bulk class across
+/// its planner's plans.
+pub fn plan_name_taken(id: &str) -> Error {
+    Error::new(
+        Kind::Policy,
+        format!(
+            "{} on the plan's remote holds something that is not plan sha256:{id}: applied, the plan could not be published with its consumed marker and the bulk class across plans in other clones would not count it; nothing was deleted",
+            published::plan_ref(id)
+        ),
+    )
+    .with_hint("someone pushed that name before the apply: ask the remote's administrator who did; re-run `guardctl plan` (a new plan has a new id) and have the new plan approved")
 }
 
 /// The refusal of an apply that found the plan consumed on its remote by another apply (its

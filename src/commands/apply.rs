@@ -299,9 +299,15 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         }),
     };
     if let Some(item) = &to_publish
-        && bound.is_some()
+        && let Some(remote) = &bound
         && policy.consumed_marker
     {
+        // Before anything is consumed: a name taken by something else than this plan would
+        // keep it out of every other clone's bulk count (`execute::plan_name_taken`; the
+        // push checks again, for a name taken since).
+        if crate::execute::plan_name_held_by_other(remote, &id)? {
+            return Err(crate::execute::plan_name_taken(&id));
+        }
         store.write_file(&id, crate::execute::PUBLISHED_PLAN, &item.bytes)?;
     }
     // The approvals the receipt will name, kept for `log --verify` (`evidence`).

@@ -38,7 +38,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         for other in [
             missing_receipt(&store, &log.records)?,
             crate::evidence::check_local(&log.records, &store, repo, &signers)?,
-            published_receipts(ctx, ui, &log.records)?,
+            published_receipts(ctx, ui, &log.records, &signers)?,
         ] {
             brk = crate::evidence::earliest(brk, other);
         }
@@ -102,10 +102,15 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
 /// The first receipt the team remote published as an entry of this log that the log does
 /// not have (`evidence::unlogged_published`). A remote that cannot be read is said, not a
 /// break: the local checks still stand.
-fn published_receipts(ctx: &Ctx, ui: &mut Ui, records: &[Record]) -> Result<Option<Break>> {
+fn published_receipts(
+    ctx: &Ctx,
+    ui: &mut Ui,
+    records: &[Record],
+    signers: &crate::sign::AllowedSigners,
+) -> Result<Option<Break>> {
     match ctx.published_all() {
         Ok(None) => Ok(None),
-        Ok(Some(snapshot)) => crate::evidence::unlogged_published(records, &snapshot),
+        Ok(Some(snapshot)) => crate::evidence::unlogged_published(records, &snapshot, signers),
         Err(e) => {
             ui.warn(&format!(
                 "the log was not compared with the receipts published on the team remote: {}",

@@ -12,6 +12,7 @@ mod attack27;
 mod attack28;
 mod attack29;
 mod attack3;
+mod attack30;
 mod audit_evidence;
 mod consumed;
 mod docs;
