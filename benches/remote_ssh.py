@@ -83,6 +83,12 @@ KbdInteractiveAuthentication no
 UsePAM no
 LogLevel INFO
 """)
+    # sshd insists on its privilege-separation directory (made at boot where sshd runs).
+    if not os.path.isdir("/run/sshd"):
+        try:
+            os.makedirs("/run/sshd", 0o755)
+        except OSError as e:
+            raise SystemExit(f"sshd needs /run/sshd: {e}")
     proc = subprocess.Popen([binary, "-D", "-f", cfg, "-E", log])
     for _ in range(100):
         try:
@@ -90,6 +96,9 @@ LogLevel INFO
             break
         except OSError:
             time.sleep(0.05)
+    else:
+        with open(log) as f:
+            raise SystemExit(f"sshd did not start: {f.read()}")
     known = os.path.join(tmp, "known_hosts")
     ssh = (f"ssh -F /dev/null -i {client} -o IdentitiesOnly=yes -o BatchMode=yes "
            f"-o StrictHostKeyChecking=no -o UserKnownHostsFile={known} -o LogLevel=ERROR -p {port}")

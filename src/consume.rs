@@ -98,7 +98,13 @@ pub fn publish_receipt(
         true => store.read_file(id, "consumed")?,
         false => None,
     };
-    if let Err(e) = crate::store::consumption::publish_receipt(&remote, id, marker.as_deref(), &outcome) {
+    if let Err(e) = crate::store::consumption::publish_receipt(
+        &remote,
+        id,
+        marker.as_deref(),
+        &outcome,
+        ctx.fetched_published().as_deref(),
+    ) {
         ui.warn(&format!(
             "{what} was not published to remote `{}`: {}{}; run `guardctl apply` with this plan again here to publish it",
             safe(&remote.name),

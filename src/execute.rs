@@ -388,6 +388,10 @@ impl Executor<'_> {
                     self.record_git(id, pid)
                 })
             else {
+                // The receipt that follows builds on the tip this push made.
+                if let (Some(s), Some(p)) = (known, &prepared) {
+                    s.landed(&p.scratch, p.after.as_ref());
+                }
                 return Ok(());
             };
             let Some((_, item)) = &marker else {
@@ -1450,7 +1454,13 @@ impl Executor<'_> {
 /// reads it.
 pub fn plan_name_held_by_other(remote: &Remote, id: &str) -> Result<bool> {
     let there = published::Snapshot::fetch(remote, published::Scope::Plan(id.to_string()))?;
-    Ok(there.has_plan(id) && !matches!(there.plan(id), Ok(Some(_))))
+    Ok(holds_other_than_plan(&there, id))
+}
+
+/// [`plan_name_held_by_other`] in a snapshot already fetched (the run's, of that remote):
+/// nothing published is taken away, so what it saw there is still there.
+pub fn holds_other_than_plan(there: &published::Snapshot, id: &str) -> bool {
+    there.has_plan(id) && !matches!(there.plan(id), Ok(Some(_)))
 }
 
 /// The refusal (14, a published name that holds other content) of an apply whose plan's name

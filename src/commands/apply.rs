@@ -305,7 +305,11 @@ pub fn execute(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Applied> {
         // Before anything is consumed: a name taken by something else than this plan would
         // keep it out of every other clone's bulk count (`execute::plan_name_taken`; the
         // push checks again, for a name taken since).
-        if crate::execute::plan_name_held_by_other(remote, &id)? {
+        let taken = match ctx.fetched_published().filter(|s| s.remote.url == remote.url) {
+            Some(s) => crate::execute::holds_other_than_plan(&s, &id),
+            None => crate::execute::plan_name_held_by_other(remote, &id)?,
+        };
+        if taken {
             return Err(crate::execute::plan_name_taken(&id));
         }
         store.write_file(&id, crate::execute::PUBLISHED_PLAN, &item.bytes)?;

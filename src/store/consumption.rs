@@ -63,6 +63,7 @@ pub fn publish_receipt(
     id_hex: &str,
     marker: Option<&[u8]>,
     receipt: &[u8],
+    known: Option<&published::Snapshot>,
 ) -> Result<Published> {
     let mut items = Vec::new();
     if let Some(m) = marker {
@@ -77,7 +78,7 @@ pub fn publish_receipt(
         refname: receipt_ref(id_hex),
         bytes: receipt.to_vec(),
     });
-    published::publish(remote, &items, &[])
+    published::publish_on(remote, &items, &[], known)
 }
 
 fn cannot_read(remote: &Remote, e: Error) -> Error {
@@ -104,15 +105,15 @@ mod tests {
         let (_d, remote) = bare();
         let id = "e".repeat(64);
         assert!(read(&remote, &id).unwrap().is_none());
-        let p = publish_receipt(&remote, &id, Some(b"marker"), b"receipt").unwrap();
+        let p = publish_receipt(&remote, &id, Some(b"marker"), b"receipt", None).unwrap();
         assert_eq!(p.created, vec![consumed_ref(&id), receipt_ref(&id)]);
         let c = read(&remote, &id).unwrap().unwrap();
         assert_eq!(c.consumed.bytes.as_deref().unwrap(), b"marker");
         assert_eq!(c.receipt.unwrap().bytes.unwrap(), b"receipt");
         // Again: already there. Another receipt under the same name: refused, nothing lands.
-        let again = publish_receipt(&remote, &id, None, b"receipt").unwrap();
+        let again = publish_receipt(&remote, &id, None, b"receipt", None).unwrap();
         assert_eq!(again.already, vec![receipt_ref(&id)]);
-        let e = publish_receipt(&remote, &id, None, b"forged").unwrap_err();
+        let e = publish_receipt(&remote, &id, None, b"forged", None).unwrap_err();
         assert_eq!(e.kind, crate::error::Kind::Policy);
         let refs = git2::Repository::open(&remote.url).unwrap();
         assert!(
@@ -134,7 +135,7 @@ mod tests {
         assert_eq!(c.consumed.bytes.unwrap(), b"m");
         assert!(c.receipt.is_none());
         // Its name is taken: the ledger does not take another marker there.
-        let e = publish_receipt(&remote, &id, Some(b"other"), b"r").unwrap_err();
+        let e = publish_receipt(&remote, &id, Some(b"other"), b"r", None).unwrap_err();
         assert_eq!(e.kind, crate::error::Kind::Policy);
     }
 

@@ -48,7 +48,7 @@ pub struct Entry {
 
 /// The ledger as fetched: its tip (none: the remote has no ledger yet), its entries in the
 /// order they were added, and warnings about its shape.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Ledger {
     pub tip: Option<Oid>,
     pub entries: Vec<Entry>,
@@ -135,6 +135,22 @@ impl Ledger {
     /// first cannot be replaced by a later commit).
     pub fn first(&self, name: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.name == name)
+    }
+
+    /// This ledger once `commit`, made by [`Ledger::append`] of `files` on its tip, landed.
+    pub fn appended(&self, commit: Oid, files: &[(&str, &str, &[u8])]) -> Result<Ledger> {
+        let mut out = self.clone();
+        out.tip = Some(commit);
+        for (name, file, bytes) in files {
+            out.entries.push(Entry {
+                name: name.to_string(),
+                file: file.to_string(),
+                blob: Oid::hash_object(git2::ObjectType::Blob, bytes)?,
+                commit,
+                regular: true,
+            });
+        }
+        Ok(out)
     }
 
     /// A commit on this ledger's tip adding `files` (`(ref name under refs/guardctl/, file

@@ -231,7 +231,18 @@ pub struct Published {
 /// own expectations. A remote or hook that refuses a ref is `policy` too, naming the ref, the
 /// remote's message and the file fallback. Nothing is half-published.
 pub fn publish(remote: &Remote, items: &[Item], extra: &[RefUpdate]) -> Result<Published> {
-    let report = push(remote, items, extra, None)?;
+    publish_on(remote, items, extra, None)
+}
+
+/// [`publish`], the first attempt built on `known`, the run's snapshot of `remote` (see
+/// [`Snapshot::prepare`]).
+pub fn publish_on(
+    remote: &Remote,
+    items: &[Item],
+    extra: &[RefUpdate],
+    known: Option<&Snapshot>,
+) -> Result<Published> {
+    let report = push(remote, items, extra, known)?;
     outcome(remote, items, &report)
 }
 
@@ -318,6 +329,8 @@ pub struct Prepared {
     /// The fast-forward of the ledger adding the `Done` items, leased on the tip it was built
     /// on (`expect: None`: the remote has no ledger yet); `None` when there is nothing to add.
     pub update: Option<RefUpdate>,
+    /// The ledger as it is once `update` lands (see [`Snapshot::landed`]).
+    pub after: Option<Ledger>,
 }
 
 /// Fetch the remote's ledger and build the commit that publishes `items` (see [`Prepared`]).
@@ -358,18 +371,23 @@ fn build(
         };
         refs.push((item.refname.clone(), outcome));
     }
-    let update = match new.is_empty() {
-        true => None,
-        false => Some(RefUpdate {
-            refname: LEDGER_REF.to_string(),
-            new: Some(ledger.append(&scratch, &new)?),
-            expect: ledger.tip,
-        }),
+    let (update, after) = match new.is_empty() {
+        true => (None, None),
+        false => {
+            let commit = ledger.append(&scratch, &new)?;
+            let update = RefUpdate {
+                refname: LEDGER_REF.to_string(),
+                new: Some(commit),
+                expect: ledger.tip,
+            };
+            (Some(update), Some(ledger.appended(commit, &new)?))
+        }
     };
     Ok(Prepared {
         scratch,
         refs,
         update,
+        after,
     })
 }
 
@@ -391,10 +409,12 @@ fn push(
     let known = known.filter(|s| s.remote.url == remote.url);
     loop {
         attempt += 1;
-        let prepared = match known {
-            Some(s) if attempt == 1 => s.prepare(items)?,
-            _ => prepare(remote, items)?,
+        let on_known = known.filter(|_| attempt == 1);
+        let prepared = match on_known {
+            Some(s) => s.prepare(items)?,
+            None => prepare(remote, items)?,
         };
+        let (scratch, after) = (prepared.scratch.clone(), prepared.after.clone());
         let mut refs = prepared.refs;
         if refs.iter().any(|(_, o)| *o == RefOutcome::Stale) {
             for (_, o) in refs.iter_mut().filter(|(_, o)| *o != RefOutcome::Stale) {
@@ -415,7 +435,10 @@ fn push(
                 ok: true,
             });
         }
-        let report = prepared.scratch.push(&remote.url, &updates)?;
+        let report = scratch.push(&remote.url, &updates)?;
+        if let (true, Some(s)) = (report.ok, on_known) {
+            s.landed(&scratch, after.as_ref());
+        }
         let ledger = report.outcome(LEDGER_REF).cloned();
         let extras_held = extra
             .iter()
@@ -649,6 +672,8 @@ pub struct Snapshot {
     refs: Vec<(String, Source)>,
     /// [`Snapshot::plans`], read once.
     plans: std::cell::OnceCell<PublishedPlans>,
+    /// The ledger after this run's own pushes built on the snapshot ([`Snapshot::landed`]).
+    landed: std::cell::RefCell<Option<Ledger>>,
 }
 
 /// The largest file of any published item (a plan file or a receipt): what one fetch of
@@ -807,6 +832,7 @@ impl Snapshot {
             too_large,
             refs,
             plans: std::cell::OnceCell::new(),
+            landed: std::cell::RefCell::new(None),
         })
     }
 
@@ -814,6 +840,8 @@ impl Snapshot {
     /// seen then. A write since makes its push fail on the lease; the caller then prepares
     /// again from the remote (`execute::Executor::push_consuming`).
     pub fn prepare(&self, items: &[Item]) -> Result<Prepared> {
+        let landed = self.landed.borrow();
+        let ledger = landed.as_ref().unwrap_or(&self.ledger);
         let before = |name: &str| {
             self.exactly(name).ok().and_then(|sources| {
                 sources.into_iter().find_map(|s| match s {
@@ -822,7 +850,19 @@ impl Snapshot {
                 })
             })
         };
-        build(self.scratch.clone(), &self.ledger, before, items)
+        build(self.scratch.clone(), ledger, before, items)
+    }
+
+    /// Record that a commit built on this snapshot ([`Snapshot::prepare`], in `scratch`) was
+    /// pushed and landed, making the ledger `after`: the next [`Snapshot::prepare`] builds on the tip it made (the receipt after
+    /// the deletions of an apply: no second read of the remote). Readers of the snapshot
+    /// still see the items as fetched.
+    pub fn landed(&self, scratch: &std::rc::Rc<Scratch>, after: Option<&Ledger>) {
+        if std::rc::Rc::ptr_eq(scratch, &self.scratch)
+            && let Some(after) = after
+        {
+            *self.landed.borrow_mut() = Some(after.clone());
+        }
     }
 
     /// The ref `refname` if it was listed but left unfetched as too large, with its commit.
