@@ -39,6 +39,9 @@ pub struct Ctx {
     published: RefCell<Vec<Rc<Snapshot>>>,
     /// Warnings about published items left out, not yet printed (`report_published`).
     published_notes: RefCell<Vec<String>>,
+    /// The notes already kept (a set: 50,000 junk refs are as many warnings, and a search
+    /// of the list for each was quadratic, most of a `verify`'s time).
+    published_noted: RefCell<std::collections::HashSet<String>>,
     /// Whether this run records the ledger tips it sees (`store::ledger::record_seen`): a
     /// command that writes this clone's state anyway (`approve`, `reject`, `apply`,
     /// `recover`, `rollback`); the preview path writes nothing.
@@ -73,6 +76,7 @@ impl Ctx {
             team_remote: OnceCell::new(),
             published: RefCell::new(Vec::new()),
             published_notes: RefCell::new(Vec::new()),
+            published_noted: RefCell::new(Default::default()),
             records_ledger: std::cell::Cell::new(false),
         }
     }
@@ -501,21 +505,33 @@ impl Ctx {
     /// Keep a warning about a published item left out, for [`Ctx::report_published`].
     pub fn note_published(&self, warnings: impl IntoIterator<Item = String>) {
         let mut notes = self.published_notes.borrow_mut();
+        let mut noted = self.published_noted.borrow_mut();
         for w in warnings {
-            if !notes.contains(&w) {
+            if noted.insert(w.clone()) {
                 notes.push(w);
             }
         }
     }
 
-    /// Print (once) the warnings about published items that were left out.
+    /// Print (once) the warnings about published items that were left out: the first
+    /// [`MAX_PUBLISHED_NOTES`], then how many more (junk anyone can push must not bury the
+    /// rest of the output under thousands of lines).
     pub fn report_published(&self, ui: &mut Ui) {
         let notes: Vec<String> = self.published_notes.borrow_mut().drain(..).collect();
-        for n in notes {
-            ui.warn(&n);
+        for n in notes.iter().take(MAX_PUBLISHED_NOTES) {
+            ui.warn(n);
+        }
+        if notes.len() > MAX_PUBLISHED_NOTES {
+            ui.warn(&format!(
+                "and {} more items published on the team remote were left out (junk, or items this version cannot read)",
+                notes.len() - MAX_PUBLISHED_NOTES
+            ));
         }
     }
 }
+
+/// How many warnings about published items [`Ctx::report_published`] prints one by one.
+pub const MAX_PUBLISHED_NOTES: usize = 20;
 
 /// A remote by name, with its URL and the settings git would reach it with from this clone.
 fn resolve_remote(repo: &Repo, name: &str, push: bool) -> Result<Remote> {

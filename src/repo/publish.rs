@@ -300,6 +300,13 @@ impl Scratch {
         self.fetch_specs(url, patterns, limit, fetch_cap(limit), Some(1))
     }
 
+    /// Fetch `commits` (each the tip of a ref `url` lists) one commit deep, no blob of more
+    /// than `limit` bytes, and write no ref: what holds them is the caller's listing.
+    pub fn fetch_commits(&self, url: &str, commits: &[Oid], limit: u64) -> Result<Fetch> {
+        let specs: Vec<String> = commits.iter().map(|o| o.to_string()).collect();
+        self.fetch_refspecs(url, &specs, limit, fetch_cap(limit), Some(1))
+    }
+
     /// Fetch `refname` from `url` with its whole history (the ledger, `store::ledger`), no
     /// blob of more than `limit` bytes and no pack of more than `cap`, as [`Scratch::fetch`]
     /// caps a fetch of items.
@@ -315,10 +322,22 @@ impl Scratch {
         cap: u64,
         depth: Option<u32>,
     ) -> Result<Fetch> {
+        let specs: Vec<String> = patterns.iter().map(|pat| format!("+{pat}:{pat}")).collect();
+        self.fetch_refspecs(url, &specs, limit, cap, depth)
+    }
+
+    fn fetch_refspecs(
+        &self,
+        url: &str,
+        specs: &[String],
+        limit: u64,
+        cap: u64,
+        depth: Option<u32>,
+    ) -> Result<Fetch> {
         check_url(url)?;
         // The refspecs go on standard input: thousands of refs (anyone who can push can
         // create them) as arguments would exceed the kernel's limit on a command line.
-        let specs: String = patterns.iter().map(|pat| format!("+{pat}:{pat}\n")).collect();
+        let specs: String = specs.iter().map(|spec| format!("{spec}\n")).collect();
         let p = self
             .git_capped(cap)
             .args([

@@ -587,32 +587,6 @@ impl Scope {
         }
     }
 
-    /// The refspec sources of one fetch that brings at least `wanted` (refs this scope
-    /// holds), in few patterns: everything under `refs/guardctl/` for all plans; for one
-    /// plan, each decision directory by glob and its other refs by name (a refspec has one
-    /// `*`, and a name that does not exist fails the fetch).
-    fn fetch_patterns(&self, wanted: &[String]) -> Vec<String> {
-        match self {
-            Scope::All => return vec![format!("{ROOT}*")],
-            // By glob: one name per plan would be one argument per plan (and a refspec git
-            // matches against every ref it is offered).
-            Scope::Plans => return vec![format!("{ROOT}plans/*"), format!("{ROOT}consumed/*")],
-            Scope::Plan(_) => {}
-        }
-        let mut out: Vec<String> = Vec::new();
-        for r in wanted {
-            let parts: Vec<&str> = r[ROOT.len()..].split('/').collect();
-            let p = match parts.as_slice() {
-                [dir, id, _, ..] => format!("{ROOT}{dir}/{id}/*"),
-                _ => r.clone(),
-            };
-            if !out.contains(&p) {
-                out.push(p);
-            }
-        }
-        out
-    }
-
     /// Whether `refname` is one of the layout's refs within this scope.
     pub fn holds(&self, refname: &str) -> bool {
         let Some(rest) = refname.strip_prefix(ROOT) else {
@@ -708,43 +682,45 @@ fn listed_of(listed: &[(String, Oid)], wanted: &[String]) -> Vec<(String, Oid)> 
         .collect()
 }
 
-/// Fetch `refs` (as listed, with their commits) from `url` into `scratch`, no file of more
-/// than an item's size cap: all in one fetch when that stays within the cap of the largest
-/// item, else in groups of about √n refs, and one ref at a time (each within its own kind's
-/// cap) only inside a group that reaches the cap. Returns the refs left unfetched because
-/// they hold more than that. A hostile pusher's huge blob costs at most the cap three times
-/// (the first fetch, its group's, its own) and about 2√n fetches; one ref at a time from the
-/// start would let one huge blob beside thousands of small refs make every reader run a
-/// fetch, a round trip to the remote, per ref. Any other failure is an error.
+/// Fetch the commits of `refs` (as listed) from `url` into `scratch` by object id, each once
+/// however many refs point at it, no file of more than an item's size cap: all in one fetch
+/// when that stays within the cap of the largest item, else in groups of about √n commits,
+/// and one at a time (within the largest cap of the kinds of refs at it) only inside a group
+/// that reaches the cap. Returns the refs left unfetched because they hold more than that.
+/// A hostile pusher's huge blob costs at most the cap three times (the first fetch, its
+/// group's, its own) and about 2√n fetches; one at a time from the start would let one huge
+/// blob beside thousands of small refs make every reader run a fetch, a round trip to the
+/// remote, per ref. Any other failure is an error.
 ///
-/// `all` are the patterns (globs, or the names) of the first fetch, which must bring at least
-/// `refs`: git matches every refspec given by name against every ref it is offered, so
-/// thousands of names take it minutes where one glob takes a second.
-pub fn fetch_capped(
-    scratch: &Scratch,
-    url: &str,
-    refs: &[(String, Oid)],
-    all: &[String],
-) -> Result<Vec<(String, Oid)>> {
-    if refs.is_empty() {
+/// By id, not by name: fetched by name, git wrote one loose ref per item into the scratch
+/// repository (50,000 junk refs pushed under `refs/guardctl/`, all at one commit, were
+/// 50,000 lock files, writes and renames: seconds of every `verify`), and what a ref holds
+/// is read from the commit the listing named, the snapshot's one view of the remote.
+pub fn fetch_capped(scratch: &Scratch, url: &str, refs: &[(String, Oid)]) -> Result<Vec<(String, Oid)>> {
+    let mut limits: std::collections::BTreeMap<Oid, u64> = Default::default();
+    for (r, oid) in refs {
+        let l = limits.entry(*oid).or_insert(0);
+        *l = (*l).max(item_limit(r));
+    }
+    if limits.is_empty() {
         return Ok(vec![]);
     }
-    let names = |refs: &[(String, Oid)]| refs.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>();
-    if scratch.fetch(url, all, MAX_ITEM_BYTES)? == publish::Fetch::Done {
+    let commits: Vec<Oid> = limits.keys().copied().collect();
+    if scratch.fetch_commits(url, &commits, MAX_ITEM_BYTES)? == publish::Fetch::Done {
         return Ok(vec![]);
     }
-    let mut too_large = Vec::new();
-    for group in refs.chunks(refs.len().isqrt().max(1)) {
-        if group.len() > 1 && scratch.fetch(url, &names(group), MAX_ITEM_BYTES)? == publish::Fetch::Done {
+    let mut capped = std::collections::HashSet::new();
+    for group in commits.chunks(commits.len().isqrt().max(1)) {
+        if group.len() > 1 && scratch.fetch_commits(url, group, MAX_ITEM_BYTES)? == publish::Fetch::Done {
             continue;
         }
-        for (r, oid) in group {
-            if scratch.fetch(url, std::slice::from_ref(r), item_limit(r))? == publish::Fetch::Capped {
-                too_large.push((r.clone(), *oid));
+        for oid in group {
+            if scratch.fetch_commits(url, std::slice::from_ref(oid), limits[oid])? == publish::Fetch::Capped {
+                capped.insert(*oid);
             }
         }
     }
-    Ok(too_large)
+    Ok(refs.iter().filter(|(_, o)| capped.contains(o)).cloned().collect())
 }
 
 /// Every plan published in a snapshot that verified as a plan file with the id its ref
@@ -797,21 +773,11 @@ impl Snapshot {
             .map(|(r, _)| r.clone())
             .filter(|r| scope.holds(r))
             .collect();
-        let too_large = fetch_capped(
-            &scratch,
-            &remote.url,
-            &listed_of(&listed, &wanted),
-            &scope.fetch_patterns(&wanted),
-        )
-        .map_err(cannot)?;
-        // The first fetch is by glob: what it brought beyond the scope is not read.
-        let mut refs: Vec<(String, Source)> = scratch
-            .refs(ROOT)?
-            .into_iter()
-            .filter(|(r, _)| scope.holds(r))
-            .map(|(r, o)| (r, Source::Ref(o)))
-            .collect();
-        refs.extend(too_large.iter().map(|(r, o)| (r.clone(), Source::Ref(*o))));
+        let wanted = listed_of(&listed, &wanted);
+        let too_large = fetch_capped(&scratch, &remote.url, &wanted).map_err(cannot)?;
+        // Every ref as listed, those too large to fetch included (`too_large` says so when
+        // one is read).
+        let mut refs: Vec<(String, Source)> = wanted.into_iter().map(|(r, o)| (r, Source::Ref(o))).collect();
         refs.extend(ledger.entries.iter().filter(|e| scope.holds(&e.name)).map(|e| {
             (
                 e.name.clone(),

@@ -3,36 +3,18 @@
 //! holds a valid key of their own and can write their own clone and push anything under
 //! `refs/guardctl/` (or onto the ledger) of the team remote.
 
+use crate::audit_evidence::{id_of, log_lines, rewrite_log};
 use crate::fixtures::{Team, TestEnv, team_remote};
+use crate::teams::plan_unpublished;
 use crate::trust::resign;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// One approval from the reviewers; more than one branch at once is bulk and needs carol
 /// (release) too (as tests/cli/teams.rs).
 const BULK_POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\"]\nrelease = [\"carol@example.com\"]\n\n[approvals]\nrequired = 1\nfrom = [\"reviewers\"]\n\n[bulk]\nthreshold = 1\nrequired = 1\nfrom = [\"release\"]\n";
 
 const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 1\nfrom = [\"reviewers\"]\n";
-
-/// `plan remote-branches` in `dir` written to `name` there, not published; its path.
-fn plan_unpublished(env: &TestEnv, dir: &Path, name: &str, glob: &str) -> PathBuf {
-    let out = dir.join(name);
-    let args = [
-        "plan",
-        "remote-branches",
-        "--remote",
-        "origin",
-        "--executor",
-        "dave@example.com",
-        "--match",
-        glob,
-        "-o",
-        out.to_str().unwrap(),
-    ];
-    let r = env.run_in(dir, "alice", &args);
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    out
-}
 
 /// Create `refname` on the team's remote holding a parentless commit of the one file `name`
 /// with `bytes` (what anyone with push access can do where only branches and tags are
@@ -58,39 +40,6 @@ fn remote_branch_names(env: &TestEnv) -> Vec<String> {
                 .to_string()
         })
         .collect()
-}
-
-fn log_lines(clone: &Path) -> Vec<String> {
-    fs::read_to_string(clone.join(".git/guardctl/audit.log"))
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect()
-}
-
-/// Write `lines` as the log and point its anchor at the last, reflog removed (as
-/// tests/cli/audit_evidence.rs): what anyone who can write `.git` can do.
-fn rewrite_log(env: &TestEnv, clone: &Path, lines: &[String], last_id: &str) {
-    fs::write(clone.join(".git/guardctl/audit.log"), lines.join("\n") + "\n").unwrap();
-    let blob = clone.join(".git/anchor");
-    fs::write(
-        &blob,
-        format!("guardctl audit anchor v1\nseq {}\nid {last_id}\n", lines.len()),
-    )
-    .unwrap();
-    let oid = env.git_in(clone, &["hash-object", "-w", blob.to_str().unwrap()]);
-    fs::remove_file(&blob).unwrap();
-    env.git_in(clone, &["update-ref", "refs/guardctl/audit", &oid]);
-    let _ = fs::remove_file(clone.join(".git/logs/refs/guardctl/audit"));
-}
-
-fn id_of(line: &str) -> String {
-    use base64::Engine;
-    let v: serde_json::Value = serde_json::from_str(line).unwrap();
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(v["payload"].as_str().unwrap())
-        .unwrap();
-    format!("sha256:{}", crate::apply::hex_sha256(&bytes))
 }
 
 #[test]

@@ -28,7 +28,7 @@ fn applied_twice(t: &Team) -> (String, String) {
     (ids.remove(0), ids.remove(0))
 }
 
-fn log_lines(clone: &Path) -> Vec<String> {
+pub fn log_lines(clone: &Path) -> Vec<String> {
     fs::read_to_string(clone.join(".git/guardctl/audit.log"))
         .unwrap()
         .lines()
@@ -38,7 +38,7 @@ fn log_lines(clone: &Path) -> Vec<String> {
 
 /// Write `lines` as the log and point its anchor at the last, as anyone who can write `.git`
 /// can; the anchor's reflog goes too, so that nothing local remembers the old head.
-fn rewrite_log(env: &TestEnv, clone: &Path, lines: &[String], last_id: &str) {
+pub fn rewrite_log(env: &TestEnv, clone: &Path, lines: &[String], last_id: &str) {
     fs::write(clone.join(".git/guardctl/audit.log"), lines.join("\n") + "\n").unwrap();
     let blob = clone.join(".git/anchor");
     fs::write(
@@ -52,7 +52,7 @@ fn rewrite_log(env: &TestEnv, clone: &Path, lines: &[String], last_id: &str) {
     let _ = fs::remove_file(clone.join(".git/logs/refs/guardctl/audit"));
 }
 
-fn id_of(line: &str) -> String {
+pub fn id_of(line: &str) -> String {
     use base64::Engine;
     let v: serde_json::Value = serde_json::from_str(line).unwrap();
     let bytes = base64::engine::general_purpose::STANDARD

@@ -147,29 +147,26 @@ fn verify_and_apply_read_past_fifty_thousand_junk_refs_under_refs_guardctl() {
     let r = t.env.run_in(&t.executor, "mallory", &["verify", &id[..12]]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     let clean = clean.elapsed();
-    // Anyone who can push can create refs there; 50,000 of them, at one junk commit.
+    // Anyone who can push can create refs there: 50,000 of them, each its own junk commit
+    // (fast-import makes them, as a hostile pusher's script would).
     let origin = t.env.origin();
-    let junk = t.env.git_in(
-        &origin,
-        &[
-            "commit-tree",
-            "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
-            "-m",
-            "junk",
-        ],
-    );
     let mut input = String::new();
     for i in 0..50_000u32 {
         let kind = ["plans", "consumed", "receipts", "approvals"][i as usize % 4];
         let name = format!("{:064x}", u128::from(i) * 2_654_435_761 + 1);
-        match kind {
-            "approvals" => input += &format!("create refs/guardctl/{kind}/{id}/{name} {junk}\n"),
-            _ => input += &format!("create refs/guardctl/{kind}/{name} {junk}\n"),
-        }
+        let refname = match kind {
+            "approvals" => format!("refs/guardctl/{kind}/{id}/{name}"),
+            _ => format!("refs/guardctl/{kind}/{name}"),
+        };
+        let message = format!("junk {i}\n");
+        input += &format!(
+            "commit {refname}\ncommitter J <j@example.com> 0 +0000\ndata {}\n{message}\n",
+            message.len()
+        );
     }
     let mut c = std::process::Command::new("git");
     c.current_dir(&origin)
-        .args(["update-ref", "--stdin"])
+        .args(["fast-import", "--quiet"])
         .stdin(std::process::Stdio::piped());
     let mut child = c.spawn().unwrap();
     use std::io::Write;

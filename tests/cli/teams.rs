@@ -878,7 +878,7 @@ fn a_deletion_split_across_plans_published_from_two_clones_still_needs_the_bulk_
 }
 
 /// `plan remote-branches` in `dir` written to `name` there, not published; its path.
-fn plan_unpublished(env: &TestEnv, dir: &Path, name: &str, glob: &str) -> PathBuf {
+pub fn plan_unpublished(env: &TestEnv, dir: &Path, name: &str, glob: &str) -> PathBuf {
     let out = dir.join(name);
     let args = [
         "plan",
@@ -934,5 +934,50 @@ fn halves_of_a_deletion_applied_from_two_fresh_ci_clones_without_publish_still_n
     assert!(!remote_branch_names(&env).contains(&"fix/old".to_string()));
     // The first half's apply, replayed from its clone, publishes nothing twice.
     let r = env.run_in(&ci1, "mallory", &["apply", a.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+#[test]
+fn a_rollback_in_another_clone_than_the_one_that_applied_says_where_it_was_applied_and_what_it_deleted() {
+    let t = crate::fixtures::team(POLICY);
+    let id = publish(&t.env, &t.planner, "plan.json", &[]);
+    for (clone, who) in [(&t.bob, "bob"), (&t.carol, "carol")] {
+        let r = t.env.run_in(clone, who, &["approve", &id[..12], "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", &id[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // The planner, told "Undo with: guardctl rollback …", runs it in their own clone.
+    let r = t.env.run_in(&t.planner, "alice", &["rollback", &id[..12]]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("was applied in another clone, not here"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("dave@example.com applied it"), "{}", r.stderr);
+    assert!(r.stderr.contains("remote `origin`"), "{}", r.stderr);
+    // With the plan file, the same.
+    let file = t.planner.join("plan.json");
+    let r = t
+        .env
+        .run_in(&t.planner, "alice", &["rollback", file.to_str().unwrap()]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("was applied in another clone"), "{}", r.stderr);
+    // The details list what was deleted at which id: enough to push it back by hand.
+    let r = t
+        .env
+        .run_in(&t.planner, "alice", &["--json", "rollback", &id[..12]]);
+    let deleted = r.json()["error"]["details"]["applied_elsewhere"]["deleted"].clone();
+    let deleted = deleted.as_array().unwrap();
+    assert_eq!(deleted.len(), 2, "{deleted:?}");
+    for d in deleted {
+        let (refname, oid) = (d["ref"].as_str().unwrap(), d["oid"].as_str().unwrap());
+        t.env
+            .git_in(&t.planner, &["push", "-q", "origin", &format!("{oid}:{refname}")]);
+    }
+    assert!(remote_branch_names(&t.env).contains(&"fix/old".to_string()));
+    // In the clone that applied it, rollback works as ever (the branches are back already).
+    let r = t.env.run_in(&t.executor, "mallory", &["rollback", &id[..12]]);
     assert_eq!(r.code, 0, "{}", r.transcript());
 }
