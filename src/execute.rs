@@ -833,6 +833,73 @@ impl Executor<'_> {
         )
     }
 
+    /// Roll back, from another clone than the one that applied it, a remote's plan whose
+    /// receipt the team remote publishes (verified by the caller: `deleted` is what that
+    /// receipt lists and the plan planned): push each deleted ref that is missing at `url`
+    /// back at its old id, in one atomic push, each create leased on the name's absence, from
+    /// this clone's objects. Returns (restored, already present). Refuses, changing nothing,
+    /// where a name is taken by another commit, or where this clone lacks a commit (the
+    /// applying clone's backup ref keeps it). No journal: the push is all or nothing, and a
+    /// second run finds what the first restored already present.
+    pub fn restore_published(&self, id: &str, url: &str, deleted: &[DeletedRef]) -> Result<(usize, usize)> {
+        let now = self.repo.ls_remote(url)?;
+        let mut missing = Vec::new();
+        for r in deleted {
+            match now.target(&r.refname) {
+                None => missing.push(r),
+                Some(oid) if oid.to_string() == r.oid => {}
+                Some(oid) => {
+                    return Err(Error::new(
+                        Kind::Drift,
+                        format!(
+                            "{} is now taken by another commit ({oid}); nothing was restored",
+                            safe(&r.refname)
+                        ),
+                    )
+                    .with_hint("rename or delete that branch on the remote first, then run rollback again"));
+                }
+            }
+        }
+        let absent: Vec<String> = missing
+            .iter()
+            .filter(|r| git2::Oid::from_str(&r.oid).map_or(true, |o| !self.repo.has_object(o)))
+            .map(|r| format!("{} ({})", safe(&r.refname), safe(&r.oid)))
+            .collect();
+        if !absent.is_empty() {
+            return Err(Error::new(
+                Kind::NotFound,
+                format!(
+                    "this clone does not have what plan sha256:{id} deleted: {}; nothing was restored",
+                    absent.join(", ")
+                ),
+            )
+            .with_hint(format!(
+                "run `guardctl rollback sha256:{id}` in the clone that applied it (its backup ref refs/guardctl/backup/{id} keeps them), or fetch the commits into this clone"
+            )));
+        }
+        let ops: Vec<RemoteOp> = missing
+            .iter()
+            .map(|r| RemoteOp::Create {
+                refname: r.refname.clone(),
+                oid: r.oid.clone(),
+            })
+            .collect();
+        if !ops.is_empty() {
+            self.repo.push_atomic(url, &ops, None, &mut |_| Ok(()))?;
+        }
+        self.audit(
+            "rollback",
+            Some(&format!("sha256:{id}")),
+            None,
+            &format!(
+                "restored {} refs ({} already present) from the receipt published on the team remote (applied in another clone)",
+                ops.len(),
+                deleted.len() - ops.len()
+            ),
+        )?;
+        Ok((ops.len(), deleted.len() - ops.len()))
+    }
+
     /// Restore every branch of `image` that is missing (compare-and-swap create) and its config.
     /// Returns (restored, already present). Refuses, changing nothing, where a name is taken.
     pub fn rollback(&self, id: &str, image: &BeforeImage) -> Result<(usize, usize)> {

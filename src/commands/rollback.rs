@@ -39,9 +39,13 @@ fn resolve(ctx: &Ctx, store: &Store, arg: &str) -> Result<String> {
         .collect();
     match matches.as_slice() {
         [one] => Ok(one.clone()),
-        [] => Err(applied_elsewhere(ctx, &hex).unwrap_or_else(|| {
-            Error::usage(format!("no applied plan has id {}", safe(arg))).with_hint("see `guardctl log`")
-        })),
+        [] => {
+            match applied_elsewhere(ctx, &hex) {
+                Some(e) => Ok(e.id),
+                None => Err(Error::usage(format!("no applied plan has id {}", safe(arg)))
+                    .with_hint("see `guardctl log`")),
+            }
+        }
         _ => {
             Err(Error::usage(format!("plan id prefix {} is ambiguous", safe(arg)))
                 .with_hint("give more digits"))
@@ -84,11 +88,19 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let ids: Vec<String> = recovered.into_iter().map(|(id, _)| id).collect();
     crate::consume::publish_recovered(ctx, ui, &store, repo, &ids)?;
     if store.read_file(&id, "before-image.json")?.is_none() {
-        return Err(applied_elsewhere(ctx, &id).unwrap_or_else(|| {
-            Error::usage(format!(
+        let Some(elsewhere) = applied_elsewhere(ctx, &id) else {
+            return Err(Error::usage(format!(
                 "plan sha256:{id} was never applied here: there is nothing to restore"
-            ))
-        }));
+            )));
+        };
+        if let Some(e) = &broken_log {
+            ui.warn(&format!(
+                "{}; rolling back anyway, and this rollback is NOT recorded in the audit log (to repair or archive the log: README \"The audit log\")",
+                e.message
+            ));
+            ex.unlogged = true;
+        }
+        return restore_elsewhere(ctx, ui, &ex, &elsewhere, broken_log.is_none());
     }
     // Only what this repository's own apply recorded and its executor signed is restored.
     let image = match crate::execute::trusted(&store, &id, &signers)? {
@@ -136,13 +148,46 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     Ok(0)
 }
 
-/// The refusal (64) of a rollback of a plan applied in another clone, when the team remote
-/// holds its receipt: verified as an apply's replay is (the plan published there, its
-/// consumed marker signed by a key of its executor, the receipt signed by that key), it says
-/// who applied it, when, and which refs at which ids, so that whoever has to undo it knows
-/// where to run `rollback` or what to push back. `None` when the remote cannot be read or
-/// holds no receipt that verifies: the caller's own error stands.
-fn applied_elsewhere(ctx: &Ctx, hex: &str) -> Option<Error> {
+/// A plan applied in another clone, as the team remote's ledger says: its receipt verified
+/// as an apply's replay is (the plan published there, its consumed marker signed by a key of
+/// its executor, the receipt signed by that key).
+struct Elsewhere {
+    id: String,
+    remote: crate::store::published::Remote,
+    loaded: crate::planfile::Loaded,
+    receipt: crate::plan::approval::Receipt,
+}
+
+impl Elsewhere {
+    fn describe(&self) -> String {
+        format!(
+            "plan sha256:{} was applied in another clone: its receipt on remote `{}` ({}) says {} applied it at {} with key {}, deleting {} refs",
+            self.id,
+            safe(&self.remote.name),
+            safe(&self.remote.url),
+            safe(&self.receipt.executor),
+            crate::text::rfc3339(self.receipt.applied_at),
+            safe(&self.receipt.key),
+            self.receipt.deleted.len()
+        )
+    }
+
+    fn details(&self) -> serde_json::Value {
+        serde_json::json!({
+            "remote": self.remote.name,
+            "url": self.remote.url,
+            "executor": self.receipt.executor,
+            "key": self.receipt.key,
+            "applied_at": crate::text::rfc3339(self.receipt.applied_at),
+            "deleted": self.receipt.deleted,
+        })
+    }
+}
+
+/// The apply of the plan whose id starts with `hex` made in another clone, if the team
+/// remote holds a receipt of exactly one such plan that verifies. `None` when the remote
+/// cannot be read or holds none: the caller's own error stands.
+fn applied_elsewhere(ctx: &Ctx, hex: &str) -> Option<Elsewhere> {
     let snapshot = ctx.published_all().ok()??;
     let ids: Vec<String> = snapshot
         .receipt_ids()
@@ -166,30 +211,90 @@ fn applied_elsewhere(ctx: &Ctx, hex: &str) -> Option<Error> {
     let result =
         crate::execute::remote_result(found.receipt.as_ref()?, &marker, &loaded.plan.plan_hash, true).ok()?;
     let doc: serde_json::Value = serde_json::from_str(&result).ok()?;
-    let receipt: crate::plan::approval::Receipt = serde_json::from_value(doc.get("receipt")?.clone()).ok()?;
-    let remote = &snapshot.remote;
-    Some(
-        Error::usage(format!(
-            "plan sha256:{id} was applied in another clone, not here: its receipt on remote `{}` ({}) says {} applied it at {} with key {}, deleting {} refs",
-            safe(&remote.name),
-            safe(&remote.url),
-            safe(&receipt.executor),
-            crate::text::rfc3339(receipt.applied_at),
-            safe(&receipt.key),
-            receipt.deleted.len()
-        ))
-        .with_hint(format!(
-            "run `guardctl rollback sha256:{id}` in the clone that applied it (its before-image and backup ref are there); if that clone is gone, the deleted refs and their ids are in this error's details (`guardctl --json rollback ...`): push each back with `git push <remote> <id>:<ref>` from a clone that still has the commit"
-        ))
-        .with_details(serde_json::json!({
-            "applied_elsewhere": {
-                "remote": remote.name,
-                "url": remote.url,
-                "executor": receipt.executor,
-                "key": receipt.key,
-                "applied_at": crate::text::rfc3339(receipt.applied_at),
-                "deleted": receipt.deleted,
-            }
-        })),
-    )
+    let receipt = serde_json::from_value(doc.get("receipt")?.clone()).ok()?;
+    Some(Elsewhere {
+        id: id.clone(),
+        remote: snapshot.remote.clone(),
+        loaded,
+        receipt,
+    })
+}
+
+/// Roll back here a remote's plan applied in another clone: what its verified receipt says
+/// was deleted, each ref and id also one the plan planned (the receipt is the executor's
+/// word, the plan the reviewers'), pushed back to the plan's remote from this clone's
+/// objects (`Executor::restore_published`). An exec plan has no rollback; a local plan's
+/// refs were in the other clone.
+fn restore_elsewhere(ctx: &Ctx, ui: &mut Ui, ex: &Executor, e: &Elsewhere, logged: bool) -> Result<u8> {
+    let details = serde_json::json!({ "applied_elsewhere": e.details() });
+    let refuse = |why: &str| Error::usage(format!("{}: {why}", e.describe())).with_details(details.clone());
+    let plan = &e.loaded.plan;
+    let Some(name) = plan.operation.bound_to_remote() else {
+        return Err(refuse(
+            "it is a local plan of that clone, whose refs only that clone has: run `guardctl rollback` there",
+        ));
+    };
+    if matches!(plan.operation, crate::plan::model::Operation::Exec(_)) {
+        return Err(refuse(
+            "an exec plan has no rollback: guardctl cannot undo a command",
+        ));
+    }
+    let repo = ctx.repo()?;
+    let url = repo.remote_url(name)?;
+    if !crate::repo::url::same_repository(&url, &plan.repository) {
+        return Err(refuse(&format!(
+            "it is a plan for {}, and this clone's remote `{}` is {}",
+            safe(&plan.repository),
+            safe(name),
+            safe(&url)
+        )));
+    }
+    let planned = |r: &crate::plan::approval::DeletedRef| {
+        plan.affected
+            .iter()
+            .any(|a| a.refname == r.refname && a.oid == r.oid)
+    };
+    if let Some(r) = e.receipt.deleted.iter().find(|r| !planned(r)) {
+        return Err(Error::new(
+            Kind::NeedsRecovery,
+            format!(
+                "{}: its receipt lists {} at {}, which the plan did not plan to delete; nothing was restored",
+                e.describe(),
+                safe(&r.refname),
+                safe(&r.oid)
+            ),
+        )
+        .with_details(details));
+    }
+    ui.notice(&format!("{}; restoring them from this clone", e.describe()));
+    let (restored, already) = ex
+        .restore_published(&e.id, &url, &e.receipt.deleted)
+        .map_err(|err| err.with_details(details.clone()))?;
+    if ui.json {
+        ui.json_doc(&serde_json::json!({
+            "plan_id": e.loaded.plan_id,
+            "restored": restored,
+            "already_present": already,
+            "recorded_in_log": logged,
+            "applied_elsewhere": e.details(),
+        }))?;
+        return Ok(0);
+    }
+    let short = crate::render::view::short_id(&e.loaded.plan_id);
+    writeln!(
+        ui.out(),
+        "Rolled back plan {short} (applied in another clone): restored {restored} branches ({already} already present)."
+    )?;
+    if !logged {
+        writeln!(ui.out(), "  not recorded in the audit log: the log is broken")?;
+    }
+    for r in &e.receipt.deleted {
+        writeln!(
+            ui.out(),
+            "  {} at {}",
+            safe(&r.refname),
+            &r.oid[..12.min(r.oid.len())]
+        )?;
+    }
+    Ok(0)
 }

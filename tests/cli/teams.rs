@@ -938,46 +938,61 @@ fn halves_of_a_deletion_applied_from_two_fresh_ci_clones_without_publish_still_n
 }
 
 #[test]
-fn a_rollback_in_another_clone_than_the_one_that_applied_says_where_it_was_applied_and_what_it_deleted() {
+fn a_plan_applied_in_a_ci_clone_is_rolled_back_from_another_clone_by_its_published_receipt() {
     let t = crate::fixtures::team(POLICY);
     let id = publish(&t.env, &t.planner, "plan.json", &[]);
     for (clone, who) in [(&t.bob, "bob"), (&t.carol, "carol")] {
         let r = t.env.run_in(clone, who, &["approve", &id[..12], "--yes"]);
         assert_eq!(r.code, 0, "{}", r.transcript());
     }
-    let r = t.env.run_in(&t.executor, "mallory", &["apply", &id[..12]]);
+    // A CI clone applies it; its runner is then discarded with the before-image.
+    let [ci] = <[PathBuf; 1]>::try_from(t.env.clones(&["ci"])).unwrap();
+    let r = t.env.run_in(&ci, "mallory", &["apply", &id[..12]]);
     assert_eq!(r.code, 0, "{}", r.transcript());
-    // The planner, told "Undo with: guardctl rollback …", runs it in their own clone.
+    assert!(r.stdout.contains("Undo with: guardctl rollback"), "{}", r.stdout);
+    std::fs::remove_dir_all(&ci).unwrap();
+    assert!(!remote_branch_names(&t.env).contains(&"fix/old".to_string()));
+
+    // The planner runs what the receipt said, in their own clone: the published receipt
+    // says where it was applied and what it deleted, and the refs go back from here.
     let r = t.env.run_in(&t.planner, "alice", &["rollback", &id[..12]]);
-    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stderr.contains("was applied in another clone"), "{}", r.stderr);
+    assert!(r.stderr.contains("dave@example.com applied it"), "{}", r.stderr);
     assert!(
-        r.stderr.contains("was applied in another clone, not here"),
+        r.stdout.contains("restored 2 branches (0 already present)"),
+        "{}",
+        r.stdout
+    );
+    let names = remote_branch_names(&t.env);
+    assert!(names.contains(&"fix/old".to_string()) && names.contains(&"feature/done".to_string()));
+    let log = t.env.run_in(&t.planner, "alice", &["--json", "log", "--verify"]);
+    assert_eq!(log.code, 0, "{}", log.transcript());
+    let last = log.json()["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["event"], "rollback", "{last}");
+
+    // Again, in a fresh clone: nothing is missing, nothing is pushed.
+    let [fresh] = <[PathBuf; 1]>::try_from(t.env.clones(&["fresh"])).unwrap();
+    let r = t.env.run_in(&fresh, "bob", &["--json", "rollback", &id[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.json()["already_present"], 2, "{}", r.stdout);
+    assert_eq!(r.json()["applied_elsewhere"]["executor"], "dave@example.com");
+
+    // A branch recreated at another commit since: refused, nothing restored, naming it.
+    t.env
+        .git_in(&t.planner, &["push", "-q", "origin", "--delete", "fix/old"]);
+    t.env.git_in(
+        &t.planner,
+        &["push", "-q", "origin", "origin/main:refs/heads/fix/old"],
+    );
+    t.env
+        .git_in(&t.planner, &["push", "-q", "origin", "--delete", "feature/done"]);
+    let r = t.env.run_in(&t.planner, "alice", &["rollback", &id[..12]]);
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("refs/heads/fix/old is now taken"),
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("dave@example.com applied it"), "{}", r.stderr);
-    assert!(r.stderr.contains("remote `origin`"), "{}", r.stderr);
-    // With the plan file, the same.
-    let file = t.planner.join("plan.json");
-    let r = t
-        .env
-        .run_in(&t.planner, "alice", &["rollback", file.to_str().unwrap()]);
-    assert_eq!(r.code, 64, "{}", r.transcript());
-    assert!(r.stderr.contains("was applied in another clone"), "{}", r.stderr);
-    // The details list what was deleted at which id: enough to push it back by hand.
-    let r = t
-        .env
-        .run_in(&t.planner, "alice", &["--json", "rollback", &id[..12]]);
-    let deleted = r.json()["error"]["details"]["applied_elsewhere"]["deleted"].clone();
-    let deleted = deleted.as_array().unwrap();
-    assert_eq!(deleted.len(), 2, "{deleted:?}");
-    for d in deleted {
-        let (refname, oid) = (d["ref"].as_str().unwrap(), d["oid"].as_str().unwrap());
-        t.env
-            .git_in(&t.planner, &["push", "-q", "origin", &format!("{oid}:{refname}")]);
-    }
-    assert!(remote_branch_names(&t.env).contains(&"fix/old".to_string()));
-    // In the clone that applied it, rollback works as ever (the branches are back already).
-    let r = t.env.run_in(&t.executor, "mallory", &["rollback", &id[..12]]);
-    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!remote_branch_names(&t.env).contains(&"feature/done".to_string()));
 }
