@@ -1,0 +1,146 @@
+//! Attacks on the run's one snapshot of the team remote (`Ctx::snapshot`, `Snapshot::prepare`)
+//! and on reading refs from before the ledger by commit id (`published::fetch_capped`): a
+//! hostile teammate who holds a valid key and can push anything under `refs/guardctl/` of the
+//! team remote, whose host protects only `refs/heads/*` and `refs/tags/*`.
+
+use crate::fixtures::{Team, TestEnv, protect_refs, publish};
+use std::fs;
+use std::path::Path;
+
+const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 1\nfrom = [\"reviewers\"]\n";
+
+fn team() -> Team {
+    let t = crate::fixtures::team(POLICY);
+    protect_refs(&t.env.origin(), "refs/heads/*|refs/tags/*");
+    t
+}
+
+/// `git push` in `clone`, as anyone with push access runs it: whether the remote took it.
+fn push(clone: &Path, args: &[&str]) -> bool {
+    let mut c = std::process::Command::new("git");
+    c.current_dir(clone).arg("push").arg("-q").args(args);
+    c.output().unwrap().status.success()
+}
+
+#[test]
+fn a_ref_from_before_the_ledger_at_a_ledger_commit_does_not_make_the_ledger_read_as_rewound() {
+    // Attack (hostile teammate, push access under refs/guardctl/ only): the ledger is
+    // protected, so she cannot rewind it; instead she pushes a ref in the old layout pointing
+    // at the ledger's tip commit. Readers fetch such refs' commits one commit deep into the
+    // scratch repository that holds the ledger, and git then records the ledger's tip as a
+    // shallow boundary: the tip "has no parents", so every clone that saw an earlier tip
+    // refused the (intact) ledger as rewound (16) and its hint says to delete the file that
+    // remembers the tip, which disarms the rewind check for good.
+    let t = team();
+    let first = publish(&t.env, &t.planner, "a.json", &["--match", "feature/done"]);
+    let r = t.env.run_in(&t.bob, "bob", &["approve", &first[..12], "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // The ledger moves on after bob saw it.
+    let second = publish(&t.env, &t.planner, "b.json", &["--match", "fix/old"]);
+    let tip = t.env.ledger_tip();
+    let junk = format!("refs/guardctl/plans/{}", "a".repeat(64));
+    t.env.git_in(
+        &t.planner,
+        &["fetch", "-q", "origin", "+refs/heads/guardctl/ledger:refs/l"],
+    );
+    assert!(push(&t.planner, &["origin", &format!("{tip}:{junk}")]));
+    for cmd in ["show", "verify"] {
+        let r = t.env.run_in(&t.bob, "bob", &[cmd, &second[..12]]);
+        assert!(
+            !r.stderr.contains("was rewound") && r.code != 16,
+            "{cmd}: {}",
+            r.transcript()
+        );
+    }
+    let r = t.env.run_in(&t.bob, "bob", &["approve", &second[..12], "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        !t.env
+            .published_under(&t.env.origin(), &format!("refs/guardctl/approvals/{second}/"))
+            .is_empty(),
+        "bob's approval is on the ledger"
+    );
+}
+
+/// The ref-safe fingerprint of fixture key `user` (hex of the SHA-256 of its public key
+/// blob): the last part of its decision refs.
+fn fpr_hex(env: &TestEnv, user: &str) -> String {
+    use base64::Engine;
+    let fp = crate::plan_file::fingerprint(&env.key(user));
+    let raw = base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(fp.trim_start_matches("SHA256:"))
+        .unwrap();
+    raw.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Create `refname` on the team's remote holding a parentless commit of the one file `name`
+/// with `bytes`: an item as an older guardctl published it, before the ledger.
+fn push_item(env: &TestEnv, refname: &str, name: &str, bytes: &[u8]) {
+    let dir = env.path().join(format!("pusher-{}", refname.replace('/', "-")));
+    env.git_in(env.path(), &["init", "-q", dir.to_str().unwrap()]);
+    fs::write(dir.join(name), bytes).unwrap();
+    env.git_in(&dir, &["add", name]);
+    env.git_in(&dir, &["commit", "-q", "-m", "published before the ledger"]);
+    let url = format!("file://{}", env.origin().display());
+    env.git_in(&dir, &["push", "-q", &url, &format!("HEAD:{refname}")]);
+}
+
+#[test]
+fn a_veto_published_before_the_ledger_is_moved_onto_it_by_publishing_it_again() {
+    // Attack (hostile planner, push access under refs/guardctl/): carol vetoed the plan with
+    // an older guardctl, so her rejection lives only at refs/guardctl/rejections/<id>/<fpr>,
+    // a ref any pusher can delete. docs/remote.md ("Before the ledger") says: have the
+    // reviewer publish it again (`guardctl reject <id> --publish` writes it to the ledger).
+    // That was refused (14, "a decision of yours published earlier stands as it is"): the
+    // old ref holds her own rejection, so nothing reached the ledger; the planner then
+    // deleted the ref and a fresh clone applied the vetoed plan.
+    let t = team();
+    let id = publish(&t.env, &t.planner, "plan.json", &[]);
+    let file = t.carol.join("plan.json");
+    fs::copy(t.planner.join("plan.json"), &file).unwrap();
+    let r = t.env.run_in(
+        &t.carol,
+        "carol",
+        &[
+            "reject",
+            file.to_str().unwrap(),
+            "--no-publish",
+            "--comment",
+            "not now",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let plan: serde_json::Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+    let envelope = plan["approvals"].as_array().unwrap().last().unwrap().clone();
+    let mut bytes = serde_json::to_vec_pretty(&envelope).unwrap();
+    bytes.push(b'\n');
+    let old = format!("refs/guardctl/rejections/{id}/{}", fpr_hex(&t.env, "carol"));
+    push_item(&t.env, &old, "rejection.json", &bytes);
+    let r = t.env.run_in(&t.bob, "bob", &["approve", &id[..12], "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+
+    // As the docs say: carol publishes her veto again, onto the ledger.
+    let r = t.env.run_in(
+        &t.carol,
+        "carol",
+        &["reject", &id[..12], "--publish", "--comment", "still not now"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let ledger_has_it = || {
+        let listing = t.env.git_in(
+            &t.env.origin(),
+            &["log", "--format=", "--name-only", "refs/heads/guardctl/ledger"],
+        );
+        listing
+            .lines()
+            .any(|l| l.starts_with(&format!("rejections/{id}/")))
+    };
+    assert!(ledger_has_it(), "carol's veto is on the ledger");
+
+    // The planner deletes the old ref (nothing protects refs/guardctl/).
+    assert!(push(&t.planner, &["origin", "--delete", &old]));
+    let fresh = t.env.clones(&["fresh"]).remove(0);
+    let r = t.env.run_in(&fresh, "mallory", &["apply", &id[..12]]);
+    assert_eq!(r.code, 12, "{}", r.transcript());
+    assert!(r.stderr.contains("rejected by carol@example.com"), "{}", r.stderr);
+}
