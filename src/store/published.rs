@@ -378,6 +378,14 @@ fn build(
                 RefOutcome::AlreadyThere
             }
             (Some(_), _) => RefOutcome::Stale,
+            // A plan held only by a ref from before the ledger goes onto the ledger all the
+            // same (a second item of its name, each tried by readers: `Snapshot::plan`):
+            // anyone who can push can delete that ref, and a plan applied must stay counted
+            // for the bulk class across its planner's plans in every clone.
+            (None, Some(_)) if item.kind == ItemKind::Plan => {
+                new.push((item.refname.as_str(), item.kind.file(), item.bytes.as_slice()));
+                RefOutcome::Done
+            }
             (None, Some(oid)) if oid == publish::item_objects(item.kind.file(), &item.bytes)?.oid => {
                 RefOutcome::AlreadyThere
             }

@@ -144,3 +144,43 @@ fn a_veto_published_before_the_ledger_is_moved_onto_it_by_publishing_it_again() 
     assert_eq!(r.code, 12, "{}", r.transcript());
     assert!(r.stderr.contains("rejected by carol@example.com"), "{}", r.stderr);
 }
+
+/// One approval from the reviewers; more than one branch at once is bulk and needs carol
+/// (release) too (as tests/cli/teams.rs).
+const BULK_POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\"]\nrelease = [\"carol@example.com\"]\n\n[approvals]\nrequired = 1\nfrom = [\"reviewers\"]\n\n[bulk]\nthreshold = 1\nrequired = 1\nfrom = [\"release\"]\n";
+
+#[test]
+fn a_plan_published_only_before_the_ledger_goes_onto_it_with_its_consumed_marker() {
+    // Attack (hostile planner): alice splits a bulk deletion into two plans, each under the
+    // threshold and approved by bob alone, for two fresh CI clones. An apply publishes its
+    // plan on the ledger with its marker, so that the second clone counts the first. Before
+    // anything is applied she pushes plan A itself (a valid plan file of that id) at
+    // refs/guardctl/plans/<A>, a name from before the ledger. The apply took that as "the
+    // plan is published already" and put only its marker on the ledger; she then deleted the
+    // ref, and the second clone counted B alone: both halves deleted with bob's approval.
+    let env = crate::fixtures::team_remote(BULK_POLICY);
+    let [laptop, bob] = <[std::path::PathBuf; 2]>::try_from(env.clones(&["laptop", "bob"])).unwrap();
+    let a = crate::teams::plan_unpublished(&env, &laptop, "a.json", "feature/done");
+    let b = crate::teams::plan_unpublished(&env, &laptop, "b.json", "fix/old");
+    for f in [&a, &b] {
+        let r = env.run_in(&bob, "bob", &["approve", f.to_str().unwrap(), "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let a_hex = crate::fixtures::plan_id_of(&a)
+        .trim_start_matches("sha256:")
+        .to_string();
+    let old = format!("refs/guardctl/plans/{a_hex}");
+    push_item(&env, &old, "plan.json", &fs::read(&a).unwrap());
+
+    let [ci1] = <[std::path::PathBuf; 1]>::try_from(env.clones(&["ci1"])).unwrap();
+    let r = env.run_in(&ci1, "mallory", &["apply", a.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(push(&laptop, &["origin", "--delete", &old]));
+    let [ci2] = <[std::path::PathBuf; 1]>::try_from(env.clones(&["ci2"])).unwrap();
+    let r = env.run_in(&ci2, "mallory", &["apply", b.to_str().unwrap()]);
+    assert_ne!(r.code, 0, "B alone was applied: {}", r.transcript());
+    assert!(
+        env.remote_branches().contains("refs/heads/fix/old "),
+        "both halves of a bulk deletion applied without the bulk group"
+    );
+}
