@@ -184,3 +184,41 @@ fn a_plan_published_only_before_the_ledger_goes_onto_it_with_its_consumed_marker
         "both halves of a bulk deletion applied without the bulk group"
     );
 }
+
+#[test]
+fn junk_on_a_rewound_ledger_does_not_hide_that_the_published_decisions_were_left_out() {
+    // Attack (hostile planner, on a host that protects nothing): bob saw the ledger with
+    // carol's veto. The planner rewinds it to before the veto and adds, on top, a commit of
+    // 25 junk files. `show` of the plan file warns instead of failing, but the warnings about
+    // published items are capped at 20 and the ledger's junk was noted first: "the published
+    // approvals and rejections are left out: the ledger … was rewound" was only counted in
+    // "and 6 more items … were left out (junk …)".
+    let t = crate::fixtures::team(POLICY);
+    let id = publish(&t.env, &t.planner, "plan.json", &[]);
+    let r = t
+        .env
+        .run_in(&t.carol, "carol", &["reject", &id[..12], "--comment", "not now"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // bob's approve records the tip it saw (the veto under it).
+    let r = t.env.run_in(&t.bob, "bob", &["approve", &id[..12], "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    t.env.git_in(
+        &t.planner,
+        &["fetch", "-q", "origin", "+refs/heads/guardctl/ledger:refs/l"],
+    );
+    assert!(push(
+        &t.planner,
+        &["-f", "origin", "refs/l~2:refs/heads/guardctl/ledger"]
+    ));
+    let junk: Vec<(String, String)> = (0..25).map(|i| (format!("junk{i:02}"), format!("{i}"))).collect();
+    let files: Vec<(&str, &str)> = junk.iter().map(|(p, b)| (p.as_str(), b.as_str())).collect();
+    t.env.push_to_ledger(&t.planner, &files);
+    let file = t.bob.join("plan.json");
+    fs::copy(t.planner.join("plan.json"), &file).unwrap();
+    let r = t.env.run_in(&t.bob, "bob", &["show", file.to_str().unwrap()]);
+    assert!(
+        r.stderr.contains("was rewound"),
+        "the rewind is said: {}",
+        r.stderr
+    );
+}
