@@ -42,6 +42,10 @@ pub struct Ctx {
     /// The notes already kept (a set: 50,000 junk refs are as many warnings, and a search
     /// of the list for each was quadratic, most of a `verify`'s time).
     published_noted: RefCell<std::collections::HashSet<String>>,
+    /// Warnings that a whole part of what the team remote publishes was left out (it could
+    /// not be read, or its ledger was rewound): printed in full, before the capped notes,
+    /// so that junk anyone can push never hides them.
+    published_alerts: RefCell<Vec<String>>,
     /// Whether this run records the ledger tips it sees (`store::ledger::record_seen`): a
     /// command that writes this clone's state anyway (`approve`, `reject`, `apply`,
     /// `recover`, `rollback`); the preview path writes nothing.
@@ -77,6 +81,7 @@ impl Ctx {
             published: RefCell::new(Vec::new()),
             published_notes: RefCell::new(Vec::new()),
             published_noted: RefCell::new(Default::default()),
+            published_alerts: RefCell::new(Vec::new()),
             records_ledger: std::cell::Cell::new(false),
         }
     }
@@ -513,10 +518,24 @@ impl Ctx {
         }
     }
 
-    /// Print (once) the warnings about published items that were left out: the first
-    /// [`MAX_PUBLISHED_NOTES`], then how many more (junk anyone can push must not bury the
-    /// rest of the output under thousands of lines).
+    /// Keep a warning that a whole part of what the team remote publishes was left out (the
+    /// published decisions, the plans for the bulk class), for [`Ctx::report_published`],
+    /// which prints every one of them first.
+    pub fn alert_published(&self, warning: String) {
+        let mut alerts = self.published_alerts.borrow_mut();
+        if !alerts.contains(&warning) {
+            alerts.push(warning);
+        }
+    }
+
+    /// Print (once) the warnings about published items that were left out: every alert
+    /// ([`Ctx::alert_published`]) first, then the first [`MAX_PUBLISHED_NOTES`] notes and
+    /// how many more (junk anyone can push must not bury the rest of the output under
+    /// thousands of lines, nor push an alert out of what is printed).
     pub fn report_published(&self, ui: &mut Ui) {
+        for a in self.published_alerts.borrow_mut().drain(..) {
+            ui.warn(&a);
+        }
         let notes: Vec<String> = self.published_notes.borrow_mut().drain(..).collect();
         for n in notes.iter().take(MAX_PUBLISHED_NOTES) {
             ui.warn(n);

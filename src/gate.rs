@@ -286,10 +286,10 @@ pub fn approval_status_with(ctx: &Ctx, loaded: &Loaded, extra: &[Envelope]) -> R
             p.envelopes.into_iter().map(|(_, e)| e).collect()
         }
         Err(e) => {
-            ctx.note_published([format!(
+            ctx.alert_published(format!(
                 "the published approvals and rejections are left out: {}",
                 e.chain()
-            )]);
+            ));
             vec![]
         }
     };
@@ -515,10 +515,10 @@ fn part_of_with(
         Ok(_) => None,
         Err(e) if strict => return Err(e),
         Err(e) => {
-            ctx.note_published([format!(
+            ctx.alert_published(format!(
                 "the plans published on the team remote are not counted for the bulk class across plans: {}",
                 e.chain()
-            )]);
+            ));
             None
         }
     };

@@ -214,6 +214,14 @@ pub fn record(ctx: &Ctx, ui: &mut Ui, r: Record) -> Result<u8> {
                     safe(&p.refname)
                 ));
             }
+            if let Some(before) = &p.before_ledger {
+                ui.notice(&format!(
+                    "your earlier decision at {} on remote `{}` was published before the ledger, as a ref anyone who can push can delete: this one is on the ledger as {}",
+                    safe(before),
+                    safe(&remote.name),
+                    safe(&p.refname)
+                ));
+            }
             Some((p.refname, p.published))
         }
         None => None,

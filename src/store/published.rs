@@ -255,6 +255,10 @@ pub struct PublishedDecision {
     /// key's own decision of this kind for this plan): the decision went to `refname`, its
     /// fallback name, instead.
     pub taken: Option<String>,
+    /// The decision's own name held this key's own decision of this kind only as a ref from
+    /// before the ledger (which anyone who can push can delete): this one went onto the
+    /// ledger, at `refname`, its fallback name.
+    pub before_ledger: Option<String>,
 }
 
 /// Publish a signed decision of plan `id_hex` (with `plan` first, when the remote does not
@@ -288,16 +292,25 @@ pub fn publish_decision(
             published: outcome(remote, &items, &report)?,
             refname: primary,
             taken: None,
+            before_ledger: None,
         });
     }
-    // What holds the name: this key's own decision stands as it is; anything else does not
-    // keep this one off the remote.
+    // What holds the name: this key's own decision on the ledger stands as it is; anything
+    // else does not keep this one off the ledger. Its own decision only as a ref from before
+    // the ledger does not either: that ref can be deleted by anyone who can push, and
+    // publishing again is how a veto gets onto the ledger (docs/remote.md, "Before the
+    // ledger").
     let there = Snapshot::fetch(remote, Scope::Plan(id_hex.to_string()))?;
-    let own = there
-        .exactly(&primary)?
-        .iter()
-        .any(|source| there.decision(kind, id_hex, &fpr, &primary, source).is_ok());
-    if own {
+    let (mut on_ledger, mut before) = (false, false);
+    for source in there.exactly(&primary)? {
+        if there.decision(kind, id_hex, &fpr, &primary, &source).is_ok() {
+            match source {
+                Source::Ledger { .. } => on_ledger = true,
+                Source::Ref(_) => before = true,
+            }
+        }
+    }
+    if on_ledger {
         outcome(remote, &items, &report)?;
         return Err(Error::internal("git refused the push but reported no refusal"));
     }
@@ -306,10 +319,15 @@ pub fn publish_decision(
         last.refname = fallback.clone();
     }
     let report = push(remote, &items, &[], None)?;
+    let (taken, before_ledger) = match before {
+        true => (None, Some(primary)),
+        false => (Some(primary), None),
+    };
     Ok(PublishedDecision {
         published: outcome(remote, &items, &report)?,
         refname: fallback,
-        taken: Some(primary),
+        taken,
+        before_ledger,
     })
 }
 
@@ -360,6 +378,14 @@ fn build(
                 RefOutcome::AlreadyThere
             }
             (Some(_), _) => RefOutcome::Stale,
+            // A plan held only by a ref from before the ledger goes onto the ledger all the
+            // same (a second item of its name, each tried by readers: `Snapshot::plan`):
+            // anyone who can push can delete that ref, and a plan applied must stay counted
+            // for the bulk class across its planner's plans in every clone.
+            (None, Some(_)) if item.kind == ItemKind::Plan => {
+                new.push((item.refname.as_str(), item.kind.file(), item.bytes.as_slice()));
+                RefOutcome::Done
+            }
             (None, Some(oid)) if oid == publish::item_objects(item.kind.file(), &item.bytes)?.oid => {
                 RefOutcome::AlreadyThere
             }

@@ -13,6 +13,7 @@ mod attack28;
 mod attack29;
 mod attack3;
 mod attack30;
+mod attack31;
 mod audit_evidence;
 mod consumed;
 mod docs;
