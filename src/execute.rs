@@ -339,9 +339,16 @@ impl Executor<'_> {
                 .published
                 .as_deref()
                 .filter(|s| attempts == 1 && s.remote.url == url);
+            // A retry builds on what the remote holds then, which must still hold the tip
+            // the snapshot saw (a rewind while this command ran: 16).
+            let seen = self
+                .published
+                .as_deref()
+                .filter(|s| s.remote.url == url)
+                .and_then(|s| s.ledger_tip());
             let prepare = |remote: &Remote, items: &[Item]| match known {
                 Some(s) => s.prepare(items),
-                None => published::prepare(remote, items),
+                None => published::prepare_holding(remote, items, seen.filter(|_| attempts > 1)),
             };
             let prepared = match &marker {
                 Some((remote, item)) => {

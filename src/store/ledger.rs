@@ -203,6 +203,16 @@ pub fn record_seen(state_dir: &Path, url: &str, tip: Oid) -> Result<()> {
 /// or replaced it (the host does not protect it), and whatever it held since — a veto, a
 /// consumed marker — may be gone.
 pub fn check_seen(scratch: &Scratch, ledger: &Ledger, seen: Oid, url: &str, state_dir: &Path) -> Result<()> {
+    refuse_rewound(scratch, ledger, seen, url).map_err(|e| {
+        e.with_hint(format!(
+            "the remote does not protect the ledger (docs/remote.md \"Protecting the ledger\"): have its administrator restore {seen} and protect the branch; if they rewound it on purpose and you trust what is there now, delete {} and run guardctl again",
+            seen_path(state_dir, url).display()
+        ))
+    })
+}
+
+/// The refusal (16, naming both tips) of a ledger that does not hold `seen`.
+pub fn refuse_rewound(scratch: &Scratch, ledger: &Ledger, seen: Oid, url: &str) -> Result<()> {
     let holds = ledger.tip.is_some_and(|tip| scratch.holds_commit(tip, seen));
     if holds {
         return Ok(());
@@ -219,8 +229,7 @@ pub fn check_seen(scratch: &Scratch, ledger: &Ledger, seen: Oid, url: &str, stat
     )
     .with_details(serde_json::json!({"seen": seen.to_string(), "now": ledger.tip.map(|t| t.to_string())}))
     .with_hint(format!(
-        "the remote does not protect the ledger (docs/remote.md \"Protecting the ledger\"): have its administrator restore {seen} and protect the branch; if they rewound it on purpose and you trust what is there now, delete {} and run guardctl again",
-        seen_path(state_dir, url).display()
+        "the remote does not protect the ledger (docs/remote.md \"Protecting the ledger\"): have its administrator restore {seen} and protect the branch"
     )))
 }
 

@@ -353,9 +353,19 @@ pub struct Prepared {
 
 /// Fetch the remote's ledger and build the commit that publishes `items` (see [`Prepared`]).
 pub fn prepare(remote: &Remote, items: &[Item]) -> Result<Prepared> {
+    prepare_holding(remote, items, None)
+}
+
+/// [`prepare`] on a ledger that must still hold `seen` (the tip this run's snapshot saw): a
+/// retry after a lost race must not build on a ledger rewound while the command ran, where
+/// the snapshot's check against the tip this clone saw before no longer applies (16).
+pub fn prepare_holding(remote: &Remote, items: &[Item], seen: Option<Oid>) -> Result<Prepared> {
     let scratch = Scratch::new(remote.transport.clone())?;
     let names: Vec<String> = items.iter().map(|i| i.refname.clone()).collect();
     let (listed, ledger) = Ledger::list_and_fetch(&scratch, &remote.url, &names)?;
+    if let Some(seen) = seen {
+        super::ledger::refuse_rewound(&scratch, &ledger, seen, &remote.url)?;
+    }
     let before = |name: &str| listed.iter().find(|(r, _)| r == name).map(|(_, o)| *o);
     build(std::rc::Rc::new(scratch), &ledger, before, items)
 }
@@ -438,7 +448,7 @@ fn push(
         let on_known = known.filter(|_| attempt == 1);
         let prepared = match on_known {
             Some(s) => s.prepare(items)?,
-            None => prepare(remote, items)?,
+            None => prepare_holding(remote, items, known.and_then(|s| s.ledger_tip()))?,
         };
         let (scratch, after) = (prepared.scratch.clone(), prepared.after.clone());
         let mut refs = prepared.refs;

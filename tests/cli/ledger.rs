@@ -185,3 +185,33 @@ fn verify_and_apply_read_past_fifty_thousand_junk_refs_under_refs_guardctl() {
     timed(&["verify", &id[..12]]);
     timed(&["apply", &id[..12]]);
 }
+
+#[test]
+fn a_ledger_rewound_while_an_apply_runs_is_refused_when_its_push_is_built_again() {
+    // Two approvals, so that rewinding one away would leave the plan short of approvals.
+    let t = crate::fixtures::team(
+        "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 2\nfrom = [\"reviewers\"]\n",
+    );
+    let id = publish(&t.env, &t.planner, "plan.json", &[]);
+    for (clone, who) in [(&t.bob, "bob"), (&t.carol, "carol")] {
+        let r = t.env.run_in(clone, who, &["approve", &id[..12], "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    // After the apply read the ledger, before its push: the planner rewinds it past carol's
+    // approval (nothing protects it here). The push, leased on the tip the apply saw, fails;
+    // built again, it would land on the rewound ledger as if nothing had happened.
+    let origin = t.env.origin();
+    let rewind = format!("git -C {} update-ref {LEDGER} {LEDGER}~1", origin.display());
+    let r = t.env.run_env(
+        "mallory",
+        &[
+            ("GUARDCTL_TEST_EXEC_AT", "consumed"),
+            ("GUARDCTL_TEST_EXEC", &rewind),
+        ],
+        &["-C", t.executor.to_str().unwrap(), "--json", "apply", &id[..12]],
+    );
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    let message = r.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("was rewound"), "{message}");
+    assert!(t.env.remote_branches().contains("fix/old"), "nothing was deleted");
+}
