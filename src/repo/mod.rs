@@ -68,6 +68,10 @@ pub struct Repo {
     /// Worker handles a parallel step is done with (`walk.rs` gives its own back), taken by
     /// [`Repo::worker`].
     spare: std::sync::Mutex<Vec<Repository>>,
+    /// What each remote URL reported as its HEAD this run (`Repo::ls_remote_head`): the
+    /// policy and the allowed-signers file are both read from the remote's default branch,
+    /// and each asking again was another connection (an SSH handshake) for the same answer.
+    remote_heads: std::sync::Mutex<HashMap<String, Option<(String, Oid)>>>,
 }
 
 /// Facts about one commit, as a plan records them.
@@ -191,6 +195,7 @@ impl Repo {
             fast_reader: Default::default(),
             shallow: Default::default(),
             spare: Default::default(),
+            remote_heads: Default::default(),
         })
     }
 
@@ -212,6 +217,7 @@ impl Repo {
             fast_reader: Default::default(),
             shallow: self.shallow.clone(),
             spare: Default::default(),
+            remote_heads: Default::default(),
         })
     }
 

@@ -149,8 +149,20 @@ impl Repo {
     }
 
     /// The branch the repository at `url` names as its HEAD, and its commit, as it reports
-    /// them now (`None`: it has no HEAD, e.g. it is empty). Only HEAD is listed.
+    /// them now (`None`: it has no HEAD, e.g. it is empty). Only HEAD is listed, once per
+    /// URL per run: every trust root read in one run is read from the same commit.
     pub fn ls_remote_head(&self, url: &str) -> Result<Option<(String, Oid)>> {
+        if let Some(known) = self.remote_heads.lock().ok().and_then(|h| h.get(url).cloned()) {
+            return Ok(known);
+        }
+        let head = self.list_remote_head(url)?;
+        if let Ok(mut heads) = self.remote_heads.lock() {
+            heads.insert(url.to_string(), head.clone());
+        }
+        Ok(head)
+    }
+
+    fn list_remote_head(&self, url: &str) -> Result<Option<(String, Oid)>> {
         let out = self
             .git()
             .env("GIT_TERMINAL_PROMPT", "0")
