@@ -850,23 +850,7 @@ impl Executor<'_> {
     /// second run finds what the first restored already present.
     pub fn restore_published(&self, id: &str, url: &str, deleted: &[DeletedRef]) -> Result<(usize, usize)> {
         let now = self.repo.ls_remote(url)?;
-        let mut missing = Vec::new();
-        for r in deleted {
-            match now.target(&r.refname) {
-                None => missing.push(r),
-                Some(oid) if oid.to_string() == r.oid => {}
-                Some(oid) => {
-                    return Err(Error::new(
-                        Kind::Drift,
-                        format!(
-                            "{} is now taken by another commit ({oid}); nothing was restored",
-                            safe(&r.refname)
-                        ),
-                    )
-                    .with_hint("rename or delete that branch on the remote first, then run rollback again"));
-                }
-            }
-        }
+        let missing = to_restore(deleted, |_| Ok(()), |name| now.target(name), true)?;
         let absent: Vec<String> = missing
             .iter()
             .filter(|r| git2::Oid::from_str(&r.oid).map_or(true, |o| !self.repo.has_object(o)))
@@ -884,13 +868,7 @@ impl Executor<'_> {
                 "run `guardctl rollback sha256:{id}` in the clone that applied it (its backup ref refs/guardctl/backup/{id} keeps them), or fetch the commits into this clone"
             )));
         }
-        let ops: Vec<RemoteOp> = missing
-            .iter()
-            .map(|r| RemoteOp::Create {
-                refname: r.refname.clone(),
-                oid: r.oid.clone(),
-            })
-            .collect();
+        let ops = remote_creates(&missing);
         if !ops.is_empty() {
             self.repo.push_atomic(url, &ops, None, &mut |_| Ok(()))?;
         }
@@ -920,36 +898,22 @@ impl Executor<'_> {
                 ),
             );
         }
-        let mut missing = Vec::new();
         let kept = self.kept(image);
         let targets = self.targets(image, &image.refs)?;
-        for r in &image.refs {
-            if !kept.contains(image.backup_tip(r)) {
-                return Err(Error::internal(format!(
-                    "the backup {} is missing or moved",
-                    image.backup_ref.as_deref().unwrap_or("(none)")
-                ))
-                .with_hint("it may have been removed by `guardctl gc` after its retention"));
-            }
-            match targets.get(&r.refname) {
-                None => missing.push(r.clone()),
-                Some(now) if now.to_string() == r.oid => {}
-                Some(now) => {
-                    return Err(Error::new(
-                        Kind::Drift,
-                        format!(
-                            "{} is now taken by another commit ({now}); nothing was restored",
-                            r.refname
-                        ),
-                    )
-                    .with_hint(if image.remote.is_some() {
-                        "rename or delete that branch on the remote first, then run rollback again"
-                    } else {
-                        "rename or delete that branch first, then run rollback again"
-                    }));
-                }
-            }
-        }
+        let backed = |r: &DeletedRef| match kept.contains(image.backup_tip(r)) {
+            true => Ok(()),
+            false => Err(Error::internal(format!(
+                "the backup {} is missing or moved",
+                image.backup_ref.as_deref().unwrap_or("(none)")
+            ))
+            .with_hint("it may have been removed by `guardctl gc` after its retention")),
+        };
+        let missing = to_restore(
+            &image.refs,
+            backed,
+            |name| targets.get(name).copied(),
+            image.remote.is_some(),
+        )?;
         self.restore_tag_objects(image, &missing)?;
         let bytes = serde_json::to_vec(&missing).map_err(|e| encode_failed("rollback.json", e))?;
         self.store.write_file(id, "rollback.json", &bytes)?;
@@ -967,13 +931,7 @@ impl Executor<'_> {
             }
             // Pushed back from the backup's objects, each create leased on absence.
             Some(url) => {
-                let ops: Vec<RemoteOp> = missing
-                    .iter()
-                    .map(|r| RemoteOp::Create {
-                        refname: r.refname.clone(),
-                        oid: r.oid.clone(),
-                    })
-                    .collect();
+                let ops = remote_creates(&missing);
                 if ops.is_empty() {
                     Ok(())
                 } else {
@@ -1521,6 +1479,50 @@ impl Executor<'_> {
         }
         Ok(())
     }
+}
+
+/// Of `refs` (what a plan deleted), those to create again: missing now (`now` names each
+/// ref's current target), each first passing `check` (its backup still keeps it). One taken
+/// by another commit since is drift: nothing is restored.
+fn to_restore(
+    refs: &[DeletedRef],
+    check: impl Fn(&DeletedRef) -> Result<()>,
+    now: impl Fn(&str) -> Option<git2::Oid>,
+    on_remote: bool,
+) -> Result<Vec<DeletedRef>> {
+    let mut missing = Vec::new();
+    for r in refs {
+        check(r)?;
+        match now(&r.refname) {
+            None => missing.push(r.clone()),
+            Some(oid) if oid.to_string() == r.oid => {}
+            Some(oid) => {
+                return Err(Error::new(
+                    Kind::Drift,
+                    format!(
+                        "{} is now taken by another commit ({oid}); nothing was restored",
+                        safe(&r.refname)
+                    ),
+                )
+                .with_hint(if on_remote {
+                    "rename or delete that branch on the remote first, then run rollback again"
+                } else {
+                    "rename or delete that branch first, then run rollback again"
+                }));
+            }
+        }
+    }
+    Ok(missing)
+}
+
+/// One create per ref, each leased on the name's absence (`RemoteOp::Create`).
+fn remote_creates(refs: &[DeletedRef]) -> Vec<RemoteOp> {
+    refs.iter()
+        .map(|r| RemoteOp::Create {
+            refname: r.refname.clone(),
+            oid: r.oid.clone(),
+        })
+        .collect()
 }
 
 /// Whether the remote publishes something at `plans/<id>` and none of it reads as plan `id`

@@ -19,9 +19,10 @@ pub struct Args {
 }
 
 /// The plan id hex a user named, by file or (a prefix of) its id.
-fn resolve(ctx: &Ctx, store: &Store, arg: &str) -> Result<String> {
+/// With it, the apply made in another clone when that is how it was found (read once).
+fn resolve(ctx: &Ctx, store: &Store, arg: &str) -> Result<(String, Option<Elsewhere>)> {
     if Path::new(arg).is_file() {
-        return Ok(crate::planfile::load(Path::new(arg))?.id_hex().to_string());
+        return Ok((crate::planfile::load(Path::new(arg))?.id_hex().to_string(), None));
     }
     let hex = arg.trim_start_matches("sha256:").to_ascii_lowercase();
     if hex.len() < 8 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -38,10 +39,10 @@ fn resolve(ctx: &Ctx, store: &Store, arg: &str) -> Result<String> {
         .filter(|id| id.starts_with(&hex))
         .collect();
     match matches.as_slice() {
-        [one] => Ok(one.clone()),
+        [one] => Ok((one.clone(), None)),
         [] => {
             match applied_elsewhere(ctx, &hex) {
-                Some(e) => Ok(e.id),
+                Some(e) => Ok((e.id.clone(), Some(e))),
                 None => Err(Error::usage(format!("no applied plan has id {}", safe(arg)))
                     .with_hint("see `guardctl log`")),
             }
@@ -57,7 +58,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     ctx.record_ledger_tips();
     let repo = ctx.repo()?;
     let store = Store::new(repo.state_dir());
-    let id = resolve(ctx, &store, &args.plan)?;
+    let (id, found_elsewhere) = resolve(ctx, &store, &args.plan)?;
     let locked = store.lock(repo)?;
     // A broken audit log blocks every change but this one: restoring what a plan deleted.
     let broken_log = match store.audit_intact(repo, &ctx.allowed_signers()?.0) {
@@ -88,7 +89,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let ids: Vec<String> = recovered.into_iter().map(|(id, _)| id).collect();
     crate::consume::publish_recovered(ctx, ui, &store, repo, &ids)?;
     if store.read_file(&id, "before-image.json")?.is_none() {
-        let Some(elsewhere) = applied_elsewhere(ctx, &id) else {
+        let Some(elsewhere) = found_elsewhere.or_else(|| applied_elsewhere(ctx, &id)) else {
             return Err(Error::usage(format!(
                 "plan sha256:{id} was never applied here: there is nothing to restore"
             )));
@@ -119,31 +120,59 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         ));
         ex.unlogged = true;
     }
-    let (restored, already) = ex.rollback(&id, &image)?;
+    let restored = ex.rollback(&id, &image)?;
+    report(
+        ui,
+        &image.plan_id,
+        &image.refs,
+        restored,
+        broken_log.is_none(),
+        None,
+    )
+}
+
+/// What a rollback did, as `rollback` prints it: (restored, already present) of `refs`;
+/// `elsewhere`, the apply made in another clone it restored from (`Elsewhere::details`).
+fn report(
+    ui: &mut Ui,
+    plan_id: &str,
+    refs: &[crate::plan::approval::DeletedRef],
+    (restored, already): (usize, usize),
+    logged: bool,
+    elsewhere: Option<serde_json::Value>,
+) -> Result<u8> {
     if ui.json {
-        ui.json_doc(&serde_json::json!({
-            "plan_id": image.plan_id,
+        let mut doc = serde_json::json!({
+            "plan_id": plan_id,
             "restored": restored,
             "already_present": already,
-            "recorded_in_log": broken_log.is_none(),
-        }))?;
-    } else {
-        let short = crate::render::view::short_id(&image.plan_id);
+            "recorded_in_log": logged,
+        });
+        if let Some(e) = elsewhere {
+            doc["applied_elsewhere"] = e;
+        }
+        ui.json_doc(&doc)?;
+        return Ok(0);
+    }
+    let short = crate::render::view::short_id(plan_id);
+    let how = match elsewhere {
+        Some(_) => " (applied in another clone)",
+        None => "",
+    };
+    writeln!(
+        ui.out(),
+        "Rolled back plan {short}{how}: restored {restored} branches ({already} already present)."
+    )?;
+    if !logged {
+        writeln!(ui.out(), "  not recorded in the audit log: the log is broken")?;
+    }
+    for r in refs {
         writeln!(
             ui.out(),
-            "Rolled back plan {short}: restored {restored} branches ({already} already present)."
+            "  {} at {}",
+            safe(&r.refname),
+            &r.oid[..12.min(r.oid.len())]
         )?;
-        if broken_log.is_some() {
-            writeln!(ui.out(), "  not recorded in the audit log: the log is broken")?;
-        }
-        for r in &image.refs {
-            writeln!(
-                ui.out(),
-                "  {} at {}",
-                safe(&r.refname),
-                &r.oid[..12.min(r.oid.len())]
-            )?;
-        }
     }
     Ok(0)
 }
@@ -267,34 +296,15 @@ fn restore_elsewhere(ctx: &Ctx, ui: &mut Ui, ex: &Executor, e: &Elsewhere, logge
         .with_details(details));
     }
     ui.notice(&format!("{}; restoring them from this clone", e.describe()));
-    let (restored, already) = ex
+    let restored = ex
         .restore_published(&e.id, &url, &e.receipt.deleted)
         .map_err(|err| err.with_details(details.clone()))?;
-    if ui.json {
-        ui.json_doc(&serde_json::json!({
-            "plan_id": e.loaded.plan_id,
-            "restored": restored,
-            "already_present": already,
-            "recorded_in_log": logged,
-            "applied_elsewhere": e.details(),
-        }))?;
-        return Ok(0);
-    }
-    let short = crate::render::view::short_id(&e.loaded.plan_id);
-    writeln!(
-        ui.out(),
-        "Rolled back plan {short} (applied in another clone): restored {restored} branches ({already} already present)."
-    )?;
-    if !logged {
-        writeln!(ui.out(), "  not recorded in the audit log: the log is broken")?;
-    }
-    for r in &e.receipt.deleted {
-        writeln!(
-            ui.out(),
-            "  {} at {}",
-            safe(&r.refname),
-            &r.oid[..12.min(r.oid.len())]
-        )?;
-    }
-    Ok(0)
+    report(
+        ui,
+        &e.loaded.plan_id,
+        &e.receipt.deleted,
+        restored,
+        logged,
+        Some(e.details()),
+    )
 }
