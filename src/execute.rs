@@ -36,6 +36,7 @@ use crate::ops::exec;
 use crate::ops::pin::Script;
 use crate::plan::approval::{APPLY_NAMESPACE, DeletedRef, ExecResult, RECEIPT_PAYLOAD_TYPE, Receipt};
 use crate::plan::model::ExecInputs;
+use crate::repo::backups::BACKUPS_REF;
 use crate::repo::mutate::{BackupCommit, RefOp, RemoteOp, RepoMut, push_args};
 use crate::repo::publish::RefOutcome;
 use crate::sign::AllowedSigners;
@@ -267,7 +268,11 @@ impl Executor<'_> {
             }
             self.step(id, Step::BackupCreated)?;
         }
-        if let Err(e) = self.push_consuming(id, url, &ops, with_marker(&image)) {
+        let backup = match (&image.backup_commit, with_marker(&image)) {
+            (Some(c), true) => Some((git2::Oid::from_str(c)?, image.created_at.unix_timestamp())),
+            _ => None,
+        };
+        if let Err(e) = self.push_consuming(id, url, &ops, with_marker(&image), backup) {
             self.abort(id, &e)?;
             return Err(e);
         }
@@ -317,7 +322,18 @@ impl Executor<'_> {
     /// [`applied_elsewhere`]), none (a real failure; retried when the remote only could not
     /// lock a ref that a concurrent push held, or another write moved the ledger's tip first,
     /// since every update is leased and a retry is the same compare-and-swap).
-    fn push_consuming(&self, id: &str, url: &str, ops: &[RemoteOp], with_marker: bool) -> Result<()> {
+    ///
+    /// `backup`: the apply's backup commit and the before-image's time. With a marker, the
+    /// same push adds it to the remote's backups branch (`repo::backups`), so what the plan
+    /// deletes stays on the remote for a rollback from any clone.
+    fn push_consuming(
+        &self,
+        id: &str,
+        url: &str,
+        ops: &[RemoteOp],
+        with_marker: bool,
+        backup: Option<(git2::Oid, i64)>,
+    ) -> Result<()> {
         let mut pause = std::time::Duration::from_millis(100);
         let mut attempts = 0;
         let marker = match with_marker {
@@ -387,13 +403,19 @@ impl Executor<'_> {
                         new: u.new.map(|o| o.to_string()).unwrap_or_default(),
                     });
                 }
+                if let Some((commit, when)) = backup {
+                    let tip = p.scratch.backups_tip(url, p.backups)?;
+                    all.push(RemoteOp::Update {
+                        refname: BACKUPS_REF.to_string(),
+                        old: tip.map(|o| o.to_string()),
+                        new: p.scratch.backups_commit(tip, commit, id, when)?.to_string(),
+                    });
+                }
             }
-            let alternate = prepared.as_ref().map(|p| p.scratch.objects_dir());
+            let via = prepared.as_ref().map(|p| p.scratch.as_ref());
             let Err(e) = self
                 .repo
-                .push_atomic(url, &all, alternate.as_deref(), &mut |pid| {
-                    self.record_git(id, pid)
-                })
+                .push_atomic(url, &all, via, &mut |pid| self.record_git(id, pid))
             else {
                 // The receipt that follows builds on the tip this push made.
                 if let (Some(s), Some(p)) = (known, &prepared) {
@@ -508,7 +530,7 @@ impl Executor<'_> {
         // command runs; a clone that finds it taken runs nothing. Without the marker (the
         // policy's `[remote] consumed_marker = false`), the plan is consumed here only.
         if let Some(at) = image.consumed_on.as_ref().filter(|c| c.marker) {
-            if let Err(e) = self.push_consuming(id, &at.url, &[], true) {
+            if let Err(e) = self.push_consuming(id, &at.url, &[], true, None) {
                 self.abort(id, &e)?;
                 return Err(e);
             }
@@ -851,16 +873,29 @@ impl Executor<'_> {
     pub fn restore_published(&self, id: &str, url: &str, deleted: &[DeletedRef]) -> Result<(usize, usize)> {
         let now = self.repo.ls_remote(url)?;
         let missing = to_restore(deleted, |_| Ok(()), |name| now.target(name), true)?;
-        let absent: Vec<String> = missing
-            .iter()
-            .filter(|r| git2::Oid::from_str(&r.oid).map_or(true, |o| !self.repo.has_object(o)))
-            .map(|r| format!("{} ({})", safe(&r.refname), safe(&r.oid)))
-            .collect();
+        let absent = |repo: &crate::repo::Repo| -> Vec<String> {
+            missing
+                .iter()
+                .filter(|r| git2::Oid::from_str(&r.oid).map_or(true, |o| !repo.has_object(o)))
+                .map(|r| format!("{} ({})", safe(&r.refname), safe(&r.oid)))
+                .collect()
+        };
+        // What this clone lacks, the remote's backups branch keeps (the applying clone's
+        // push added it there): fetched, then looked for again by id.
+        let mut kept_there = None;
+        if !absent(&self.repo).is_empty() {
+            kept_there = Some(self.repo.fetch_remote_backups(url)?);
+        }
+        let absent = absent(&self.repo);
         if !absent.is_empty() {
+            let whence = match kept_there {
+                Some(true) => format!("nor does the remote's backups branch {BACKUPS_REF}"),
+                _ => format!("and the remote has no backups branch {BACKUPS_REF}"),
+            };
             return Err(Error::new(
                 Kind::NotFound,
                 format!(
-                    "this clone does not have what plan sha256:{id} deleted: {}; nothing was restored",
+                    "this clone does not have what plan sha256:{id} deleted, {whence}: {}; nothing was restored",
                     absent.join(", ")
                 ),
             )
@@ -1605,10 +1640,15 @@ fn with_marker(image: &BeforeImage) -> bool {
 /// The hint of a remote's plan, consumed without the marker, whose push found a ref moved.
 pub const CONSUMED_HERE_ONLY_HINT: &str = "this plan is consumed in the applying clone only (the policy sets `[remote] consumed_marker = false`, docs/remote.md): if another clone applied it first, its branches or tags are gone and its receipt is in that clone; nothing was deleted here. Otherwise re-run `guardctl plan`";
 
-/// Whether a push failed only because the ledger's tip moved (another write landed first):
+/// Whether a push failed only because the tip of the ledger or of the backups branch moved
+/// (another write landed first):
 /// the commit is built again on the new tip.
 fn ledger_moved(e: &Error) -> bool {
-    e.kind == Kind::Drift && !e.causes.is_empty() && e.causes.iter().all(|c| c.contains(LEDGER_REF))
+    e.kind == Kind::Drift
+        && !e.causes.is_empty()
+        && e.causes
+            .iter()
+            .all(|c| c.contains(LEDGER_REF) || c.contains(BACKUPS_REF))
 }
 
 /// Whether a failed push failed only because the remote could not lock a ref (another push

@@ -9,6 +9,7 @@
 //! crafted `packed-refs` that git itself would reject, so every name is validated here and
 //! invalid ones are reported as such, never used as a ref to act on.
 
+pub mod backups;
 mod commit;
 mod commit_graph;
 mod config;

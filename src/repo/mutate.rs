@@ -164,6 +164,34 @@ impl RepoMut<'_> {
         Ok(BackupCommit { oid, fresh })
     }
 
+    /// Fetch the objects of the remote's backups branch (`repo::backups`) into this
+    /// repository's object store, writing no ref and no `FETCH_HEAD`: what a rollback pushes
+    /// back is then here. Only what this clone lacks is sent (git negotiates against its own
+    /// refs); the objects stay unreferenced until `git gc` prunes them. Returns whether the
+    /// remote has the branch.
+    pub fn fetch_remote_backups(&self, url: &str) -> Result<bool> {
+        super::publish::check_url(url)?;
+        let wanted = [super::backups::BACKUPS_REF.to_string()];
+        if super::publish::ls_remote(self.transport_settings()?, url, &wanted)?.is_empty() {
+            return Ok(false);
+        }
+        self.git()
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .args([
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--no-auto-gc",
+                "--upload-pack=git-upload-pack",
+                "--",
+                url,
+                super::backups::BACKUPS_REF,
+            ])
+            .checked(None)?;
+        Ok(true)
+    }
+
     /// Remove the loose object of a backup commit this run wrote and never referenced (its
     /// message names the plan, so nothing else can point at it): a refused apply leaves the
     /// object store as it found it.

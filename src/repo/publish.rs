@@ -184,6 +184,12 @@ impl Scratch {
         self.git_env(super::gitenv::git())
     }
 
+    /// git for `RepoMut::push_atomic` from here, reading `objects` (the pushing clone's
+    /// object store) as an alternate.
+    pub(in crate::repo) fn pushing_with(&self, objects: &Path) -> Process {
+        self.git().env("GIT_ALTERNATE_OBJECT_DIRECTORIES", objects)
+    }
+
     /// git, run through `sh` with no file it writes allowed to grow past `max_file_bytes`
     /// (`ulimit -f`, in 512-byte blocks): a write beyond it kills that git process
     /// (`SIGXFSZ`). A lower limit already in force stays (raising it is not allowed, and

@@ -221,10 +221,11 @@ fn parse_ls_remote(out: &[u8]) -> RemoteRefs {
             continue;
         }
         let tag = name.starts_with(b"refs/tags/");
-        // guardctl's own ledger is no branch a plan may delete.
+        // guardctl's own ledger and backups are no branches a plan may delete.
         if !(tag || name.starts_with(b"refs/heads/"))
             || name.ends_with(b"^{}")
             || name == super::ledger::LEDGER_REF.as_bytes()
+            || name == super::backups::BACKUPS_REF.as_bytes()
         {
             continue;
         }

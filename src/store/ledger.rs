@@ -82,7 +82,8 @@ impl Ledger {
         Ledger::read(scratch, tip)
     }
 
-    /// List `patterns` at `url` (`git ls-remote`) with the ledger's own name, then fetch the
+    /// List `patterns` at `url` (`git ls-remote`) with the ledger's own name (and the backups
+    /// branch's, `repo::backups`), then fetch the
     /// ledger if it is there: the refs listed (the ledger's among them) and the ledger read.
     /// Every reader and writer of published items starts here.
     pub fn list_and_fetch(
@@ -92,6 +93,9 @@ impl Ledger {
     ) -> Result<(Vec<(String, Oid)>, Ledger)> {
         let mut patterns = patterns.to_vec();
         patterns.push(LEDGER_REF.to_string());
+        // The backups branch's tip, for an apply that adds to it (`repo::backups`): listed
+        // with the ledger, never fetched here.
+        patterns.push(crate::repo::backups::BACKUPS_REF.to_string());
         let listed = scratch.ls_remote(url, &patterns)?;
         let tip = listed.iter().find(|(r, _)| r == LEDGER_REF).map(|(_, o)| *o);
         let ledger = Ledger::fetch(scratch, url, tip)?;

@@ -38,6 +38,7 @@ use crate::error::{Error, Kind, Result};
 use crate::plan::approval::{APPROVAL_NAMESPACE, Approval, Decision};
 use crate::plan::envelope::{APPROVAL_PAYLOAD_TYPE, Envelope, MAX_FILE_BYTES, PlanFile};
 use crate::planfile::Loaded;
+use crate::repo::backups::BACKUPS_REF;
 use crate::repo::publish::{self, RefOutcome, RefUpdate, Scratch};
 use crate::sign::dsse;
 use crate::store::ledger::{LEDGER_REF, Ledger};
@@ -349,6 +350,9 @@ pub struct Prepared {
     pub update: Option<RefUpdate>,
     /// The ledger as it is once `update` lands (see [`Snapshot::landed`]).
     pub after: Option<Ledger>,
+    /// The tip of the remote's backups branch as listed with the ledger (`repo::backups`;
+    /// `None`: there was none).
+    pub backups: Option<Oid>,
 }
 
 /// Fetch the remote's ledger and build the commit that publishes `items` (see [`Prepared`]).
@@ -367,7 +371,10 @@ pub fn prepare_holding(remote: &Remote, items: &[Item], seen: Option<Oid>) -> Re
         super::ledger::refuse_rewound(&scratch, &ledger, seen, &remote.url)?;
     }
     let before = |name: &str| listed.iter().find(|(r, _)| r == name).map(|(_, o)| *o);
-    build(std::rc::Rc::new(scratch), &ledger, before, items)
+    Ok(Prepared {
+        backups: before(BACKUPS_REF),
+        ..build(std::rc::Rc::new(scratch), &ledger, before, items)?
+    })
 }
 
 /// The commit publishing `items` on `ledger` (as fetched into `scratch`), `before` naming
@@ -424,6 +431,7 @@ fn build(
         refs,
         update,
         after,
+        backups: None,
     })
 }
 
@@ -684,6 +692,8 @@ pub struct Snapshot {
     plans: std::cell::OnceCell<PublishedPlans>,
     /// The ledger after this run's own pushes built on the snapshot ([`Snapshot::landed`]).
     landed: std::cell::RefCell<Option<Ledger>>,
+    /// The tip of the backups branch, listed with the ledger ([`Prepared::backups`]).
+    backups: Option<Oid>,
 }
 
 /// The largest file of any published item (a plan file or a receipt): what one fetch of
@@ -835,6 +845,7 @@ impl Snapshot {
             refs,
             plans: std::cell::OnceCell::new(),
             landed: std::cell::RefCell::new(None),
+            backups: listed.iter().find(|(r, _)| r == BACKUPS_REF).map(|(_, o)| *o),
         })
     }
 
@@ -852,7 +863,10 @@ impl Snapshot {
                 })
             })
         };
-        build(self.scratch.clone(), ledger, before, items)
+        Ok(Prepared {
+            backups: self.backups,
+            ..build(self.scratch.clone(), ledger, before, items)?
+        })
     }
 
     /// Record that a commit built on this snapshot ([`Snapshot::prepare`], in `scratch`) was

@@ -799,14 +799,17 @@ impl TestEnv {
     }
 
     /// `<ref> <oid>` for every branch the remote holds now, sorted, but guardctl's own
-    /// ledger (`refs/heads/guardctl/ledger`, which publishing and applying add to).
+    /// ledger and backups (`refs/heads/guardctl/ledger` and `…/backups`, which publishing
+    /// and applying add to).
     pub fn remote_branches(&self) -> String {
         self.git_in(
             &self.origin(),
             &["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"],
         )
         .lines()
-        .filter(|l| !l.starts_with("refs/heads/guardctl/ledger "))
+        .filter(|l| {
+            !l.starts_with("refs/heads/guardctl/ledger ") && !l.starts_with("refs/heads/guardctl/backups ")
+        })
         .collect::<Vec<_>>()
         .join("\n")
     }

@@ -996,3 +996,119 @@ fn a_plan_applied_in_a_ci_clone_is_rolled_back_from_another_clone_by_its_publish
     );
     assert!(!remote_branch_names(&t.env).contains(&"feature/done".to_string()));
 }
+
+#[test]
+fn an_unmerged_branch_deleted_from_a_ci_clone_is_restored_from_the_remotes_backups_in_a_clone_that_never_had_it()
+ {
+    let t = crate::fixtures::team(POLICY);
+    let live = t
+        .env
+        .git(&["rev-parse", "origin/feature/live"])
+        .trim()
+        .to_string();
+    let id = publish(
+        &t.env,
+        &t.planner,
+        "plan.json",
+        &[
+            "--match",
+            "feature/live",
+            "--older-than",
+            "1d",
+            "--include-unmerged",
+        ],
+    );
+    for (clone, who) in [(&t.bob, "bob"), (&t.carol, "carol")] {
+        let r = t.env.run_in(clone, who, &["approve", &id[..12], "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let [ci] = <[PathBuf; 1]>::try_from(t.env.clones(&["ci"])).unwrap();
+    let r = t.env.run_in(&ci, "mallory", &["apply", &id[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    std::fs::remove_dir_all(&ci).unwrap();
+    assert!(!remote_branch_names(&t.env).contains(&"feature/live".to_string()));
+    // The remote's backups branch keeps the deleted tip, and no plan lists that branch.
+    let origin = t.env.origin();
+    t.env.git_in(
+        &origin,
+        &[
+            "merge-base",
+            "--is-ancestor",
+            &live,
+            "refs/heads/guardctl/backups",
+        ],
+    );
+    let r = t.env.run_in(
+        &t.planner,
+        "alice",
+        &[
+            "--json",
+            "plan",
+            "remote-branches",
+            "--remote",
+            "origin",
+            "--older-than",
+            "0d",
+            "--include-unmerged",
+            "-o",
+            "all.json",
+        ],
+    );
+    assert!(
+        !r.stdout.contains("guardctl/backups") && !r.stderr.contains("guardctl/backups"),
+        "{}",
+        r.transcript()
+    );
+
+    // A clone of main alone (as CI checks out) has never had feature/live's commits.
+    let lean = t.env.path().join("lean");
+    let url = format!("file://{}", origin.display());
+    t.env.git_in(
+        t.env.path(),
+        &[
+            "clone",
+            "-q",
+            "--single-branch",
+            "--branch",
+            "main",
+            &url,
+            lean.to_str().unwrap(),
+        ],
+    );
+    let has = |dir: &std::path::Path| {
+        std::process::Command::new("git")
+            .args(["-C", dir.to_str().unwrap(), "cat-file", "-e", &live])
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(!has(&lean));
+
+    // Without the remote's backups (removed behind the host's back), nothing is restored
+    // and the error says what is missing where.
+    let tip = t
+        .env
+        .git_in(&origin, &["rev-parse", "refs/heads/guardctl/backups"]);
+    t.env
+        .git_in(&origin, &["update-ref", "-d", "refs/heads/guardctl/backups"]);
+    let r = t.env.run_in(&lean, "bob", &["rollback", &id[..12]]);
+    assert_eq!(r.code, 66, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("the remote has no backups branch refs/heads/guardctl/backups")
+            && r.stderr.contains(&live),
+        "{}",
+        r.stderr
+    );
+    assert!(!remote_branch_names(&t.env).contains(&"feature/live".to_string()));
+
+    t.env.git_in(
+        &origin,
+        &["update-ref", "refs/heads/guardctl/backups", tip.trim()],
+    );
+    let r = t.env.run_in(&lean, "bob", &["rollback", &id[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("restored 1 branches"), "{}", r.stdout);
+    let back = t.env.git_in(&origin, &["rev-parse", "refs/heads/feature/live"]);
+    assert_eq!(back.trim(), live);
+}

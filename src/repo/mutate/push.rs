@@ -69,21 +69,25 @@ impl super::RepoMut<'_> {
     /// never a remote's name: git would push to its `pushurl` or every `url`) in one atomic
     /// push. A lease that no longer holds is `drift`
     /// (nothing changed on the remote); `spawned` learns git's process id before git runs,
-    /// so a recovery after our death can wait for the push to end. `alternate` is an object
-    /// directory git may read objects to push from (a scratch repository holding the ledger
-    /// commit): nothing is written into this repository's object store for it.
+    /// so a recovery after our death can wait for the push to end.
+    ///
+    /// `via`: a scratch repository holding objects built for the push (a ledger commit, a
+    /// commit on the backups branch, `repo::backups`). The push then runs there, reading
+    /// this repository's objects as an alternate: the scratch repository knows that the
+    /// backups branch's tip it fetched is one commit deep (its `shallow` file), which a push
+    /// from here would not, and nothing is written into this repository's object store.
     pub fn push_atomic(
         &self,
         url: &str,
         ops: &[RemoteOp],
-        alternate: Option<&std::path::Path>,
+        via: Option<&crate::repo::publish::Scratch>,
         spawned: &mut dyn FnMut(u32) -> Result<()>,
     ) -> Result<()> {
         let args = push_args(ops)?;
-        let mut git = self.git();
-        if let Some(dir) = alternate {
-            git = git.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", dir);
-        }
+        let git = match via {
+            Some(scratch) => scratch.pushing_with(&self.common_dir().join("objects")),
+            None => self.git(),
+        };
         let mut child = git
             .env("GIT_TERMINAL_PROMPT", "0")
             // git's own receive-pack, never the clone's `remote.<url>.receivepack` (git
