@@ -474,7 +474,17 @@ impl Ctx {
         let Some(remote) = self.team_remote()? else {
             return Ok(None);
         };
-        let s = Rc::new(Snapshot::fetch(remote, Scope::All)?);
+        // The run's one listing of the remote serves the snapshot too (`Repo::listing`).
+        let listed = match self.try_repo() {
+            Some(repo) => {
+                let listing = repo
+                    .listing(&remote.url)
+                    .map_err(|e| crate::store::published::cannot_read(remote, e))?;
+                Some(crate::store::published::listed_guardctl(&listing))
+            }
+            None => None,
+        };
+        let s = Rc::new(Snapshot::fetch_listed(remote, Scope::All, listed)?);
         self.check_ledger(&s)?;
         self.published.borrow_mut().push(s.clone());
         Ok(Some(s))

@@ -637,7 +637,8 @@ impl Executor<'_> {
         match self.remote_target(image)? {
             None => self.repo.ref_targets(refs.iter().map(|r| r.refname.as_str())),
             Some(url) => {
-                let now = self.repo.ls_remote(&url)?;
+                // After the push, or after an interrupted one: never an earlier listing.
+                let now = self.repo.ls_remote_now(&url)?;
                 Ok(refs
                     .iter()
                     .filter_map(|r| Some((r.refname.clone(), now.target(&r.refname)?)))
@@ -871,7 +872,8 @@ impl Executor<'_> {
     /// applying clone's backup ref keeps it). No journal: the push is all or nothing, and a
     /// second run finds what the first restored already present.
     pub fn restore_published(&self, id: &str, url: &str, deleted: &[DeletedRef]) -> Result<(usize, usize)> {
-        let now = self.repo.ls_remote(url)?;
+        // After the recovery this run may have pushed: never an earlier listing.
+        let now = self.repo.ls_remote_now(url)?;
         let missing = to_restore(deleted, |_| Ok(()), |name| now.target(name), true)?;
         let absent = |repo: &crate::repo::Repo| -> Vec<String> {
             missing

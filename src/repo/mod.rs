@@ -31,7 +31,7 @@ mod walk;
 pub use graph::{Parents, Reachable, Reads, UnmergedCount, unmerged_after, unmerged_with};
 pub use parallel::Reader;
 pub use refs::{BranchRef, CheckedOut, is_valid_refname};
-pub use remote::RemoteRefs;
+pub use remote::{Listing, RemoteRefs};
 pub use tags::TagObservation;
 
 use crate::error::{Error, Result};
@@ -73,6 +73,10 @@ pub struct Repo {
     /// policy and the allowed-signers file are both read from the remote's default branch,
     /// and each asking again was another connection (an SSH handshake) for the same answer.
     remote_heads: std::sync::Mutex<HashMap<String, Option<(String, Oid)>>>,
+    /// The run's listing of each remote URL (`Repo::listing`): the trust roots, the drift
+    /// check and the team remote's snapshot are served by one `git ls-remote` (one
+    /// connection) until this run pushes there.
+    listings: std::sync::Mutex<HashMap<String, std::sync::Arc<remote::Listing>>>,
 }
 
 /// Facts about one commit, as a plan records them.
@@ -197,6 +201,7 @@ impl Repo {
             shallow: Default::default(),
             spare: Default::default(),
             remote_heads: Default::default(),
+            listings: Default::default(),
         })
     }
 
@@ -219,6 +224,7 @@ impl Repo {
             shallow: self.shallow.clone(),
             spare: Default::default(),
             remote_heads: Default::default(),
+            listings: Default::default(),
         })
     }
 

@@ -171,8 +171,8 @@ impl RepoMut<'_> {
     /// remote has the branch.
     pub fn fetch_remote_backups(&self, url: &str) -> Result<bool> {
         super::publish::check_url(url)?;
-        let wanted = [super::backups::BACKUPS_REF.to_string()];
-        if super::publish::ls_remote(self.transport_settings()?, url, &wanted)?.is_empty() {
+        let backups = super::backups::BACKUPS_REF;
+        if self.listing(url)?.under(&[], &[backups]).is_empty() {
             return Ok(false);
         }
         self.git()
@@ -186,7 +186,7 @@ impl RepoMut<'_> {
                 "--upload-pack=git-upload-pack",
                 "--",
                 url,
-                super::backups::BACKUPS_REF,
+                backups,
             ])
             .checked(None)?;
         Ok(true)

@@ -116,12 +116,45 @@ impl Repo {
             .collect())
     }
 
-    /// The branches and HEAD of the repository at `url`, as it reports them now. Always a
-    /// URL (from [`Repo::remote_url`] or a plan bound to it), never a remote's name, so that
-    /// what is observed is what is pushed to. Never prompts for credentials: a CI job must
-    /// fail, not hang.
+    /// The branches, tags and HEAD of the repository at `url`, from this run's listing of it
+    /// ([`Repo::listing`]). Always a URL (from [`Repo::remote_url`] or a plan bound to it),
+    /// never a remote's name, so that what is observed is what is pushed to. A listing made
+    /// earlier in the run is as good as a new one before a push: every push is leased on
+    /// the ids observed, so a ref that moved since makes it fail, changing nothing.
     pub fn ls_remote(&self, url: &str) -> Result<RemoteRefs> {
-        let remote = url;
+        Ok(self.listing(url)?.refs())
+    }
+
+    /// [`Repo::ls_remote`] as the remote reports it now, never an earlier listing: what a
+    /// push did, or whether an interrupted one landed, is judged by a read made after it.
+    pub fn ls_remote_now(&self, url: &str) -> Result<RemoteRefs> {
+        self.forget_listing(url);
+        self.ls_remote(url)
+    }
+
+    /// The run's one listing of `url` (`git ls-remote --symref` of HEAD, branches, tags and
+    /// `refs/guardctl/*`), made on first use and kept until this run pushes there
+    /// ([`Repo::forget_listing`]). Never prompts for credentials: a CI job must fail, not
+    /// hang.
+    pub fn listing(&self, url: &str) -> Result<std::sync::Arc<Listing>> {
+        if let Some(known) = self.listings.lock().ok().and_then(|l| l.get(url).cloned()) {
+            return Ok(known);
+        }
+        let listing = std::sync::Arc::new(self.list_remote(url)?);
+        if let Ok(mut all) = self.listings.lock() {
+            all.insert(url.to_string(), listing.clone());
+        }
+        Ok(listing)
+    }
+
+    /// Drop the run's listing of `url`: the next read lists it again (after a push there).
+    pub fn forget_listing(&self, url: &str) {
+        if let Ok(mut all) = self.listings.lock() {
+            all.remove(url);
+        }
+    }
+
+    fn list_remote(&self, url: &str) -> Result<Listing> {
         let out = self
             .git()
             .env("GIT_TERMINAL_PROMPT", "0")
@@ -132,79 +165,103 @@ impl Repo {
                 "--upload-pack=git-upload-pack",
                 "--symref",
                 "--",
-                remote,
+                url,
                 "HEAD",
                 "refs/heads/*",
                 "refs/tags/*",
+                "refs/guardctl/*",
             ])
             .output(None)?;
         if !out.status.success() {
             return Err(
-                Error::internal(format!("cannot list the branches of remote `{}`", safe(remote)))
+                Error::internal(format!("cannot list the refs of remote `{}`", safe(url)))
                     .caused_by(stderr_lines(&out.stderr))
                     .with_hint("check the remote's URL and your access to it (`git ls-remote <remote>`)"),
             );
         }
-        Ok(parse_ls_remote(&out.stdout))
+        Ok(Listing { raw: out.stdout })
     }
 
     /// The branch the repository at `url` names as its HEAD, and its commit, as it reports
-    /// them now (`None`: it has no HEAD, e.g. it is empty). Only HEAD is listed, once per
-    /// URL per run: every trust root read in one run is read from the same commit.
+    /// them (`None`: it has no HEAD, e.g. it is empty). Read once per URL per run, from the
+    /// run's first listing ([`Repo::listing`]), and never again after a push: every trust
+    /// root read in one run is read from the same commit.
     pub fn ls_remote_head(&self, url: &str) -> Result<Option<(String, Oid)>> {
         if let Some(known) = self.remote_heads.lock().ok().and_then(|h| h.get(url).cloned()) {
             return Ok(known);
         }
-        let head = self.list_remote_head(url)?;
+        let head = self.listing(url)?.head();
         if let Ok(mut heads) = self.remote_heads.lock() {
-            heads.insert(url.to_string(), head.clone());
+            heads.entry(url.to_string()).or_insert(head.clone());
         }
         Ok(head)
-    }
-
-    fn list_remote_head(&self, url: &str) -> Result<Option<(String, Oid)>> {
-        let out = self
-            .git()
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .args([
-                "ls-remote",
-                "--upload-pack=git-upload-pack",
-                "--symref",
-                "--",
-                url,
-                "HEAD",
-            ])
-            .output(None)?;
-        if !out.status.success() {
-            return Err(Error::internal(format!("cannot list the HEAD of {}", safe(url)))
-                .caused_by(stderr_lines(&out.stderr))
-                .with_hint("check the remote's URL and your access to it (`git ls-remote <remote>`)"));
-        }
-        let mut head = None;
-        let mut oid = None;
-        for line in out.stdout.split(|b| *b == b'\n') {
-            let Some(tab) = line.iter().position(|b| *b == b'\t') else {
-                continue;
-            };
-            if &line[tab + 1..] != b"HEAD" {
-                continue;
-            }
-            let left = std::str::from_utf8(&line[..tab]).unwrap_or_default();
-            match left.strip_prefix("ref: ") {
-                Some(target) if is_valid_refname(target) && target.starts_with("refs/heads/") => {
-                    head = Some(target.to_string())
-                }
-                Some(_) => {}
-                None => oid = Oid::from_str(left).ok(),
-            }
-        }
-        Ok(head.zip(oid))
     }
 
     /// Whether the object is in this clone (a remote's tips must be fetched to be judged).
     pub fn has_object(&self, oid: Oid) -> bool {
         self.git.odb().is_ok_and(|odb| odb.exists(oid))
     }
+}
+
+/// One `git ls-remote --symref` of a remote ([`Repo::listing`]), as git printed it: every
+/// reader takes its own part (branches and tags, HEAD, guardctl's refs), each validated.
+#[derive(Debug)]
+pub struct Listing {
+    raw: Vec<u8>,
+}
+
+impl Listing {
+    /// The remote's branches, tags and HEAD's branch.
+    pub fn refs(&self) -> RemoteRefs {
+        parse_ls_remote(&self.raw)
+    }
+
+    /// HEAD's branch and commit (`None` unless the remote says both).
+    pub fn head(&self) -> Option<(String, Oid)> {
+        parse_head(&self.raw)
+    }
+
+    /// Every ref whose name starts with one of `prefixes` or is one of `exact`, sorted, with
+    /// its id; names that are not valid ref names are left out (as `Scratch::ls_remote`).
+    pub fn under(&self, prefixes: &[&str], exact: &[&str]) -> Vec<(String, Oid)> {
+        let mut out: Vec<(String, Oid)> = lines(&self.raw)
+            .filter_map(|(left, name)| {
+                let name = std::str::from_utf8(name).ok()?;
+                let wanted = prefixes.iter().any(|p| name.starts_with(p)) || exact.contains(&name);
+                let oid = Oid::from_str(std::str::from_utf8(left).ok()?).ok()?;
+                (wanted && is_valid_refname(name)).then(|| (name.to_string(), oid))
+            })
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+/// `git ls-remote` lines as (left column, name).
+fn lines(out: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    out.split(|b| *b == b'\n').filter_map(|line| {
+        let tab = line.iter().position(|b| *b == b'\t')?;
+        Some((&line[..tab], &line[tab + 1..]))
+    })
+}
+
+fn parse_head(out: &[u8]) -> Option<(String, Oid)> {
+    let mut head = None;
+    let mut oid = None;
+    for (left, name) in lines(out) {
+        if name != b"HEAD" {
+            continue;
+        }
+        let left = std::str::from_utf8(left).unwrap_or_default();
+        match left.strip_prefix("ref: ") {
+            Some(target) if is_valid_refname(target) && target.starts_with("refs/heads/") => {
+                head = Some(target.to_string())
+            }
+            Some(_) => {}
+            None => oid = Oid::from_str(left).ok(),
+        }
+    }
+    head.zip(oid)
 }
 
 fn parse_ls_remote(out: &[u8]) -> RemoteRefs {
@@ -265,6 +322,35 @@ fn stderr_lines(stderr: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_listing_serves_head_branches_and_guardctl_refs_each_validated() {
+        let a = "1111111111111111111111111111111111111111";
+        let b = "2222222222222222222222222222222222222222";
+        let raw = format!(
+            "ref: refs/heads/main\tHEAD\n{a}\tHEAD\n{a}\trefs/heads/main\n{b}\trefs/heads/guardctl/ledger\n{b}\trefs/heads/refs/guardctl/x\n{b}\trefs/guardctl/plans/{a}\n{b}\trefs/guardctl/bad..name\n"
+        );
+        let listing = Listing {
+            raw: raw.into_bytes(),
+        };
+        let main = Oid::from_str(a).unwrap();
+        assert_eq!(listing.head(), Some(("refs/heads/main".to_string(), main)));
+        let branches: Vec<String> = listing.refs().branches.into_iter().map(|r| r.refname).collect();
+        // The ledger is no branch a plan may delete; a branch named like guardctl's refs is.
+        assert_eq!(branches, ["refs/heads/main", "refs/heads/refs/guardctl/x"]);
+        let names: Vec<String> = listing
+            .under(&["refs/guardctl/"], &["refs/heads/guardctl/ledger"])
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(
+            names,
+            [
+                format!("refs/guardctl/plans/{a}"),
+                "refs/heads/guardctl/ledger".to_string()
+            ]
+        );
+    }
 
     #[test]
     fn ls_remote_output_gives_head_and_validated_branches() {

@@ -82,10 +82,11 @@ impl Ledger {
         Ledger::read(scratch, tip)
     }
 
-    /// List `patterns` at `url` (`git ls-remote`) with the ledger's own name (and the backups
-    /// branch's, `repo::backups`), then fetch the
-    /// ledger if it is there: the refs listed (the ledger's among them) and the ledger read.
-    /// Every reader and writer of published items starts here.
+    /// List `patterns` at `url` (`git ls-remote`) with the ledger's own name and the backups
+    /// branch's (`repo::backups`, listed for an apply that adds to it, never fetched here),
+    /// then fetch the ledger if it is there: the refs listed (the ledger's among them) and
+    /// the ledger read. Every reader and writer of published items starts here, or at
+    /// [`Ledger::fetch_listed`] with a listing the run made already.
     pub fn list_and_fetch(
         scratch: &Scratch,
         url: &str,
@@ -93,10 +94,18 @@ impl Ledger {
     ) -> Result<(Vec<(String, Oid)>, Ledger)> {
         let mut patterns = patterns.to_vec();
         patterns.push(LEDGER_REF.to_string());
-        // The backups branch's tip, for an apply that adds to it (`repo::backups`): listed
-        // with the ledger, never fetched here.
         patterns.push(crate::repo::backups::BACKUPS_REF.to_string());
         let listed = scratch.ls_remote(url, &patterns)?;
+        Ledger::fetch_listed(scratch, url, listed)
+    }
+
+    /// [`Ledger::list_and_fetch`] with the refs already `listed` (one listing of the remote
+    /// serves the run: `Repo::listing`).
+    pub fn fetch_listed(
+        scratch: &Scratch,
+        url: &str,
+        listed: Vec<(String, Oid)>,
+    ) -> Result<(Vec<(String, Oid)>, Ledger)> {
         let tip = listed.iter().find(|(r, _)| r == LEDGER_REF).map(|(_, o)| *o);
         let ledger = Ledger::fetch(scratch, url, tip)?;
         Ok((listed, ledger))

@@ -802,18 +802,41 @@ pub struct ConsumedItem {
     pub marker: std::result::Result<Vec<u8>, String>,
 }
 
+/// A failed read of what `remote` publishes, said as such.
+pub fn cannot_read(remote: &Remote, e: Error) -> Error {
+    Error::new(e.kind, format!("cannot read refs/guardctl/ on {}", remote.describe()))
+        .caused_by(e.message)
+        .with_hint("check the remote's URL and your access to it (`git ls-remote <remote> guardctl/ledger`); guardctl needs it to see published approvals and rejections")
+}
+
+/// What a snapshot of everything needs of a listing of the remote ([`Snapshot::fetch_listed`]):
+/// the refs under `refs/guardctl/`, the ledger's and the backups branch's.
+pub fn listed_guardctl(listing: &crate::repo::Listing) -> Vec<(String, Oid)> {
+    listing.under(&[ROOT], &[LEDGER_REF, BACKUPS_REF])
+}
+
 impl Snapshot {
     /// Fetch `scope` from `remote` into a new scratch repository: the refs are listed first
     /// (`git ls-remote`), and only when there are some is anything fetched.
     pub fn fetch(remote: &Remote, scope: Scope) -> Result<Snapshot> {
+        Snapshot::fetch_listed(remote, scope, None)
+    }
+
+    /// [`Snapshot::fetch`] with the refs under `refs/guardctl/`, the ledger's and the backups
+    /// branch's `listed` already (the run's one listing of the remote, `Repo::listing`;
+    /// `None`: list them here).
+    pub fn fetch_listed(
+        remote: &Remote,
+        scope: Scope,
+        listed: Option<Vec<(String, Oid)>>,
+    ) -> Result<Snapshot> {
         let scratch = Scratch::new(remote.transport.clone())?;
-        let cannot = |e: Error| {
-            Error::new(e.kind, format!("cannot read refs/guardctl/ on {}", remote.describe()))
-                .caused_by(e.message)
-                .with_hint("check the remote's URL and your access to it (`git ls-remote <remote> guardctl/ledger`); guardctl needs it to see published approvals and rejections")
-        };
-        let (listed, ledger) =
-            Ledger::list_and_fetch(&scratch, &remote.url, &scope.patterns()).map_err(cannot)?;
+        let cannot = |e: Error| cannot_read(remote, e);
+        let (listed, ledger) = match listed {
+            Some(listed) => Ledger::fetch_listed(&scratch, &remote.url, listed),
+            None => Ledger::list_and_fetch(&scratch, &remote.url, &scope.patterns()),
+        }
+        .map_err(cannot)?;
         let wanted: Vec<String> = listed
             .iter()
             .map(|(r, _)| r.clone())

@@ -107,7 +107,10 @@ impl super::RepoMut<'_> {
             child.kill();
             return Err(e);
         }
-        let out = child.finish()?;
+        let out = child.finish();
+        // Whatever the push did, the run's listing of the remote is from before it.
+        self.forget_listing(url);
+        let out = out?;
         if out.status.success() {
             return Ok(());
         }
