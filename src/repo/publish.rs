@@ -475,6 +475,17 @@ pub fn ls_remote(
 }
 
 impl Scratch {
+    /// `git ls-remote --symref` of `patterns` at `url`, as it ran (`Repo::listing` parses
+    /// its output and says its failure).
+    pub fn ls_remote_raw(&self, url: &str, patterns: &[String]) -> Result<std::process::Output> {
+        check_url(url)?;
+        self.git()
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .args(["ls-remote", "--symref", "--", url])
+            .args(patterns)
+            .output(None)
+    }
+
     /// The refs `git ls-remote` lists at `url` for `patterns`, sorted; names that are not
     /// valid ref names are left out.
     pub fn ls_remote(&self, url: &str, patterns: &[String]) -> Result<Vec<(String, Oid)>> {

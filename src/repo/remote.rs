@@ -154,24 +154,12 @@ impl Repo {
         }
     }
 
+    /// The listing, made from a scratch repository as every read of the team remote is
+    /// (`repo::publish`): this clone's own config (an `insteadOf` that rewrites the URL
+    /// once more, a `remote.<url>.uploadpack`) plays no part in what is observed.
     fn list_remote(&self, url: &str) -> Result<Listing> {
-        let out = self
-            .git()
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .args([
-                "ls-remote",
-                // git's own upload-pack, never the clone's `remote.<url>.uploadpack` (git
-                // looks the URL up as a remote's name; for a local remote it runs here).
-                "--upload-pack=git-upload-pack",
-                "--symref",
-                "--",
-                url,
-                "HEAD",
-                "refs/heads/*",
-                "refs/tags/*",
-                "refs/guardctl/*",
-            ])
-            .output(None)?;
+        let patterns = ["HEAD", "refs/heads/*", "refs/tags/*", "refs/guardctl/*"].map(String::from);
+        let out = super::publish::Scratch::new(self.transport_settings()?)?.ls_remote_raw(url, &patterns)?;
         if !out.status.success() {
             return Err(
                 Error::internal(format!("cannot list the refs of remote `{}`", safe(url)))
