@@ -1,14 +1,16 @@
 //! Attacks on the remote's backups branch (`refs/heads/guardctl/backups`, `repo::backups`)
 //! and on `rollback` from a clone that did not apply the plan: a hostile teammate who can
-//! push to the team remote (whose host protects only `refs/heads/*` and `refs/tags/*` from
-//! deletion and force pushes, so fast-forwards by anyone remain allowed), and a hostile
-//! executor who holds a valid key and re-signs what they like.
+//! push to the team remote (whose host protects guardctl's branches from deletion and
+//! force pushes, as docs/remote.md asks: fast-forwards by anyone remain allowed), and a
+//! hostile executor who holds a valid key and re-signs what they like.
 
-use crate::fixtures::{Team, protect_refs, publish};
+use crate::fixtures::{Team, TestEnv, protect_refs, publish};
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 1\nfrom = [\"reviewers\"]\n";
+
+const BACKUPS: &str = "refs/heads/guardctl/backups";
 
 /// The team, its remote protecting guardctl's branches as docs/remote.md says (no deletion,
 /// no rewind): fast-forwards by anyone with push access remain allowed.
@@ -24,6 +26,95 @@ fn approved(t: &Team, name: &str, extra: &[&str]) -> String {
     let r = t.env.run_in(&t.bob, "bob", &["approve", &id[..12], "--yes"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     id
+}
+
+/// The unmerged `feature/live` planned by alice, approved, deleted from a CI clone that is
+/// then discarded: its id and the deleted tip.
+fn live_deleted_from_ci(t: &Team) -> (String, String) {
+    let live = t
+        .env
+        .git(&["rev-parse", "origin/feature/live"])
+        .trim()
+        .to_string();
+    let id = approved(
+        t,
+        "live.json",
+        &[
+            "--match",
+            "feature/live",
+            "--older-than",
+            "1d",
+            "--include-unmerged",
+        ],
+    );
+    let [ci] = <[PathBuf; 1]>::try_from(t.env.clones(&["ci"])).unwrap();
+    let r = t.env.run_in(&ci, "mallory", &["apply", &id[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    fs::remove_dir_all(&ci).unwrap();
+    (id, live)
+}
+
+/// A clone of the remote's `main` alone, as a CI checkout makes.
+fn lean_clone(env: &TestEnv, name: &str) -> PathBuf {
+    let lean = env.path().join(name);
+    let url = format!("file://{}", env.origin().display());
+    env.git_in(
+        env.path(),
+        &[
+            "clone",
+            "-q",
+            "--single-branch",
+            "--branch",
+            "main",
+            &url,
+            lean.to_str().unwrap(),
+        ],
+    );
+    lean
+}
+
+fn has_object(dir: &Path, oid: &str) -> bool {
+    std::process::Command::new("git")
+        .args(["-C", dir.to_str().unwrap(), "cat-file", "-e", oid])
+        .status()
+        .unwrap()
+        .success()
+}
+
+/// A commit on `parent` whose tree holds one file of `bytes` pseudo-random bytes, made in
+/// `clone` (no ref): what a teammate fast-forwards onto a branch.
+fn junk_commit(env: &TestEnv, clone: &Path, parent: &str, bytes: usize) -> (String, String) {
+    let mut data = Vec::with_capacity(bytes);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    while data.len() < bytes {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        data.extend_from_slice(&x.to_le_bytes());
+    }
+    let file = clone.join(".git/junk-blob");
+    fs::write(&file, &data).unwrap();
+    let blob = env.git_in(clone, &["hash-object", "-w", file.to_str().unwrap()]);
+    let index = clone.join(".git/junk-index");
+    let with_index = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .current_dir(clone)
+            .env("GIT_INDEX_FILE", &index)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    with_index(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("100644,{blob},junk"),
+    ]);
+    let tree = with_index(&["write-tree"]);
+    let commit = env.git_in(clone, &["commit-tree", &tree, "-p", parent, "-m", "junk"]);
+    (commit, blob)
 }
 
 #[test]
@@ -147,4 +238,55 @@ fn an_exec_plan_applied_from_another_clone_has_no_rollback_here() {
         r.stderr
     );
     assert_eq!(env.remote_branches(), before);
+}
+
+#[test]
+fn a_rollback_elsewhere_fetches_the_deleted_commits_and_not_the_junk_fast_forwarded_onto_the_backups_branch()
+{
+    // Attack (hostile teammate, push access; the branch protected, so only fast-forwards):
+    // a commit holding 4 MB is fast-forwarded onto guardctl/backups. A rollback in a clone
+    // that lacks the deleted commit fetched the whole branch: every such rollback downloaded
+    // the junk (and every history the branch ever kept) into the clone's object store.
+    let t = team();
+    let (id, live) = live_deleted_from_ci(&t);
+    let tip = t.env.git_in(&t.env.origin(), &["rev-parse", BACKUPS]);
+    t.env.git_in(&t.carol, &["fetch", "-q", "origin", BACKUPS]);
+    let (junk, blob) = junk_commit(&t.env, &t.carol, &tip, 4 << 20);
+    t.env
+        .git_in(&t.carol, &["push", "-q", "origin", &format!("{junk}:{BACKUPS}")]);
+
+    let lean = lean_clone(&t.env, "lean");
+    assert!(!has_object(&lean, &live));
+    let r = t.env.run_in(&lean, "bob", &["rollback", &id[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("restored 1 branches"), "{}", r.stdout);
+    let back = t
+        .env
+        .git_in(&t.env.origin(), &["rev-parse", "refs/heads/feature/live"]);
+    assert_eq!(back.trim(), live);
+    assert!(
+        !has_object(&lean, &blob) && !has_object(&lean, &junk),
+        "the junk on the backups branch was fetched into the clone"
+    );
+}
+
+#[test]
+fn a_rollback_elsewhere_from_a_server_that_refuses_unadvertised_ids_fetches_the_backups_branch() {
+    // Protocol v0 without `uploadpack.allowReachableSHA1InWant` refuses a commit asked for
+    // by id: the branch that keeps it is fetched instead.
+    let t = team();
+    let (id, live) = live_deleted_from_ci(&t);
+    let lean = lean_clone(&t.env, "lean");
+    let global = t.env.path().join("v0.gitconfig");
+    fs::write(&global, "[protocol]\n\tversion = 0\n").unwrap();
+    let r = t.env.run_env(
+        "bob",
+        &[("GIT_CONFIG_GLOBAL", global.to_str().unwrap())],
+        &["-C", lean.to_str().unwrap(), "rollback", &id[..12]],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let back = t
+        .env
+        .git_in(&t.env.origin(), &["rev-parse", "refs/heads/feature/live"]);
+    assert_eq!(back.trim(), live);
 }
