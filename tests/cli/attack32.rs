@@ -290,3 +290,32 @@ fn a_rollback_elsewhere_from_a_server_that_refuses_unadvertised_ids_fetches_the_
         .git_in(&t.env.origin(), &["rev-parse", "refs/heads/feature/live"]);
     assert_eq!(back.trim(), live);
 }
+
+#[test]
+fn an_apply_refuses_a_backups_tip_larger_than_a_backup_commit_and_deletes_nothing() {
+    // Attack (hostile teammate): a fast-forward onto guardctl/backups of a commit whose tree
+    // holds 256 KiB. An apply fetches the tip one commit deep, no file past 64 KiB; over it,
+    // it refuses (14) before its push: no deletion without the backup, and the ledger has no
+    // marker. The cap was a megabyte more than that (the room an item's fetch leaves for its
+    // commit and tree), so every apply fetched such a tip.
+    let t = team();
+    let first = approved(&t, "a.json", &["--match", "feature/done"]);
+    let id = approved(&t, "b.json", &["--match", "fix/old"]);
+    // A first apply creates the branch.
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", &first[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let tip = t.env.git_in(&t.env.origin(), &["rev-parse", BACKUPS]);
+    t.env.git_in(&t.carol, &["fetch", "-q", "origin", BACKUPS]);
+    let (junk, _) = junk_commit(&t.env, &t.carol, &tip, 256 << 10);
+    t.env
+        .git_in(&t.carol, &["push", "-q", "origin", &format!("{junk}:{BACKUPS}")]);
+    let before = (t.env.remote_branches(), t.env.ledger_tip());
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", &id[..12]]);
+    assert_eq!(r.code, 14, "{}", r.transcript());
+    assert!(
+        r.stderr.contains(BACKUPS) && r.stderr.contains("larger than a backup commit can be"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!((t.env.remote_branches(), t.env.ledger_tip()), before);
+}
