@@ -5,6 +5,7 @@
 //! hostile executor who holds a valid key and re-signs what they like.
 
 use crate::fixtures::{Team, TestEnv, protect_refs, publish};
+use guardctl::plan::{derive, hash::plan_hash};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -318,4 +319,120 @@ fn an_apply_refuses_a_backups_tip_larger_than_a_backup_commit_and_deletes_nothin
         r.stderr
     );
     assert_eq!((t.env.remote_branches(), t.env.ledger_tip()), before);
+}
+
+#[test]
+fn a_re_signed_remote_plan_that_lists_the_backups_branch_deletes_nothing() {
+    // Attack (hostile planner, who can re-sign any plan): a remote-branches plan listing
+    // guardctl/backups at its tip, every derived field recomputed. Reviewers might approve
+    // a name they do not know; deleting it would drop the remote's copy of every plan's
+    // deleted commits. No listing of the remote's branches has it, so the apply finds it
+    // "gone" and refuses as drift (10) before it changes anything.
+    let t = crate::fixtures::team(POLICY);
+    let env = &t.env;
+    let first = approved(&t, "a.json", &["--match", "feature/done"]);
+    let r = env.run_in(&t.executor, "mallory", &["apply", &first[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env.git(&["fetch", "-q", "origin"]);
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "remote-branches",
+            "--remote",
+            "origin",
+            "--executor",
+            "dave@example.com",
+            "--match",
+            "fix/old",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let origin = env.origin();
+    let out = env.git_in(
+        &origin,
+        &["log", "-1", "--format=%H%x00%an%x00%ae%x00%s%x00%ct", BACKUPS],
+    );
+    let f: Vec<&str> = out.trim_end().split('\0').collect();
+    crate::hostile::forge_raw(env, |p| {
+        let mut b = p.affected[0].clone();
+        b.refname = BACKUPS.into();
+        b.oid = f[0].into();
+        b.last_commit_time = time::OffsetDateTime::from_unix_timestamp(f[4].parse().unwrap()).unwrap();
+        b.author = guardctl::plan::Person {
+            name: f[1].into(),
+            email: f[2].into(),
+        };
+        b.subject = f[3].into();
+        p.affected.push(b);
+        // Every derived field recomputed, under the team's policy.
+        let (op, affected) = (&p.operation, &p.affected);
+        p.plan_hash = plan_hash(&p.repository, op, &p.policy_hash, affected).unwrap();
+        p.summary = derive::summary(op, affected);
+        p.diff = derive::diff(affected);
+        p.side_effects = derive::side_effects(op, affected);
+        let policy = guardctl::policy::file::parse(POLICY).unwrap();
+        p.risk = derive::risk(op, affected, policy.bulk.threshold);
+        p.review = guardctl::policy::route::review(&policy, affected).unwrap();
+    });
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let before = (
+        env.remote_branches(),
+        env.git_in(&origin, &["rev-parse", BACKUPS]),
+    );
+    let r = env.run("mallory", &["apply", "plan.json"]);
+    assert_eq!(r.code, 10, "{}", r.transcript());
+    assert!(r.stderr.contains(BACKUPS), "{}", r.stderr);
+    assert_eq!(
+        (
+            env.remote_branches(),
+            env.git_in(&origin, &["rev-parse", BACKUPS])
+        ),
+        before
+    );
+}
+
+#[test]
+fn an_apply_whose_backups_tip_moved_before_its_push_builds_on_the_new_tip() {
+    // Race (another apply, or a teammate's fast-forward): after the apply listed the
+    // backups branch, before its push, the branch moves on and the ledger does not. The
+    // push's lease on the branch fails; the push is built again on the new tip and lands,
+    // and the branch keeps both.
+    let t = team();
+    let first = approved(&t, "a.json", &["--match", "feature/done"]);
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", &first[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let id = approved(&t, "b.json", &["--match", "fix/old"]);
+    let origin = t.env.origin();
+    let git = format!(
+        "git -C {} -c user.name=eve -c user.email=eve@example.com",
+        origin.display()
+    );
+    let move_on = format!(
+        "{git} update-ref {BACKUPS} $({git} commit-tree -p {BACKUPS} -m other 4b825dc642cb6eb9a060e54bf8d69288fbee4904)"
+    );
+    let r = t.env.run_env(
+        "mallory",
+        &[
+            ("GUARDCTL_TEST_EXEC_AT", "consumed"),
+            ("GUARDCTL_TEST_EXEC", &move_on),
+        ],
+        &["-C", t.executor.to_str().unwrap(), "apply", &id[..12]],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!t.env.remote_branches().contains("fix/old"));
+    let subjects = t
+        .env
+        .git_in(&origin, &["log", "--first-parent", "--format=%s", BACKUPS]);
+    assert!(
+        subjects.starts_with(&format!(
+            "guardctl backup of plan sha256:{id}\nother\nguardctl backup of plan sha256:{first}"
+        )),
+        "{subjects}"
+    );
+    assert!(
+        subjects.contains(&format!("guardctl backup of plan sha256:{first}")),
+        "{subjects}"
+    );
 }
