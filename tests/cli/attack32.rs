@@ -55,7 +55,7 @@ fn live_deleted_from_ci(t: &Team) -> (String, String) {
     (id, live)
 }
 
-/// A clone of the remote's `main` alone, as a CI checkout makes.
+/// A clone of the remote's `main` alone, one commit deep, as a CI checkout makes.
 fn lean_clone(env: &TestEnv, name: &str) -> PathBuf {
     let lean = env.path().join(name);
     let url = format!("file://{}", env.origin().display());
@@ -64,6 +64,8 @@ fn lean_clone(env: &TestEnv, name: &str) -> PathBuf {
         &[
             "clone",
             "-q",
+            "--depth",
+            "1",
             "--single-branch",
             "--branch",
             "main",
@@ -429,10 +431,6 @@ fn an_apply_whose_backups_tip_moved_before_its_push_builds_on_the_new_tip() {
         subjects.starts_with(&format!(
             "guardctl backup of plan sha256:{id}\nother\nguardctl backup of plan sha256:{first}"
         )),
-        "{subjects}"
-    );
-    assert!(
-        subjects.contains(&format!("guardctl backup of plan sha256:{first}")),
         "{subjects}"
     );
 }
