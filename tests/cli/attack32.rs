@@ -434,3 +434,68 @@ fn an_apply_whose_backups_tip_moved_before_its_push_builds_on_the_new_tip() {
         "{subjects}"
     );
 }
+
+/// In `remote_repo`, annotated tags `v0.2` and `v0.3` on main's first commit, pushed; alice
+/// plans the deletion of `name` on the remote, bob approves, and alice applies it from a CI
+/// clone that is then discarded. The tag object's id and the plan id's hex.
+fn annotated_tag_deleted_from_ci(env: &TestEnv, name: &str) -> (String, String) {
+    let tag = env
+        .git(&["rev-parse", &format!("refs/tags/{name}")])
+        .trim()
+        .to_string();
+    let file = format!("{name}.json");
+    let r = env.run(
+        "alice",
+        &["plan", "tags", "--remote", "origin", "--match", name, "-o", &file],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(env.run("bob", &["approve", &file, "--yes"]).code, 0);
+    let plan = env.repo.join(&file);
+    let hex = crate::fixtures::plan_id_of(&plan)
+        .trim_start_matches("sha256:")
+        .to_string();
+    let [ci] = <[PathBuf; 1]>::try_from(env.clones(&[&format!("ci-{name}")])).unwrap();
+    let r = env.run_in(&ci, "alice", &["apply", plan.to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    fs::remove_dir_all(&ci).unwrap();
+    (tag, hex)
+}
+
+fn tagged_remote() -> TestEnv {
+    let env = crate::fixtures::remote_repo();
+    let first = env.git(&["rev-list", "--max-parents=0", "main"]);
+    env.git_at(350, &["tag", "-a", "v0.2", "-m", "Release 0.2", first.trim()]);
+    env.git_at(340, &["tag", "-a", "v0.3", "-m", "Release 0.3", first.trim()]);
+    env.git(&["push", "-q", "origin", "--tags"]);
+    env
+}
+
+#[test]
+fn an_annotated_tag_deleted_from_a_ci_clone_is_restored_elsewhere_from_the_tag_object_the_remote_still_holds()
+{
+    // The backups branch keeps the commit a deleted annotated tag names, never the tag
+    // object (a commit cannot point at one): only the remote's object store still has it,
+    // unreferenced. Asked for by id, it is restored from there (fetching the branch never
+    // brought it: 66).
+    let env = tagged_remote();
+    let (tag, hex) = annotated_tag_deleted_from_ci(&env, "v0.2");
+    let lean = lean_clone(&env, "lean");
+    assert!(!has_object(&lean, &tag));
+    let r = env.run_in(&lean, "alice", &["rollback", &hex[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let back = env.git_in(&env.origin(), &["rev-parse", "refs/tags/v0.2"]);
+    assert_eq!(back.trim(), tag);
+}
+
+#[test]
+#[ignore = "design: the remote's backups keep the commit an annotated tag names, not the tag object (no commit can point at one); once the remote prunes the unreferenced object, a clone that never fetched the tag cannot restore it (66). Needs the tag objects' bytes kept where a rollback finds them by the tag's id: e.g. published on the ledger with the consumed marker, each checked to hash to its id"]
+fn an_annotated_tag_deleted_from_a_ci_clone_is_restored_elsewhere_after_the_remote_pruned_its_tag_object() {
+    let env = tagged_remote();
+    let (tag, hex) = annotated_tag_deleted_from_ci(&env, "v0.3");
+    env.git_in(&env.origin(), &["gc", "-q", "--prune=now"]);
+    let lean = lean_clone(&env, "lean");
+    let r = env.run_in(&lean, "alice", &["rollback", &hex[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let back = env.git_in(&env.origin(), &["rev-parse", "refs/tags/v0.3"]);
+    assert_eq!(back.trim(), tag);
+}
