@@ -499,3 +499,55 @@ fn an_annotated_tag_deleted_from_a_ci_clone_is_restored_elsewhere_after_the_remo
     let back = env.git_in(&env.origin(), &["rev-parse", "refs/tags/v0.3"]);
     assert_eq!(back.trim(), tag);
 }
+
+/// What a read must leave as it was in the repository at `dir`: every ref, the object
+/// store's counts, the config.
+fn state_of(env: &TestEnv, dir: &Path) -> String {
+    let config = match dir.join("config").is_file() {
+        true => dir.join("config"),
+        false => dir.join(".git/config"),
+    };
+    format!(
+        "{}\n{}\n{}",
+        env.git_in(dir, &["for-each-ref", "--format=%(refname) %(objectname)"]),
+        env.git_in(dir, &["count-objects", "-v"]),
+        fs::read_to_string(config).unwrap()
+    )
+}
+
+#[test]
+fn plan_show_and_verify_beside_the_backups_branch_write_nothing_to_the_remote_or_the_clone() {
+    // The backups branch is listed with the ledger by every read; only an apply adds to it
+    // and only a rollback fetches from it.
+    let t = team();
+    let first = approved(&t, "a.json", &["--match", "feature/done"]);
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", &first[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let id = approved(&t, "b.json", &["--match", "fix/old"]);
+    let origin = t.env.origin();
+    let reader = &t.carol;
+    let before = (state_of(&t.env, &origin), state_of(&t.env, reader));
+    let out = t.env.path().join("carol-plan.json");
+    for args in [
+        vec![
+            "plan",
+            "remote-branches",
+            "--remote",
+            "origin",
+            "--include-unmerged",
+            "--older-than",
+            "1d",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        vec!["show", &id[..12]],
+        vec!["verify", &id[..12]],
+    ] {
+        // verify as the executor would, in carol's clone.
+        let who = if args[0] == "verify" { "mallory" } else { "carol" };
+        let r = t.env.run_in(reader, who, &args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.transcript());
+        assert!(!r.stdout.contains("guardctl/backups"), "{}", r.stdout);
+    }
+    assert_eq!((state_of(&t.env, &origin), state_of(&t.env, reader)), before);
+}
