@@ -174,8 +174,12 @@ impl RepoMut<'_> {
     /// The commits are asked for by id, not the branch: anyone who can push may
     /// fast-forward junk onto the branch (a huge tree, a deep history), and the branch
     /// grows by every history a plan ever deleted, none of which this rollback needs
-    /// (tests/cli/attack32.rs). A server that refuses ids it did not advertise (protocol v0
-    /// without `uploadpack.allowReachableSHA1InWant`) gets the branch fetched as before.
+    /// (tests/cli/attack32.rs). Only a server that takes no ids it did not advertise
+    /// (protocol v0 without `uploadpack.allowReachableSHA1InWant`: git then refuses to ask)
+    /// gets the branch fetched instead. Any other failure fetches nothing more: a server
+    /// that takes ids and has not got one (pruned: an annotated tag's object, which the
+    /// branch cannot keep) has not got it on the branch either, and the caller names what
+    /// is missing (66).
     pub fn fetch_remote_backups(&self, url: &str, wanted: &[Oid]) -> Result<bool> {
         super::publish::check_url(url)?;
         let branch = [super::backups::BACKUPS_REF.to_string()];
@@ -187,6 +191,8 @@ impl RepoMut<'_> {
             let input: String = specs.iter().map(|s| format!("{s}\n")).collect();
             self.git()
                 .env("GIT_TERMINAL_PROMPT", "0")
+                // Untranslated: the refusal to ask by id is recognised by its words.
+                .env("LC_ALL", "C")
                 .args([
                     "fetch",
                     "--quiet",
@@ -203,8 +209,15 @@ impl RepoMut<'_> {
         let mut ids: Vec<String> = wanted.iter().map(|o| o.to_string()).collect();
         ids.sort();
         ids.dedup();
-        if fetch(&ids).is_err() {
-            fetch(&branch)?;
+        match fetch(&ids) {
+            Err(e)
+                if e.causes
+                    .iter()
+                    .any(|c| c.contains("allow request for unadvertised object")) =>
+            {
+                fetch(&branch)?;
+            }
+            _ => {}
         }
         Ok(true)
     }

@@ -551,3 +551,31 @@ fn plan_show_and_verify_beside_the_backups_branch_write_nothing_to_the_remote_or
     }
     assert_eq!((state_of(&t.env, &origin), state_of(&t.env, reader)), before);
 }
+
+#[test]
+fn a_rollback_elsewhere_of_a_tag_object_the_remote_pruned_fetches_nothing_else_and_names_it() {
+    // The remote took the commit by id (protocol v2) but no longer has the tag object: the
+    // whole branch, with the 4 MB a teammate fast-forwarded onto it, was then fetched (the
+    // fallback meant for servers that take no ids), to find nothing more (66).
+    let env = tagged_remote();
+    let origin = env.origin();
+    protect_refs(&origin, "refs/heads/guardctl/*");
+    let (tag, hex) = annotated_tag_deleted_from_ci(&env, "v0.2");
+    env.git(&["fetch", "-q", "origin", BACKUPS]);
+    let tip = env.git_in(&origin, &["rev-parse", BACKUPS]);
+    let (junk, blob) = junk_commit(&env, &env.repo, &tip, 4 << 20);
+    env.git(&["push", "-q", "origin", &format!("{junk}:{BACKUPS}")]);
+    env.git_in(&origin, &["gc", "-q", "--prune=now"]);
+    let lean = lean_clone(&env, "lean");
+    let r = env.run_in(&lean, "alice", &["rollback", &hex[..12]]);
+    assert_eq!(r.code, 66, "{}", r.transcript());
+    assert!(
+        r.stderr.contains(&format!("refs/tags/v0.2 ({tag})")),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !has_object(&lean, &blob) && !has_object(&lean, &junk),
+        "the junk on the backups branch was fetched into the clone"
+    );
+}
