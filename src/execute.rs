@@ -883,10 +883,16 @@ impl Executor<'_> {
                 .collect()
         };
         // What this clone lacks, the remote's backups branch keeps (the applying clone's
-        // push added it there): fetched, then looked for again by id.
+        // push added it there): fetched by id (only those commits and their history), then
+        // looked for again.
         let mut kept_there = None;
         if !absent(&self.repo).is_empty() {
-            kept_there = Some(self.repo.fetch_remote_backups(url)?);
+            let wanted: Vec<git2::Oid> = missing
+                .iter()
+                .filter_map(|r| git2::Oid::from_str(&r.oid).ok())
+                .filter(|o| !self.repo.has_object(*o))
+                .collect();
+            kept_there = Some(self.repo.fetch_remote_backups(url, &wanted)?);
         }
         let absent = absent(&self.repo);
         if !absent.is_empty() {

@@ -164,31 +164,61 @@ impl RepoMut<'_> {
         Ok(BackupCommit { oid, fresh })
     }
 
-    /// Fetch the objects of the remote's backups branch (`repo::backups`) into this
-    /// repository's object store, writing no ref and no `FETCH_HEAD`: what a rollback pushes
-    /// back is then here. Only what this clone lacks is sent (git negotiates against its own
-    /// refs); the objects stay unreferenced until `git gc` prunes them. Returns whether the
-    /// remote has the branch.
-    pub fn fetch_remote_backups(&self, url: &str) -> Result<bool> {
+    /// Fetch `wanted` (commits a verified receipt and plan name) from the remote whose
+    /// backups branch (`repo::backups`) keeps them into this repository's object store,
+    /// writing no ref and no `FETCH_HEAD`: what a rollback pushes back is then here. Only
+    /// what this clone lacks is sent (git negotiates against its own refs); the objects stay
+    /// unreferenced until `git gc` prunes them. Returns whether the remote has the branch
+    /// (none: nothing is fetched).
+    ///
+    /// The commits are asked for by id, not the branch: anyone who can push may
+    /// fast-forward junk onto the branch (a huge tree, a deep history), and the branch
+    /// grows by every history a plan ever deleted, none of which this rollback needs
+    /// (tests/cli/attack32.rs). Only a server that takes no ids it did not advertise
+    /// (protocol v0 without `uploadpack.allowReachableSHA1InWant`: git then refuses to ask)
+    /// gets the branch fetched instead. Any other failure fetches nothing more: a server
+    /// that takes ids and has not got one (pruned: an annotated tag's object, which the
+    /// branch cannot keep) has not got it on the branch either, and the caller names what
+    /// is missing (66).
+    pub fn fetch_remote_backups(&self, url: &str, wanted: &[Oid]) -> Result<bool> {
         super::publish::check_url(url)?;
-        let backups = super::backups::BACKUPS_REF;
-        if self.listing(url)?.under(&[], &[backups]).is_empty() {
+        let branch = [super::backups::BACKUPS_REF.to_string()];
+        if self.listing(url)?.under(&[], &[branch[0].as_str()]).is_empty() {
             return Ok(false);
         }
-        self.git()
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .args([
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                "--no-write-fetch-head",
-                "--no-auto-gc",
-                "--upload-pack=git-upload-pack",
-                "--",
-                url,
-                backups,
-            ])
-            .checked(None)?;
+        let fetch = |specs: &[String]| {
+            // The refspecs go on standard input: a plan may delete thousands of refs.
+            let input: String = specs.iter().map(|s| format!("{s}\n")).collect();
+            self.git()
+                .env("GIT_TERMINAL_PROMPT", "0")
+                // Untranslated: the refusal to ask by id is recognised by its words.
+                .env("LC_ALL", "C")
+                .args([
+                    "fetch",
+                    "--quiet",
+                    "--stdin",
+                    "--no-tags",
+                    "--no-write-fetch-head",
+                    "--no-auto-gc",
+                    "--upload-pack=git-upload-pack",
+                    "--",
+                    url,
+                ])
+                .checked(Some(input.as_bytes()))
+        };
+        let mut ids: Vec<String> = wanted.iter().map(|o| o.to_string()).collect();
+        ids.sort();
+        ids.dedup();
+        match fetch(&ids) {
+            Err(e)
+                if e.causes
+                    .iter()
+                    .any(|c| c.contains("allow request for unadvertised object")) =>
+            {
+                fetch(&branch)?;
+            }
+            _ => {}
+        }
         Ok(true)
     }
 

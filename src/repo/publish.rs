@@ -313,6 +313,19 @@ impl Scratch {
         self.fetch_refspecs(url, &specs, limit, fetch_cap(limit), Some(1))
     }
 
+    /// [`Scratch::fetch_commits`] with no file allowed past `cap` itself (not
+    /// [`fetch_cap`]`(cap)`, which leaves a megabyte for a commit and tree beside an item):
+    /// for a commit that should be a few hundred bytes with its tree (`repo::backups`).
+    pub(in crate::repo) fn fetch_commits_within(
+        &self,
+        url: &str,
+        commits: &[Oid],
+        cap: u64,
+    ) -> Result<Fetch> {
+        let specs: Vec<String> = commits.iter().map(|o| o.to_string()).collect();
+        self.fetch_refspecs(url, &specs, cap, cap, Some(1))
+    }
+
     /// Fetch `refname` from `url` with its whole history (the ledger, `store::ledger`), no
     /// blob of more than `limit` bytes and no pack of more than `cap`, as [`Scratch::fetch`]
     /// caps a fetch of items.

@@ -14,6 +14,7 @@ mod attack29;
 mod attack3;
 mod attack30;
 mod attack31;
+mod attack32;
 mod audit_evidence;
 mod consumed;
 mod docs;
