@@ -295,6 +295,27 @@ fn restore_elsewhere(ctx: &Ctx, ui: &mut Ui, ex: &Executor, e: &Elsewhere, logge
         )
         .with_details(details));
     }
+    // The other way too: the push that consumed a remote's plan deleted every ref it
+    // planned, all or nothing, so a receipt that leaves one out (re-signed by its executor)
+    // would have the rollback restore less than was deleted and call it done.
+    let listed = |a: &crate::plan::model::Resource| {
+        e.receipt
+            .deleted
+            .iter()
+            .any(|r| a.refname == r.refname && a.oid == r.oid)
+    };
+    if let Some(a) = plan.affected.iter().find(|a| !listed(a)) {
+        return Err(Error::new(
+            Kind::NeedsRecovery,
+            format!(
+                "{}: its receipt leaves out {} at {}, which the plan deleted with the rest; nothing was restored",
+                e.describe(),
+                safe(&a.refname),
+                safe(&a.oid)
+            ),
+        )
+        .with_details(details));
+    }
     ui.notice(&format!("{}; restoring them from this clone", e.describe()));
     let restored = ex
         .restore_published(&e.id, &url, &e.receipt.deleted)

@@ -164,6 +164,44 @@ fn a_receipt_re_signed_by_its_executor_to_list_an_unplanned_ref_restores_nothing
 }
 
 #[test]
+fn a_receipt_re_signed_by_its_executor_to_leave_out_a_deleted_ref_restores_nothing_from_another_clone() {
+    // Attack (hostile executor): as above, but the receipt dave publishes first lists one
+    // ref fewer than the push deleted. A rollback from another clone restored only the refs
+    // listed and reported success, leaving the other one gone.
+    let t = team();
+    let id = approved(&t, "plan.json", &[]);
+    let [ci] = <[PathBuf; 1]>::try_from(t.env.clones(&["ci"])).unwrap();
+    let r = t.env.run_env(
+        "mallory",
+        &[("GUARDCTL_TEST_CRASH_AFTER", "done")],
+        &["-C", ci.to_str().unwrap(), "apply", &id[..12]],
+    );
+    assert_eq!(r.code, -1, "killed: {}", r.transcript());
+    let before = t.env.remote_branches();
+    let genuine = fs::read_to_string(ci.join(format!(".git/guardctl/plans/{id}/receipt.json"))).unwrap();
+    let (forged, _) = crate::trust::resign(&t.env, &genuine, "mallory", |b| {
+        let deleted = b["deleted"].as_array_mut().unwrap();
+        assert!(
+            deleted.len() >= 2,
+            "the plan deletes more than one ref: {deleted:?}"
+        );
+        deleted.pop();
+    });
+    t.env
+        .push_to_ledger(&t.carol, &[(&format!("receipts/{id}/receipt.json"), &forged)]);
+
+    let r = t.env.run_in(&t.planner, "alice", &["rollback", &id[..12]]);
+    assert_eq!(r.code, 16, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("its receipt leaves out refs/heads/")
+            && r.stderr.contains("which the plan deleted with the rest"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(t.env.remote_branches(), before, "nothing was restored");
+}
+
+#[test]
 fn a_published_local_plan_applied_in_another_clone_is_not_rolled_back_here() {
     // A local plan's refs were in the clone that applied it: its receipt is published (so
     // every inbox stops listing it), and a rollback elsewhere refuses (64), restoring
