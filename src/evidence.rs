@@ -155,7 +155,9 @@ const APPROVAL_EVENTS: [&str; 3] = ["approve", "reject", "withdraw"];
 /// it follows an entry of this log (its `audit.prev`) and was signed by a key that acted
 /// here as an executor does (an entry in `guardctl-apply`: a receipt, rollback, recover,
 /// gc) and that speaks for the receipt's executor, yet the log holds something else at its
-/// place, or ends before it. Other receipts (other clones', junk) say nothing about this log
+/// place, or ends before it. "Follows" is by the entry before it or by the log's first
+/// entry ([`names_this_log`]): an executor who re-signs the entry before an apply, then
+/// erases the apply, changes the one and not the other. Other receipts (other clones', junk) say nothing about this log
 /// and are not read further: entry ids are public (every published receipt names the one
 /// before it), so a reviewer who approved in this clone, or anyone with a key, could
 /// otherwise sign a receipt "following" an honest log and have it reported as erased. A
@@ -195,10 +197,7 @@ pub fn unlogged_published(
         let Some(link) = receipt.audit else {
             continue;
         };
-        let follows = records
-            .iter()
-            .any(|r| r.id == link.prev && r.seq + 1 == link.seq && link.prev != GENESIS);
-        if !follows || !keys.contains(v.fingerprint.as_str()) {
+        if !names_this_log(records, &link) || !keys.contains(v.fingerprint.as_str()) {
             continue;
         }
         let cert = env
@@ -220,6 +219,7 @@ pub fn unlogged_published(
             continue;
         }
         let here = match records.iter().find(|r| r.seq == link.seq) {
+            // Its place holds an entry with another id (the receipt is not `logged`).
             Some(_) => format!("entry {} here is another", link.seq),
             None => format!("the log here ends at entry {}", records.len()),
         };
@@ -229,6 +229,105 @@ pub fn unlogged_published(
                 line: link.seq,
                 reason: format!(
                     "the team remote holds the receipt of plan sha256:{id} as entry {} of this log, which does not have it ({here}: the entry was removed or replaced)",
+                    link.seq
+                ),
+            }),
+        );
+    }
+    Ok(first)
+}
+
+/// Whether the place `link` that a published receipt or marker names is in this log: it
+/// follows an entry here (the id before it and the number after), or it names this log's
+/// first entry as its log's first. The first entry's id is the log's identity: whoever signed
+/// an entry can re-sign it (changing its id, and every `prev` after it), but the first entry
+/// of a log with others' entries in it cannot be replaced without breaking their chain, and
+/// one replaced makes a new log that the remote's items do not name. Items that follow the
+/// log's start (`prev` is the genesis, no first entry) cannot be told apart from another
+/// clone's first, and are left out.
+fn names_this_log(records: &[Record], link: &crate::plan::approval::AuditLink) -> bool {
+    let follows = link.prev != GENESIS && records.iter().any(|r| r.id == link.prev && r.seq + 1 == link.seq);
+    let same_first = matches!((&link.first, records.first()), (Some(f), Some(r)) if *f == r.id);
+    follows || same_first
+}
+
+/// A consumed marker published on the team remote by an apply made in this clone (it names
+/// this log: [`names_this_log`]; signed by a key that acted here as an executor and that the
+/// trusted identities still list for applying) whose plan the log records nothing of after
+/// that place: no receipt and no recovery of it. The marker reaches the remote in the same
+/// atomic push as the deletions, before the receipt, so an executor who keeps the receipt
+/// off the remote (junk pushed at its name first, or guardctl killed after the push) and then
+/// erases the apply is still found. `pending`: a plan whose apply this clone has yet to
+/// finish or recover (its journal says so): not a break.
+pub fn unlogged_consumed(
+    records: &[Record],
+    snapshot: &Snapshot,
+    signers: &AllowedSigners,
+    pending: &dyn Fn(&str) -> bool,
+) -> Result<Option<Break>> {
+    use crate::store::state::{CONSUMED_PAYLOAD_TYPE, Consumed};
+    let keys: HashSet<&str> = records
+        .iter()
+        .filter(|r| !APPROVAL_EVENTS.contains(&r.event.as_str()))
+        .map(|r| r.key.as_str())
+        .collect();
+    let mut first = None;
+    for id in snapshot.consumed_ids()? {
+        let Some(item) = snapshot.consumed(&id)? else {
+            continue;
+        };
+        let Ok(bytes) = item.marker else {
+            continue;
+        };
+        let Ok(env) = serde_json::from_slice::<Envelope>(&bytes) else {
+            continue;
+        };
+        let Ok(v) = dsse::verify(&env, CONSUMED_PAYLOAD_TYPE, APPLY_NAMESPACE) else {
+            continue;
+        };
+        let Ok(marker) = serde_json::from_slice::<Consumed>(&v.payload) else {
+            continue;
+        };
+        let Some(link) = marker.audit else {
+            continue;
+        };
+        if marker.plan_id != format!("sha256:{id}")
+            || !names_this_log(records, &link)
+            || !keys.contains(v.fingerprint.as_str())
+            || pending(&id)
+        {
+            continue;
+        }
+        let cert = env
+            .signatures
+            .first()
+            .and_then(|s| crate::sign::sshsig::certificate_of(&s.sig));
+        let signer = Signer {
+            key: &v.signer,
+            certificate: cert.as_ref(),
+        };
+        if signers
+            .principals_at(signer, APPLY_NAMESPACE, &[marker.created_at])
+            .is_empty()
+        {
+            continue;
+        }
+        // The receipt's entry, or a recovery's (an abandoned exec apply), comes at or after
+        // the place the marker names: recovery may finish an apply after other entries.
+        let recorded = records.iter().any(|r| {
+            r.seq >= link.seq
+                && r.plan_id.as_deref() == Some(marker.plan_id.as_str())
+                && (r.event == "apply" || r.event == "recover")
+        });
+        if recorded {
+            continue;
+        }
+        first = earliest(
+            first,
+            Some(Break {
+                line: link.seq,
+                reason: format!(
+                    "the team remote holds the consumed marker of plan sha256:{id}, applied in this clone as entry {} of this log or later, but the log records no apply of it (the entry was removed)",
                     link.seq
                 ),
             }),

@@ -605,6 +605,7 @@ impl Executor<'_> {
             key: crate::sign::sshsig::fingerprint(&key.public),
             created_at: self.now,
             nonce: Some(crate::plan::envelope::hex(&crate::fsutil::random_bytes::<16>()?)),
+            audit: Some(crate::store::audit::read(&self.repo, &self.store.audit_path())?.next()),
         };
         let bytes = signed_state(CONSUMED_PAYLOAD_TYPE, &marker, key, "consumed")?;
         self.store.mark_consumed(id, &bytes)
@@ -2442,6 +2443,7 @@ mod tests {
             key: crate::sign::sshsig::fingerprint(&f.alice.public),
             created_at: NOW,
             nonce: None,
+            audit: None,
         };
         for stage in [state::Stage::BeforeCommand, state::Stage::CommandStarted] {
             let genuine = remote_abandoned(&abandonment_item(&marker, stage, &f.alice), &marker, "sha256:h")

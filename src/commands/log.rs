@@ -38,7 +38,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         for other in [
             missing_receipt(&store, &log.records)?,
             crate::evidence::check_local(&log.records, &store, repo, &signers)?,
-            published_receipts(ctx, ui, &log.records, &signers)?,
+            published_receipts(ctx, ui, &store, &log.records, &signers)?,
         ] {
             brk = crate::evidence::earliest(brk, other);
         }
@@ -105,12 +105,25 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
 fn published_receipts(
     ctx: &Ctx,
     ui: &mut Ui,
+    store: &Store,
     records: &[Record],
     signers: &crate::sign::AllowedSigners,
 ) -> Result<Option<Break>> {
     match ctx.published_all() {
         Ok(None) => Ok(None),
-        Ok(Some(snapshot)) => crate::evidence::unlogged_published(records, &snapshot, signers),
+        Ok(Some(snapshot)) => {
+            let pending = |id: &str| {
+                store
+                    .journal_steps(id)
+                    .unwrap_or_default()
+                    .last()
+                    .is_some_and(|s| *s != crate::store::state::Step::Done)
+            };
+            Ok(crate::evidence::earliest(
+                crate::evidence::unlogged_published(records, &snapshot, signers)?,
+                crate::evidence::unlogged_consumed(records, &snapshot, signers, &pending)?,
+            ))
+        }
         Err(e) => {
             ui.warn(&format!(
                 "the log was not compared with the receipts published on the team remote: {}",

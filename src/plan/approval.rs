@@ -71,12 +71,18 @@ pub struct Receipt {
     pub audit: Option<AuditLink>,
 }
 
-/// A place in the audit log: the entry's number and the id of the entry before it.
+/// A place in the audit log: the entry's number and the id of the entry before it, and the
+/// id of the log's first entry (the log's identity: later entries can be re-signed by whoever
+/// signed them, the first one stays, so a receipt or consumed marker naming it still names
+/// this log when the entry before it was replaced; `evidence::unlogged_published`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AuditLink {
     pub seq: u64,
     pub prev: String,
+    /// `None`: the log was empty (this is its first entry), or written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first: Option<String>,
 }
 
 /// How a planned command ended.

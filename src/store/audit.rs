@@ -127,6 +127,7 @@ impl Log {
                 .last()
                 .map(|r| r.id.clone())
                 .unwrap_or_else(|| GENESIS.to_string()),
+            first: self.records.first().map(|r| r.id.clone()),
         }
     }
 

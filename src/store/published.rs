@@ -1003,6 +1003,11 @@ impl Snapshot {
         self.ids_under(ItemKind::Receipt)
     }
 
+    /// The ids (hex) of the plans with a consumed marker published here, sorted, each once.
+    pub fn consumed_ids(&self) -> Result<Vec<String>> {
+        self.ids_under(ItemKind::Consumed)
+    }
+
     /// Whether plan `id_hex` is published here (whatever it holds).
     pub fn has_plan(&self, id_hex: &str) -> bool {
         self.exactly(&plan_ref(id_hex)).is_ok_and(|s| !s.is_empty())

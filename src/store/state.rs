@@ -149,6 +149,13 @@ pub struct Consumed {
     /// the applies apart). Absent in markers written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
+    /// Where the apply stood in the applying clone's audit log when it consumed the plan
+    /// (the receipt's entry comes at or after it). The marker reaches the remote with the
+    /// deletions, before the receipt: whether the receipt follows is the executor's choice,
+    /// and `log --verify` finds an apply erased from that log by this
+    /// (`evidence::unlogged_published`). Absent in markers written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audit: Option<crate::plan::approval::AuditLink>,
 }
 
 /// payloadType of the signed record of an exec apply `recover` abandoned after its consumed

@@ -145,7 +145,6 @@ fn erase_state(t: &Team, hex: &str) {
 }
 
 #[test]
-#[ignore = "design: whether the receipt reaches the remote is the executor's choice (it is published after the atomic push of marker and deletions); needs the marker, which lands with the deletions, to carry the receipt's place in the log (audit seq/prev)"]
 fn an_apply_whose_receipt_the_executor_kept_off_the_remote_is_still_found_when_erased() {
     // Attack (hostile executor): before applying B, dave pushes junk at
     // refs/guardctl/receipts/<B> (or kills guardctl right after its push lands): the apply
@@ -184,7 +183,6 @@ fn an_apply_whose_receipt_the_executor_kept_off_the_remote_is_still_found_when_e
 }
 
 #[test]
-#[ignore = "design: a published receipt is tied to this log only by the id of the entry before it, which its signer can change by re-signing that entry (a rollback, recover or gc of theirs); needs a log identity the receipt names, or the log's head kept where the executor cannot rewrite it"]
 fn an_apply_erased_after_re_signing_the_executors_own_entry_before_it_is_still_found() {
     // Attack (hostile executor): dave rolls back plan A (an entry he signs, published
     // nowhere), applies B, then erases B's apply and re-signs the rollback entry with another

@@ -176,3 +176,53 @@ fn an_apply_erased_from_the_log_is_found_by_its_journal_its_backup_and_the_remot
     assert_eq!(r.code, 0, "{}", r.transcript());
     let _ = a;
 }
+
+#[test]
+fn logs_of_one_executor_in_two_clones_and_an_apply_interrupted_after_its_push_still_verify() {
+    // The consumed markers on the remote name the log they were made in (its first entry):
+    // one executor's markers from another clone, and the marker of an apply this clone has
+    // not finished yet, are no erased entries of this log.
+    let t = crate::fixtures::team(POLICY);
+    for b in ["x/1", "x/2", "x/3", "x/4", "x/5"] {
+        t.env.git_in(
+            &t.planner,
+            &["push", "-q", "origin", &format!("origin/main~1:refs/heads/{b}")],
+        );
+    }
+    let [ci] = <[std::path::PathBuf; 1]>::try_from(t.env.clones(&["ci"])).unwrap();
+    let apply = |clone: &Path, file: &str, glob: &str, env: &[(&str, &str)]| {
+        let id = publish(&t.env, &t.planner, file, &["--match", glob]);
+        let r = t.env.run_in(&t.bob, "bob", &["approve", &id[..12], "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let r = t.env.run_env(
+            "mallory",
+            env,
+            &["-C", clone.to_str().unwrap(), "apply", &id[..12]],
+        );
+        (id, r)
+    };
+    for (clone, file, glob) in [
+        (&t.executor, "1.json", "x/1"),
+        (&t.executor, "2.json", "x/2"),
+        (&ci, "3.json", "x/3"),
+        (&ci, "4.json", "x/4"),
+    ] {
+        let (_, r) = apply(clone, file, glob, &[]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let (_, r) = apply(
+        &t.executor,
+        "5.json",
+        "x/5",
+        &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
+    );
+    assert_eq!(r.code, -1, "killed after its push: {}", r.transcript());
+    for clone in [&t.executor, &ci] {
+        let r = t.env.run_in(clone, "mallory", &["log", "--verify"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let r = t.env.run_in(&t.executor, "mallory", &["recover"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = t.env.run_in(&t.executor, "mallory", &["log", "--verify"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
