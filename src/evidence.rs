@@ -168,49 +168,26 @@ pub fn unlogged_published(
     snapshot: &Snapshot,
     signers: &AllowedSigners,
 ) -> Result<Option<Break>> {
-    let keys: HashSet<&str> = records
-        .iter()
-        .filter(|r| !APPROVAL_EVENTS.contains(&r.event.as_str()))
-        .map(|r| r.key.as_str())
-        .collect();
+    let keys = executor_keys(records);
     let logged: HashSet<&str> = records.iter().map(|r| r.payload.as_str()).collect();
     let mut first = None;
     for id in snapshot.receipt_ids()? {
-        let Some(item) = snapshot.receipt(&id)? else {
-            continue;
-        };
-        let Ok(bytes) = item.marker else {
-            continue;
-        };
-        let Ok(env) = serde_json::from_slice::<Envelope>(&bytes) else {
+        let Some((env, v, receipt)) = signed_item::<Receipt>(snapshot.receipt(&id)?, RECEIPT_PAYLOAD_TYPE)
+        else {
             continue;
         };
         if logged.contains(env.payload.as_str()) {
             continue;
         }
-        let Ok(v) = dsse::verify(&env, RECEIPT_PAYLOAD_TYPE, APPLY_NAMESPACE) else {
-            continue;
-        };
-        let Ok(receipt) = serde_json::from_slice::<Receipt>(&v.payload) else {
-            continue;
-        };
         let Some(link) = receipt.audit else {
             continue;
         };
         if !names_this_log(records, &link) || !keys.contains(v.fingerprint.as_str()) {
             continue;
         }
-        let cert = env
-            .signatures
-            .first()
-            .and_then(|s| crate::sign::sshsig::certificate_of(&s.sig));
-        let signer = Signer {
-            key: &v.signer,
-            certificate: cert.as_ref(),
-        };
         // As `audit::check_trust` reads a receipt: a plan with no executor principal (its
         // executor named by key) has a receipt naming none, whose key must be trusted.
-        let principals = signers.principals_at(signer, APPLY_NAMESPACE, &[receipt.applied_at]);
+        let principals = applying_principals(signers, &env, &v, receipt.applied_at);
         let speaks = match receipt.executor.as_str() {
             "" => !principals.is_empty(),
             executor => principals.iter().any(|p| p == executor),
@@ -235,6 +212,48 @@ pub fn unlogged_published(
         );
     }
     Ok(first)
+}
+
+/// The keys that acted in this log as an executor does (an entry in `guardctl-apply`: a
+/// receipt, rollback, recover, gc).
+fn executor_keys(records: &[Record]) -> HashSet<&str> {
+    records
+        .iter()
+        .filter(|r| !APPROVAL_EVENTS.contains(&r.event.as_str()))
+        .map(|r| r.key.as_str())
+        .collect()
+}
+
+/// A published item's envelope, verified as `payload_type` in `guardctl-apply`, and its
+/// payload read as `T`; `None` when it is missing, unreadable, junk, or does not verify
+/// (it then says nothing about this log).
+fn signed_item<T: serde::de::DeserializeOwned>(
+    item: Option<crate::store::published::ConsumedItem>,
+    payload_type: &str,
+) -> Option<(Envelope, dsse::Verified, T)> {
+    let env = serde_json::from_slice::<Envelope>(&item?.marker.ok()?).ok()?;
+    let v = dsse::verify(&env, payload_type, APPLY_NAMESPACE).ok()?;
+    let value = serde_json::from_slice::<T>(&v.payload).ok()?;
+    Some((env, v, value))
+}
+
+/// The principals the trusted identities let the envelope's signer (its key or
+/// certificate) apply as, at `at`.
+fn applying_principals(
+    signers: &AllowedSigners,
+    env: &Envelope,
+    v: &dsse::Verified,
+    at: time::OffsetDateTime,
+) -> Vec<String> {
+    let cert = env
+        .signatures
+        .first()
+        .and_then(|s| crate::sign::sshsig::certificate_of(&s.sig));
+    let signer = Signer {
+        key: &v.signer,
+        certificate: cert.as_ref(),
+    };
+    signers.principals_at(signer, APPLY_NAMESPACE, &[at])
 }
 
 /// Whether the place `link` that a published receipt or marker names is in this log: it
@@ -266,26 +285,11 @@ pub fn unlogged_consumed(
     pending: &dyn Fn(&str) -> bool,
 ) -> Result<Option<Break>> {
     use crate::store::state::{CONSUMED_PAYLOAD_TYPE, Consumed};
-    let keys: HashSet<&str> = records
-        .iter()
-        .filter(|r| !APPROVAL_EVENTS.contains(&r.event.as_str()))
-        .map(|r| r.key.as_str())
-        .collect();
+    let keys = executor_keys(records);
     let mut first = None;
     for id in snapshot.consumed_ids()? {
-        let Some(item) = snapshot.consumed(&id)? else {
-            continue;
-        };
-        let Ok(bytes) = item.marker else {
-            continue;
-        };
-        let Ok(env) = serde_json::from_slice::<Envelope>(&bytes) else {
-            continue;
-        };
-        let Ok(v) = dsse::verify(&env, CONSUMED_PAYLOAD_TYPE, APPLY_NAMESPACE) else {
-            continue;
-        };
-        let Ok(marker) = serde_json::from_slice::<Consumed>(&v.payload) else {
+        let Some((env, v, marker)) = signed_item::<Consumed>(snapshot.consumed(&id)?, CONSUMED_PAYLOAD_TYPE)
+        else {
             continue;
         };
         let Some(link) = marker.audit else {
@@ -298,18 +302,7 @@ pub fn unlogged_consumed(
         {
             continue;
         }
-        let cert = env
-            .signatures
-            .first()
-            .and_then(|s| crate::sign::sshsig::certificate_of(&s.sig));
-        let signer = Signer {
-            key: &v.signer,
-            certificate: cert.as_ref(),
-        };
-        if signers
-            .principals_at(signer, APPLY_NAMESPACE, &[marker.created_at])
-            .is_empty()
-        {
+        if applying_principals(signers, &env, &v, marker.created_at).is_empty() {
             continue;
         }
         // The receipt's entry, or a recovery's (an abandoned exec apply), comes at or after

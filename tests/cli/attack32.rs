@@ -120,15 +120,12 @@ fn junk_commit(env: &TestEnv, clone: &Path, parent: &str, bytes: usize) -> (Stri
     (commit, blob)
 }
 
-#[test]
-fn a_receipt_re_signed_by_its_executor_to_list_an_unplanned_ref_restores_nothing_from_another_clone() {
-    // Attack (hostile executor): dave applies the plan from a CI clone, which dies after
-    // the receipt was signed and before it was published; the first receipt at a ledger
-    // name is the one every clone reads, so dave publishes his own first: the genuine one
-    // re-signed with his (valid) key, listing one more "deleted" ref the plan never
-    // planned. A rollback from another clone would create that ref on the remote.
-    let t = team();
-    let id = approved(&t, "plan.json", &[]);
+/// A plan applied from a CI clone that dies after the receipt was signed and before it was
+/// published; the first receipt at a ledger name is the one every clone reads, so dave
+/// publishes his own first: the genuine one re-signed with his (valid) key after `edit`.
+/// Returns the plan id and the remote's branches then.
+fn applied_with_a_forged_receipt(t: &Team, edit: impl Fn(&mut serde_json::Value)) -> (String, String) {
+    let id = approved(t, "plan.json", &[]);
     let [ci] = <[PathBuf; 1]>::try_from(t.env.clones(&["ci"])).unwrap();
     let r = t.env.run_env(
         "mallory",
@@ -142,16 +139,24 @@ fn a_receipt_re_signed_by_its_executor_to_list_an_unplanned_ref_restores_nothing
         "the push landed: {before}"
     );
     let genuine = fs::read_to_string(ci.join(format!(".git/guardctl/plans/{id}/receipt.json"))).unwrap();
+    let (forged, _) = crate::trust::resign(&t.env, &genuine, "mallory", edit);
+    t.env
+        .push_to_ledger(&t.carol, &[(&format!("receipts/{id}/receipt.json"), &forged)]);
+    (id, before)
+}
+
+#[test]
+fn a_receipt_re_signed_by_its_executor_to_list_an_unplanned_ref_restores_nothing_from_another_clone() {
+    // Attack (hostile executor): the receipt lists one more "deleted" ref the plan never
+    // planned. A rollback from another clone would create that ref on the remote.
+    let t = team();
     let main = t.env.git(&["rev-parse", "origin/main"]).trim().to_string();
-    let (forged, _) = crate::trust::resign(&t.env, &genuine, "mallory", |b| {
+    let (id, before) = applied_with_a_forged_receipt(&t, |b| {
         b["deleted"]
             .as_array_mut()
             .unwrap()
             .push(serde_json::json!({"ref": "refs/heads/release", "oid": main}));
     });
-    t.env
-        .push_to_ledger(&t.carol, &[(&format!("receipts/{id}/receipt.json"), &forged)]);
-
     let r = t.env.run_in(&t.planner, "alice", &["rollback", &id[..12]]);
     assert_eq!(r.code, 16, "{}", r.transcript());
     assert!(
@@ -165,21 +170,11 @@ fn a_receipt_re_signed_by_its_executor_to_list_an_unplanned_ref_restores_nothing
 
 #[test]
 fn a_receipt_re_signed_by_its_executor_to_leave_out_a_deleted_ref_restores_nothing_from_another_clone() {
-    // Attack (hostile executor): as above, but the receipt dave publishes first lists one
-    // ref fewer than the push deleted. A rollback from another clone restored only the refs
-    // listed and reported success, leaving the other one gone.
+    // Attack (hostile executor): the receipt lists one ref fewer than the push deleted. A
+    // rollback from another clone restored only the refs listed and reported success,
+    // leaving the other one gone.
     let t = team();
-    let id = approved(&t, "plan.json", &[]);
-    let [ci] = <[PathBuf; 1]>::try_from(t.env.clones(&["ci"])).unwrap();
-    let r = t.env.run_env(
-        "mallory",
-        &[("GUARDCTL_TEST_CRASH_AFTER", "done")],
-        &["-C", ci.to_str().unwrap(), "apply", &id[..12]],
-    );
-    assert_eq!(r.code, -1, "killed: {}", r.transcript());
-    let before = t.env.remote_branches();
-    let genuine = fs::read_to_string(ci.join(format!(".git/guardctl/plans/{id}/receipt.json"))).unwrap();
-    let (forged, _) = crate::trust::resign(&t.env, &genuine, "mallory", |b| {
+    let (id, before) = applied_with_a_forged_receipt(&t, |b| {
         let deleted = b["deleted"].as_array_mut().unwrap();
         assert!(
             deleted.len() >= 2,
@@ -187,9 +182,6 @@ fn a_receipt_re_signed_by_its_executor_to_leave_out_a_deleted_ref_restores_nothi
         );
         deleted.pop();
     });
-    t.env
-        .push_to_ledger(&t.carol, &[(&format!("receipts/{id}/receipt.json"), &forged)]);
-
     let r = t.env.run_in(&t.planner, "alice", &["rollback", &id[..12]]);
     assert_eq!(r.code, 16, "{}", r.transcript());
     assert!(
