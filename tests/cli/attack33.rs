@@ -298,3 +298,43 @@ fn an_erased_apply_that_was_the_executors_only_entry_after_a_reviewers_approval_
         r.transcript()
     );
 }
+
+#[test]
+#[ignore = "design: any key that signed an executor's entry here (a rollback, recover or gc) is believed about this log's places; a reviewer's forged marker (for a plan of their own or none) is 65. Needs the marker tied to an approved plan's consumption the marker's key speaks for, or markers read only from executors named by the log's receipts"]
+fn a_marker_forged_by_a_reviewer_who_rolled_back_in_the_executors_clone_does_not_break_its_log() {
+    // Attack (hostile teammate, a denial of service): bob rolled back dave's apply of A in
+    // the executor's shared clone, so his key signed an executor's entry (`rollback`) of its
+    // log. Entry ids are public (published receipts name them), so bob signs a consumed
+    // marker of a plan nobody applied naming this log's first entry and the next place, and
+    // pushes it under refs/guardctl/consumed/. The honest log must still verify.
+    let t = crate::fixtures::team(POLICY);
+    let a = publish_one(&t, "a.json", "feature/done");
+    let r = t.env.run_in(&t.bob, "bob", &["approve", &a[..12], "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = t.env.run_in(&t.executor, "mallory", &["apply", &a[..12]]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = t
+        .env
+        .run_in(&t.executor, "bob", &["rollback", &format!("sha256:{a}")]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let lines = log_lines(&t.executor);
+    assert_eq!(lines.len(), 2, "the receipt, then bob's rollback: {lines:?}");
+    let genuine = t
+        .env
+        .published_bytes(&t.env.origin(), &format!("refs/guardctl/consumed/{a}"));
+    let fake = "ab".repeat(32);
+    let (forged, _) = resign(&t.env, &genuine, "bob", |m| {
+        m["plan_id"] = format!("sha256:{fake}").into();
+        m["audit"] = serde_json::json!({
+            "seq": 3, "prev": id_of(&lines[1]), "first": id_of(&lines[0]),
+        });
+    });
+    push_item(
+        &t.env,
+        &format!("refs/guardctl/consumed/{fake}"),
+        "consumed.json",
+        forged.as_bytes(),
+    );
+    let r = t.env.run_in(&t.executor, "mallory", &["log", "--verify"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
