@@ -276,13 +276,13 @@ fn names_this_log(records: &[Record], link: &crate::plan::approval::AuditLink) -
 /// that place: no receipt and no recovery of it. The marker reaches the remote in the same
 /// atomic push as the deletions, before the receipt, so an executor who keeps the receipt
 /// off the remote (junk pushed at its name first, or guardctl killed after the push) and then
-/// erases the apply is still found. `pending`: a plan whose apply this clone has yet to
-/// finish or recover (its journal says so): not a break.
+/// erases the apply is still found. `last_step`: the last step of a plan's journal here; a
+/// plan whose apply this clone has yet to finish or recover is not a break.
 pub fn unlogged_consumed(
     records: &[Record],
     snapshot: &Snapshot,
     signers: &AllowedSigners,
-    pending: &dyn Fn(&str) -> bool,
+    last_step: &dyn Fn(&str) -> Option<Step>,
 ) -> Result<Option<Break>> {
     use crate::store::state::{CONSUMED_PAYLOAD_TYPE, Consumed};
     let keys = executor_keys(records);
@@ -298,8 +298,34 @@ pub fn unlogged_consumed(
         if marker.plan_id != format!("sha256:{id}")
             || !names_this_log(records, &link)
             || !keys.contains(v.fingerprint.as_str())
-            || pending(&id)
         {
+            continue;
+        }
+        // A ref plan (read from the remote, under its own id; one not found there cannot
+        // say): its marker lands in the one atomic push with its deletions, so an honest
+        // clone holding it either journals the apply done (and logs its receipt) or has it
+        // still to recover. An exec plan's marker is pushed before its command runs, and its
+        // apply may end aborted or abandoned with the marker there.
+        let ref_plan = matches!(
+            snapshot.plan(&id),
+            Ok(Some(l)) if !matches!(l.plan.operation, crate::plan::model::Operation::Exec(_))
+        );
+        // Pending: a journal `recover` has yet to act on. The journal is the executor's to
+        // write: a ref plan's journal that ends `aborted` (or any other settled step but
+        // `done`) is no excuse for a marker that landed with the deletions (attack33).
+        let pending = match last_step(&id) {
+            None | Some(Step::Done) => false,
+            Some(s) if ref_plan => !matches!(
+                s,
+                Step::Refused
+                    | Step::Aborted
+                    | Step::RecoveredUnstarted
+                    | Step::RolledBack
+                    | Step::RollbackAbandoned
+            ),
+            Some(_) => true,
+        };
+        if pending {
             continue;
         }
         if applying_principals(signers, &env, &v, marker.created_at).is_empty() {
@@ -307,10 +333,15 @@ pub fn unlogged_consumed(
         }
         // The receipt's entry, or a recovery's (an abandoned exec apply), comes at or after
         // the place the marker names: recovery may finish an apply after other entries.
+        // A recovery stands for the apply only where the plan may have been abandoned with its
+        // marker on the remote: an exec plan (its marker is pushed before the command runs). A
+        // ref plan's marker lands in the one atomic push with its deletions, so an honest
+        // `recover` completes it with a receipt; a `recover` entry alone is the executor's own
+        // word (any entry they can sign) put where an erased apply was (attack33).
         let recorded = records.iter().any(|r| {
             r.seq >= link.seq
                 && r.plan_id.as_deref() == Some(marker.plan_id.as_str())
-                && (r.event == "apply" || r.event == "recover")
+                && (r.event == "apply" || (r.event == "recover" && !ref_plan))
         });
         if recorded {
             continue;

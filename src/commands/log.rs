@@ -112,16 +112,10 @@ fn published_receipts(
     match ctx.published_all() {
         Ok(None) => Ok(None),
         Ok(Some(snapshot)) => {
-            let pending = |id: &str| {
-                store
-                    .journal_steps(id)
-                    .unwrap_or_default()
-                    .last()
-                    .is_some_and(|s| *s != crate::store::state::Step::Done)
-            };
+            let last_step = |id: &str| store.journal_steps(id).unwrap_or_default().last().copied();
             Ok(crate::evidence::earliest(
                 crate::evidence::unlogged_published(records, &snapshot, signers)?,
-                crate::evidence::unlogged_consumed(records, &snapshot, signers, &pending)?,
+                crate::evidence::unlogged_consumed(records, &snapshot, signers, &last_step)?,
             ))
         }
         Err(e) => {

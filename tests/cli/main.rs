@@ -15,6 +15,7 @@ mod attack3;
 mod attack30;
 mod attack31;
 mod attack32;
+mod attack33;
 mod audit_evidence;
 mod consumed;
 mod docs;
