@@ -215,12 +215,6 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-impl From<git2::Error> for Error {
-    fn from(e: git2::Error) -> Self {
-        Error::internal("git error").caused_by(e.message())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

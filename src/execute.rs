@@ -269,7 +269,7 @@ impl Executor<'_> {
             self.step(id, Step::BackupCreated)?;
         }
         let backup = match (&image.backup_commit, with_marker(&image)) {
-            (Some(c), true) => Some((git2::Oid::from_str(c)?, image.created_at.unix_timestamp())),
+            (Some(c), true) => Some((crate::repo::Oid::from_str(c)?, image.created_at.unix_timestamp())),
             _ => None,
         };
         if let Err(e) = self.push_consuming(id, url, &ops, with_marker(&image), backup) {
@@ -332,7 +332,7 @@ impl Executor<'_> {
         url: &str,
         ops: &[RemoteOp],
         with_marker: bool,
-        backup: Option<(git2::Oid, i64)>,
+        backup: Option<(crate::repo::Oid, i64)>,
     ) -> Result<()> {
         let mut pause = std::time::Duration::from_millis(100);
         let mut attempts = 0;
@@ -634,7 +634,7 @@ impl Executor<'_> {
         &self,
         image: &BeforeImage,
         refs: &[DeletedRef],
-    ) -> Result<std::collections::HashMap<String, git2::Oid>> {
+    ) -> Result<std::collections::HashMap<String, crate::repo::Oid>> {
         match self.remote_target(image)? {
             None => self.repo.ref_targets(refs.iter().map(|r| r.refname.as_str())),
             Some(url) => {
@@ -879,7 +879,7 @@ impl Executor<'_> {
         let absent = |repo: &crate::repo::Repo| -> Vec<String> {
             missing
                 .iter()
-                .filter(|r| git2::Oid::from_str(&r.oid).map_or(true, |o| !repo.has_object(o)))
+                .filter(|r| crate::repo::Oid::from_str(&r.oid).map_or(true, |o| !repo.has_object(o)))
                 .map(|r| format!("{} ({})", safe(&r.refname), safe(&r.oid)))
                 .collect()
         };
@@ -888,9 +888,9 @@ impl Executor<'_> {
         // looked for again.
         let mut kept_there = None;
         if !absent(&self.repo).is_empty() {
-            let wanted: Vec<git2::Oid> = missing
+            let wanted: Vec<crate::repo::Oid> = missing
                 .iter()
-                .filter_map(|r| git2::Oid::from_str(&r.oid).ok())
+                .filter_map(|r| crate::repo::Oid::from_str(&r.oid).ok())
                 .filter(|o| !self.repo.has_object(*o))
                 .collect();
             kept_there = Some(self.repo.fetch_remote_backups(url, &wanted)?);
@@ -1531,7 +1531,7 @@ impl Executor<'_> {
 fn to_restore(
     refs: &[DeletedRef],
     check: impl Fn(&DeletedRef) -> Result<()>,
-    now: impl Fn(&str) -> Option<git2::Oid>,
+    now: impl Fn(&str) -> Option<crate::repo::Oid>,
     on_remote: bool,
 ) -> Result<Vec<DeletedRef>> {
     let mut missing = Vec::new();

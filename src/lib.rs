@@ -125,7 +125,11 @@ pub fn main() -> ExitCode {
     };
     let ctx = context::Ctx::new(cli.repo, cli.key, cli.allowed_signers);
     let result = match cli.command {
-        Command::Plan(a) => commands::plan::run(a, &ctx, &mut ui),
+        Command::Plan(a) => {
+            // This process only plans (`repo::settings`); the MCP server's plan tool does not.
+            repo::settings::planning_only_process();
+            commands::plan::run(a, &ctx, &mut ui)
+        }
         Command::Show(a) => commands::show::run(a, &ctx, &mut ui),
         Command::Approve(a) => commands::approve::run(a, &ctx, &mut ui),
         Command::Reject(a) => commands::reject::run(a, &ctx, &mut ui),

@@ -407,7 +407,7 @@ fn saved_tags(repo: &crate::repo::Repo, plan: &crate::plan::model::Plan) -> Resu
             // A lightweight tag is its commit (the backup commit keeps it); a branch has none.
             ResourceFacts::Tag(_) | ResourceFacts::Branch(_) => continue,
         };
-        let oid = git2::Oid::from_str(&a.oid).map_err(Error::from)?;
+        let oid = crate::repo::Oid::from_str(&a.oid).map_err(Error::from)?;
         out.push(SavedTag {
             oid: a.oid.clone(),
             commit: t.commit.clone(),

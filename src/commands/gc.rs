@@ -51,7 +51,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
             continue;
         }
         let path = store.plan_dir(&id).join("before-image.json");
-        let oid = git2::Oid::from_str(commit).map_err(|e| state::inconsistent(&path, e))?;
+        let oid = crate::repo::Oid::from_str(commit).map_err(|e| state::inconsistent(&path, e))?;
         let (when, message) = repo.commit_time_and_message(oid)?;
         let (subject, body) = message.split_once('\n').unwrap_or((message.as_str(), ""));
         if subject != format!("guardctl backup of plan {}", image.plan_id) {

@@ -250,7 +250,7 @@ impl SelectionArgs {
 struct Resolved {
     operation: Operation,
     remote_refs: Option<RemoteRefs>,
-    base_oid: Option<git2::Oid>,
+    base_oid: Option<crate::repo::Oid>,
     repository: String,
 }
 
@@ -388,11 +388,6 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     let (out, detailed_exitcode) = (args.out.clone(), args.detailed_exitcode);
     // Before any work: a destination that would be refused fails now, not after planning.
     crate::destination::check_cli(ctx, &out, args.force)?;
-    // This process only plans, and everything a plan says is re-derived with verified reads
-    // at `verify`/`apply`: libgit2's re-hashing of every object it reads (SHA-1 with
-    // collision detection, a sixth of planning's time) buys nothing here. Process-wide, so
-    // never in `guardctl mcp`, whose apply shares the process.
-    git2::opts::strict_hash_verification(false);
     // Where to publish is settled before any work: a remote that cannot be published to
     // fails here, not after a long observation.
     let publish_to = super::approve::PublishArgs {

@@ -77,7 +77,7 @@ pub fn observe(
     repo: &Repo,
     operation: &Operation,
     remote_refs: Option<&RemoteRefs>,
-    base_oid: Option<git2::Oid>,
+    base_oid: Option<crate::repo::Oid>,
     now: OffsetDateTime,
     progress: &dyn Progress,
 ) -> Result<Outcome> {

@@ -275,7 +275,7 @@ pub fn run(
     repo: &Repo,
     inputs: &StaleBranchesInputs,
     source: Branches,
-    base_oid: git2::Oid,
+    base_oid: crate::repo::Oid,
     now: OffsetDateTime,
     progress: &dyn Progress,
 ) -> Result<Outcome> {
@@ -304,7 +304,7 @@ pub fn run(
             candidates.push((b.refname.as_str(), oid));
         }
     }
-    let tips: Vec<git2::Oid> = candidates.iter().map(|(_, oid)| *oid).collect();
+    let tips: Vec<crate::repo::Oid> = candidates.iter().map(|(_, oid)| *oid).collect();
     let all_facts = needs_facts_unmerged(inputs);
     let readings = read_tips(&lookups, &tips, all_facts, progress)?;
     // Every commit gix reads for the plan has been read: what its mapping touched need not
@@ -398,7 +398,7 @@ impl<'r> Lookups<'r> {
     fn new(
         repo: &'r Repo,
         source: Branches,
-        base_oid: git2::Oid,
+        base_oid: crate::repo::Oid,
         want_squash: bool,
         reads: Reads,
     ) -> Result<Self> {
@@ -443,7 +443,7 @@ struct Tip {
     merged: bool,
     commits_not_in_base: u64,
     /// Where its own history meets the base (squash detection only).
-    fork: Option<git2::Oid>,
+    fork: Option<crate::repo::Oid>,
 }
 
 /// Read every tip (its facts, merged or not, its own commits, its fork point): on every core
@@ -451,7 +451,7 @@ struct Tip {
 /// A tip whose commit cannot be read is an `Err` in its place; a broken history fails all.
 fn read_tips(
     l: &Lookups,
-    tips: &[git2::Oid],
+    tips: &[crate::repo::Oid],
     all_facts: bool,
     progress: &dyn Progress,
 ) -> Result<Vec<Result<Tip>>> {
@@ -498,9 +498,9 @@ fn read_tips(
 fn observe_one(
     l: &mut Lookups,
     refname: &str,
-    oid: git2::Oid,
+    oid: crate::repo::Oid,
     tip: Tip,
-) -> Result<(Observed, Option<git2::Oid>)> {
+) -> Result<(Observed, Option<crate::repo::Oid>)> {
     let name = refname.trim_start_matches("refs/heads/");
     let entries = l.config.remove(name).unwrap_or_default();
     let upstream = upstream_of(l, refname, &entries)?;
@@ -545,7 +545,7 @@ pub fn recheck(
     inputs: &StaleBranchesInputs,
     planned: &[Resource],
     source: Branches,
-    base_oid: git2::Oid,
+    base_oid: crate::repo::Oid,
     now: OffsetDateTime,
 ) -> Result<Vec<Drift>> {
     let patterns = Patterns::compile(inputs)?;
@@ -586,7 +586,7 @@ pub fn recheck(
         }
         candidates.push((a.refname.as_str(), oid));
     }
-    let tips: Vec<git2::Oid> = candidates.iter().map(|(_, oid)| *oid).collect();
+    let tips: Vec<crate::repo::Oid> = candidates.iter().map(|(_, oid)| *oid).collect();
     let readings = read_tips(&lookups, &tips, true, &crate::ops::progress::Silent)?;
     let mut observed = Vec::new();
     for ((refname, oid), reading) in candidates.into_iter().zip(readings) {
@@ -766,14 +766,18 @@ pub fn compare(planned: &Resource, now: &Resource) -> Vec<Drift> {
 /// Fill `people_not_in_base` (every author and committer of the commits not in the base) of
 /// each planned branch holding such commits: review routes match any of them. A pass over
 /// the planned branches after classification; a plan of merged branches costs nothing.
-pub fn fill_people_not_in_base(repo: &Repo, base_oid: git2::Oid, affected: &mut [Resource]) -> Result<()> {
+pub fn fill_people_not_in_base(
+    repo: &Repo,
+    base_oid: crate::repo::Oid,
+    affected: &mut [Resource],
+) -> Result<()> {
     if affected.iter().all(|a| a.commits_not_in_base() == 0) {
         return Ok(());
     }
     // Plan time: `recheck_people_not_in_base` re-derives it with the objects.
     let reachable = repo.history(base_oid, Reads::Fast)?;
     for a in affected.iter_mut() {
-        let oid = git2::Oid::from_str(&a.oid)?;
+        let oid = crate::repo::Oid::from_str(&a.oid)?;
         match &mut a.facts {
             ResourceFacts::Branch(b) if !reachable.contains(oid) => {
                 b.people_not_in_base = repo.people_not_in(oid, &reachable)?;
@@ -796,7 +800,9 @@ fn recheck_people_not_in_base(
 ) -> Result<Vec<Drift>> {
     let mut drifts = Vec::new();
     for a in affected {
-        let oid = git2::Oid::from_str(&a.oid).ok().filter(|o| repo.has_object(*o));
+        let oid = crate::repo::Oid::from_str(&a.oid)
+            .ok()
+            .filter(|o| repo.has_object(*o));
         let now = match oid {
             None => vec!["(the commit is not in this clone)".to_string()],
             Some(oid) if reachable.contains(oid) => vec![],
@@ -837,14 +843,14 @@ fn recheck_people_not_in_base(
 fn detect_squash_merges(
     repo: &Repo,
     reachable: &Reachable,
-    observed: &mut [(Observed, Option<git2::Oid>)],
+    observed: &mut [(Observed, Option<crate::repo::Oid>)],
     progress: &dyn Progress,
 ) -> Result<()> {
-    let todo: Vec<(usize, git2::Oid, git2::Oid)> = observed
+    let todo: Vec<(usize, crate::repo::Oid, crate::repo::Oid)> = observed
         .iter()
         .enumerate()
         .filter(|(_, (o, _))| !o.merged)
-        .filter_map(|(i, (o, fork))| Some((i, (*fork)?, git2::Oid::from_str(&o.oid).ok()?)))
+        .filter_map(|(i, (o, fork))| Some((i, (*fork)?, crate::repo::Oid::from_str(&o.oid).ok()?)))
         .collect();
     for (o, fork) in observed.iter_mut() {
         if !o.merged && fork.is_none() {
@@ -874,7 +880,7 @@ fn detect_squash_merges(
         let Some(id) = r.change_ids(fork, tip)? else {
             return Ok(false);
         };
-        let after_fork = |c: &&git2::Oid| !reachable.is_ancestor(**c, fork);
+        let after_fork = |c: &&crate::repo::Oid| !reachable.is_ancestor(**c, fork);
         if exact
             .get(&id.exact)
             .is_some_and(|found| found.iter().any(|c| after_fork(&c)))
@@ -1085,7 +1091,7 @@ mod tests {
         BranchRef {
             refname: format!("refs/heads/{name}"),
             valid: true,
-            oid: Some(git2::Oid::ZERO_SHA1),
+            oid: Some(crate::repo::Oid::ZERO_SHA1),
         }
     }
 

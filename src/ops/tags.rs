@@ -81,7 +81,7 @@ impl<'a> From<Option<&'a RemoteRefs>> for Tags<'a> {
 }
 
 impl Tags<'_> {
-    fn list(self, repo: &Repo) -> Result<(Vec<BranchRef>, Vec<git2::Oid>)> {
+    fn list(self, repo: &Repo) -> Result<(Vec<BranchRef>, Vec<crate::repo::Oid>)> {
         Ok(match self {
             Tags::Local => (
                 repo.local_tags()?,
@@ -134,7 +134,7 @@ fn observe(
     inputs: &TagsInputs,
     reachable: &crate::repo::Reachable,
     refname: &str,
-    oid: git2::Oid,
+    oid: crate::repo::Oid,
 ) -> Result<Screened> {
     let t = repo.tag_facts(oid)?;
     let wrong_kind = match inputs.kind {
@@ -192,7 +192,7 @@ pub fn recheck(
     let (tags, tips) = source.list(repo)?;
     let reachable = repo.reachable_from_all(&tips)?;
     let none_checked_out = CheckedOut::default();
-    let now_at: std::collections::HashMap<&str, git2::Oid> = tags
+    let now_at: std::collections::HashMap<&str, crate::repo::Oid> = tags
         .iter()
         .filter_map(|t| Some((t.refname.as_str(), t.oid?)))
         .collect();

@@ -35,7 +35,34 @@ pub use remote::{Listing, RemoteRefs};
 pub use tags::TagObservation;
 
 use crate::error::{Error, Result};
-use git2::{ErrorCode, Oid, Repository};
+use git2::{ErrorCode, Repository};
+
+/// A git object id: the one type the rest of guardctl names objects by (git2's, re-exported
+/// so that no module outside `repo` names a git library).
+pub use git2::Oid;
+
+impl From<git2::Error> for Error {
+    fn from(e: git2::Error) -> Self {
+        Error::internal("git error").caused_by(e.message())
+    }
+}
+
+/// The id git gives `bytes` as a blob (no repository needed, nothing written).
+pub fn blob_id(bytes: &[u8]) -> Result<Oid> {
+    Ok(Oid::hash_object(git2::ObjectType::Blob, bytes)?)
+}
+
+/// Process-wide libgit2 settings, chosen once by the entry point for the whole process.
+pub mod settings {
+    /// For a process that only plans (the CLI's `plan`): everything a plan says is
+    /// re-derived with verified reads at `verify`/`apply`, so libgit2's re-hashing of every
+    /// object it reads (SHA-1 with collision detection, a sixth of planning's time) buys
+    /// nothing. Process-wide: never for `guardctl mcp`, whose apply shares the process, and
+    /// never once a repository is open for anything else.
+    pub fn planning_only_process() {
+        git2::opts::strict_hash_verification(false);
+    }
+}
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

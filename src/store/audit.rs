@@ -103,7 +103,7 @@ pub struct Break {
 pub struct Anchor {
     pub seq: u64,
     pub id: String,
-    oid: git2::Oid,
+    oid: crate::repo::Oid,
 }
 
 /// The log as read: every entry up to the first break.
@@ -172,7 +172,7 @@ fn anchor_content(seq: u64, id: &str) -> String {
     format!("guardctl audit anchor v1\nseq {seq}\nid {id}\n")
 }
 
-fn parse_anchor(bytes: &[u8], oid: git2::Oid) -> Option<Anchor> {
+fn parse_anchor(bytes: &[u8], oid: crate::repo::Oid) -> Option<Anchor> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut lines = text.lines();
     (lines.next()? == "guardctl audit anchor v1").then_some(())?;
@@ -479,7 +479,7 @@ mod tests {
         Anchor {
             seq,
             id: id.into(),
-            oid: git2::Oid::ZERO_SHA1,
+            oid: crate::repo::Oid::ZERO_SHA1,
         }
     }
 
@@ -525,7 +525,7 @@ mod tests {
 
     #[test]
     fn anchor_content_round_trips_and_garbage_is_no_anchor() {
-        let oid = git2::Oid::ZERO_SHA1;
+        let oid = crate::repo::Oid::ZERO_SHA1;
         let a = parse_anchor(anchor_content(7, "sha256:ab").as_bytes(), oid).unwrap();
         assert_eq!((a.seq, a.id.as_str()), (7, "sha256:ab"));
         assert!(parse_anchor(b"seq 7\n", oid).is_none());

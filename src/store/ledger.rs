@@ -23,9 +23,9 @@
 
 use super::published::ROOT;
 use crate::error::{Error, Kind, Result};
+use crate::repo::Oid;
 use crate::repo::publish::{Fetch, Scratch};
 use crate::text::safe;
-use git2::Oid;
 use std::path::{Path, PathBuf};
 
 pub use crate::repo::ledger::LEDGER_REF;
@@ -158,7 +158,7 @@ impl Ledger {
             out.entries.push(Entry {
                 name: name.to_string(),
                 file: file.to_string(),
-                blob: Oid::hash_object(git2::ObjectType::Blob, bytes)?,
+                blob: crate::repo::blob_id(bytes)?,
                 commit,
                 regular: true,
             });

@@ -38,12 +38,12 @@ use crate::error::{Error, Kind, Result};
 use crate::plan::approval::{APPROVAL_NAMESPACE, Approval, Decision};
 use crate::plan::envelope::{APPROVAL_PAYLOAD_TYPE, Envelope, MAX_FILE_BYTES, PlanFile};
 use crate::planfile::Loaded;
+use crate::repo::Oid;
 use crate::repo::backups::BACKUPS_REF;
 use crate::repo::publish::{self, RefOutcome, RefUpdate, Scratch};
 use crate::sign::dsse;
 use crate::store::ledger::{LEDGER_REF, Ledger};
 use crate::text::safe;
-use git2::Oid;
 use std::path::Path;
 
 /// Where everything guardctl publishes lives.
@@ -388,7 +388,7 @@ fn build(
     let mut refs = Vec::new();
     let mut new: Vec<(&str, &str, &[u8])> = Vec::new();
     for item in items {
-        let blob = Oid::hash_object(git2::ObjectType::Blob, &item.bytes)?;
+        let blob = crate::repo::blob_id(&item.bytes)?;
         let before = before(&item.refname);
         let outcome = match (ledger.first(&item.refname), before) {
             (Some(e), _) if e.blob == blob && e.file == item.kind.file() && e.regular => {
