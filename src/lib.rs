@@ -3,7 +3,7 @@
 //!
 //! # Architecture map
 //!
-//! The arrows point one way: (`cli`, `usage`, `mcp`) → `commands` → (`gate`, `execute`,
+//! The arrows point one way: (`cli`, `usage`, `mcp`) → `commands` → `engine` → (`gate`, `execute`,
 //! `consume`, `evidence`, `ops`, `policy`, `render`, `review`, `sign`, `store`, `planfile`,
 //! `context`, `ui`)
 //! → (`plan`, `repo`) →
@@ -14,7 +14,10 @@
 //! - [`context`]: `Ctx`, the run's one `now`, the repository, key and allowed-signers lookup.
 //! - [`error`]: the one error type; the only place that maps failures to exit codes.
 //! - [`ui`]: the only writer to stdout/stderr (`--json`, `--color`, `-q`).
-//! - [`commands`]: one file per command.
+//! - [`commands`]: one file per command: its arguments, a typed request to the engine, the
+//!   outcome rendered.
+//! - [`engine`]: the lifecycle every front end calls (plan, review, verify, apply, rollback,
+//!   recover, gc) with typed requests and outcomes; a session owns the lock and recovery.
 //! - [`plan`]: the plan as pure data: payload types, DSSE envelope, plan hash, derived parts.
 //! - [`planfile`]: reading (verified, strict, bounded) and writing plan files.
 //! - [`ops`]: one module per operation: observe (read-only) and decide (pure); `assemble`
@@ -68,6 +71,7 @@ pub mod consume;
 pub mod context;
 pub mod destination;
 pub mod duration;
+pub mod engine;
 pub mod error;
 pub mod evidence;
 pub mod execute;
