@@ -1,6 +1,6 @@
 //! The checks `apply` performs, shared with `verify` so both give the same exit code:
 //! integrity, expiry, principal, approvals, policy (`preflight`), then drift (`drift`).
-//! `apply` takes the repository lock between the two, as README "Safety model" orders.
+//! `apply` takes the repository lock between the two, as docs/guide.md "Safety model" orders.
 
 use crate::context::Ctx;
 use crate::error::{Error, Kind, Result};

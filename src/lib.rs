@@ -57,7 +57,7 @@
 //! - [`mcp`]: `guardctl mcp`, the plan/show/status/verify/apply tools over MCP (rmcp, tokio).
 //!
 //! Trust: a plan file is untrusted input even when its signature verifies ([`plan::validate`]
-//! on every read, [`gate::drift`] at `verify`/`apply`); see README "Trust model".
+//! on every read, [`gate::drift`] at `verify`/`apply`); see docs/trust-model.md.
 
 // The test hooks (a clock override, fault injection) would let anyone revive an expired plan:
 // a build without debug assertions (a release profile) must not contain them, whatever

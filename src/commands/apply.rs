@@ -1,4 +1,4 @@
-//! `guardctl apply PLAN`: apply exactly the approved plan (README "Safety model"). Checks in the
+//! `guardctl apply PLAN`: apply exactly the approved plan (docs/guide.md "Safety model"). Checks in the
 //! contract's order, then under the repository lock: recover any interrupted apply, replay if
 //! consumed, then the journaled sequence in `execute`: drift (checked while git locks the refs
 //! of the one compare-and-swap transaction), before-image, consumed marker, commit, config

@@ -3,7 +3,7 @@
 //! `observe` reads the repository (read-only, through `repo/`); `screen` and `classify` are
 //! pure and take `now`, so every rule below is unit-tested without git.
 //!
-//! Rules (README "Selecting branches"): never the base, the checked-out branch, a branch checked out in any
+//! Rules (docs/guide.md "Selecting branches"): never the base, the checked-out branch, a branch checked out in any
 //! worktree, a protected pattern, or a name git would reject. Weak criteria (`gone`,
 //! `older-than`) never plan a branch that holds unmerged work unless `include_unmerged`.
 //! Every branch not planned is reported with its reason.

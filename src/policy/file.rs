@@ -1,7 +1,7 @@
 //! `.guardctl/policy.toml`: the schema, parsed strictly (unknown keys, wrong types and
 //! duplicate keys are errors) and validated; every error names its line.
 //!
-//! Pure: takes the file's text, returns a [`Policy`] or a [`PolicyError`]. The README's
+//! Pure: takes the file's text, returns a [`Policy`] or a [`PolicyError`]. docs/policy.md's
 //! "Policy" section documents the same schema; keep the two in step.
 
 use super::{Bulk, DEFAULT_BULK_THRESHOLD, Policy, RESERVED_GROUPS, Requirement, Route};

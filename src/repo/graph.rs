@@ -331,7 +331,7 @@ impl Repo {
     /// the same whatever the context (context only groups them into hunks), so the second,
     /// context-free diff this once made, and libgit2's own patch-id pass over the first,
     /// were the same work done three times (measured: plan --squash-merged at 5k
-    /// real-shaped branches 4.5 s -> see README "Performance").
+    /// real-shaped branches 4.5 s -> see docs/performance.md).
     pub fn change_ids(&self, old: Oid, new: Oid) -> Result<Option<ChangeIds>> {
         let old = self.git.find_commit(old)?.tree_id();
         let new = self.git.find_commit(new)?.tree_id();

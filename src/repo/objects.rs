@@ -25,7 +25,7 @@ use gix_object::Find;
 /// memory until the store is dropped: a plan at 50,000 real-shaped branches (130,000 commits
 /// of main spread over a 147 MB pack written by fast-import) peaked at 251 MB, 155 MB of it
 /// the mapped pack and index. Reopening is a directory read and an index map: cheap beside
-/// this many inflated objects (see README "Performance" for the measured cost).
+/// this many inflated objects (see docs/performance.md for the measured cost).
 const READS_PER_MAPPING: u32 = 4096;
 
 /// A reader of gix's object database. Each clone opens a store of its own on first use: a

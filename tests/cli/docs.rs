@@ -1,7 +1,7 @@
 //! Documentation that must match the code. Completions in `completions/` and man pages in
 //! `man/` are generated from the clap definition; a test fails when they are stale
-//! (regenerate with `GUARDCTL_BLESS=1 cargo test --features test-hooks docs`). The README's
-//! policy example must be a valid policy. Every field of a plan payload is in
+//! (regenerate with `GUARDCTL_BLESS=1 cargo test --features test-hooks docs`). The policy
+//! example in docs/policy.md must be a valid policy. Every field of a plan payload is in
 //! docs/plan-format.md, every exit code and error kind in docs/exit-codes.md.
 
 use clap_complete::Shell;
@@ -170,15 +170,15 @@ fn completions_command_prints_the_shipped_completions() {
     assert_eq!(out.stdout, shipped);
 }
 
-/// The policy example in the README's Policy section is a valid policy, so the schema the
-/// README documents and the one guardctl reads cannot drift apart unnoticed.
+/// The policy example in docs/policy.md's Policy section is a valid policy, so the schema the
+/// docs document and the one guardctl reads cannot drift apart unnoticed.
 #[test]
-fn readme_policy_example_parses() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let section = &readme[readme.find("\n## Policy\n").expect("a Policy section")..];
+fn policy_doc_example_parses() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/policy.md")).unwrap();
+    let section = &doc[doc.find("\n## Policy\n").expect("a Policy section")..];
     let start = section.find("```toml\n").expect("a toml example") + "```toml\n".len();
     let example = &section[start..start + section[start..].find("```").unwrap()];
-    let policy = guardctl::policy::file::parse(example).unwrap_or_else(|e| panic!("README policy: {e}"));
+    let policy = guardctl::policy::file::parse(example).unwrap_or_else(|e| panic!("docs/policy.md: {e}"));
     let routes: Vec<&str> = policy.routes.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(routes, vec!["team-a", "release"]);
     assert_eq!(policy.bulk.approvals.map(|b| b.required), Some(2));
