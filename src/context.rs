@@ -734,7 +734,7 @@ fn parse_policy(bytes: Vec<u8>, kind: PolicySourceKind, location: String) -> Res
         Err(e) => Err(Error::new(Kind::Policy, format!("invalid policy {location}"))
             .caused_by(e)
             .with_hint(
-                "fix the policy file (see the README's Policy section); nothing can be planned or applied until then",
+                "fix the policy file (see docs/policy.md); nothing can be planned or applied until then",
             )),
     }
 }
