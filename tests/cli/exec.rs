@@ -239,7 +239,12 @@ fn a_crash_around_the_command_is_recovered_without_running_it_twice() {
             &[("GUARDCTL_TEST_CRASH_AFTER", step)],
             &["apply", "plan.json"],
         );
-        assert_ne!(killed.code, 0, "{step}: {}", killed.transcript());
+        assert_eq!(
+            killed.code,
+            -1,
+            "killed (SIGKILL): {step}: {}",
+            killed.transcript()
+        );
         let r = env.run("alice", &["recover"]);
         assert_eq!(r.code, 0, "{step}: {}", r.transcript());
         let replay = env.run("alice", &["apply", "plan.json"]);
@@ -249,7 +254,7 @@ fn a_crash_around_the_command_is_recovered_without_running_it_twice() {
             assert!(trash(&env).is_empty(), "{step}");
         } else {
             assert!(r.stdout.contains("not run"), "{step}: {}", r.stdout);
-            assert_ne!(replay.code, 0, "{step}: {}", replay.transcript());
+            assert_eq!(replay.code, 10, "{step}: {}", replay.transcript());
             assert_eq!(trash(&env), ["a", "b"], "{step}");
         }
     }
@@ -278,7 +283,7 @@ fn a_command_result_rewritten_after_a_crash_is_refused_by_recover_and_signs_noth
         &[("GUARDCTL_TEST_CRASH_AFTER", "command-finished")],
         &["apply", "plan.json"],
     );
-    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    assert_eq!(killed.code, -1, "killed (SIGKILL): {}", killed.transcript());
     let dir = env
         .repo
         .join(".git/guardctl/plans")
@@ -983,9 +988,15 @@ mod forged_exec_plans {
             show.transcript()
         );
         let _ = env.run("bob", &["approve", "plan.json", "--yes"]);
+        let before = env.repository_state();
         let r = env.run("alice", &["apply", "plan.json"]);
-        assert_ne!(r.code, 0, "{}", r.transcript());
+        assert_eq!(r.code, 65, "{}", r.transcript());
         assert_eq!(trash(&env), ["a", "b"], "the command ran");
+        assert_eq!(
+            before,
+            env.repository_state(),
+            "a refused apply changed the repository"
+        );
     }
 
     /// `files` (the digests of the repository files the command names) is planner-written and
@@ -1011,7 +1022,12 @@ mod forged_exec_plans {
             r.code,
             r.transcript()
         );
-        assert!(r.code == 65 || r.code == 10, "{}", r.transcript());
+        assert_eq!(
+            r.code,
+            10,
+            "a script changed after approval is drift: {}",
+            r.transcript()
+        );
     }
 
     /// The before-image command is a shell string: the files it runs are never digested, so a

@@ -368,6 +368,12 @@ mod interpreters {
                 r.code,
                 r.transcript()
             );
+            assert_eq!(
+                r.code,
+                10,
+                "`{before_image}`: the edited script is drift: {}",
+                r.transcript()
+            );
         }
     }
 }

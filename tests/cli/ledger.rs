@@ -250,9 +250,15 @@ mod merge_history {
             .git_in(&t.planner, &["rev-parse", &format!("{rejection}~1")]);
         push_merge_skipping(&t.env, &t.planner, &before);
         let fresh = t.env.clones(&["fresh"]).remove(0);
+        let remote = t.env.remote_branches();
         for dir in [&fresh, &t.executor] {
             let r = t.env.run_in(dir, "mallory", &["apply", &id[..12]]);
-            assert_ne!(r.code, 0, "the veto was lifted: {}", r.transcript());
+            assert_eq!(r.code, 12, "the veto was lifted: {}", r.transcript());
+            assert_eq!(
+                t.env.remote_branches(),
+                remote,
+                "a refused apply deleted branches"
+            );
             assert!(
                 r.stderr.contains("rejected by carol@example.com: not now"),
                 "{}",
@@ -292,12 +298,9 @@ mod merge_history {
         let fresh = t.env.clones(&["fresh"]).remove(0);
         for dir in [&fresh, &t.executor] {
             let r = t.env.run_in(dir, "mallory", &["apply", &id[..12]]);
-            // Refused, or a replay of the first apply: either way nothing is deleted again.
-            assert!(
-                r.code != 0 || r.stdout.contains("nothing was changed now"),
-                "{}",
-                r.transcript()
-            );
+            // A replay of the first apply (0, its recorded result): nothing is deleted again.
+            assert_eq!(r.code, 0, "{}", r.transcript());
+            assert!(r.stdout.contains("nothing was changed now"), "{}", r.transcript());
             assert_eq!(
                 t.env.remote_branches(),
                 branches,
@@ -488,8 +491,10 @@ mod before_the_ledger {
         assert_eq!(r.code, 0, "{}", r.transcript());
         assert!(push(&laptop, &["origin", "--delete", &old]));
         let [ci2] = <[std::path::PathBuf; 1]>::try_from(env.clones(&["ci2"])).unwrap();
+        let remote = env.remote_branches();
         let r = env.run_in(&ci2, "mallory", &["apply", b.to_str().unwrap()]);
-        assert_ne!(r.code, 0, "B alone was applied: {}", r.transcript());
+        assert_eq!(r.code, 12, "B alone was applied: {}", r.transcript());
+        assert_eq!(env.remote_branches(), remote, "a refused apply deleted branches");
         assert!(
             env.remote_branches().contains("refs/heads/fix/old "),
             "both halves of a bulk deletion applied without the bulk group"

@@ -626,7 +626,7 @@ mod verify_after_recover {
                 &[("GUARDCTL_TEST_CRASH_AFTER", step)],
                 &["apply", "plan.json"],
             );
-            assert_ne!(r.code, 0, "{}", r.transcript());
+            assert_eq!(r.code, -1, "killed (SIGKILL): {}", r.transcript());
             let before = env.repository_state();
             let verify = env.run("alice", &["verify", "plan.json"]);
             assert_eq!(

@@ -645,7 +645,7 @@ fn another_plans_genuine_abandonment_record_under_this_plans_receipt_ref_never_r
     // which publishes alice's genuine abandonment record of plan one.
     let crash = [("GUARDCTL_TEST_CRASH_AFTER", "pushed")];
     let r = alice_at(&env, &clones[0], &crash, &["apply", one.to_str().unwrap()]);
-    assert_ne!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.code, -1, "killed (SIGKILL): {}", r.transcript());
     let r = alice_at(&env, &clones[0], &[], &["recover"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     let origin = env.origin();
@@ -657,7 +657,7 @@ fn another_plans_genuine_abandonment_record_under_this_plans_receipt_ref_never_r
     // Plan two: consumed on the remote by alice's key in runner-a, which dies before its
     // command; its receipt slot is still free. Someone copies plan one's record there.
     let r = alice_at(&env, &clones[0], &crash, &["apply", two.to_str().unwrap()]);
-    assert_ne!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.code, -1, "killed (SIGKILL): {}", r.transcript());
     env.git_in(
         &origin,
         &["update-ref", &format!("refs/guardctl/receipts/{two_id}"), &record],
@@ -699,14 +699,14 @@ fn recover_in_a_clone_whose_marker_never_reached_the_remote_publishes_no_abandon
         &[("GUARDCTL_TEST_CRASH_AFTER", "consumed")],
         &["apply", plan.to_str().unwrap()],
     );
-    assert_ne!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.code, -1, "killed (SIGKILL): {}", r.transcript());
     let r = alice_at(
         &env,
         &clones[0],
         &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
         &["apply", plan.to_str().unwrap()],
     );
-    assert_ne!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.code, -1, "killed (SIGKILL): {}", r.transcript());
     let origin = env.origin();
     let marker = env.published_under(&origin, &format!("refs/guardctl/consumed/{id}"));
     // runner-b's recover holds the consuming key, but the marker on the remote is not its

@@ -112,7 +112,7 @@ fn ssh_remotes_are_reached_in_batch_mode_and_the_failure_is_one_readable_line() 
         &[("PATH", path.as_str())],
         &["plan", "remote-branches", "--remote", "origin"],
     );
-    assert_ne!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.code, 1, "{}", r.transcript());
     let args = std::fs::read_to_string(&log).unwrap();
     assert!(args.contains("BatchMode=yes"), "ssh ran as: {args}");
     assert!(!r.stderr.contains("\\n"), "no literal \\n: {}", r.stderr);
@@ -177,7 +177,7 @@ mod hostile_urls {
         let out = env.path().join("plan.json");
         let r = env.run("alice", &["plan", "stale-branches", "-o", out.to_str().unwrap()]);
         assert!(!ran.exists(), "the ext:: URL ran its command: {}", r.transcript());
-        assert_ne!(r.code, 0, "{}", r.transcript());
+        assert_eq!(r.code, 64, "{}", r.transcript());
         let r = env.run("alice", &["whoami"]);
         assert!(!ran.exists(), "{}", r.transcript());
     }

@@ -617,7 +617,7 @@ mod escapes {
             &[],
             &["plan", "exec", "--env", "HOME", "--preview", script, "--", "true"],
         );
-        assert_ne!(r.code, 0, "{}", r.transcript());
+        assert_eq!(r.code, 1, "{}", r.transcript());
         assert!(
             r.stderr.contains("sandbox could not be built"),
             "{}",

@@ -348,8 +348,11 @@ mod crafted_state {
             "apply printed a file a state file links to, raw:\n{}",
             r.transcript().escape_debug()
         );
-        assert!(
-            r.code != 0 || crate::apply::branches(&env) != before,
+        // A state file that is a link is inconsistent state (16): refused, nothing deleted.
+        assert_eq!(r.code, 16, "{}", r.transcript().escape_debug());
+        assert_eq!(
+            crate::apply::branches(&env),
+            before,
             "apply exited 0 and reported success for a plan it never applied:\n{}",
             r.transcript().escape_debug()
         );
