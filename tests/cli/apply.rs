@@ -574,3 +574,43 @@ fn a_plan_dated_in_the_future_is_refused_with_65() {
     let r = refused_apply(&env, "alice", &[], 65);
     assert!(r.stderr.contains("dated in the future"), "{}", r.stderr);
 }
+
+/// A checkout racing apply (issue 12's review).
+mod racing_checkout {
+    use crate::hostile::planned;
+
+    // ---------------------------------------------------------------------------------------
+    // races
+    // ---------------------------------------------------------------------------------------
+
+    /// The drift check and the deletion are atomic for the refs (git holds their locks), but not
+    /// for HEAD: a `git checkout` of a planned branch after the check and before the commit
+    /// succeeds, and apply then deletes the branch HEAD is on (the work tree is left on an unborn
+    /// branch). git ≥ 2.45's `symref-verify` in the same transaction (for every worktree's HEAD)
+    /// would hold HEAD's lock too.
+    #[test]
+    fn a_checkout_racing_apply_never_leaves_head_on_a_deleted_branch() {
+        let env = planned();
+        assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+        let checkout = format!(
+            "git -C '{}' checkout -q feature/done 2>/dev/null; true",
+            env.repo.display()
+        );
+        let r = env.run_env(
+            "alice",
+            &[
+                ("GUARDCTL_TEST_EXEC_AT", "before-image-written"),
+                ("GUARDCTL_TEST_EXEC", &checkout),
+            ],
+            &["apply", "plan.json"],
+        );
+        let head = env.git(&["symbolic-ref", "HEAD"]);
+        let exists = !env.git(&["branch", "--list", "feature/done"]).is_empty();
+        assert!(
+            head != "refs/heads/feature/done" || exists,
+            "apply (exit {}) deleted the branch a racing checkout put HEAD on:\n{}",
+            r.code,
+            r.transcript()
+        );
+    }
+}

@@ -42,7 +42,7 @@ fn aborted(env: &TestEnv) {
         &[("GUARDCTL_TEST_CRASH_AFTER", "consumed")],
         &["apply", "plan.json"],
     );
-    assert_ne!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.code, -1, "killed (SIGKILL): {}", r.transcript());
     let r = env.run("alice", &["recover"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
 }

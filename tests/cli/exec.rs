@@ -239,7 +239,12 @@ fn a_crash_around_the_command_is_recovered_without_running_it_twice() {
             &[("GUARDCTL_TEST_CRASH_AFTER", step)],
             &["apply", "plan.json"],
         );
-        assert_ne!(killed.code, 0, "{step}: {}", killed.transcript());
+        assert_eq!(
+            killed.code,
+            -1,
+            "killed (SIGKILL): {step}: {}",
+            killed.transcript()
+        );
         let r = env.run("alice", &["recover"]);
         assert_eq!(r.code, 0, "{step}: {}", r.transcript());
         let replay = env.run("alice", &["apply", "plan.json"]);
@@ -249,7 +254,7 @@ fn a_crash_around_the_command_is_recovered_without_running_it_twice() {
             assert!(trash(&env).is_empty(), "{step}");
         } else {
             assert!(r.stdout.contains("not run"), "{step}: {}", r.stdout);
-            assert_ne!(replay.code, 0, "{step}: {}", replay.transcript());
+            assert_eq!(replay.code, 10, "{step}: {}", replay.transcript());
             assert_eq!(trash(&env), ["a", "b"], "{step}");
         }
     }
@@ -278,7 +283,7 @@ fn a_command_result_rewritten_after_a_crash_is_refused_by_recover_and_signs_noth
         &[("GUARDCTL_TEST_CRASH_AFTER", "command-finished")],
         &["apply", "plan.json"],
     );
-    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    assert_eq!(killed.code, -1, "killed (SIGKILL): {}", killed.transcript());
     let dir = env
         .repo
         .join(".git/guardctl/plans")
@@ -912,4 +917,197 @@ fn a_re_signed_plan_without_its_content_is_drift() {
     assert_eq!(r.code, 10, "{}", r.transcript());
     assert!(r.stderr.contains("scripts/prune.sh content"), "{}", r.stderr);
     assert_eq!(trash(&env), ["a", "b"], "the command ran");
+}
+
+/// Exec plans re-signed by a hostile planner (issue 12's review): apply trusts nothing the
+/// planner wrote.
+mod forged_exec_plans {
+    use crate::fixtures::TestEnv;
+    use crate::hostile::forge;
+    use guardctl::plan::Operation;
+    use std::fs;
+
+    // ---------------------------------------------------------------------------------------
+    // exec plans
+    // ---------------------------------------------------------------------------------------
+
+    const SCRIPT: &str = "#!/bin/sh\nfor f in trash/*; do\n  if [ \"$1\" = --dry-run ]; then echo \"would remove $f\"; else rm \"$f\" && echo \"removed $f\"; fi\ndone\n";
+
+    /// A repository with scripts/prune.sh, scripts/dump.sh and two files in trash/.
+    fn with_script() -> TestEnv {
+        let env = TestEnv::new();
+        fs::create_dir_all(env.repo.join("scripts")).unwrap();
+        fs::create_dir_all(env.repo.join("trash")).unwrap();
+        fs::write(env.repo.join("scripts/prune.sh"), SCRIPT).unwrap();
+        fs::write(env.repo.join("scripts/dump.sh"), "#!/bin/sh\necho dumped\n").unwrap();
+        for f in ["a", "b"] {
+            fs::write(env.repo.join("trash").join(f), f).unwrap();
+        }
+        env
+    }
+
+    fn trash(env: &TestEnv) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(env.repo.join("trash"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn plan_exec(env: &TestEnv, extra: &[&str]) {
+        let mut args = vec!["plan", "exec", "--preview", "sh scripts/prune.sh --dry-run"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "sh", "scripts/prune.sh"]);
+        let r = env.run("alice", &args);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+
+    fn exec_inputs(p: &mut guardctl::plan::Plan) -> &mut guardctl::plan::ExecInputs {
+        match &mut p.operation {
+            Operation::Exec(x) => x,
+            _ => panic!("not an exec plan"),
+        }
+    }
+
+    /// The reviewer reads `preview_output.text`; apply compares only `preview_output.sha256`. A
+    /// planner who keeps the real digest and rewrites the text shows the approver a harmless
+    /// manifest while the command does what the real preview said.
+    #[test]
+    fn a_forged_exec_preview_text_that_is_not_the_previews_output_is_refused() {
+        let env = with_script();
+        plan_exec(&env, &[]);
+        forge(&env, |p| {
+            exec_inputs(p).preview_output.text = "would remove trash/a\n".into();
+        });
+        let show = env.run("bob", &["show", "plan.json"]);
+        assert_eq!(
+            show.code,
+            65,
+            "show displayed a preview that is not the preview's output:\n{}",
+            show.transcript()
+        );
+        let _ = env.run("bob", &["approve", "plan.json", "--yes"]);
+        let before = env.repository_state();
+        let r = env.run("alice", &["apply", "plan.json"]);
+        assert_eq!(r.code, 65, "{}", r.transcript());
+        assert_eq!(trash(&env), ["a", "b"], "the command ran");
+        assert_eq!(
+            before,
+            env.repository_state(),
+            "a refused apply changed the repository"
+        );
+    }
+
+    /// `files` (the digests of the repository files the command names) is planner-written and
+    /// never re-derived from `command`: a plan without the script's digest lets the script be
+    /// swapped after approval, as long as its dry run prints the same.
+    #[test]
+    fn a_forged_exec_plan_that_drops_the_scripts_digest_is_refused() {
+        let env = with_script();
+        plan_exec(&env, &[]);
+        forge(&env, |p| exec_inputs(p).files.clear());
+        let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        // After approval: the same dry run, a different deed.
+        fs::write(
+            env.repo.join("scripts/prune.sh"),
+            SCRIPT.replace("else rm \"$f\"", "else touch pwned; rm \"$f\""),
+        )
+        .unwrap();
+        let r = env.run("alice", &["apply", "plan.json"]);
+        assert!(
+            !env.repo.join("pwned").exists(),
+            "a script changed after approval ran (exit {}):\n{}",
+            r.code,
+            r.transcript()
+        );
+        assert_eq!(
+            r.code,
+            10,
+            "a script changed after approval is drift: {}",
+            r.transcript()
+        );
+    }
+
+    /// The before-image command is a shell string: the files it runs are never digested, so a
+    /// script it names can be changed after approval (by anyone who can write the work tree) and
+    /// runs at apply — before the command, with the command's environment.
+    #[test]
+    fn an_exec_before_image_script_changed_after_approval_is_drift() {
+        let env = with_script();
+        plan_exec(&env, &["--before-image", "sh scripts/dump.sh"]);
+        let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        fs::write(
+            env.repo.join("scripts/dump.sh"),
+            "#!/bin/sh\ntouch pwned\necho dumped\n",
+        )
+        .unwrap();
+        let r = env.run("alice", &["apply", "plan.json"]);
+        assert!(
+            !env.repo.join("pwned").exists(),
+            "a before-image script changed after approval ran (exit {}):\n{}",
+            r.code,
+            r.transcript()
+        );
+        assert_eq!(r.code, 10, "{}", r.transcript());
+        assert_eq!(trash(&env), ["a", "b"]);
+    }
+
+    /// Digests are never checked to be digests; `show` cuts them at byte 12, which panics
+    /// inside a multi-byte character (exit 101) instead of refusing the plan (65).
+    #[test]
+    fn a_forged_exec_plan_with_a_non_hex_digest_is_refused_not_a_panic() {
+        let env = with_script();
+        plan_exec(&env, &["--env", "HOME"]);
+        forge(&env, |p| {
+            let x = exec_inputs(p);
+            x.files[0].sha256 = format!("a{}", "é".repeat(7));
+            x.env[0].sha256 = Some(format!("a{}", "é".repeat(7)));
+            x.preview_output.sha256 = "not a digest".into();
+        });
+        for (who, args) in [
+            ("bob", &["show", "plan.json"][..]),
+            ("bob", &["approve", "plan.json", "--yes"][..]),
+            ("alice", &["verify", "plan.json"][..]),
+        ] {
+            let r = env.run(who, args);
+            assert_eq!(r.code, 65, "{args:?}: {}", r.transcript());
+        }
+    }
+
+    /// `files[].path` is planner-written and only joined to the work tree: an absolute path or
+    /// `../` reads any file the applier (a CI job) can read — `/dev/zero` exhausts memory, a FIFO
+    /// blocks forever — and the drift message prints 48 bits of that file's sha256, enough to
+    /// confirm a guessed low-entropy secret. A path guardctl would record is relative, inside the
+    /// work tree, outside `.git`.
+    #[test]
+    fn a_forged_exec_file_path_outside_the_work_tree_is_refused() {
+        let env = with_script();
+        let secret = env.path().join("secret");
+        fs::write(&secret, "1234\n").unwrap();
+        let digest = {
+            use sha2::Digest;
+            let d = sha2::Sha256::digest(b"1234\n");
+            d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        };
+        plan_exec(&env, &[]);
+        forge(&env, |p| {
+            exec_inputs(p).files.push(guardctl::plan::FileDigest {
+                path: "../secret".into(),
+                sha256: "0".repeat(64),
+            })
+        });
+        let show = env.run("bob", &["show", "plan.json"]);
+        assert_eq!(show.code, 65, "{}", show.transcript());
+        let _ = env.run("bob", &["approve", "plan.json", "--yes"]);
+        let r = env.run("alice", &["verify", "plan.json"]);
+        assert!(
+            !r.stderr.contains(&digest[..12]),
+            "verify printed the digest of a file outside the repository:\n{}",
+            r.transcript()
+        );
+        assert_eq!(r.code, 65, "{}", r.transcript());
+    }
 }

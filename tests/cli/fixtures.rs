@@ -42,6 +42,19 @@ impl Run {
     }
 }
 
+/// Whether a heavy test (the crash soak, the plan-file fuzz, a 200 MB blob, thousands of refs)
+/// is to be skipped: unless `GUARDCTL_HEAVY_TESTS=1` it returns at once, saying so. They live
+/// in a `mod heavy` of their capability's file, so `cargo test --features test-hooks --test
+/// cli ::heavy::` with the variable set runs exactly them (`.ci/run` does, as its own step).
+#[allow(clippy::print_stderr)] // a skipped test says why
+pub fn skip_heavy(name: &str) -> bool {
+    if std::env::var_os("GUARDCTL_HEAVY_TESTS").is_some_and(|v| v == "1") {
+        return false;
+    }
+    eprintln!("skipped {name}: a heavy test (GUARDCTL_HEAVY_TESTS=1 runs it)");
+    true
+}
+
 fn assert_hooks() {
     assert!(
         guardctl::context::test_hooks_enabled(),
@@ -154,15 +167,26 @@ impl TestEnv {
 
     /// An empty repository with one commit on `main`, made 400 days before `NOW`.
     pub fn new() -> TestEnv {
+        TestEnv::new_in(tempfile::tempdir().expect("tempdir"))
+    }
+
+    /// [`TestEnv::new`] in the directory `root`.
+    fn new_in(root: tempfile::TempDir) -> TestEnv {
         assert_hooks();
-        let root = tempfile::tempdir().expect("tempdir");
-        let repo = root.path().join("repo");
-        let home = root.path().join("home");
-        fs::create_dir_all(&home).unwrap();
-        let env = TestEnv { repo, home, root };
+        let env = TestEnv::at(root);
+        fs::create_dir_all(&env.home).unwrap();
         env.git_in(env.root.path(), &["init", "-q", "-b", "main", "repo"]);
         env.commit("README", "initial", "Alice", 400);
         env
+    }
+
+    /// The environment whose directory is `root` (its repository `root/repo`, home `root/home`).
+    fn at(root: tempfile::TempDir) -> TestEnv {
+        TestEnv {
+            repo: root.path().join("repo"),
+            home: root.path().join("home"),
+            root,
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -476,9 +500,94 @@ pub fn ssh_keygen_verify(
 /// - `feature/gone-merged`: merged, upstream configured, remote branch deleted
 /// - `feature/gone-work`: 1 commit not in main, upstream configured, remote branch deleted
 /// - `release/1.0` protected, `hotfix/wt` checked out in a worktree
+///
+/// Built once per test binary (`standard_template`, about 60 git processes) and copied into
+/// each test's own directory.
 pub fn standard_repo() -> TestEnv {
+    assert_hooks();
+    let template = standard_template();
+    let env = TestEnv::at(tempfile::tempdir().expect("tempdir"));
+    copy_fixture(&env, template);
+    env
+}
+
+/// The one copy of `standard_repo` built in this process, in a directory that lives as long
+/// as the process: `guardctl-fixture-<pid>-*` in the temporary directory (one left by a test
+/// binary that has exited is removed when the next one builds its own).
+fn standard_template() -> &'static Path {
+    static TEMPLATE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    TEMPLATE.get_or_init(|| {
+        remove_stale_templates();
+        let root = tempfile::Builder::new()
+            .prefix(&format!("guardctl-fixture-{}-", std::process::id()))
+            .tempdir()
+            .expect("tempdir");
+        build_standard_repo(TestEnv::new_in(root)).root.keep()
+    })
+}
+
+fn remove_stale_templates() {
+    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("guardctl-fixture-")
+            .and_then(|rest| rest.split('-').next())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Copy the template directory `from` into `env`'s directory `to` (modes, links and times kept: `cp -a`), then
+/// make the copy stand on its own: the absolute paths git wrote into it (origin's URL, the
+/// worktree's links both ways) name `to`, and each work tree's index is refreshed for the
+/// copied files' new inodes and change times, as git would on its first look.
+fn copy_fixture(env: &TestEnv, from: &Path) {
+    let to = env.path();
+    let out = Command::new("cp")
+        .arg("-a")
+        .arg(from.join("."))
+        .arg(to)
+        .output()
+        .expect("run cp");
+    assert!(
+        out.status.success(),
+        "cp -a: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (old, new) = (
+        from.to_string_lossy().into_owned(),
+        to.to_string_lossy().into_owned(),
+    );
+    let mut files = Vec::new();
+    collect_files(to, &mut files);
+    for f in files {
+        // Git objects are compressed and never hold the path; everything else is small.
+        if f.components().any(|c| c.as_os_str() == "objects")
+            || fs::symlink_metadata(&f).unwrap().is_symlink()
+        {
+            continue;
+        }
+        let bytes = fs::read(&f).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        if text.contains(&old) && std::str::from_utf8(&bytes).is_ok() {
+            fs::write(&f, text.replace(&old, &new)).unwrap();
+        }
+    }
+    for dir in [to.join("repo"), to.join("wt")] {
+        env.git_in(&dir, &["update-index", "-q", "--refresh"]);
+    }
+}
+
+/// The commits, branches, remote and worktree of `standard_repo`, made in `env`.
+fn build_standard_repo(env: TestEnv) -> TestEnv {
     // Dates follow the topology (no commit older than its parent), as in real history.
-    let env = TestEnv::new();
     let origin = env.path().join("origin.git");
     env.git_in(
         env.path(),
@@ -879,4 +988,35 @@ pub fn backed_up(repo: &Path) -> std::collections::HashSet<String> {
         );
     }
     out
+}
+
+/// A copy of the standard repository names only its own directory: no file outside git's
+/// objects mentions the template's (origin's URL, the worktree's links), and git agrees.
+#[test]
+fn a_copied_standard_repo_names_only_its_own_directory() {
+    let env = standard_repo();
+    let template = standard_template().to_string_lossy().into_owned();
+    let mut files = Vec::new();
+    collect_files(env.path(), &mut files);
+    for f in files {
+        if f.components().any(|c| c.as_os_str() == "objects") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&fs::read(&f).unwrap()).into_owned();
+        assert!(
+            !text.contains(&template),
+            "{} names the template: {text}",
+            f.display()
+        );
+    }
+    let origin = env.origin().to_string_lossy().into_owned();
+    assert_eq!(env.git(&["remote", "get-url", "origin"]), origin);
+    let wt = env.path().join("wt");
+    assert!(env.git(&["worktree", "list"]).contains(&*wt.to_string_lossy()));
+    assert_eq!(
+        env.git_in(&wt, &["rev-parse", "--abbrev-ref", "HEAD"]),
+        "hotfix/wt"
+    );
+    assert_eq!(env.git_in(&wt, &["status", "--porcelain"]), "");
+    assert_eq!(env.git(&["status", "--porcelain"]), "");
 }

@@ -222,3 +222,42 @@ fn reviewer_commands_run_no_program_the_repositorys_config_names() {
         "the control's hook did not run: {ran}"
     );
 }
+
+/// A clone's configured upload/receive-pack programs (issue 28's review).
+mod clone_programs {
+    use crate::fixtures::TestEnv;
+
+    fn approve(env: &TestEnv) {
+        let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+
+    /// The clone's own config names the programs git runs for its remote's URL
+    /// (`remote.<url>.uploadpack`, `remote.<url>.receivepack`: git looks a URL up as a remote's
+    /// name): for a local or `file://` remote git runs them here, with the executor's rights.
+    /// guardctl always asks for git's own.
+    #[test]
+    fn the_clones_upload_and_receive_pack_programs_never_run() {
+        let env = crate::fixtures::remote_repo();
+        let url = format!("file://{}", env.origin().display());
+        let mark = env.path().join("pwned-pack");
+        for key in ["uploadpack", "receivepack"] {
+            let prog = if key == "uploadpack" {
+                "git-upload-pack"
+            } else {
+                "git-receive-pack"
+            };
+            env.git(&[
+                "config",
+                &format!("remote.{url}.{key}"),
+                &format!("touch {}; {prog}", mark.display()),
+            ]);
+        }
+        let r = env.run("alice", &["plan", "remote-branches", "--remote", "origin"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        approve(&env);
+        let r = env.run("alice", &["apply", "plan.json"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        assert!(!mark.exists(), "the clone's pack program ran");
+    }
+}

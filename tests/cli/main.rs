@@ -1,25 +1,19 @@
 //! End-to-end tests of the `guardctl` binary over real temporary repositories.
-//! One module per command; `fixtures` is the one helper that builds repositories and keys.
+//! One module per capability (a command, or what it must hold against: trust roots, the
+//! ledger, the sandbox…), each with the attacks on it; `fixtures` is the one helper that
+//! builds repositories and keys. Heavy tests sit in a `mod heavy` of their file and run only
+//! with `GUARDCTL_HEAVY_TESTS=1` (`fixtures::skip_heavy`).
 
 // Tests and their helpers may panic: a panic is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod apply;
-mod attack;
-mod attack16;
-mod attack2;
-mod attack27;
-mod attack28;
-mod attack29;
-mod attack3;
-mod attack30;
-mod attack31;
-mod attack32;
-mod attack33;
 mod audit_evidence;
+mod bulk;
 mod consumed;
 mod docs;
 mod exec;
+mod exec_pins;
 mod fixtures;
 mod git_env;
 mod hostile;
@@ -36,8 +30,10 @@ mod prompt;
 mod readonly;
 mod recover;
 mod remote;
+mod remote_untrusted;
 mod remote_url;
 mod review;
+mod rollback;
 mod sandbox;
 mod show;
 mod squash;

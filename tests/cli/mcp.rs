@@ -651,7 +651,7 @@ async fn apply_plan_of_a_plan_consumed_in_another_clone_waits_only_as_long_as_it
         &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
         &["-C", other.to_str().unwrap(), "apply", prefix],
     );
-    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    assert_eq!(killed.code, -1, "killed (SIGKILL): {}", killed.transcript());
 
     let (client, _stderr) = connect_with(server_in(&env, "mallory", &agent)).await;
     let e = tool_error(&call(&client, "apply_plan", json!({"plan": prefix, "wait": "0"})).await);
@@ -729,4 +729,96 @@ async fn plan_exec_runs_the_agents_preview_in_the_sandbox() {
     );
     assert_eq!(fs::read_to_string(env.repo.join("README")).unwrap(), "initial\n");
     client.cancel().await.unwrap();
+}
+
+/// Issue 27's MCP `out` and approving-key refusal attacked (`broke_*` failed before their fix,
+/// `held_*` were already denied).
+mod approving_keys_and_out {
+    use crate::fixtures::{file_tree, run, standard_repo};
+    use std::fs;
+
+    /// `guardctl mcp` refused a key that may approve *now*, but not one whose line only becomes
+    /// valid later: a line `valid-after` tomorrow with no namespaces is an approving key tomorrow,
+    /// for a server that is still running.
+    #[test]
+    fn broke_a_key_that_may_approve_later_is_refused_too() {
+        let env = standard_repo();
+        env.allow_signer(
+            "agent@example.com namespaces=\"guardctl-plan,guardctl-apply\"",
+            "mallory",
+        );
+        env.allow_signer("later@example.com valid-after=\"20260602\"", "mallory");
+        let mut c = env.command();
+        c.arg("--key")
+            .arg(env.key("mallory"))
+            .arg("--allowed-signers")
+            .arg(env.allowed_signers())
+            .arg("mcp");
+        let r = run(c);
+        assert_eq!(r.code, 14, "{}", r.transcript());
+        assert!(r.stderr.contains("as later@example.com"), "{}", r.transcript());
+    }
+
+    /// `out` spellings an agent might try beyond the MCP tests' list: through `/proc/self/root`,
+    /// doubled and trailing slashes, `.git` behind a `//`, a `plans` directory that is a symbolic
+    /// link out of the work tree, a directory. Every one is refused and nothing changes.
+    #[test]
+    fn held_mcp_out_spellings() {
+        use std::io::{BufRead, Write};
+        let env = standard_repo();
+        env.allow_signer(
+            "agent@example.com namespaces=\"guardctl-plan,guardctl-apply\"",
+            "mallory",
+        );
+        let outside = env.path().join("outside");
+        fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, env.repo.join("plans")).unwrap();
+        fs::create_dir_all(env.repo.join("sub")).unwrap();
+        let top = env.repo.canonicalize().unwrap();
+        let outs = [
+            format!("/proc/self/root{}/x.json", top.display()),
+            "plans/x.json".into(),
+            "plans//x.json".into(),
+            ".git//x.json".into(),
+            "/.git/x.json".into(),
+            "sub/".into(),
+            "sub//".into(),
+            format!("{}//.git/x.json", top.display()),
+            format!("{}/.guardctl/allowed_signers", top.display()),
+        ];
+        let before = file_tree(env.path());
+        let mut c = env.command();
+        c.arg("--key")
+            .arg(env.key("mallory"))
+            .arg("--allowed-signers")
+            .arg(env.allowed_signers())
+            .arg("mcp")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut child = c.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut send = |v: serde_json::Value| writeln!(stdin, "{v}").unwrap();
+        send(
+            serde_json::json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        );
+        lines.next().unwrap().unwrap();
+        send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        for (i, out) in outs.iter().enumerate() {
+            send(
+                serde_json::json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+            "params": {"name": "plan_stale_branches", "arguments": {"out": out}}}),
+            );
+            let reply: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+            assert_eq!(reply["result"]["isError"], true, "out = {out}: {reply}");
+            let text = reply["result"]["content"][0]["text"].as_str().unwrap();
+            assert!(text.contains("\"usage\""), "out = {out}: {text}");
+        }
+        drop(stdin);
+        child.wait().unwrap();
+        assert_eq!(file_tree(env.path()), before, "a refused `out` wrote a file");
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+    }
 }

@@ -630,3 +630,108 @@ fn a_shallow_clone_is_planned_as_git_sees_it_and_applies() {
     );
     assert_eq!(left, "main\nmerged-long-ago\nunmerged");
 }
+
+/// What planning never selects, whatever the planner asks (issue 12's review).
+mod never_planned {
+    use crate::fixtures::{payload_of, remote_repo, standard_repo};
+
+    // ---------------------------------------------------------------------------------------
+    // screens that honest plans miss too
+    // ---------------------------------------------------------------------------------------
+
+    /// A remote's HEAD is its "checked-out" branch (the default branch every clone starts on).
+    /// Locally the checked-out branch is never planned; on a remote, only the base is skipped,
+    /// so `--base main` plans the remote's default branch `trunk` (merged into main) and apply
+    /// pushes its deletion.
+    #[test]
+    fn a_remote_plan_never_deletes_the_branch_the_remotes_head_names() {
+        let env = remote_repo();
+        let origin = env.origin();
+        env.git_in(&origin, &["branch", "trunk", "main"]);
+        env.git_in(&origin, &["symbolic-ref", "HEAD", "refs/heads/trunk"]);
+        env.git(&["fetch", "-q", "origin"]);
+        let r = env.run(
+            "alice",
+            &["plan", "remote-branches", "--remote", "origin", "--base", "main"],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let refs = crate::fixtures::affected_refs(&env.repo.join("plan.json"));
+        assert!(
+            !refs.contains(&"refs/heads/trunk".to_string()),
+            "the remote's default branch is planned for deletion: {refs:?}"
+        );
+    }
+
+    /// git refuses to delete a branch being bisected (`git branch -d`: "used by worktree"), as it
+    /// does one being rebased: `git bisect reset` returns to it. guardctl screens rebases only.
+    #[test]
+    fn a_branch_being_bisected_is_never_planned() {
+        let env = standard_repo();
+        env.git(&["checkout", "-q", "feature/done"]);
+        env.git(&["bisect", "start"]);
+        env.git(&["checkout", "-q", "--detach"]);
+        let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let p = payload_of(&env.repo.join("plan.json"));
+        let refs: Vec<&str> = p["affected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["ref"].as_str().unwrap())
+            .collect();
+        assert!(
+            !refs.contains(&"refs/heads/feature/done"),
+            "a branch under bisection is planned: {refs:?}"
+        );
+    }
+
+    /// "Never planned: the base". A base given as a revision (`feature/live^0`, or the raw id a
+    /// script computed) is not recognised as the branch it is: the branch is "merged" into
+    /// itself, planned with low risk and no lost work, and its commits end up only in the
+    /// backup.
+    #[test]
+    fn a_base_given_as_a_revision_of_a_branch_never_plans_that_branch() {
+        let env = standard_repo();
+        let r = env.run(
+            "alice",
+            &["plan", "stale-branches", "--merged", "--base", "feature/live^0"],
+        );
+        if r.code == 64 {
+            return; // refusing a base that is not a ref is a fine answer too
+        }
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let p = payload_of(&env.repo.join("plan.json"));
+        let planned: Vec<&str> = p["affected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["ref"].as_str().unwrap())
+            .collect();
+        assert!(
+            !planned.contains(&"refs/heads/feature/live"),
+            "feature/live is planned as merged into its own tip: {planned:?}"
+        );
+    }
+
+    /// `--older-than` beyond i64 seconds wraps negative in `criteria_met` (`limit as i64`):
+    /// "older than 300 billion years" then means every branch.
+    #[test]
+    fn an_absurd_older_than_plans_nothing_rather_than_everything() {
+        let env = standard_repo();
+        let r = env.run(
+            "alice",
+            &["plan", "stale-branches", "--older-than", "300000000000y"],
+        );
+        if r.code == 64 {
+            return;
+        }
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let p = payload_of(&env.repo.join("plan.json"));
+        assert_eq!(
+            p["affected"].as_array().unwrap().len(),
+            0,
+            "branches are 'older than 300 billion years': {}",
+            p["summary"]
+        );
+    }
+}

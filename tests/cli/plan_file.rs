@@ -342,3 +342,233 @@ fn key_lookup_order_is_flag_env_git_config_then_generated_default() {
         r.stderr
     );
 }
+
+/// Plan fields a hostile planner re-signs (issue 12's review): each is recomputed or refused,
+/// never trusted, and never a panic.
+mod forged_fields {
+    use crate::fixtures::{payload_of, standard_repo};
+    use crate::hostile::{forge, planned};
+    use guardctl::plan::Operation;
+    use std::fs;
+
+    // ---------------------------------------------------------------------------------------
+    // planner-written fields validation does not cover
+    // ---------------------------------------------------------------------------------------
+
+    /// `policy_hash` is planner-written, enters the plan hash (which the planner recomputes),
+    /// and is printed raw in `show --json` (`policy.hash`): bidi and other non-C0 characters
+    /// reach the reviewer's terminal. It is a `sha256:<hex>` guardctl computes: check it.
+    #[test]
+    fn a_forged_policy_hash_is_refused_before_anyone_sees_it() {
+        let env = planned();
+        forge(&env, |p| p.policy_hash = "sha256:\u{202E}\u{9b}31m0000".into());
+        let r = env.run("bob", &["--json", "show", "plan.json"]);
+        assert!(
+            !r.stdout.contains(['\u{202E}', '\u{9b}']),
+            "show --json printed a raw bidi/C1 character:\n{}",
+            r.stdout
+        );
+        assert_eq!(r.code, 65, "{}", r.transcript());
+    }
+
+    /// Inputs no `guardctl plan` writes: a branch plan selecting by `matched` (a tag-only
+    /// criterion, met by every branch), criteria out of order. Not a plan guardctl would write.
+    #[test]
+    fn a_forged_branch_plan_with_a_tag_only_criterion_is_refused() {
+        let env = planned();
+        forge(&env, |p| {
+            if let Operation::StaleBranches(i) = &mut p.operation {
+                i.criteria = vec![guardctl::plan::Criterion::Matched];
+            }
+            for a in &mut p.affected {
+                a.reasons = vec![guardctl::plan::Criterion::Matched];
+            }
+        });
+        let r = env.run("bob", &["show", "plan.json"]);
+        assert_eq!(r.code, 65, "{}", r.transcript());
+    }
+
+    /// `skipped` is never checked: a forged plan can list a branch it deletes as skipped
+    /// ("protected"), telling the reviewer it is safe.
+    #[test]
+    fn a_forged_skipped_list_that_names_a_deleted_branch_is_refused() {
+        let env = planned();
+        forge(&env, |p| {
+            let a = p.affected[0].clone();
+            p.skipped.insert(
+                0,
+                guardctl::plan::Skipped {
+                    refname: a.refname,
+                    oid: Some(a.oid),
+                    reason: guardctl::plan::SkipReason::Protected,
+                    detail: Some("kept: protected by policy".into()),
+                },
+            );
+        });
+        let r = env.run("bob", &["show", "plan.json"]);
+        assert_eq!(r.code, 65, "{}", r.transcript());
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // more: JSON output, key validity, verify vs apply
+    // ---------------------------------------------------------------------------------------
+
+    /// `--json` errors carry `details` built from planner-written strings (drift's planned
+    /// values, the executor in a wrong-principal refusal, the planned policy hash) without
+    /// `safe`: serde escapes C0 only, so bidi and C1 controls reach the terminal.
+    #[test]
+    fn json_error_details_never_carry_raw_planner_written_controls() {
+        let evil = "harmless\u{202E}txt.exe\u{9b}2J";
+        // drift details: a misstated subject
+        let env = planned();
+        forge(&env, |p| p.affected[0].subject = evil.into());
+        assert_eq!(env.run("bob", &["approve", "plan.json", "--yes"]).code, 0);
+        let r = env.run("alice", &["--json", "apply", "plan.json"]);
+        assert_eq!(r.code, 10, "{}", r.transcript());
+        assert!(
+            !r.stdout.contains(['\u{202E}', '\u{9b}']),
+            "apply --json printed a raw bidi/C1 character:\n{}",
+            r.stdout
+        );
+        // wrong-principal details: a forged executor principal
+        let env = planned();
+        forge(&env, |p| {
+            p.executor.principal = Some(format!("bob@example.com{evil}"))
+        });
+        let r = env.run("alice", &["--json", "verify", "plan.json"]);
+        assert!(
+            !r.stdout.contains(['\u{202E}', '\u{9b}']),
+            "verify --json (exit {}) printed a raw bidi/C1 character:\n{}",
+            r.code,
+            r.stdout
+        );
+    }
+
+    /// docs/trust-model.md: keys must be valid at the time their signature claims *and at the time of
+    /// the check*. The planner's key is looked up at the plan's own `created_at`, which the
+    /// planner writes: a key revoked yesterday (`valid-before`) backdates its plan to the day
+    /// before and has it applied by someone else today.
+    #[test]
+    fn a_plan_backdated_into_its_planners_key_validity_is_refused() {
+        let env = standard_repo();
+        fs::write(
+        env.path().join("allowed_signers"),
+        format!(
+            "alice@example.com valid-before=\"20260531\" {a}\nbob@example.com {b}\ncarol@example.com {c}\n",
+            a = env.public_key("alice"),
+            b = env.public_key("bob"),
+            c = env.public_key("carol"),
+        ),
+    )
+    .unwrap();
+        let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let t =
+            |s: &str| time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).unwrap();
+        forge(&env, |p| {
+            p.planner.principal = Some("alice@example.com".into());
+            p.created_at = t("2026-05-30T12:00:00Z");
+            p.expires_at = t("2026-06-02T12:00:00Z");
+            p.executor = guardctl::plan::Party {
+                principal: Some("carol@example.com".into()),
+                key: None,
+            };
+        });
+        let _ = env.run("bob", &["approve", "plan.json", "--yes"]);
+        let before = env.repository_state();
+        let r = env.run("carol", &["apply", "plan.json"]);
+        assert_ne!(
+            r.code,
+            0,
+            "a plan by a key revoked yesterday was applied:\n{}",
+            r.transcript()
+        );
+        assert_eq!(before, env.repository_state());
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // odd numbers
+    // ---------------------------------------------------------------------------------------
+
+    /// `before_image.retention_days` is planner-written and only bounded below (the policy's
+    /// minimum). `gc` adds it to a date with `+`, which panics past year 9999: one applied plan
+    /// with `retention_days: 4294967295` makes every later `guardctl gc` of the repository panic.
+    #[test]
+    fn a_forged_retention_cannot_make_gc_panic() {
+        let env = planned();
+        forge(&env, |p| p.before_image.retention_days = u32::MAX);
+        let _ = env.run("bob", &["approve", "plan.json", "--yes"]);
+        let before = env.repository_state();
+        let r = env.run("alice", &["apply", "plan.json"]);
+        // An absurd retention is refused as an invalid plan (a derived field guardctl recomputes),
+        // changing nothing; gc still runs.
+        assert_eq!(r.code, 65, "{}", r.transcript());
+        assert_eq!(
+            before,
+            env.repository_state(),
+            "a refused apply changed the repository"
+        );
+        let gc = env.run("alice", &["gc"]);
+        assert_eq!(gc.code, 0, "{}", gc.transcript());
+    }
+
+    /// Overstating lost work is allowed (apply refuses only *more* lost work than planned), but
+    /// the summary and side effects add the counts with `+`: two branches that each "lose"
+    /// u64::MAX/2+1 commits overflow — a panic in debug builds (exit 101) and, in release builds
+    /// (overflow wraps), a summary saying "0 unmerged commits lost" for a plan that loses work.
+    #[test]
+    fn overstated_commit_counts_that_overflow_are_refused_not_a_panic_or_a_wrapped_summary() {
+        let env = standard_repo();
+        let r = env.run(
+            "alice",
+            &[
+                "plan",
+                "stale-branches",
+                "--gone",
+                "--older-than",
+                "60d",
+                "--include-unmerged",
+            ],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let p = payload_of(&env.repo.join("plan.json"));
+        let losing = p["affected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["loses_work"] == true)
+            .count();
+        assert!(losing >= 1, "{p}");
+        // The hostile planner computes the summary with wrapping sums (what a release build
+        // does); the plan hash is recomputed as usual.
+        crate::hostile::forge_raw(&env, |p| {
+            use guardctl::plan::ResourceFacts;
+            for a in &mut p.affected {
+                if let ResourceFacts::Branch(b) = &mut a.facts
+                    && b.history.loses_work
+                {
+                    b.history.commits_not_in_base = u64::MAX;
+                }
+            }
+            // and one more, so the sum overflows even with a single losing branch
+            let mut extra = p.affected.iter().find(|a| a.loses_work()).unwrap().clone();
+            extra.refname = "refs/heads/feature/live".into();
+            if let ResourceFacts::Branch(b) = &mut extra.facts {
+                b.config.clear();
+                b.upstream = None;
+            }
+            p.affected.push(extra);
+            p.plan_hash =
+                guardctl::plan::hash::plan_hash(&p.repository, &p.operation, &p.policy_hash, &p.affected)
+                    .unwrap();
+        });
+        let r = env.run("bob", &["show", "plan.json"]);
+        // Refused as an invalid plan (65), never a panic (101).
+        assert_eq!(r.code, 65, "show:\n{}", r.transcript());
+        assert!(
+            r.code == 65 || !r.stdout.contains(" 0 unmerged commits lost"),
+            "{}",
+            r.transcript()
+        );
+    }
+}

@@ -780,3 +780,76 @@ fn a_local_plan_in_a_fork_set_up_reads_the_policy_from_the_fetch_url() {
         )
     );
 }
+
+/// A hostile planner who can write their own clone must not choose the policy of their plan
+/// (issue 14's second review).
+mod policy_on_the_remote {
+    use crate::fixtures::TestEnv;
+
+    const TWO_APPROVALS: &str = "version = 1\n\n[approvals]\nrequired = 2\n";
+
+    /// `remote_repo` whose origin's main holds a policy requiring two approvals, and a bare
+    /// `mine.git` the planner controls whose main is the commit before that policy.
+    fn strict_origin_and_a_lax_remote() -> (TestEnv, String) {
+        let env = crate::fixtures::remote_repo();
+        let lax = env.git(&["rev-parse", "HEAD"]).trim().to_string();
+        env.commit(".guardctl/policy.toml", TWO_APPROVALS.trim_end(), "Alice", 1);
+        env.git(&["push", "-q", "origin", "main"]);
+        env.git(&["fetch", "-q", "origin"]);
+        let mine = env.path().join("mine.git");
+        env.git_in(
+            env.path(),
+            &["init", "-q", "--bare", "-b", "main", mine.to_str().unwrap()],
+        );
+        let url = format!("file://{}", mine.display());
+        env.git(&["push", "-q", &url, &format!("{lax}:refs/heads/main")]);
+        (env, url)
+    }
+
+    /// Plan as alice, one approval by bob, apply as alice: the origin's policy wants two.
+    fn one_approval_must_not_be_enough(env: &TestEnv) {
+        let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+        if r.code == 14 {
+            // Refusing to read the policy through the planner's rewrite is a fine answer too.
+            return;
+        }
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let before = env.repository_state();
+        let r = env.run("alice", &["apply", "plan.json"]);
+        assert!(
+            r.code == 12 || r.code == 14,
+            "the origin's policy requires two approvals; the planner's config picked another:\n{}",
+            r.transcript()
+        );
+        assert_eq!(
+            before,
+            env.repository_state(),
+            "a refused apply changed the repository"
+        );
+    }
+
+    #[test]
+    fn guardctl_remote_in_the_repositorys_own_config_does_not_choose_the_policy() {
+        let (env, url) = strict_origin_and_a_lax_remote();
+        env.git(&["remote", "add", "mine", &url]);
+        env.git(&["config", "guardctl.remote", "mine"]);
+        one_approval_must_not_be_enough(&env);
+    }
+
+    #[test]
+    fn an_insteadof_in_the_repositorys_own_config_does_not_choose_the_policy() {
+        let (env, url) = strict_origin_and_a_lax_remote();
+        let origin_url = format!("file://{}", env.origin().display());
+        env.git(&["config", &format!("url.{url}.insteadOf"), &origin_url]);
+        one_approval_must_not_be_enough(&env);
+    }
+
+    /// Control: without the planner's config edits, the origin's policy holds (passes today).
+    #[test]
+    fn control_the_origins_policy_requires_two_approvals() {
+        let (env, _) = strict_origin_and_a_lax_remote();
+        one_approval_must_not_be_enough(&env);
+    }
+}

@@ -194,7 +194,12 @@ fn a_crash_before_the_push_is_recovered_as_nothing_deleted_and_after_it_as_appli
             ));
         }
         let killed = apply_with_hooks(&env, &hooks);
-        assert_ne!(killed.code, 0, "{step}: {}", killed.transcript());
+        assert_eq!(
+            killed.code,
+            -1,
+            "killed (SIGKILL): {step}: {}",
+            killed.transcript()
+        );
         let r = env.run("alice", &["recover"]);
         assert_eq!(r.code, 0, "{step}: {}", r.transcript());
         let marker: Vec<String> = env

@@ -112,9 +112,73 @@ fn ssh_remotes_are_reached_in_batch_mode_and_the_failure_is_one_readable_line() 
         &[("PATH", path.as_str())],
         &["plan", "remote-branches", "--remote", "origin"],
     );
-    assert_ne!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.code, 1, "{}", r.transcript());
     let args = std::fs::read_to_string(&log).unwrap();
     assert!(args.contains("BatchMode=yes"), "ssh ran as: {args}");
     assert!(!r.stderr.contains("\\n"), "no literal \\n: {}", r.stderr);
     assert!(r.stderr.contains("refused; second line"), "{}", r.stderr);
+}
+
+/// Remote URLs a hostile clone configures (issue 16's review).
+mod hostile_urls {
+    use crate::fixtures::{TestEnv, publish, remote_repo, team_remote};
+    use std::path::PathBuf;
+
+    const POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\", \"carol@example.com\"]\n\n[approvals]\nrequired = 2\nfrom = [\"reviewers\"]\n";
+
+    /// The policy committed on the remote's default branch, dave (the mallory test key) trusted
+    /// as the executor, and a clone for alice (planner), bob, carol and dave.
+    fn team() -> (TestEnv, [PathBuf; 4]) {
+        let env = team_remote(POLICY);
+        let clones = env.clones(&["planner", "bob", "carol", "executor"]);
+        (env, <[PathBuf; 4]>::try_from(clones).unwrap())
+    }
+
+    #[test]
+    fn a_url_rewrite_in_a_file_the_repositorys_config_includes_is_refused_like_one_in_the_config() {
+        let (env, [planner, _bob, _carol, executor]) = team();
+        let id = publish(&env, &planner, "plan.json", &[]);
+        // Whoever can write the executor's clone moves an insteadOf rule into an included file:
+        // `git config --local` follows no includes, `git remote get-url` does. The executor
+        // would then read published plans and rejections from a repository without them.
+        let empty = env.path().join("empty.git");
+        env.git_in(env.path(), &["init", "-q", "--bare", empty.to_str().unwrap()]);
+        let included = env.path().join("included.cfg");
+        std::fs::write(
+            &included,
+            format!(
+                "[url \"file://{}\"]\n\tinsteadOf = file://{}\n",
+                empty.display(),
+                env.origin().display()
+            ),
+        )
+        .unwrap();
+        env.git_in(&executor, &["config", "include.path", included.to_str().unwrap()]);
+        for args in [vec!["verify", &id[..12]], vec!["inbox"]] {
+            let r = env.run_in(&executor, "mallory", &args);
+            assert_eq!(r.code, 14, "{args:?}: {}", r.transcript());
+            assert!(r.stderr.contains("insteadOf"), "{}", r.stderr);
+        }
+    }
+
+    #[test]
+    fn a_remote_url_naming_a_program_transport_runs_nothing_even_where_the_clone_allows_it() {
+        let env = remote_repo();
+        let ran = env.path().join("ran");
+        // The clone's own config allows `ext::` and origin's URL is a command: reading the
+        // policy from the remote's default branch must not run it.
+        env.git(&["config", "protocol.ext.allow", "always"]);
+        env.git(&[
+            "remote",
+            "set-url",
+            "origin",
+            &format!("ext::sh -c touch% {}", ran.display()),
+        ]);
+        let out = env.path().join("plan.json");
+        let r = env.run("alice", &["plan", "stale-branches", "-o", out.to_str().unwrap()]);
+        assert!(!ran.exists(), "the ext:: URL ran its command: {}", r.transcript());
+        assert_eq!(r.code, 64, "{}", r.transcript());
+        let r = env.run("alice", &["whoami"]);
+        assert!(!ran.exists(), "{}", r.transcript());
+    }
 }

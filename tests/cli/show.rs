@@ -223,3 +223,58 @@ fn show_counts_approvals_as_apply_would() {
         "{human}"
     );
 }
+
+/// show states every input of the plan (issue 12's review).
+mod inputs {
+    use crate::fixtures::payload_of;
+
+    // ---------------------------------------------------------------------------------------
+    // what the reviewer is shown
+    // ---------------------------------------------------------------------------------------
+
+    /// The Trust model says "Approvers see the inputs; they approve those", but `show` prints only
+    /// the base and the criteria: not `--match`/`--exclude`/`--protect`, `--include-unmerged`,
+    /// `--include-signed`, the tag kind, nor which planned tags are signed or annotated (every
+    /// row's kind is just "tag"). A plan deleting a signed release tag looks like any other.
+    #[test]
+    fn show_states_every_input_and_marks_signed_tags() {
+        let env = crate::fixtures::tagged_repo();
+        let r = env.run(
+            "alice",
+            &[
+                "plan",
+                "tags",
+                "--match",
+                "v*",
+                "--include-signed",
+                "--exclude",
+                "v9*",
+            ],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let p = payload_of(&env.repo.join("plan.json"));
+        assert!(
+            p["affected"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a["ref"] == "refs/tags/v0.3" && a["tag"]["signed"] == true),
+            "{p}"
+        );
+        let show = env.run("bob", &["show", "plan.json"]);
+        assert_eq!(show.code, 0, "{}", show.transcript());
+        for input in ["v*", "v9*", "include-signed"] {
+            assert!(
+                show.stdout.contains(input),
+                "show does not state the input {input}:\n{}",
+                show.stdout
+            );
+        }
+        let row = show
+            .stdout
+            .lines()
+            .find(|l| l.contains(" v0.3 "))
+            .unwrap_or_else(|| panic!("no v0.3 row:\n{}", show.stdout));
+        assert!(row.contains("signed"), "v0.3 is not marked signed: {row}");
+    }
+}

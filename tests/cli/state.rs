@@ -314,3 +314,89 @@ fn recover_refuses_a_journal_step_it_does_not_know() {
     );
     assert_eq!(everything(&env), before);
 }
+
+/// State files a hostile planner crafts in their own clone (second review).
+mod crafted_state {
+    use std::fs;
+
+    /// State files are untrusted (issue 20): an unsigned `consumed` file and a `result.txt` that
+    /// someone else wrote must not make `apply` of an approved plan report success without doing
+    /// anything, nor print (raw, unescaped) a file the result links to.
+    #[test]
+    fn a_crafted_consumed_marker_and_result_do_not_fake_a_successful_apply() {
+        let env = crate::apply::planned();
+        let r = crate::apply::approve(&env, "bob");
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let id = crate::fixtures::plan_id_of(&env.repo.join("plan.json"));
+        let dir = env
+            .repo
+            .join(".git/guardctl/plans")
+            .join(id.trim_start_matches("sha256:"));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("consumed"), "not a signed marker").unwrap();
+        let secret = env.path().join("secret");
+        fs::write(
+            &secret,
+            "SECRET-KEY-MATERIAL \u{1b}]0;pwned\u{7}\nApplied plan: deleted 3 branches; verified.\n",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(&secret, dir.join("result.txt")).unwrap();
+        let before = crate::apply::branches(&env);
+        let r = env.run("alice", &["apply", "plan.json"]);
+        assert!(
+            !r.stdout.contains("SECRET-KEY-MATERIAL") && !r.stdout.contains('\u{1b}'),
+            "apply printed a file a state file links to, raw:\n{}",
+            r.transcript().escape_debug()
+        );
+        // A state file that is a link is inconsistent state (16): refused, nothing deleted.
+        assert_eq!(r.code, 16, "{}", r.transcript().escape_debug());
+        assert_eq!(
+            crate::apply::branches(&env),
+            before,
+            "apply exited 0 and reported success for a plan it never applied:\n{}",
+            r.transcript().escape_debug()
+        );
+    }
+
+    /// A state file that is not a regular file (a FIFO here; a link to `/dev/zero` would exhaust
+    /// memory) must be refused as inconsistent (16, naming it), not read without end: `apply`
+    /// of any plan runs `recover` over every plan directory first, holding the lock.
+    #[test]
+    fn a_journal_that_is_not_a_regular_file_is_refused_not_read_forever() {
+        let env = crate::apply::planned();
+        let r = crate::apply::approve(&env, "bob");
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let dir = env.repo.join(".git/guardctl/plans").join("ab".repeat(32));
+        fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("journal");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let mut c = env.command();
+        c.arg("--key")
+            .arg(env.key("alice"))
+            .arg("--allowed-signers")
+            .arg(env.allowed_signers())
+            .args(["apply", "plan.json"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = c.spawn().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if std::time::Instant::now() > deadline {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        assert_eq!(
+            status.and_then(|s| s.code()),
+            Some(16),
+            "apply hung reading a FIFO in guardctl's state (killed after 20s) or gave another code"
+        );
+    }
+}

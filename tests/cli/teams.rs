@@ -719,87 +719,6 @@ fn run_capped(env: &TestEnv, dir: &Path, user: &str, max_file_bytes: u64, args: 
     crate::fixtures::run(c)
 }
 
-#[test]
-fn a_huge_blob_under_plans_is_left_out_as_too_large_without_being_fetched_and_other_plans_are_listed() {
-    const MIB: u64 = 1024 * 1024;
-    let t = team();
-    let id = t.publish_plan();
-    let origin = t.env.origin();
-    // 200 MB that do not compress, stored as they are (quicker to make and to send).
-    let junk = t.env.path().join("junk.bin");
-    {
-        use std::io::Write;
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&junk).unwrap());
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        for _ in 0..(200 * MIB / 8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            w.write_all(&x.to_le_bytes()).unwrap();
-        }
-    }
-    t.env.git_in(&origin, &["config", "core.compression", "0"]);
-    t.env.git_in(&origin, &["config", "pack.compression", "0"]);
-    let blob = t.env.git_in(
-        &origin,
-        &["hash-object", "-w", "--no-filters", junk.to_str().unwrap()],
-    );
-    std::fs::remove_file(&junk).unwrap();
-    let tree = git_stdin(
-        &origin,
-        &["mktree"],
-        format!("100644 blob {blob}\tplan.json\n").as_bytes(),
-    );
-    let commit = t.env.git_in(&origin, &["commit-tree", &tree, "-m", "huge"]);
-    let huge = "f".repeat(64);
-    t.env.git_in(
-        &origin,
-        &["update-ref", &format!("refs/guardctl/plans/{huge}"), &commit],
-    );
-
-    let check = |r: &Run| {
-        assert_eq!(r.code, 0, "{}", r.transcript());
-        let v = r.json();
-        let listed: Vec<&str> = v["plans"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["plan_id"].as_str().unwrap())
-            .collect();
-        assert_eq!(listed, [id.as_str()], "{v:#}");
-        assert_eq!(v["left_out"]["invalid"], 1, "{v:#}");
-        assert!(
-            r.stderr
-                .contains(&format!("left out: refs/guardctl/plans/{huge}"))
-                && r.stderr.contains("`plan.json`"),
-            "{}",
-            r.stderr
-        );
-    };
-    // A server that does not filter (file:// as set up): the fetch is stopped at the cap
-    // (128 MiB and a little), never the 200 MB; run where no file may pass 136 MiB.
-    let r = run_capped(&t.env, &t.bob, "bob", 136 * MIB, &["--json", "inbox"]);
-    check(&r);
-    assert!(
-        r.stderr.contains("larger than any published item"),
-        "{}",
-        r.stderr
-    );
-    // A server that filters: the blob is never sent; run where no file may pass 8 MiB.
-    t.env
-        .git_in(&origin, &["config", "uploadpack.allowFilter", "true"]);
-    let r = run_capped(&t.env, &t.bob, "bob", 8 * MIB, &["--json", "inbox"]);
-    check(&r);
-    assert!(
-        r.stderr.contains("too large: the fetch left it out"),
-        "{}",
-        r.stderr
-    );
-    // Named by id, it is 65 (not a plan guardctl can read), whatever the server.
-    let r = t.env.run_in(&t.bob, "bob", &["show", &huge]);
-    assert_eq!(r.code, 65, "{}", r.transcript());
-}
-
 /// One approval from the reviewers; more than one branch at once is bulk and needs carol
 /// (release) too.
 const BULK_POLICY: &str = "version = 1\n\n[groups]\nreviewers = [\"bob@example.com\"]\nrelease = [\"carol@example.com\"]\n\n[approvals]\nrequired = 1\nfrom = [\"reviewers\"]\n\n[bulk]\nthreshold = 1\nrequired = 1\nfrom = [\"release\"]\n";
@@ -1111,4 +1030,97 @@ fn an_unmerged_branch_deleted_from_a_ci_clone_is_restored_from_the_remotes_backu
     assert!(r.stdout.contains("restored 1 branches"), "{}", r.stdout);
     let back = t.env.git_in(&origin, &["rev-parse", "refs/heads/feature/live"]);
     assert_eq!(back.trim(), live);
+}
+
+/// The heavy tests of this file (minutes of CPU, hundreds of MB, thousands of refs): they return
+/// at once unless `GUARDCTL_HEAVY_TESTS=1`; `.ci/run` runs every `::heavy::` test as a separate
+/// bounded step (tests/cli/fixtures.rs `skip_heavy`).
+mod heavy {
+    use super::*;
+
+    #[test]
+    fn a_huge_blob_under_plans_is_left_out_as_too_large_without_being_fetched_and_other_plans_are_listed() {
+        if crate::fixtures::skip_heavy(
+            "a_huge_blob_under_plans_is_left_out_as_too_large_without_being_fetched_and_other_plans_are_listed",
+        ) {
+            return;
+        }
+        const MIB: u64 = 1024 * 1024;
+        let t = team();
+        let id = t.publish_plan();
+        let origin = t.env.origin();
+        // 200 MB that do not compress, stored as they are (quicker to make and to send).
+        let junk = t.env.path().join("junk.bin");
+        {
+            use std::io::Write;
+            let mut w = std::io::BufWriter::new(std::fs::File::create(&junk).unwrap());
+            let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+            for _ in 0..(200 * MIB / 8) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                w.write_all(&x.to_le_bytes()).unwrap();
+            }
+        }
+        t.env.git_in(&origin, &["config", "core.compression", "0"]);
+        t.env.git_in(&origin, &["config", "pack.compression", "0"]);
+        let blob = t.env.git_in(
+            &origin,
+            &["hash-object", "-w", "--no-filters", junk.to_str().unwrap()],
+        );
+        std::fs::remove_file(&junk).unwrap();
+        let tree = git_stdin(
+            &origin,
+            &["mktree"],
+            format!("100644 blob {blob}\tplan.json\n").as_bytes(),
+        );
+        let commit = t.env.git_in(&origin, &["commit-tree", &tree, "-m", "huge"]);
+        let huge = "f".repeat(64);
+        t.env.git_in(
+            &origin,
+            &["update-ref", &format!("refs/guardctl/plans/{huge}"), &commit],
+        );
+
+        let check = |r: &Run| {
+            assert_eq!(r.code, 0, "{}", r.transcript());
+            let v = r.json();
+            let listed: Vec<&str> = v["plans"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["plan_id"].as_str().unwrap())
+                .collect();
+            assert_eq!(listed, [id.as_str()], "{v:#}");
+            assert_eq!(v["left_out"]["invalid"], 1, "{v:#}");
+            assert!(
+                r.stderr
+                    .contains(&format!("left out: refs/guardctl/plans/{huge}"))
+                    && r.stderr.contains("`plan.json`"),
+                "{}",
+                r.stderr
+            );
+        };
+        // A server that does not filter (file:// as set up): the fetch is stopped at the cap
+        // (128 MiB and a little), never the 200 MB; run where no file may pass 136 MiB.
+        let r = run_capped(&t.env, &t.bob, "bob", 136 * MIB, &["--json", "inbox"]);
+        check(&r);
+        assert!(
+            r.stderr.contains("larger than any published item"),
+            "{}",
+            r.stderr
+        );
+        // A server that filters: the blob is never sent; run where no file may pass 8 MiB.
+        t.env
+            .git_in(&origin, &["config", "uploadpack.allowFilter", "true"]);
+        let r = run_capped(&t.env, &t.bob, "bob", 8 * MIB, &["--json", "inbox"]);
+        check(&r);
+        assert!(
+            r.stderr.contains("too large: the fetch left it out"),
+            "{}",
+            r.stderr
+        );
+        // Named by id, it is 65 (not a plan guardctl can read), whatever the server.
+        let r = t.env.run_in(&t.bob, "bob", &["show", &huge]);
+        assert_eq!(r.code, 65, "{}", r.transcript());
+    }
 }

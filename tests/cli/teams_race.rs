@@ -362,7 +362,7 @@ fn a_plan_consumed_elsewhere_without_a_receipt_yet_is_16_naming_who_until_it_is_
         &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
         &["apply", plan_arg],
     ));
-    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    assert_eq!(killed.code, -1, "killed (SIGKILL): {}", killed.transcript());
     let r = run(alice_in(
         &env,
         &clones[1],
@@ -645,7 +645,7 @@ fn an_exec_apply_killed_after_its_marker_landed_is_abandoned_by_recover_and_anot
         &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
         &["apply", plan_arg],
     ));
-    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    assert_eq!(killed.code, -1, "killed (SIGKILL): {}", killed.transcript());
     assert!(!consumed_on_remote(&env, &plan).is_empty(), "the marker landed");
     let r = run(alice_in(&env, &clones[0], &[], &["recover"]));
     assert_eq!(r.code, 0, "{}", r.transcript());
@@ -735,7 +735,7 @@ fn an_exec_apply_killed_while_its_command_ran_is_abandoned_by_recover_and_anothe
     assert_eq!(again.code, 16, "{}", again.transcript());
     assert!(again.stderr.contains("checked by hand"), "{}", again.stderr);
     let there = run(alice_in(&env, &clones[0], &[], &["apply", plan_arg]));
-    assert_ne!(there.code, 0, "{}", there.transcript());
+    assert_eq!(there.code, 10, "{}", there.transcript());
     assert_eq!(lines(&counter), 1, "the command ran at most once");
 }
 
@@ -751,7 +751,7 @@ fn an_exec_apply_killed_after_its_command_finished_is_completed_by_recover_which
         &[("GUARDCTL_TEST_CRASH_AFTER", "command-finished")],
         &["apply", plan_arg],
     ));
-    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    assert_eq!(killed.code, -1, "killed (SIGKILL): {}", killed.transcript());
     assert_eq!(lines(&counter), 1);
     let r = run(alice_in(&env, &clones[0], &[], &["recover"]));
     assert_eq!(r.code, 0, "{}", r.transcript());
@@ -797,7 +797,7 @@ fn a_junk_or_foreign_signed_abandonment_record_never_reads_as_abandoned_or_appli
         &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
         &["apply", plan_arg],
     ));
-    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    assert_eq!(killed.code, -1, "killed (SIGKILL): {}", killed.transcript());
     let marker: serde_json::Value = serde_json::from_str(&item_on_remote(
         &env,
         &format!("refs/guardctl/consumed/{hex}"),
@@ -861,7 +861,7 @@ fn recover_publishes_an_abandonment_only_where_the_clone_still_points_and_only_w
         &[("GUARDCTL_TEST_CRASH_AFTER", "pushed")],
         &["apply", plan.to_str().unwrap()],
     ));
-    assert_ne!(killed.code, 0, "{}", killed.transcript());
+    assert_eq!(killed.code, -1, "killed (SIGKILL): {}", killed.transcript());
     let receipts = || {
         env.published_on(&env.origin())
             .lines()

@@ -722,3 +722,364 @@ fn every_entry_names_the_key_that_acted_and_the_anchor_keeps_a_reflog() {
     assert_eq!(receipt["payload"], line["payload"]);
     assert_eq!(receipt["signatures"], line["signatures"]);
 }
+
+/// Approvals a hostile planner signs or keeps (issue 12's review): the plan's own key, the
+/// planner's principal in another case, a key revoked since, signers from the work tree.
+mod approvals_the_planner_forges {
+    use crate::fixtures::standard_repo;
+    use std::fs;
+
+    // ---------------------------------------------------------------------------------------
+    // self-approval
+    // ---------------------------------------------------------------------------------------
+
+    /// docs/trust-model.md: an approval signed by the plan's key, under any principal, is self-approval.
+    /// A key listed for planning as alice and for approving under another name (the
+    /// allowed-signers file's `namespaces=` makes that one principal per namespace, so `approve`
+    /// accepts it) approves its own plan today.
+    #[test]
+    fn an_approval_signed_with_the_plans_own_key_is_self_approval_whatever_the_principal() {
+        let env = standard_repo();
+        let signers = env.path().join("allowed_signers");
+        fs::write(
+            &signers,
+            format!(
+                "alice@example.com namespaces=\"guardctl-plan,guardctl-apply\" {a}\n\
+             alice-review@example.com namespaces=\"guardctl-approval\" {a}\n\
+             bob@example.com {b}\ncarol@example.com {c}\n",
+                a = env.public_key("alice"),
+                b = env.public_key("bob"),
+                c = env.public_key("carol"),
+            ),
+        )
+        .unwrap();
+        let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let _ = env.run("alice", &["approve", "plan.json", "--yes"]);
+        let before = env.repository_state();
+        let r = env.run("alice", &["apply", "plan.json"]);
+        assert_eq!(
+            r.code,
+            12,
+            "the planner's own key approved the plan:\n{}",
+            r.transcript()
+        );
+        assert_eq!(before, env.repository_state());
+    }
+
+    /// docs/trust-model.md: a principal equal to the planner's ignoring case is the planner. A file that
+    /// spells one principal two ways is ambiguous: every command refuses it (64, naming both
+    /// lines), so the case variant never approves anything.
+    #[test]
+    fn an_approval_by_the_planners_principal_in_another_case_is_self_approval() {
+        let env = standard_repo();
+        let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        env.allow_signer("ALICE@example.com", "mallory");
+        let r = env.run("mallory", &["approve", "plan.json", "--yes"]);
+        assert_eq!(r.code, 64, "{}", r.transcript());
+        assert!(
+            r.stderr.contains("line 4") && r.stderr.contains("line 1"),
+            "{}",
+            r.stderr
+        );
+        let before = env.repository_state();
+        let r = env.run("alice", &["apply", "plan.json"]);
+        assert_ne!(
+            r.code,
+            0,
+            "the planner's case variant approved the plan:\n{}",
+            r.transcript()
+        );
+        assert_eq!(before, env.repository_state());
+    }
+
+    /// docs/trust-model.md: an approver's key must be valid when the approval says it was signed *and
+    /// when apply checks it*. A key revoked after approving (compromised: `valid-before` set
+    /// to now) still counts, since validity is looked up only at the approval's own
+    /// `created_at` — which its signer writes.
+    #[test]
+    fn an_approval_by_a_key_revoked_since_does_not_count() {
+        let env = standard_repo();
+        fs::write(
+        env.path().join("allowed_signers"),
+        format!(
+            "alice@example.com {a}\nbob@example.com valid-before=\"202606011210\" {b}\ncarol@example.com {c}\n",
+            a = env.public_key("alice"),
+            b = env.public_key("bob"),
+            c = env.public_key("carol"),
+        ),
+    )
+    .unwrap();
+        let r = env.run(
+            "alice",
+            &["plan", "stale-branches", "--merged", "--expires-in", "1h"],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let r = env.run_env(
+            "bob",
+            &[("GUARDCTL_TEST_NOW", "2026-06-01T12:05:00Z")],
+            &["approve", "plan.json", "--yes"],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let before = env.repository_state();
+        let r = env.run_env(
+            "alice",
+            &[("GUARDCTL_TEST_NOW", "2026-06-01T12:20:00Z")],
+            &["apply", "plan.json"],
+        );
+        assert_eq!(
+            r.code,
+            12,
+            "an approval by a revoked key counted:\n{}",
+            r.transcript()
+        );
+        assert_eq!(before, env.repository_state());
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // trusted sources
+    // ---------------------------------------------------------------------------------------
+
+    /// docs/trust-model.md: allowed signers come from trusted sources only — "never the work tree or the
+    /// repository's own config (the planner can write both)". guardctl reads
+    /// `.guardctl/allowed_signers` from the work tree and `gpg.ssh.allowedSignersFile` from the
+    /// repository's config. A planner (or an agent whose key may only plan) who writes either
+    /// names their second key `bob@example.com` and approves their own plan.
+    #[test]
+    fn an_allowed_signers_file_in_the_work_tree_or_the_repository_config_is_never_trusted() {
+        for how in ["repository config", "work tree"] {
+            let env = standard_repo();
+            let mine = format!(
+                "alice@example.com {}\nbob@example.com {}\n",
+                env.public_key("alice"),
+                env.public_key("mallory")
+            );
+            if how == "work tree" {
+                fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+                fs::write(env.repo.join(".guardctl/allowed_signers"), &mine).unwrap();
+            } else {
+                let path = env.path().join("mine");
+                fs::write(&path, &mine).unwrap();
+                env.git(&["config", "gpg.ssh.allowedSignersFile", path.to_str().unwrap()]);
+            }
+            let as_ = |user: &str, args: &[&str]| {
+                let mut c = env.command();
+                c.arg("--key").arg(env.key(user)).args(args);
+                crate::fixtures::run(c)
+            };
+            let r = as_("alice", &["plan", "stale-branches", "--merged"]);
+            assert_eq!(r.code, 0, "{how}: {}", r.transcript());
+            let _ = as_("mallory", &["approve", "plan.json", "--yes"]);
+            let before = env.repository_state();
+            let r = as_("alice", &["apply", "plan.json"]);
+            assert_ne!(
+                r.code,
+                0,
+                "{how}: a planner-written allowed-signers file let the planner approve their own plan:\n{}",
+                r.transcript()
+            );
+            assert_eq!(before, env.repository_state(), "{how}");
+        }
+    }
+}
+
+/// A hostile planner who can write their own clone (refs, `.git/config`) must not choose the
+/// trust roots of their plan: identities come from the remote's default branch (issue 13's
+/// second review).
+mod trust_roots_on_the_remote {
+    use crate::fixtures::{Run, TestEnv, run, standard_repo};
+    use std::fs;
+
+    /// guardctl as `user`, with no `--allowed-signers`: the trusted sources decide.
+    fn run_bare(env: &TestEnv, user: &str, args: &[&str]) -> Run {
+        let mut c = env.command();
+        c.arg("--key").arg(env.key(user)).args(args);
+        run(c)
+    }
+
+    /// The standard repository with alice, bob and carol committed as trusted identities on
+    /// main, pushed to `origin` (the shared truth), and `origin/HEAD` naming `origin/main`.
+    fn identities_on_origin() -> TestEnv {
+        let env = standard_repo();
+        fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+        fs::copy(env.allowed_signers(), env.repo.join(".guardctl/allowed_signers")).unwrap();
+        env.git(&["add", ".guardctl/allowed_signers"]);
+        env.git(&["commit", "-q", "-m", "Trusted identities"]);
+        env.git(&["push", "-q", "origin", "main"]);
+        env.git(&["fetch", "-q", "origin"]);
+        env.git(&["remote", "set-head", "origin", "main"]);
+        env
+    }
+
+    /// The planner (alice) makes mallory's key a second "bob" in a commit of her own on
+    /// `branch` (never pushed), plans, has mallory approve, and applies: must be refused.
+    fn self_approval_through_a_planner_commit(env: &TestEnv, point_base_at_it: impl Fn(&TestEnv, &str)) {
+        let head = env.git(&["rev-parse", "HEAD"]).trim().to_string();
+        env.git(&["checkout", "-q", "-b", "evil"]);
+        let path = env.repo.join(".guardctl/allowed_signers");
+        let mut text = fs::read_to_string(&path).unwrap();
+        text += &format!("bob@example.com {}\n", env.public_key("mallory"));
+        fs::write(&path, text).unwrap();
+        env.git(&["commit", "-q", "-am", "a second bob"]);
+        let evil = env.git(&["rev-parse", "HEAD"]).trim().to_string();
+        env.git(&["checkout", "-q", "main"]);
+        env.git(&["reset", "-q", "--hard", &head]);
+        point_base_at_it(env, &evil);
+        let r = run_bare(env, "alice", &["plan", "stale-branches", "--merged"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let before = env.repository_state();
+        let _ = run_bare(env, "mallory", &["approve", "plan.json", "--yes"]);
+        let r = run_bare(env, "alice", &["apply", "plan.json"]);
+        assert_ne!(
+            r.code,
+            0,
+            "the planner's own key approved through identities the planner committed locally:\n{}",
+            r.transcript()
+        );
+        assert_eq!(
+            before,
+            env.repository_state(),
+            "a refused apply changed the repository"
+        );
+    }
+
+    #[test]
+    fn committed_identities_come_from_the_remotes_default_branch_not_a_local_origin_head() {
+        let env = identities_on_origin();
+        // `refs/remotes/origin/HEAD` is a symbolic ref in the planner's clone.
+        self_approval_through_a_planner_commit(&env, |env, _| {
+            env.git(&["symbolic-ref", "refs/remotes/origin/HEAD", "refs/heads/evil"]);
+        });
+    }
+
+    #[test]
+    fn committed_identities_come_from_the_remotes_default_branch_not_a_rewritten_tracking_ref() {
+        let env = identities_on_origin();
+        self_approval_through_a_planner_commit(&env, |env, evil| {
+            env.git(&["update-ref", "refs/remotes/origin/main", evil]);
+        });
+    }
+
+    #[test]
+    fn committed_identities_are_not_read_from_an_unpushed_local_main() {
+        // No origin/HEAD (as after `git init` + `remote add` + push): the local main decides today.
+        let env = identities_on_origin();
+        env.git(&["remote", "set-head", "origin", "--delete"]);
+        self_approval_through_a_planner_commit(&env, |env, evil| {
+            env.git(&["update-ref", "refs/heads/main", evil]);
+            env.git(&["reset", "-q", "--hard", evil]);
+        });
+    }
+
+    #[test]
+    fn committed_identities_ignore_init_default_branch_in_the_repositorys_own_config() {
+        let env = identities_on_origin();
+        env.git(&["remote", "set-head", "origin", "--delete"]);
+        self_approval_through_a_planner_commit(&env, |env, _| {
+            env.git(&["config", "init.defaultBranch", "evil"]);
+        });
+    }
+
+    /// Control: without the planner's ref edits, mallory is no one (passes today).
+    #[test]
+    fn control_mallory_is_not_bob_on_the_origins_default_branch() {
+        let env = identities_on_origin();
+        self_approval_through_a_planner_commit(&env, |_, _| {});
+    }
+}
+
+/// Self-approval in disguise (issues 13 and 20, second review): an approver the planner minted
+/// or whose key the plan's own key also speaks for; one key under two principals.
+mod self_approval {
+    use crate::fixtures::{Run, TestEnv, run};
+    use std::fs;
+
+    /// guardctl as `user`, with no `--allowed-signers`: the trusted sources decide.
+    fn run_bare(env: &TestEnv, user: &str, args: &[&str]) -> Run {
+        let mut c = env.command();
+        c.arg("--key").arg(env.key(user)).args(args);
+        run(c)
+    }
+
+    /// The same self-approval against the shared remote: a `remote-branches` plan the planner
+    /// applies from their own clone deletes branches on `origin` for everyone. The identities
+    /// must be the remote's (as `ls-remote` reports its HEAD), as the policy already is.
+    #[test]
+    fn a_planner_minted_approver_cannot_delete_branches_on_the_shared_remote() {
+        let env = crate::fixtures::remote_repo();
+        fs::create_dir_all(env.repo.join(".guardctl")).unwrap();
+        fs::copy(env.allowed_signers(), env.repo.join(".guardctl/allowed_signers")).unwrap();
+        env.git(&["add", ".guardctl/allowed_signers"]);
+        env.git(&["commit", "-q", "-m", "Trusted identities"]);
+        env.git(&["push", "-q", "origin", "main"]);
+        env.git(&["fetch", "-q", "origin"]);
+        env.git(&["remote", "set-head", "origin", "main"]);
+        // The planner's own commit, never pushed, named by the clone's origin/HEAD.
+        env.git(&["checkout", "-q", "-b", "evil"]);
+        let path = env.repo.join(".guardctl/allowed_signers");
+        let mut text = fs::read_to_string(&path).unwrap();
+        text += &format!("bob@example.com {}\n", env.public_key("mallory"));
+        fs::write(&path, text).unwrap();
+        env.git(&["commit", "-q", "-am", "a second bob"]);
+        env.git(&["checkout", "-q", "main"]);
+        env.git(&["symbolic-ref", "refs/remotes/origin/HEAD", "refs/heads/evil"]);
+        let r = run_bare(&env, "alice", &["plan", "remote-branches", "--remote", "origin"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let before = env.remote_branches();
+        let _ = run_bare(&env, "mallory", &["approve", "plan.json", "--yes"]);
+        let r = run_bare(&env, "alice", &["apply", "plan.json"]);
+        assert_ne!(
+            r.code,
+            0,
+            "deleted on origin with a planner-minted approval:\n{}",
+            r.transcript()
+        );
+        assert_eq!(before, env.remote_branches(), "origin's branches changed");
+    }
+
+    /// One person, two spellings of their identity: their key K speaks for `alice@example.com`
+    /// and `alice@corp.example.com` (git's allowed-signers lists several e-mails for one key),
+    /// and their second key speaks for `alice@example.com` only. A plan signed with K that claims
+    /// the corp principal must not be approvable by the second key: K "may also speak for" the
+    /// approver's principal, which is self-approval (docs/trust-model.md, check 2).
+    #[test]
+    fn an_approver_the_plans_own_key_also_speaks_for_is_self_approval() {
+        let env = crate::hostile::planned();
+        env.allow_signer("alice@corp.example.com", "alice");
+        env.allow_signer("alice@example.com", "mallory");
+        // `plan` refuses a key with two principals; the planner re-signs the claim instead.
+        crate::hostile::forge_raw(&env, |p| {
+            p.planner.principal = Some("alice@corp.example.com".into());
+        });
+        crate::apply::attach_forged(&env, "mallory", "alice@example.com");
+        let r = crate::apply::refused_apply(&env, "alice", &[], 12);
+        assert!(
+            r.stderr.contains("own plan") || r.stderr.contains("self"),
+            "{}",
+            r.transcript()
+        );
+    }
+
+    /// One key listed for two principals (git's allowed-signers allows `a@x,b@y KEY`) is one
+    /// person: two approvals signed by that one key, one per principal, are one approval.
+    #[test]
+    fn two_approvals_by_one_key_under_two_principals_count_once() {
+        let env = TestEnv::new();
+        env.branch("feature/done", "main", 1, "Bob", 30);
+        env.merge("feature/done", 29);
+        env.commit(
+            ".guardctl/policy.toml",
+            "version = 1\n\n[approvals]\nrequired = 2",
+            "Alice",
+            1,
+        );
+        env.allow_signer("bob@corp.example.com", "bob");
+        let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        for principal in ["bob@example.com", "bob@corp.example.com"] {
+            crate::apply::attach_forged(&env, "bob", principal);
+        }
+        crate::apply::refused_apply(&env, "alice", &[], 12);
+    }
+}

@@ -2,7 +2,9 @@
 //! content pins): each test is an attack that once got a changed byte past approval.
 
 use crate::fixtures::TestEnv;
+
 use std::fs;
+
 use std::path::Path;
 
 /// A work tree with trash/{a,b} and scripts/run.sh, which sources whatever `extra` says and
@@ -231,31 +233,147 @@ fn a_gitignore_that_ignores_itself_is_pinned() {
     refused(&env, &r);
 }
 
-/// The clone's own config names the programs git runs for its remote's URL
-/// (`remote.<url>.uploadpack`, `remote.<url>.receivepack`: git looks a URL up as a remote's
-/// name): for a local or `file://` remote git runs them here, with the executor's rights.
-/// guardctl always asks for git's own.
-#[test]
-fn the_clones_upload_and_receive_pack_programs_never_run() {
-    let env = crate::fixtures::remote_repo();
-    let url = format!("file://{}", env.origin().display());
-    let mark = env.path().join("pwned-pack");
-    for key in ["uploadpack", "receivepack"] {
-        let prog = if key == "uploadpack" {
-            "git-upload-pack"
-        } else {
-            "git-receive-pack"
-        };
-        env.git(&[
-            "config",
-            &format!("remote.{url}.{key}"),
-            &format!("touch {}; {prog}", mark.display()),
-        ]);
+/// Scripts an interpreter runs, pinned however they are reached (second review of issue 20's
+/// exec plans).
+mod interpreters {
+    use crate::fixtures::{TestEnv, run};
+    use std::fs;
+
+    /// A pinned "file" whose size says 0 but which reads without end (`/proc/self/pagemap` reads
+    /// as 8 bytes per page of the whole address space: hundreds of GiB) must be refused by the
+    /// pinning budget on the bytes read, not exhaust memory. Run under a 1.5 GB address-space
+    /// limit so that today's unbounded read dies quickly instead of taking the machine with it.
+    #[test]
+    fn a_pinned_file_that_reads_without_end_is_refused_by_the_budget() {
+        let env = TestEnv::new();
+        let mut c = std::process::Command::new("prlimit");
+        c.arg("--as=1500000000")
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_guardctl"))
+            .current_dir(&env.repo)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &env.home)
+            .env("TZ", "UTC")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GUARDCTL_TEST_NOW", crate::fixtures::NOW)
+            .arg("--key")
+            .arg(env.key("alice"))
+            .arg("--allowed-signers")
+            .arg(env.allowed_signers())
+            .args([
+                "plan",
+                "exec",
+                "--preview",
+                "echo x",
+                "--pin",
+                "/proc/self/pagemap",
+                "--",
+                "true",
+            ]);
+        let r = run(c);
+        assert!(
+            r.code == 64 && r.stderr.contains("goes over"),
+            "pinning an endless file must stop at the budget (usage error), not run out of memory:\n{}",
+            r.transcript()
+        );
     }
-    let r = env.run("alice", &["plan", "remote-branches", "--remote", "origin"]);
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    approve(&env);
-    let r = env.run("alice", &["apply", "plan.json"]);
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    assert!(!mark.exists(), "the clone's pack program ran");
+
+    /// `sh -e script` is errexit, not code on the command line: the script is what runs and must
+    /// be pinned like `sh script` (the README: "the script an interpreter is given"). Today `-e`
+    /// is taken for perl's `-e CODE` for every interpreter, so the before-image script is neither
+    /// pinned nor checked: edited after approval, it runs as edited and apply calls it verified.
+    #[test]
+    fn a_script_run_with_sh_dash_e_is_pinned() {
+        let env = TestEnv::new();
+        fs::create_dir_all(env.repo.join("scripts")).unwrap();
+        fs::write(env.repo.join("scripts/p.sh"), "echo item\n").unwrap();
+        fs::write(env.repo.join("scripts/b.sh"), "echo saved\n").unwrap();
+        fs::write(env.repo.join("scripts/x.sh"), "echo done\n").unwrap();
+        let r = env.run(
+            "alice",
+            &[
+                "plan",
+                "exec",
+                "--preview",
+                "sh scripts/p.sh",
+                "--before-image",
+                "sh -e scripts/b.sh",
+                "--",
+                "sh",
+                "-e",
+                "scripts/x.sh",
+            ],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        // After approval (a teammate's push, a `git pull`, the planner): the script changes.
+        fs::write(
+            env.repo.join("scripts/b.sh"),
+            "echo unreviewed > pwned\necho saved\n",
+        )
+        .unwrap();
+        let r = env.run("alice", &["apply", "plan.json"]);
+        assert!(
+            !env.repo.join("pwned").exists(),
+            "unreviewed code ran at apply (exit {}):\n{}",
+            r.code,
+            r.transcript()
+        );
+        assert_eq!(r.code, 10, "{}", r.transcript());
+    }
+
+    /// The same through a program or builtin that runs another (`exec`, `command`, `env`,
+    /// `timeout`, `nice`): the script the wrapped interpreter runs must be pinned, or the plan
+    /// refused; never run unpinned from the work tree.
+    #[test]
+    fn a_script_run_through_a_wrapper_is_pinned() {
+        for wrapper in ["exec sh", "command sh", "env sh", "timeout 60 sh", "nice sh"] {
+            let env = TestEnv::new();
+            fs::create_dir_all(env.repo.join("scripts")).unwrap();
+            fs::write(env.repo.join("scripts/p.sh"), "echo item\n").unwrap();
+            fs::write(env.repo.join("scripts/b.sh"), "echo saved\n").unwrap();
+            fs::write(env.repo.join("scripts/x.sh"), "echo done\n").unwrap();
+            let before_image = format!("{wrapper} scripts/b.sh");
+            let r = env.run(
+                "alice",
+                &[
+                    "plan",
+                    "exec",
+                    "--preview",
+                    "sh scripts/p.sh",
+                    "--before-image",
+                    &before_image,
+                    "--",
+                    "sh",
+                    "scripts/x.sh",
+                ],
+            );
+            if r.code != 0 {
+                continue; // refusing to plan what cannot be pinned is also an answer
+            }
+            let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+            assert_eq!(r.code, 0, "{}", r.transcript());
+            fs::write(
+                env.repo.join("scripts/b.sh"),
+                "echo unreviewed > pwned\necho saved\n",
+            )
+            .unwrap();
+            let r = env.run("alice", &["apply", "plan.json"]);
+            assert!(
+                !env.repo.join("pwned").exists(),
+                "`{before_image}`: unreviewed code ran at apply (exit {}):\n{}",
+                r.code,
+                r.transcript()
+            );
+            assert_eq!(
+                r.code,
+                10,
+                "`{before_image}`: the edited script is drift: {}",
+                r.transcript()
+            );
+        }
+    }
 }

@@ -316,7 +316,7 @@ fn a_seen_directory_replaced_by_a_file_blocks_apply_but_not_show() {
     // apply cannot tell which other plans exist: it refuses, naming the path, changing nothing.
     let before = env.repository_state();
     let r = env.run("alice", &["apply", "plan.json"]);
-    assert_ne!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.code, 1, "{}", r.transcript());
     assert!(r.stderr.contains("seen"), "{}", r.stderr);
     assert_eq!(before, env.repository_state());
 }
