@@ -40,7 +40,7 @@ impl Scratch {
         };
         // Capped at TIP_LIMIT itself: `fetch_commits` would allow a pack of a megabyte more
         // (room for an item's commit and tree), so a junk tip of up to ~1 MiB was fetched by
-        // every apply (tests/cli/attack32.rs).
+        // every apply (tests/cli/rollback.rs).
         let fetched = self.fetch_commits_within(url, &[tip], TIP_LIMIT);
         if matches!(fetched, Ok(Fetch::Capped)) {
             return Err(unusable(url, "its tip is larger than a backup commit can be"));

@@ -174,7 +174,7 @@ impl RepoMut<'_> {
     /// The commits are asked for by id, not the branch: anyone who can push may
     /// fast-forward junk onto the branch (a huge tree, a deep history), and the branch
     /// grows by every history a plan ever deleted, none of which this rollback needs
-    /// (tests/cli/attack32.rs). Only a server that takes no ids it did not advertise
+    /// (tests/cli/rollback.rs). Only a server that takes no ids it did not advertise
     /// (protocol v0 without `uploadpack.allowReachableSHA1InWant`: git then refuses to ask)
     /// gets the branch fetched instead. Any other failure fetches nothing more: a server
     /// that takes ids and has not got one (pruned: an annotated tag's object, which the
