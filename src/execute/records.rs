@@ -60,22 +60,14 @@ pub fn trusted(store: &Store, id: &str, signers: &AllowedSigners) -> Result<(Bef
             marker.plan_id, marker.before_image
         )));
     }
-    if marker.key != verified.fingerprint {
-        return Err(bad("it names another key than the one that signed it".into()));
-    }
-    let principals = apply_principals(signers, &verified, &envelope, marker.created_at);
-    if !principals.contains(&image.executor) {
-        return Err(bad(format!(
-            "it is signed by {} ({}), not by the plan's executor {}",
-            verified.fingerprint,
-            if principals.is_empty() {
-                "no principal".to_string()
-            } else {
-                principals.join(", ")
-            },
-            image.executor
-        )));
-    }
+    marker_signer(
+        signers,
+        &marker,
+        (&verified, &envelope),
+        Some(&image.executor),
+        &image.executor,
+    )
+    .map_err(bad)?;
     Ok((image, Some(marker)))
 }
 
@@ -122,9 +114,7 @@ pub fn remote_marker(
     signers: &AllowedSigners,
 ) -> Result<Consumed> {
     let bad = |why: String| unverifiable(&item.refname, why);
-    let bytes = item.bytes.as_ref().map_err(|why| bad(why.clone()))?;
-    let (marker, verified, envelope): (Consumed, _, _) =
-        verified_with(bytes, CONSUMED_PAYLOAD_TYPE, "marker", &bad)?;
+    let (marker, verified, envelope): (Consumed, _, _) = published(item, CONSUMED_PAYLOAD_TYPE, "marker")?;
     if marker.plan_id != plan_id {
         return Err(bad(format!("it consumes {}", safe(&marker.plan_id))));
     }
@@ -141,22 +131,36 @@ pub fn remote_marker(
             crate::text::rfc3339(*made_within.end()),
         )));
     }
+    let shown = safe(executor.unwrap_or("(none)"));
+    marker_signer(signers, &marker, (&verified, &envelope), executor, &shown).map_err(bad)?;
+    Ok(marker)
+}
+
+/// A consumed marker's signer, judged the same wherever the marker is read: the key it names
+/// (`marker.key`) made the signature, and speaks for `executor` in `guardctl-apply` when the
+/// marker says it was made. The refusal names the executor as `shown`.
+fn marker_signer(
+    signers: &AllowedSigners,
+    marker: &Consumed,
+    (verified, envelope): (&dsse::Verified, &crate::plan::envelope::Envelope),
+    executor: Option<&str>,
+    shown: &str,
+) -> std::result::Result<(), String> {
     if marker.key != verified.fingerprint {
-        return Err(bad("it names another key than the one that signed it".into()));
+        return Err("it names another key than the one that signed it".into());
     }
-    let principals = apply_principals(signers, &verified, &envelope, marker.created_at);
+    let principals = apply_principals(signers, verified, envelope, marker.created_at);
     match executor {
-        Some(e) if principals.iter().any(|p| p == e) => Ok(marker),
-        _ => Err(bad(format!(
-            "it is signed by {} ({}), not by the plan's executor {}",
+        Some(e) if principals.iter().any(|p| p == e) => Ok(()),
+        _ => Err(format!(
+            "it is signed by {} ({}), not by the plan's executor {shown}",
             verified.fingerprint,
             if principals.is_empty() {
                 "no principal".to_string()
             } else {
                 principals.join(", ")
             },
-            safe(executor.unwrap_or("(none)"))
-        ))),
+        )),
     }
 }
 
@@ -165,7 +169,7 @@ pub fn remote_marker(
 /// certificate lists, both valid at `at`), judged exactly as the gate judges the applying key.
 /// Not the bare key alone: an executor applying with a certificate of the day signs with a key
 /// no line lists, and its marker would read as nobody's.
-pub(super) fn apply_principals(
+pub fn apply_principals(
     signers: &AllowedSigners,
     verified: &dsse::Verified,
     envelope: &crate::plan::envelope::Envelope,
@@ -193,9 +197,7 @@ pub fn remote_result(
     json: bool,
 ) -> Result<String> {
     let bad = |why: String| unverifiable(&item.refname, why);
-    let bytes = item.bytes.as_ref().map_err(|why| bad(why.clone()))?;
-    let (receipt, verified, envelope): (Receipt, _, _) =
-        verified_with(bytes, RECEIPT_PAYLOAD_TYPE, "receipt", &bad)?;
+    let (receipt, verified, envelope): (Receipt, _, _) = published(item, RECEIPT_PAYLOAD_TYPE, "receipt")?;
     if verified.fingerprint != marker.key {
         return Err(bad(format!(
             "signed by {}, not by {}, the key that consumed the plan",
@@ -233,7 +235,7 @@ pub fn remote_abandoned(
     }
     let bad = |why: String| unverifiable(&item.refname, why);
     let (record, verified, _): (state::Abandoned, _, _) =
-        verified_with(bytes, state::ABANDONED_PAYLOAD_TYPE, "record", &bad)?;
+        published(item, state::ABANDONED_PAYLOAD_TYPE, "record")?;
     if verified.fingerprint != marker.key || record.key != marker.key {
         return Err(bad(format!(
             "signed by {}, not by {}, the key that consumed the plan",
@@ -250,7 +252,7 @@ pub fn remote_abandoned(
 }
 
 /// The failure for a published marker or receipt that does not verify: 16, naming the ref.
-pub(super) fn unverifiable(refname: &str, why: String) -> Error {
+fn unverifiable(refname: &str, why: String) -> Error {
     Error::new(
         Kind::NeedsRecovery,
         format!(
@@ -296,7 +298,7 @@ pub(super) fn signed_state(
 /// verified as `payload_type` in `guardctl-apply` and its payload parsed; anything else is
 /// 16 naming `path`. Who signed it is the caller's to check. Returns the envelope too (a
 /// replay prints the receipt's).
-pub(super) fn verified_state<T: serde::de::DeserializeOwned>(
+fn verified_state<T: serde::de::DeserializeOwned>(
     path: &std::path::Path,
     bytes: &[u8],
     payload_type: &str,
@@ -306,16 +308,39 @@ pub(super) fn verified_state<T: serde::de::DeserializeOwned>(
 }
 
 /// [`verified_state`] for bytes from anywhere: `bad` makes the error.
-pub(super) fn verified_with<T: serde::de::DeserializeOwned>(
+fn verified_with<T: serde::de::DeserializeOwned>(
     bytes: &[u8],
     payload_type: &str,
     what: &str,
     bad: &dyn Fn(String) -> Error,
 ) -> Result<(T, dsse::Verified, crate::plan::envelope::Envelope)> {
+    open(bytes, payload_type, what).map_err(bad)
+}
+
+/// An item published on a remote (`consumed/<id>`, `receipts/<id>`) verified as
+/// [`verified_with`] does: unreadable or not verifying is 16 naming its ref ([`unverifiable`]).
+fn published<T: serde::de::DeserializeOwned>(
+    item: &crate::store::consumption::RemoteItem,
+    payload_type: &str,
+    what: &str,
+) -> Result<(T, dsse::Verified, crate::plan::envelope::Envelope)> {
+    let bad = |why: String| unverifiable(&item.refname, why);
+    let bytes = item.bytes.as_ref().map_err(|why| bad(why.clone()))?;
+    verified_with(bytes, payload_type, what, &bad)
+}
+
+/// The one reading of a signed record's bytes: a DSSE envelope of `payload_type`, verified in
+/// `guardctl-apply`, its payload parsed as `T` (`what` names it in the reason). Who signed it
+/// is the caller's to judge. `Err` says why not, for the caller to make a refusal of, or (in
+/// `log --verify`'s reading of what a remote publishes) to pass over.
+pub fn open<T: serde::de::DeserializeOwned>(
+    bytes: &[u8],
+    payload_type: &str,
+    what: &str,
+) -> std::result::Result<(T, dsse::Verified, crate::plan::envelope::Envelope), String> {
     let envelope: crate::plan::envelope::Envelope =
-        serde_json::from_slice(bytes).map_err(|e| bad(format!("not a signed {what} ({e})")))?;
-    let verified = dsse::verify(&envelope, payload_type, APPLY_NAMESPACE).map_err(|e| bad(e.to_string()))?;
-    let value =
-        serde_json::from_slice(&verified.payload).map_err(|e| bad(format!("malformed {what} ({e})")))?;
+        serde_json::from_slice(bytes).map_err(|e| format!("not a signed {what} ({e})"))?;
+    let verified = dsse::verify(&envelope, payload_type, APPLY_NAMESPACE).map_err(|e| e.to_string())?;
+    let value = serde_json::from_slice(&verified.payload).map_err(|e| format!("malformed {what} ({e})"))?;
     Ok((value, verified, envelope))
 }
