@@ -12,7 +12,6 @@ use crate::ops::pin::Script;
 use crate::plan::approval::{ExecResult, Receipt};
 use crate::sign::SigningKey;
 use crate::store::BeforeImage;
-use crate::store::state::Step;
 use crate::text::safe;
 
 impl Executor<'_> {
@@ -32,6 +31,7 @@ impl Executor<'_> {
         drift_check: &mut dyn FnMut() -> Result<()>,
     ) -> Result<Receipt> {
         let Run { inputs, top, sandbox } = run;
+        let journal = self.journal(id);
         drift_check()?;
         let names: Vec<String> = inputs.env.iter().map(|e| e.name.clone()).collect();
         let env = exec::environment(&names);
@@ -54,7 +54,7 @@ impl Executor<'_> {
             self.store.write_file(id, "before-image-output", &out.stdout)?;
             if !out.status.success() {
                 // Nothing destructive ran and the plan is not used: it can be applied again.
-                self.store.journal(id, Step::Refused, self.now)?;
+                journal.refused()?;
                 return Err(Error::internal(format!(
                     "the before-image command failed ({}); the command was not run",
                     out.status
@@ -73,27 +73,27 @@ impl Executor<'_> {
                 })
                 .collect();
             if !changed.is_empty() {
-                self.store.journal(id, Step::Refused, self.now)?;
+                journal.refused()?;
                 return Err(crate::ops::stale_branches::drift_error(&changed).with_hint(
                     "the before-image command changed the private copy; the command was not run",
                 ));
             }
         }
         self.store.write_before_image(id, &image)?;
-        self.step(id, Step::BeforeImageWritten)?;
+        let journal = journal.before_image_written()?;
         self.consume(id, key)?;
-        self.step(id, Step::Consumed)?;
+        let journal = journal.consumed()?;
         // Bound to a remote: the consumed marker is created there (create-only) before the
         // command runs; a clone that finds it taken runs nothing. Without the marker (the
         // policy's `[remote] consumed_marker = false`), the plan is consumed here only.
         if let Some(at) = image.consumed_on.as_ref().filter(|c| c.marker) {
             if let Err(e) = self.push_consuming(id, &at.url, &[], true, None) {
-                self.abort(id, &e)?;
+                self.abort(journal, &e)?;
                 return Err(e);
             }
             crash_point("pushed");
         }
-        self.step(id, Step::CommandStarted)?;
+        let journal = journal.command_started()?;
         let mut result = match exec::run_command(&staged, &inputs.command, &dir, &env) {
             Ok(out) => {
                 self.store.write_file(id, "command-stdout", &out.stdout)?;
@@ -126,7 +126,7 @@ impl Executor<'_> {
         // file someone wrote into the state directory ("status 0") after a crash.
         let bytes = signed_state(EXEC_RESULT_PAYLOAD_TYPE, &result, key, EXEC_RESULT)?;
         self.store.write_file(id, EXEC_RESULT, &bytes)?;
-        self.step(id, Step::CommandFinished)?;
-        self.finish(id, &image, key)
+        let journal = journal.command_finished()?;
+        self.settle(journal, &image, key)
     }
 }

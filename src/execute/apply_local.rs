@@ -10,7 +10,6 @@ use crate::plan::approval::Receipt;
 use crate::repo::mutate::RefOp;
 use crate::sign::SigningKey;
 use crate::store::BeforeImage;
-use crate::store::state::Step;
 use crate::text::safe;
 
 impl Executor<'_> {
@@ -63,23 +62,36 @@ impl Executor<'_> {
             backup = Some(commit);
         }
         // The before-image is written while git still works on the locks; it is only a
-        // promise until the plan is marked consumed, and is taken back on a refusal.
-        let prepared = drift_check()
-            .and_then(|()| {
-                self.store.write_before_image(id, &image)?;
-                self.step(id, Step::BeforeImageWritten)
-            })
-            .and_then(|()| pending.prepared())
-            .and_then(|p| self.still_not_checked_out(&image).map(|()| p));
-        let prepared = match prepared {
+        // promise until the plan is marked consumed, and is taken back on a refusal (from
+        // either side of `before-image-written`, the journal then `Unconsumed`).
+        let journal = self.journal(id);
+        let written = match drift_check().and_then(|()| self.store.write_before_image(id, &image)) {
+            Ok(()) => journal.before_image_written().map_err(|n| (*n.error, n.journal)),
+            Err(e) => Err((e, journal.unconsumed())),
+        };
+        let prepared = match written {
+            Ok(journal) => match pending
+                .prepared()
+                .and_then(|p| self.still_not_checked_out(&image).map(|()| p))
+            {
+                Ok(p) => Ok((journal, p)),
+                Err(e) => Err((e, journal.unconsumed())),
+            },
+            Err(refused) => {
+                // git aborts the transaction (and is waited for) before anything is cleaned up.
+                drop(pending);
+                Err(refused)
+            }
+        };
+        let (journal, prepared) = match prepared {
             Ok(p) => p,
-            Err(e) => {
+            Err((e, journal)) => {
                 // Refused before anything durable: the transaction was aborted (and waited
                 // for), so nothing refers to the backup commit, and neither git's process id
                 // nor a before-image is of use to a recovery (which ignores a refused step).
                 self.store.remove_file(id, "git.pid")?;
                 self.store.remove_file(id, "before-image.json")?;
-                self.store.journal(id, Step::Refused, self.now)?;
+                journal.refused()?;
                 if let Some(b) = &backup {
                     self.repo.discard_backup_commit(b)?;
                 }
@@ -87,13 +99,13 @@ impl Executor<'_> {
             }
         };
         self.consume(id, key)?;
-        self.step(id, Step::Consumed)?;
+        let journal = journal.consumed()?;
         if let Err(e) = prepared.commit() {
-            self.abort(id, &e)?;
+            self.abort(journal, &e)?;
             return Err(e);
         }
-        self.step(id, Step::RefsCommitted)?;
-        self.finish(id, &image, key)
+        let journal = journal.refs_committed()?;
+        self.settle(journal, &image, key)
     }
 
     /// The last look before the plan is consumed: the refs are locked now, but HEAD is not (git

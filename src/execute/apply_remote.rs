@@ -15,7 +15,6 @@ use crate::repo::publish::RefOutcome;
 use crate::sign::SigningKey;
 use crate::store::ledger::LEDGER_REF;
 use crate::store::published::{Item, ItemKind, Remote};
-use crate::store::state::Step;
 use crate::store::{BeforeImage, published};
 use crate::text::safe;
 
@@ -49,35 +48,38 @@ impl Executor<'_> {
         };
         image.backup_commit = commit.as_ref().map(|c| c.oid.clone());
         self.store.write_before_image(id, &image)?;
-        self.step(id, Step::BeforeImageWritten)?;
+        let journal = self.journal(id).before_image_written()?;
         self.consume(id, key)?;
-        self.step(id, Step::Consumed)?;
+        let journal = journal.consumed()?;
         // The consumed marker goes to the remote in the same atomic push as the deletions,
         // create-only: of any number of clones applying this plan, one push lands. Without it
         // (the policy's `[remote] consumed_marker = false`, recorded in the image), the leases
         // alone keep a second clone from deleting anything.
-        if let (Some(refname), Some(commit)) = (image.backup_ref.clone(), commit) {
-            let create = RefOp::Create {
-                refname,
-                oid: commit.oid,
-            };
-            if let Err(e) = self.transaction(id, &[create]) {
-                self.abort(id, &e)?;
-                return Err(e);
+        let journal = match (image.backup_ref.clone(), commit) {
+            (Some(refname), Some(commit)) => {
+                let create = RefOp::Create {
+                    refname,
+                    oid: commit.oid,
+                };
+                if let Err(e) = self.transaction(id, &[create]) {
+                    self.abort(journal, &e)?;
+                    return Err(e);
+                }
+                journal.backup_created()?.pending()
             }
-            self.step(id, Step::BackupCreated)?;
-        }
+            _ => journal.pending(),
+        };
         let backup = match (&image.backup_commit, with_marker(&image)) {
             (Some(c), true) => Some((crate::repo::Oid::from_str(c)?, image.created_at.unix_timestamp())),
             _ => None,
         };
         if let Err(e) = self.push_consuming(id, url, &ops, with_marker(&image), backup) {
-            self.abort(id, &e)?;
+            self.abort(journal, &e)?;
             return Err(e);
         }
         crash_point("pushed");
-        self.step(id, Step::RefsCommitted)?;
-        self.finish(id, &image, key)
+        let journal = journal.refs_committed()?;
+        self.settle(journal, &image, key)
     }
 
     /// This plan's consumed marker as the item published on its remote (`consumed.json`:

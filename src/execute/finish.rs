@@ -3,18 +3,32 @@
 //! plan, the receipt signed with the key that consumed the plan and appended to the audit log
 //! as the apply's entry, then `done`.
 
+use super::journal::at::Finishing;
+use super::journal::{Journal, MayRemoveConfig};
 use super::shared::encode_failed;
 use super::{EXEC_RESULT, Executor};
 use crate::error::{Error, Result};
 use crate::ops::exec;
 use crate::plan::approval::{APPLY_NAMESPACE, ExecResult, RECEIPT_PAYLOAD_TYPE, Receipt};
 use crate::sign::{SigningKey, dsse};
-use crate::store::state::Step;
 use crate::store::{BeforeImage, state};
 
 impl Executor<'_> {
     /// After the refs are committed: remove config, observe, sign and store the receipt.
+    /// For `recover`, which completes an apply from where its journal stands.
     pub fn finish(&self, id: &str, image: &BeforeImage, key: &SigningKey) -> Result<Receipt> {
+        let journal = self.resume::<Finishing>(id)?;
+        self.settle(journal, image, key)
+    }
+
+    /// [`Executor::finish`] from the place the apply's own journal reached.
+    pub(super) fn settle<S: MayRemoveConfig>(
+        &self,
+        journal: Journal<'_, S>,
+        image: &BeforeImage,
+        key: &SigningKey,
+    ) -> Result<Receipt> {
+        let id = journal.id();
         // Checked before anything else is done or journaled: a result that does not verify
         // leaves the state exactly as the crash did.
         let exec: Option<ExecResult> = match self.store.read_file(id, EXEC_RESULT)? {
@@ -29,7 +43,7 @@ impl Executor<'_> {
         };
         let names: Vec<String> = image.config.iter().map(|(n, _)| n.clone()).collect();
         self.repo.remove_branch_sections(&names)?;
-        self.step(id, Step::ConfigRemoved)?;
+        let journal = journal.config_removed()?;
         let mut mismatches = self.observe(image, &names)?;
         if let Some(r) = &exec {
             match (r.status, &r.error) {
@@ -89,7 +103,7 @@ impl Executor<'_> {
                 .map_err(|e| encode_failed("result.json", e))?
                 .as_bytes(),
         )?;
-        self.step(id, Step::Done)?;
+        journal.done()?;
         Ok(receipt)
     }
 

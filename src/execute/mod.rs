@@ -34,12 +34,15 @@
 //! One file per protocol: `apply_local` (this repository's refs), `apply_remote` (a
 //! remote's refs, and consuming a plan on its remote), `apply_exec` (a command), the
 //! `finish` they share, `rollback`, `recover`; [`records`] reads back and verifies the
-//! signed records they write; `shared` holds what all of them use.
+//! signed records they write; `shared` holds what all of them use. Every step is written
+//! through `journal`, whose types let each protocol append only a step that may follow
+//! where its journal stands (the order `store::state::check_sequence` checks on read).
 
 mod apply_exec;
 mod apply_local;
 mod apply_remote;
 mod finish;
+mod journal;
 pub mod records;
 mod recover;
 mod rollback;

@@ -4,6 +4,8 @@
 //! signed only with the key that consumed the plan.
 
 use super::apply_remote::{consumed_url, with_marker};
+use super::journal::Journal;
+use super::journal::at::{CommandStarted, Pending, RollingBack, Written};
 use super::records::{consumed, signed_state, trusted};
 use super::{ABANDONED, Executor};
 use crate::error::{Error, Kind, Result};
@@ -167,9 +169,10 @@ impl Executor<'_> {
 
     /// An apply interrupted before it consumed the plan: nothing changed; forget its image.
     pub(super) fn recover_unstarted(&self, id: &str) -> Result<String> {
+        let journal = self.resume::<Written>(id)?;
         self.wait_for_orphaned_git(id)?;
         self.store.remove_file(id, "before-image.json")?;
-        self.store.journal(id, Step::RecoveredUnstarted, self.now)?;
+        journal.recovered_unstarted()?;
         Ok("abandoned an apply interrupted before it began; nothing had changed".into())
     }
 
@@ -181,11 +184,12 @@ impl Executor<'_> {
         marker: &Consumed,
         key: Option<&SigningKey>,
     ) -> Result<String> {
+        let journal = self.resume::<Pending>(id)?;
         // A git started by the dead apply may still hold the refs' locks (it aborts once it
         // sees the end of its input, or completes a commit it was sent): wait for it first.
         self.wait_for_orphaned_git(id)?;
         if image.command.is_some() {
-            return self.recover_unstarted_command(id, image, marker, key);
+            return self.recover_unstarted_command(journal, image, marker, key);
         }
         self.check_locks(image)?;
         // A remote's deletions and the consumed marker were one atomic push: the marker on
@@ -194,26 +198,24 @@ impl Executor<'_> {
         // marker (as the image records), the refs decide.
         if let Some(url) = self.remote_target(image)? {
             if !with_marker(image) {
-                return self.recover_unmarked_push(id, image, marker, key);
+                return self.recover_unmarked_push(journal, image, marker, key);
             }
             if self.remote_consumed(&url, id)? == Some(self.our_marker(id)?) {
                 let key = self.receipt_key(id, image, marker, key)?;
-                self.store.journal(id, Step::RefsCommitted, self.now)?;
-                self.finish(id, image, key)?;
+                self.settle(journal.refs_found_committed()?, image, key)?;
                 return Ok("the push had landed: completed the apply".into());
             }
             let e = Error::new(
                 Kind::Drift,
                 "the apply was interrupted before its push landed on the remote",
             );
-            self.abort(id, &e)?;
+            self.abort(journal, &e)?;
             return Ok("the push had not landed: abandoned the apply; nothing was deleted".into());
         }
         let (deleted, backed) = self.committed(image)?;
         if deleted == image.refs.len() && backed == image.refs.len() {
             let key = self.receipt_key(id, image, marker, key)?;
-            self.store.journal(id, Step::RefsCommitted, self.now)?;
-            self.finish(id, image, key)?;
+            self.settle(journal.refs_found_committed()?, image, key)?;
             return Ok("the deletions had been committed: completed the apply".into());
         }
         // Locally the backup ref is created in the deletions' transaction (a remote's plan was
@@ -223,7 +225,7 @@ impl Executor<'_> {
                 Kind::Drift,
                 "the apply was interrupted before any branch was deleted",
             );
-            self.abort(id, &e)?;
+            self.abort(journal, &e)?;
             return Ok(
                 "the deletions had not been committed: abandoned the apply; nothing was deleted".into(),
             );
@@ -248,11 +250,12 @@ impl Executor<'_> {
     /// look the same: either way they are gone and kept here.
     pub(super) fn recover_unmarked_push(
         &self,
-        id: &str,
+        journal: Journal<'_, Pending>,
         image: &BeforeImage,
         marker: &Consumed,
         key: Option<&SigningKey>,
     ) -> Result<String> {
+        let id = journal.id();
         let now = self.targets(image, &image.refs)?;
         let kept = self.kept(image);
         let gone: Vec<&DeletedRef> = image
@@ -267,8 +270,7 @@ impl Executor<'_> {
             .count();
         if gone.len() == image.refs.len() && backed == image.refs.len() {
             let key = self.receipt_key(id, image, marker, key)?;
-            self.store.journal(id, Step::RefsCommitted, self.now)?;
-            self.finish(id, image, key)?;
+            self.settle(journal.refs_found_committed()?, image, key)?;
             return Ok(
                 "every planned ref is gone from the remote: the push had landed; completed the apply".into(),
             );
@@ -280,7 +282,7 @@ impl Executor<'_> {
                 Kind::Drift,
                 "the apply was interrupted before its push landed on the remote",
             );
-            self.abort(id, &e)?;
+            self.abort(journal, &e)?;
             return Ok(if gone.is_empty() {
                 "no planned ref is gone from the remote: the push had not landed; abandoned the apply; nothing was deleted".into()
             } else {
@@ -316,11 +318,12 @@ impl Executor<'_> {
     /// its marker had landed on the plan's remote ([`Executor::record_abandonment`]).
     pub(super) fn recover_unstarted_command(
         &self,
-        id: &str,
+        journal: Journal<'_, Pending>,
         image: &BeforeImage,
         marker: &Consumed,
         key: Option<&SigningKey>,
     ) -> Result<String> {
+        let id = journal.id();
         let outcome = match self.record_abandonment(id, image, marker, key, state::Stage::BeforeCommand)? {
             Some(remote) => format!(
                 "the command had not started: abandoned the apply; it was not run (its consumed marker is on remote `{}`: the abandonment is published there for other clones)",
@@ -329,7 +332,7 @@ impl Executor<'_> {
             None => "the command had not started: abandoned the apply; it was not run".to_string(),
         };
         let e = Error::new(Kind::Drift, "the apply was interrupted before the command ran");
-        self.abort(id, &e)?;
+        self.abort(journal, &e)?;
         Ok(outcome)
     }
 
@@ -344,12 +347,13 @@ impl Executor<'_> {
         marker: &Consumed,
         key: Option<&SigningKey>,
     ) -> Result<String> {
+        let journal = self.resume::<CommandStarted>(id)?;
         let remote = self.record_abandonment(id, image, marker, key, state::Stage::CommandStarted)?;
         let e = Error::new(
             Kind::NeedsRecovery,
             "the command was interrupted while it ran (it may have partly run); it is not run again",
         );
-        self.abort(id, &e)?;
+        self.abort(journal, &e)?;
         let mut outcome =
             "the command was interrupted while it ran; it was not run again: check its effects by hand"
                 .to_string();
@@ -432,6 +436,7 @@ impl Executor<'_> {
     }
 
     pub(super) fn recover_rollback(&self, id: &str, image: &BeforeImage) -> Result<String> {
+        let journal = self.resume::<RollingBack>(id)?;
         self.wait_for_orphaned_git(id)?;
         let path = self.store.plan_dir(id).join("rollback.json");
         let missing: Vec<DeletedRef> = match self.store.read_file(id, "rollback.json")? {
@@ -450,11 +455,10 @@ impl Executor<'_> {
             .filter(|r| targets.contains_key(&r.refname))
             .count();
         if restored == missing.len() {
-            self.store.journal(id, Step::RollbackRefsRestored, self.now)?;
-            self.restore_config(id, image)?;
+            self.config_restored(journal.rollback_refs_found_restored()?, image)?;
             return Ok("the branches had been restored: completed the rollback".into());
         }
-        self.store.journal(id, Step::RollbackAbandoned, self.now)?;
+        journal.rollback_abandoned()?;
         Ok("the rollback had not restored anything yet: abandoned it; run rollback again".into())
     }
 

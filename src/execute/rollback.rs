@@ -4,12 +4,13 @@
 //! another clone than the one that applied, from the receipt its team remote publishes.
 
 use super::Executor;
+use super::journal::Journal;
+use super::journal::at::RefsRestored;
 use super::shared::encode_failed;
 use crate::error::{Error, Kind, Result};
 use crate::plan::approval::DeletedRef;
 use crate::repo::backups::BACKUPS_REF;
 use crate::repo::mutate::{RefOp, RemoteOp};
-use crate::store::state::Step;
 use crate::store::{BeforeImage, state};
 use crate::text::safe;
 
@@ -111,7 +112,7 @@ impl Executor<'_> {
         self.restore_tag_objects(image, &missing)?;
         let bytes = serde_json::to_vec(&missing).map_err(|e| encode_failed("rollback.json", e))?;
         self.store.write_file(id, "rollback.json", &bytes)?;
-        self.step(id, Step::RollbackStarted)?;
+        let journal = Journal::after_apply(self.store, id, self.now).rollback_started()?;
         let restored = match self.remote_target(image)? {
             None => {
                 let ops: Vec<RefOp> = missing
@@ -135,11 +136,11 @@ impl Executor<'_> {
             }
         };
         if let Err(e) = restored {
-            self.store.journal(id, Step::RollbackAbandoned, self.now)?;
+            journal.rollback_abandoned()?;
             return Err(e);
         }
-        self.step(id, Step::RollbackRefsRestored)?;
-        self.restore_config(id, image)?;
+        let journal = journal.rollback_refs_restored()?;
+        self.config_restored(journal, image)?;
         let detail = format!(
             "restored {} branches ({} already present)",
             missing.len(),
@@ -174,7 +175,19 @@ impl Executor<'_> {
 
     /// Add back each saved config entry that is not there now (idempotent). Only
     /// `branch.<name>.<variable>` keys of a branch the plan deleted are ever written.
+    /// For `recover`, which completes a rollback from where its journal stands.
     pub(super) fn restore_config(&self, id: &str, image: &BeforeImage) -> Result<()> {
+        let journal = self.resume::<RefsRestored>(id)?;
+        self.config_restored(journal, image)
+    }
+
+    /// [`Executor::restore_config`] once the rollback's refs are restored.
+    pub(super) fn config_restored(
+        &self,
+        journal: Journal<'_, RefsRestored>,
+        image: &BeforeImage,
+    ) -> Result<()> {
+        let id = journal.id();
         let foreign = image.config.iter().find_map(|(name, entries)| {
             let deleted = image
                 .refs
@@ -205,7 +218,7 @@ impl Executor<'_> {
             }
         }
         self.repo.add_config(&add)?;
-        self.step(id, Step::RolledBack)
+        journal.rolled_back().map(drop)
     }
 }
 

@@ -2,23 +2,19 @@
 //! refs point now (here or on its remote), git's process id recorded before a ref change,
 //! an aborted apply's record, and the audit entries of rollback and recover.
 
+use super::Executor;
+use super::journal::at::Idle;
+use super::journal::{At, Journal, MayAbort};
 use super::records::signed_state;
-use super::{Executor, crash_point};
 use crate::error::{Error, Kind, Result};
 use crate::plan::approval::DeletedRef;
 use crate::repo::mutate::{BackupCommit, RefOp};
 use crate::sign::SigningKey;
 use crate::store::BeforeImage;
-use crate::store::state::{CONSUMED_PAYLOAD_TYPE, Consumed, Step};
+use crate::store::state::{CONSUMED_PAYLOAD_TYPE, Consumed};
 use crate::text::safe;
 
 impl Executor<'_> {
-    pub(super) fn step(&self, id: &str, step: Step) -> Result<()> {
-        self.store.journal(id, step, self.now)?;
-        crash_point(step.as_str());
-        Ok(())
-    }
-
     /// Mark the plan consumed with a marker signed by the applying key, binding the plan id to
     /// the before-image exactly as written: a recovery later acts only on a marker it can
     /// verify, and signs a receipt only with this same key.
@@ -145,11 +141,21 @@ impl Executor<'_> {
 
     /// Record that an apply ended without deleting anything; the plan stays consumed so it is
     /// never silently retried.
-    pub(super) fn abort(&self, id: &str, e: &Error) -> Result<()> {
+    pub(super) fn abort<S: MayAbort>(&self, journal: Journal<'_, S>, e: &Error) -> Result<()> {
         let record = serde_json::json!({"kind": e.kind.as_str(), "message": e.message, "causes": e.causes});
         self.store
-            .write_file(id, "aborted.json", record.to_string().as_bytes())?;
-        self.store.journal(id, Step::Aborted, self.now)
+            .write_file(journal.id(), "aborted.json", record.to_string().as_bytes())?;
+        journal.aborted()
+    }
+
+    /// The journal of an apply of plan `id` about to start (see [`Journal::start`]).
+    pub(super) fn journal<'j>(&'j self, id: &'j str) -> Journal<'j, Idle> {
+        Journal::start(self.store, id, self.now)
+    }
+
+    /// Plan `id`'s journal where `recover` finds it, which must be at `S` ([`Journal::resume`]).
+    pub(super) fn resume<'j, S: At>(&'j self, id: &'j str) -> Result<Journal<'j, S>> {
+        Journal::resume(self.store, id, self.now)
     }
 
     /// Sign (with `self.key`) and append an audit entry; the caller holds the store lock.
