@@ -11,8 +11,8 @@
 //!   publishing is on. A failure to publish is a warning: the apply happened, and a replay in
 //!   the clone that applied publishes it.
 //! - An apply anywhere that finds another apply's marker there prints that apply's receipt as
-//!   a replay ([`replay_from_remote`]): verified (`execute::remote_marker`,
-//!   `execute::remote_result`), rendered exactly as a replay in the applying clone, waited for
+//!   a replay ([`replay_from_remote`]): verified (`execute::records::remote_marker`,
+//!   `execute::records::remote_result`), rendered exactly as a replay in the applying clone, waited for
 //!   (bounded, with backoff) while the winner still runs.
 
 use crate::context::Ctx;
@@ -177,8 +177,8 @@ fn recorded_remote(repo: &Repo, image: &crate::store::BeforeImage, name: &str) -
 
 /// The plan consumed on `remote` by another apply (not this clone's own marker), read first
 /// in `fetched` (the run's snapshot) when it is of `remote`: its receipt
-/// as a replay once it is published and verifies (`execute::remote_marker`,
-/// `execute::remote_result`), waiting up to `wait` for it. `None`: not consumed there by
+/// as a replay once it is published and verifies (`execute::records::remote_marker`,
+/// `execute::records::remote_result`), waiting up to `wait` for it. `None`: not consumed there by
 /// anyone else. A marker or receipt that does not verify is 16 naming its ref; no receipt
 /// within `wait` is 16 naming who consumed the plan and when.
 pub fn replay_from_remote(
@@ -209,8 +209,13 @@ pub fn replay_from_remote(
     // A genuine marker is made while the plan can be applied (execute::remote_marker).
     let skew = time::Duration::seconds(skew_secs as i64);
     let made_within = (loaded.plan.created_at - skew)..=(loaded.plan.expires_at + skew);
-    let marker =
-        crate::execute::remote_marker(&found.consumed, &loaded.plan_id, executor, made_within, signers)?;
+    let marker = crate::execute::records::remote_marker(
+        &found.consumed,
+        &loaded.plan_id,
+        executor,
+        made_within,
+        signers,
+    )?;
     let deadline = std::time::Instant::now() + wait;
     let mut pause = std::time::Duration::from_millis(200);
     let mut told = false;
@@ -256,7 +261,9 @@ pub fn replay_from_remote(
         pause = (pause * 2).min(std::time::Duration::from_secs(5));
         found = consumption::read(remote, id)?.unwrap_or(found);
     };
-    if let Some(abandoned) = crate::execute::remote_abandoned(&receipt, &marker, &loaded.plan.plan_hash)? {
+    if let Some(abandoned) =
+        crate::execute::records::remote_abandoned(&receipt, &marker, &loaded.plan.plan_hash)?
+    {
         return Err(abandoned_elsewhere(
             loaded,
             remote,
@@ -267,8 +274,8 @@ pub fn replay_from_remote(
     }
     Ok(Some(Replay {
         remote: remote.name.clone(),
-        human: crate::execute::remote_result(&receipt, &marker, &loaded.plan.plan_hash, false)?,
-        json: crate::execute::remote_result(&receipt, &marker, &loaded.plan.plan_hash, true)?,
+        human: crate::execute::records::remote_result(&receipt, &marker, &loaded.plan.plan_hash, false)?,
+        json: crate::execute::records::remote_result(&receipt, &marker, &loaded.plan.plan_hash, true)?,
     }))
 }
 

@@ -10,10 +10,10 @@
 //! agreeing with one of them.
 
 use crate::error::Result;
-use crate::plan::approval::{APPLY_NAMESPACE, Decision, RECEIPT_PAYLOAD_TYPE, Receipt};
+use crate::execute::records;
+use crate::plan::approval::{Decision, RECEIPT_PAYLOAD_TYPE, Receipt};
 use crate::plan::envelope::Envelope;
 use crate::repo::Repo;
-use crate::sign::allowed_signers::Signer;
 use crate::sign::{AllowedSigners, dsse};
 use crate::store::Store;
 use crate::store::audit::{Break, GENESIS, Record};
@@ -187,7 +187,7 @@ pub fn unlogged_published(
         }
         // As `audit::check_trust` reads a receipt: a plan with no executor principal (its
         // executor named by key) has a receipt naming none, whose key must be trusted.
-        let principals = applying_principals(signers, &env, &v, receipt.applied_at);
+        let principals = records::apply_principals(signers, &v, &env, receipt.applied_at);
         let speaks = match receipt.executor.as_str() {
             "" => !principals.is_empty(),
             executor => principals.iter().any(|p| p == executor),
@@ -225,35 +225,14 @@ fn executor_keys(records: &[Record]) -> HashSet<&str> {
 }
 
 /// A published item's envelope, verified as `payload_type` in `guardctl-apply`, and its
-/// payload read as `T`; `None` when it is missing, unreadable, junk, or does not verify
-/// (it then says nothing about this log).
+/// payload read as `T` (`execute::records::open`); `None` when it is missing, unreadable,
+/// junk, or does not verify (it then says nothing about this log).
 fn signed_item<T: serde::de::DeserializeOwned>(
     item: Option<crate::store::published::ConsumedItem>,
     payload_type: &str,
 ) -> Option<(Envelope, dsse::Verified, T)> {
-    let env = serde_json::from_slice::<Envelope>(&item?.marker.ok()?).ok()?;
-    let v = dsse::verify(&env, payload_type, APPLY_NAMESPACE).ok()?;
-    let value = serde_json::from_slice::<T>(&v.payload).ok()?;
+    let (value, v, env) = records::open::<T>(&item?.marker.ok()?, payload_type, "record").ok()?;
     Some((env, v, value))
-}
-
-/// The principals the trusted identities let the envelope's signer (its key or
-/// certificate) apply as, at `at`.
-fn applying_principals(
-    signers: &AllowedSigners,
-    env: &Envelope,
-    v: &dsse::Verified,
-    at: time::OffsetDateTime,
-) -> Vec<String> {
-    let cert = env
-        .signatures
-        .first()
-        .and_then(|s| crate::sign::sshsig::certificate_of(&s.sig));
-    let signer = Signer {
-        key: &v.signer,
-        certificate: cert.as_ref(),
-    };
-    signers.principals_at(signer, APPLY_NAMESPACE, &[at])
 }
 
 /// Whether the place `link` that a published receipt or marker names is in this log: it
@@ -328,7 +307,7 @@ pub fn unlogged_consumed(
         if pending {
             continue;
         }
-        if applying_principals(signers, &env, &v, marker.created_at).is_empty() {
+        if records::apply_principals(signers, &v, &env, marker.created_at).is_empty() {
             continue;
         }
         // The receipt's entry, or a recovery's (an abandoned exec apply), comes at or after

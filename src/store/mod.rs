@@ -87,6 +87,7 @@ impl Store {
     }
 
     /// Append one fsynced line to a plan's journal: what step is about to happen or happened.
+    /// `execute::journal` calls it, in an order its types check.
     pub fn journal(&self, id_hex: &str, step: state::Step, now: time::OffsetDateTime) -> Result<()> {
         let dir = self.plan_dir(id_hex);
         std::fs::create_dir_all(&dir).map_err(Error::io("create", &dir))?;

@@ -262,24 +262,34 @@ pub fn parse_journal(bytes: &[u8], id_hex: &str) -> Result<Vec<Step>, String> {
     Ok(steps)
 }
 
+/// Where a journal stands after its steps: the places of the apply/rollback state machine
+/// ([`position`]). `execute::journal` has one type per place, so that the code writing a
+/// journal can only append a step that may follow where it stands; reading one back (an
+/// untrusted file) checks the same order here, at run time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Position {
+    Idle,
+    Written,
+    Consumed,
+    BackupCreated,
+    CommandStarted,
+    CommandFinished,
+    Committed,
+    ConfigRemoved,
+    Settled,
+    RollingBack,
+    RefsRestored,
+}
+
 /// The steps must follow the order `execute` writes them in (recovery included): nothing
 /// is committed before the plan is consumed, nothing follows an abort but a rollback, and so on.
 pub fn check_sequence(steps: &[Step]) -> Result<(), String> {
-    #[derive(Debug, Clone, Copy)]
-    enum S {
-        Idle,
-        Written,
-        Consumed,
-        BackupCreated,
-        CommandStarted,
-        CommandFinished,
-        Committed,
-        ConfigRemoved,
-        Settled,
-        RollingBack,
-        RefsRestored,
-    }
-    use S::*;
+    position(steps).map(|_| ())
+}
+
+/// Where `steps` leave a journal, when they follow [`check_sequence`]'s order.
+pub fn position(steps: &[Step]) -> Result<Position, String> {
+    use Position::*;
     let mut s = Idle;
     for (i, step) in steps.iter().enumerate() {
         s = match (s, *step) {
@@ -301,7 +311,7 @@ pub fn check_sequence(steps: &[Step]) -> Result<(), String> {
             }
         };
     }
-    Ok(())
+    Ok(s)
 }
 
 /// A before-image must describe the plan of its directory and only what guardctl itself

@@ -1,0 +1,492 @@
+//! `recover`: reads each plan's journal and the repository's real state (its refs, the
+//! remote's marker) and finishes or abandons an interrupted apply or rollback without
+//! guesswork. Every state file it acts on is verified first (`records`), and a receipt is
+//! signed only with the key that consumed the plan.
+
+use super::apply_remote::{consumed_url, with_marker};
+use super::journal::Journal;
+use super::journal::at::{CommandStarted, Pending, RollingBack, Written};
+use super::records::{consumed, signed_state, trusted};
+use super::{ABANDONED, Executor};
+use crate::error::{Error, Kind, Result};
+use crate::plan::approval::DeletedRef;
+use crate::sign::{AllowedSigners, SigningKey};
+use crate::store::state::{Consumed, Step, StepOf};
+use crate::store::{BeforeImage, state};
+use crate::text::safe;
+
+impl Executor<'_> {
+    /// Finish or abandon every interrupted apply or rollback. Returns what was done, per plan.
+    /// Every state file it acts on is checked first (`trusted`): an inconsistent one stops it
+    /// with `needs_recovery` before anything changes. It signs a receipt only with the key
+    /// that consumed the plan (see `receipt_key`).
+    pub fn recover(
+        &self,
+        key: Option<&SigningKey>,
+        signers: &AllowedSigners,
+    ) -> Result<Vec<(String, String)>> {
+        let mut done = Vec::new();
+        for id in self.store.plan_ids()? {
+            let steps = self.store.journal_steps(&id)?;
+            let Some(&last) = steps.last() else {
+                // Killed while git held the refs for a transaction never committed: let that
+                // git finish aborting before anyone touches those refs again.
+                self.wait_for_orphaned_git(&id)?;
+                continue;
+            };
+            // Every step answers (no wildcard): a new step must say what recovery does after it.
+            let settled = match last {
+                Step::Done
+                | Step::Refused
+                | Step::Aborted
+                | Step::RecoveredUnstarted
+                | Step::RolledBack
+                | Step::RollbackAbandoned => true,
+                Step::BeforeImageWritten
+                | Step::Consumed
+                | Step::BackupCreated
+                | Step::CommandStarted
+                | Step::CommandFinished
+                | Step::RefsCommitted
+                | Step::ConfigRemoved
+                | Step::RollbackStarted
+                | Step::RollbackRefsRestored => false,
+            };
+            if settled {
+                continue;
+            }
+            if last == Step::BeforeImageWritten && !self.store.is_consumed(&id) {
+                trusted(self.store, &id, signers)?;
+                let outcome = self.recover_unstarted(&id)?;
+                self.audit("recover", Some(&format!("sha256:{id}")), None, &outcome)?;
+                done.push((id, outcome));
+                continue;
+            }
+            let (image, marker) = consumed(self.store, &id, signers)?;
+            self.check_kind(&id, &image, &steps)?;
+            let outcome = match last {
+                Step::BeforeImageWritten | Step::Consumed | Step::BackupCreated => {
+                    self.recover_apply(&id, &image, &marker, key)?
+                }
+                Step::CommandStarted => self.recover_started_command(&id, &image, &marker, key)?,
+                Step::CommandFinished => {
+                    let key = self.receipt_key(&id, &image, &marker, key)?;
+                    self.finish(&id, &image, key)?;
+                    "completed the interrupted apply (the command had finished)".to_string()
+                }
+                Step::RefsCommitted | Step::ConfigRemoved => {
+                    let key = self.receipt_key(&id, &image, &marker, key)?;
+                    let (deleted, backed) = self.committed(&image)?;
+                    if deleted != image.refs.len() || backed != image.refs.len() {
+                        return Err(state::inconsistent(
+                            &self.store.plan_dir(&id).join("journal"),
+                            format!(
+                                "it says the deletions were committed, but {deleted} of {} refs are deleted and {backed} backed up",
+                                image.refs.len()
+                            ),
+                        ));
+                    }
+                    self.finish(&id, &image, key)?;
+                    "completed the interrupted apply".to_string()
+                }
+                Step::RollbackStarted => self.recover_rollback(&id, &image)?,
+                Step::RollbackRefsRestored => {
+                    self.restore_config(&id, &image)?;
+                    "completed the interrupted rollback".to_string()
+                }
+                Step::Done
+                | Step::Refused
+                | Step::Aborted
+                | Step::RecoveredUnstarted
+                | Step::RolledBack
+                | Step::RollbackAbandoned => continue,
+            };
+            self.audit("recover", Some(&format!("sha256:{id}")), None, &outcome)?;
+            done.push((id, outcome));
+        }
+        Ok(done)
+    }
+
+    /// An exec plan's journal has command steps and no ref steps; a ref plan's the reverse.
+    pub(super) fn check_kind(&self, id: &str, image: &BeforeImage, steps: &[Step]) -> Result<()> {
+        let foreign = match image.command {
+            Some(_) => StepOf::Refs,
+            None => StepOf::Command,
+        };
+        let wrong = steps.iter().find(|s| s.belongs_to() == foreign);
+        match wrong {
+            Some(step) => Err(state::inconsistent(
+                &self.store.plan_dir(id).join("journal"),
+                format!("step `{step}` does not belong to this plan's operation"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The key that may sign the receipt of an interrupted apply: the very key that consumed
+    /// the plan (and so made the change). Anyone else's recover leaves it for that key.
+    pub(super) fn receipt_key<'k>(
+        &self,
+        id: &str,
+        image: &BeforeImage,
+        marker: &Consumed,
+        key: Option<&'k SigningKey>,
+    ) -> Result<&'k SigningKey> {
+        let key = need_key(key)?;
+        if crate::sign::sshsig::fingerprint(&key.public) == marker.key {
+            return Ok(key);
+        }
+        Err(Error::new(
+            Kind::NeedsRecovery,
+            format!(
+                "plan sha256:{id} was interrupted after its changes were made; only the key that applied it ({}, {}) may sign its receipt",
+                marker.key,
+                safe(&image.executor)
+            ),
+        )
+        .with_hint(format!(
+            "ask {} to run `guardctl recover` in this repository",
+            safe(&image.executor)
+        )))
+    }
+
+    /// How many of the image's refs are deleted now, and how many its backup keeps.
+    pub(super) fn committed(&self, image: &BeforeImage) -> Result<(usize, usize)> {
+        let targets = self.targets(image, &image.refs)?;
+        let deleted = image
+            .refs
+            .iter()
+            .filter(|r| !targets.contains_key(&r.refname))
+            .count();
+        let kept = self.kept(image);
+        let backed = image
+            .refs
+            .iter()
+            .filter(|r| kept.contains(image.backup_tip(r)))
+            .count();
+        Ok((deleted, backed))
+    }
+
+    /// An apply interrupted before it consumed the plan: nothing changed; forget its image.
+    pub(super) fn recover_unstarted(&self, id: &str) -> Result<String> {
+        let journal = self.resume::<Written>(id)?;
+        self.wait_for_orphaned_git(id)?;
+        self.store.remove_file(id, "before-image.json")?;
+        journal.recovered_unstarted()?;
+        Ok("abandoned an apply interrupted before it began; nothing had changed".into())
+    }
+
+    /// An apply interrupted before or during its ref transaction: decide from the refs.
+    pub(super) fn recover_apply(
+        &self,
+        id: &str,
+        image: &BeforeImage,
+        marker: &Consumed,
+        key: Option<&SigningKey>,
+    ) -> Result<String> {
+        let journal = self.resume::<Pending>(id)?;
+        // A git started by the dead apply may still hold the refs' locks (it aborts once it
+        // sees the end of its input, or completes a commit it was sent): wait for it first.
+        self.wait_for_orphaned_git(id)?;
+        if image.command.is_some() {
+            return self.recover_unstarted_command(journal, image, marker, key);
+        }
+        self.check_locks(image)?;
+        // A remote's deletions and the consumed marker were one atomic push: the marker on
+        // the remote, exactly as this clone signed it, says the push landed; its absence (or
+        // another's marker) that it did not, whatever the branches look like now. Without the
+        // marker (as the image records), the refs decide.
+        if let Some(url) = self.remote_target(image)? {
+            if !with_marker(image) {
+                return self.recover_unmarked_push(journal, image, marker, key);
+            }
+            if self.remote_consumed(&url, id)? == Some(self.our_marker(id)?) {
+                let key = self.receipt_key(id, image, marker, key)?;
+                self.settle(journal.refs_found_committed()?, image, key)?;
+                return Ok("the push had landed: completed the apply".into());
+            }
+            let e = Error::new(
+                Kind::Drift,
+                "the apply was interrupted before its push landed on the remote",
+            );
+            self.abort(journal, &e)?;
+            return Ok("the push had not landed: abandoned the apply; nothing was deleted".into());
+        }
+        let (deleted, backed) = self.committed(image)?;
+        if deleted == image.refs.len() && backed == image.refs.len() {
+            let key = self.receipt_key(id, image, marker, key)?;
+            self.settle(journal.refs_found_committed()?, image, key)?;
+            return Ok("the deletions had been committed: completed the apply".into());
+        }
+        // Locally the backup ref is created in the deletions' transaction (a remote's plan was
+        // decided above, by its consumed marker).
+        if deleted == 0 && backed == 0 {
+            let e = Error::new(
+                Kind::Drift,
+                "the apply was interrupted before any branch was deleted",
+            );
+            self.abort(journal, &e)?;
+            return Ok(
+                "the deletions had not been committed: abandoned the apply; nothing was deleted".into(),
+            );
+        }
+        Err(Error::new(Kind::NeedsRecovery, format!(
+            "plan {id}: {deleted} of {} branches are deleted and {backed} backups exist; this is not a state guardctl leaves",
+            image.refs.len()
+        ))
+        .with_hint("inspect refs/guardctl/backup and the journal in .git/guardctl/plans by hand"))
+    }
+
+    /// What `consumed/<id>` holds on the remote when it is this clone's marker.
+    pub(super) fn our_marker(&self, id: &str) -> Result<Vec<u8>> {
+        Ok(self.store.read_file(id, "consumed")?.unwrap_or_default())
+    }
+
+    /// A remote's plan applied without the consumed marker, interrupted around its push: the
+    /// refs decide. The push was atomic and made only after the local backup ref, so every
+    /// planned ref gone with its backup here means it landed, none gone that it did not;
+    /// anything else is no state the push leaves (16, naming the refs). Without a marker,
+    /// branches another clone deleted at their planned ids after this apply made its backup
+    /// look the same: either way they are gone and kept here.
+    pub(super) fn recover_unmarked_push(
+        &self,
+        journal: Journal<'_, Pending>,
+        image: &BeforeImage,
+        marker: &Consumed,
+        key: Option<&SigningKey>,
+    ) -> Result<String> {
+        let id = journal.id();
+        let now = self.targets(image, &image.refs)?;
+        let kept = self.kept(image);
+        let gone: Vec<&DeletedRef> = image
+            .refs
+            .iter()
+            .filter(|r| !now.contains_key(&r.refname))
+            .collect();
+        let backed = image
+            .refs
+            .iter()
+            .filter(|r| kept.contains(image.backup_tip(r)))
+            .count();
+        if gone.len() == image.refs.len() && backed == image.refs.len() {
+            let key = self.receipt_key(id, image, marker, key)?;
+            self.settle(journal.refs_found_committed()?, image, key)?;
+            return Ok(
+                "every planned ref is gone from the remote: the push had landed; completed the apply".into(),
+            );
+        }
+        if gone.is_empty() || backed < image.refs.len() {
+            // None gone: the push did not land. Gone without this apply's backup: it never
+            // pushed (the backup ref comes first), someone else deleted them.
+            let e = Error::new(
+                Kind::Drift,
+                "the apply was interrupted before its push landed on the remote",
+            );
+            self.abort(journal, &e)?;
+            return Ok(if gone.is_empty() {
+                "no planned ref is gone from the remote: the push had not landed; abandoned the apply; nothing was deleted".into()
+            } else {
+                "the apply had not pushed yet (its backup was not made): abandoned the apply; nothing was deleted by it".into()
+            });
+        }
+        let names = |refs: Vec<&DeletedRef>| {
+            refs.iter()
+                .map(|r| safe(&r.refname))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let left: Vec<&DeletedRef> = image
+            .refs
+            .iter()
+            .filter(|r| now.contains_key(&r.refname))
+            .collect();
+        Err(Error::new(
+            Kind::NeedsRecovery,
+            format!(
+                "plan sha256:{id} was applied without a consumed marker and interrupted around its atomic push, but the remote shows {} of its {} refs gone (gone: {}; still there: {}): an atomic push leaves all or none; nothing was changed",
+                gone.len(),
+                image.refs.len(),
+                names(gone),
+                names(left)
+            ),
+        )
+        .with_hint("someone changed the remote's branches since: compare them with the plan and the backup refs/guardctl/backup/<id> here, then move this plan's directory out of .git/guardctl/plans"))
+    }
+
+    /// An exec apply interrupted after it consumed the plan and before its command started:
+    /// the command was not run, the apply is abandoned, with a record for other clones when
+    /// its marker had landed on the plan's remote ([`Executor::record_abandonment`]).
+    pub(super) fn recover_unstarted_command(
+        &self,
+        journal: Journal<'_, Pending>,
+        image: &BeforeImage,
+        marker: &Consumed,
+        key: Option<&SigningKey>,
+    ) -> Result<String> {
+        let id = journal.id();
+        let outcome = match self.record_abandonment(id, image, marker, key, state::Stage::BeforeCommand)? {
+            Some(remote) => format!(
+                "the command had not started: abandoned the apply; it was not run (its consumed marker is on remote `{}`: the abandonment is published there for other clones)",
+                safe(&remote)
+            ),
+            None => "the command had not started: abandoned the apply; it was not run".to_string(),
+        };
+        let e = Error::new(Kind::Drift, "the apply was interrupted before the command ran");
+        self.abort(journal, &e)?;
+        Ok(outcome)
+    }
+
+    /// An exec apply interrupted while its command ran: it may have run to the end, partly,
+    /// or not at all, and is never run twice. The apply is abandoned, with a record for other
+    /// clones (who must check the command's effects by hand) when its marker had landed on
+    /// the plan's remote ([`Executor::record_abandonment`]).
+    pub(super) fn recover_started_command(
+        &self,
+        id: &str,
+        image: &BeforeImage,
+        marker: &Consumed,
+        key: Option<&SigningKey>,
+    ) -> Result<String> {
+        let journal = self.resume::<CommandStarted>(id)?;
+        let remote = self.record_abandonment(id, image, marker, key, state::Stage::CommandStarted)?;
+        let e = Error::new(
+            Kind::NeedsRecovery,
+            "the command was interrupted while it ran (it may have partly run); it is not run again",
+        );
+        self.abort(journal, &e)?;
+        let mut outcome =
+            "the command was interrupted while it ran; it was not run again: check its effects by hand"
+                .to_string();
+        if let Some(remote) = remote {
+            outcome.push_str(&format!(
+                " (its consumed marker is on remote `{}`: the abandonment is published there for other clones)",
+                safe(&remote)
+            ));
+        }
+        Ok(outcome)
+    }
+
+    /// When the exec apply `recover` abandons at `stage` had its consumed marker land on the
+    /// plan's remote (its before-image says it consumed there with the marker, this clone's
+    /// config still resolves that remote to the recorded repository, and the remote holds this
+    /// clone's marker), every other clone would wait for a receipt that never comes: a signed
+    /// record of the abandonment (`abandoned.json`, signed by the key that consumed the plan,
+    /// anyone else's recover is 16) is written for `consume::publish_recovered` to publish in
+    /// its place. Returns the remote's name when it wrote one.
+    pub(super) fn record_abandonment(
+        &self,
+        id: &str,
+        image: &BeforeImage,
+        marker: &Consumed,
+        key: Option<&SigningKey>,
+        stage: state::Stage,
+    ) -> Result<Option<String>> {
+        let Some(at) = image.consumed_on.as_ref().filter(|c| c.marker) else {
+            return Ok(None);
+        };
+        let Some(url) = consumed_url(&self.repo, image)? else {
+            return Ok(None);
+        };
+        if self.remote_consumed(&url, id)? != Some(self.our_marker(id)?) {
+            return Ok(None);
+        }
+        let (when, tells) = match stage {
+            state::Stage::BeforeCommand => ("before its command ran", "the command was never run"),
+            state::Stage::CommandStarted => ("while its command ran", "the command may have partly run"),
+        };
+        let key = match key {
+            Some(k) if crate::sign::sshsig::fingerprint(&k.public) == marker.key => k,
+            _ => {
+                return Err(Error::new(
+                    Kind::NeedsRecovery,
+                    format!(
+                        "plan sha256:{id} was consumed on remote `{}` and interrupted {when}; only the key that consumed it ({}, {}) may sign the record that tells other clones {tells}",
+                        safe(&at.remote),
+                        marker.key,
+                        safe(&image.executor)
+                    ),
+                )
+                .with_hint(format!(
+                    "ask {} to run `guardctl recover` in this repository",
+                    safe(&image.executor)
+                )));
+            }
+        };
+        let reason = match stage {
+            state::Stage::BeforeCommand => {
+                "the apply was interrupted after it consumed the plan and before its command started; recover abandoned it"
+            }
+            state::Stage::CommandStarted => {
+                "the apply was interrupted while its command ran (it may have partly run); recover abandoned it without running it again"
+            }
+        };
+        let record = state::Abandoned {
+            plan_id: image.plan_id.clone(),
+            plan_hash: image.plan_hash.clone(),
+            executor: image.executor.clone(),
+            key: marker.key.clone(),
+            consumed_at: marker.created_at,
+            abandoned_at: self.now,
+            stage,
+            reason: reason.into(),
+        };
+        let bytes = signed_state(state::ABANDONED_PAYLOAD_TYPE, &record, key, ABANDONED)?;
+        self.store.write_file(id, ABANDONED, &bytes)?;
+        Ok(Some(at.remote.clone()))
+    }
+
+    pub(super) fn recover_rollback(&self, id: &str, image: &BeforeImage) -> Result<String> {
+        let journal = self.resume::<RollingBack>(id)?;
+        self.wait_for_orphaned_git(id)?;
+        let path = self.store.plan_dir(id).join("rollback.json");
+        let missing: Vec<DeletedRef> = match self.store.read_file(id, "rollback.json")? {
+            Some(b) => serde_json::from_slice(&b).map_err(|e| state::inconsistent(&path, e))?,
+            None => return Err(state::inconsistent(&path, "a rollback was started without it")),
+        };
+        if let Some(r) = missing.iter().find(|r| !image.refs.contains(r)) {
+            return Err(state::inconsistent(
+                &path,
+                format!("it restores {}, which the plan did not delete", r.refname),
+            ));
+        }
+        let targets = self.targets(image, &missing)?;
+        let restored = missing
+            .iter()
+            .filter(|r| targets.contains_key(&r.refname))
+            .count();
+        if restored == missing.len() {
+            self.config_restored(journal.rollback_refs_found_restored()?, image)?;
+            return Ok("the branches had been restored: completed the rollback".into());
+        }
+        journal.rollback_abandoned()?;
+        Ok("the rollback had not restored anything yet: abandoned it; run rollback again".into())
+    }
+
+    /// A `.lock` left by a killed git blocks every ref change: report it, never remove it.
+    pub(super) fn check_locks(&self, image: &BeforeImage) -> Result<()> {
+        let common = self.repo.common_dir();
+        let mut candidates = vec![common.join("packed-refs.lock")];
+        if image.remote.is_none() {
+            for r in &image.refs {
+                candidates.push(common.join(format!("{}.lock", r.refname)));
+            }
+        }
+        candidates.extend(image.backup_ref.iter().map(|r| common.join(format!("{r}.lock"))));
+        if let Some(lock) = candidates.into_iter().find(|p| p.exists()) {
+            return Err(Error::new(
+                Kind::NeedsRecovery,
+                format!("a stale lock file blocks recovery: {}", lock.display()),
+            )
+            .with_hint(
+                "make sure no git process is running, remove that file by hand, then run `guardctl recover`",
+            ));
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn need_key(key: Option<&SigningKey>) -> Result<&SigningKey> {
+    key.ok_or_else(|| {
+        Error::usage("finishing an interrupted apply signs its receipt: a signing key is needed")
+    })
+}
