@@ -35,7 +35,9 @@ use crate::error::{Error, Kind, Result};
 use crate::ops::exec;
 use crate::ops::pin::Script;
 use crate::plan::approval::{APPLY_NAMESPACE, DeletedRef, ExecResult, RECEIPT_PAYLOAD_TYPE, Receipt};
+use crate::plan::envelope::Envelope;
 use crate::plan::model::ExecInputs;
+use crate::render::recovery::describe;
 use crate::repo::backups::BACKUPS_REF;
 use crate::repo::mutate::{BackupCommit, RefOp, RemoteOp, RepoMut, push_args};
 use crate::repo::publish::RefOutcome;
@@ -43,6 +45,7 @@ use crate::sign::AllowedSigners;
 use crate::sign::{SigningKey, dsse};
 use crate::store::ledger::LEDGER_REF;
 use crate::store::published::{self, Item, ItemKind, Remote};
+use crate::store::recovered::{Abandoned, Completed, Recovered, RecoveryOutcome};
 use crate::store::state::{self, CONSUMED_PAYLOAD_TYPE, Consumed, Step, StepOf};
 use crate::store::{BeforeImage, Store};
 use crate::text::safe;
@@ -1058,15 +1061,12 @@ impl Executor<'_> {
         self.step(id, Step::RolledBack)
     }
 
-    /// Finish or abandon every interrupted apply or rollback. Returns what was done, per plan.
+    /// Finish or abandon every interrupted apply or rollback. Returns what was done, per plan
+    /// (its words, `render::recovery`, are the detail of the audit entry recording it).
     /// Every state file it acts on is checked first (`trusted`): an inconsistent one stops it
     /// with `needs_recovery` before anything changes. It signs a receipt only with the key
     /// that consumed the plan (see `receipt_key`).
-    pub fn recover(
-        &self,
-        key: Option<&SigningKey>,
-        signers: &AllowedSigners,
-    ) -> Result<Vec<(String, String)>> {
+    pub fn recover(&self, key: Option<&SigningKey>, signers: &AllowedSigners) -> Result<Vec<Recovered>> {
         let mut done = Vec::new();
         for id in self.store.plan_ids()? {
             let steps = self.store.journal_steps(&id)?;
@@ -1100,8 +1100,13 @@ impl Executor<'_> {
             if last == Step::BeforeImageWritten && !self.store.is_consumed(&id) {
                 trusted(self.store, &id, signers)?;
                 let outcome = self.recover_unstarted(&id)?;
-                self.audit("recover", Some(&format!("sha256:{id}")), None, &outcome)?;
-                done.push((id, outcome));
+                self.audit(
+                    "recover",
+                    Some(&format!("sha256:{id}")),
+                    None,
+                    &describe(&outcome),
+                )?;
+                done.push(Recovered { id, outcome });
                 continue;
             }
             let (image, marker) = consumed(self.store, &id, signers)?;
@@ -1114,7 +1119,7 @@ impl Executor<'_> {
                 Step::CommandFinished => {
                     let key = self.receipt_key(&id, &image, &marker, key)?;
                     self.finish(&id, &image, key)?;
-                    "completed the interrupted apply (the command had finished)".to_string()
+                    RecoveryOutcome::Completed(Completed::CommandFinished)
                 }
                 Step::RefsCommitted | Step::ConfigRemoved => {
                     let key = self.receipt_key(&id, &image, &marker, key)?;
@@ -1129,12 +1134,12 @@ impl Executor<'_> {
                         ));
                     }
                     self.finish(&id, &image, key)?;
-                    "completed the interrupted apply".to_string()
+                    RecoveryOutcome::Completed(Completed::Committed)
                 }
                 Step::RollbackStarted => self.recover_rollback(&id, &image)?,
                 Step::RollbackRefsRestored => {
                     self.restore_config(&id, &image)?;
-                    "completed the interrupted rollback".to_string()
+                    RecoveryOutcome::RolledBack { config_only: true }
                 }
                 Step::Done
                 | Step::Refused
@@ -1143,8 +1148,13 @@ impl Executor<'_> {
                 | Step::RolledBack
                 | Step::RollbackAbandoned => continue,
             };
-            self.audit("recover", Some(&format!("sha256:{id}")), None, &outcome)?;
-            done.push((id, outcome));
+            self.audit(
+                "recover",
+                Some(&format!("sha256:{id}")),
+                None,
+                &describe(&outcome),
+            )?;
+            done.push(Recovered { id, outcome });
         }
         Ok(done)
     }
@@ -1210,11 +1220,11 @@ impl Executor<'_> {
     }
 
     /// An apply interrupted before it consumed the plan: nothing changed; forget its image.
-    fn recover_unstarted(&self, id: &str) -> Result<String> {
+    fn recover_unstarted(&self, id: &str) -> Result<RecoveryOutcome> {
         self.wait_for_orphaned_git(id)?;
         self.store.remove_file(id, "before-image.json")?;
         self.store.journal(id, Step::RecoveredUnstarted, self.now)?;
-        Ok("abandoned an apply interrupted before it began; nothing had changed".into())
+        Ok(RecoveryOutcome::Forgotten)
     }
 
     /// An apply interrupted before or during its ref transaction: decide from the refs.
@@ -1224,7 +1234,7 @@ impl Executor<'_> {
         image: &BeforeImage,
         marker: &Consumed,
         key: Option<&SigningKey>,
-    ) -> Result<String> {
+    ) -> Result<RecoveryOutcome> {
         // A git started by the dead apply may still hold the refs' locks (it aborts once it
         // sees the end of its input, or completes a commit it was sent): wait for it first.
         self.wait_for_orphaned_git(id)?;
@@ -1244,21 +1254,21 @@ impl Executor<'_> {
                 let key = self.receipt_key(id, image, marker, key)?;
                 self.store.journal(id, Step::RefsCommitted, self.now)?;
                 self.finish(id, image, key)?;
-                return Ok("the push had landed: completed the apply".into());
+                return Ok(RecoveryOutcome::Completed(Completed::PushLanded));
             }
             let e = Error::new(
                 Kind::Drift,
                 "the apply was interrupted before its push landed on the remote",
             );
             self.abort(id, &e)?;
-            return Ok("the push had not landed: abandoned the apply; nothing was deleted".into());
+            return Ok(RecoveryOutcome::Abandoned(Abandoned::PushNotLanded));
         }
         let (deleted, backed) = self.committed(image)?;
         if deleted == image.refs.len() && backed == image.refs.len() {
             let key = self.receipt_key(id, image, marker, key)?;
             self.store.journal(id, Step::RefsCommitted, self.now)?;
             self.finish(id, image, key)?;
-            return Ok("the deletions had been committed: completed the apply".into());
+            return Ok(RecoveryOutcome::Completed(Completed::DeletionsCommitted));
         }
         // Locally the backup ref is created in the deletions' transaction (a remote's plan was
         // decided above, by its consumed marker).
@@ -1268,9 +1278,7 @@ impl Executor<'_> {
                 "the apply was interrupted before any branch was deleted",
             );
             self.abort(id, &e)?;
-            return Ok(
-                "the deletions had not been committed: abandoned the apply; nothing was deleted".into(),
-            );
+            return Ok(RecoveryOutcome::Abandoned(Abandoned::DeletionsNotCommitted));
         }
         Err(Error::new(Kind::NeedsRecovery, format!(
             "plan {id}: {deleted} of {} branches are deleted and {backed} backups exist; this is not a state guardctl leaves",
@@ -1296,7 +1304,7 @@ impl Executor<'_> {
         image: &BeforeImage,
         marker: &Consumed,
         key: Option<&SigningKey>,
-    ) -> Result<String> {
+    ) -> Result<RecoveryOutcome> {
         let now = self.targets(image, &image.refs)?;
         let kept = self.kept(image);
         let gone: Vec<&DeletedRef> = image
@@ -1313,9 +1321,7 @@ impl Executor<'_> {
             let key = self.receipt_key(id, image, marker, key)?;
             self.store.journal(id, Step::RefsCommitted, self.now)?;
             self.finish(id, image, key)?;
-            return Ok(
-                "every planned ref is gone from the remote: the push had landed; completed the apply".into(),
-            );
+            return Ok(RecoveryOutcome::Completed(Completed::UnmarkedPushLanded));
         }
         if gone.is_empty() || backed < image.refs.len() {
             // None gone: the push did not land. Gone without this apply's backup: it never
@@ -1325,11 +1331,11 @@ impl Executor<'_> {
                 "the apply was interrupted before its push landed on the remote",
             );
             self.abort(id, &e)?;
-            return Ok(if gone.is_empty() {
-                "no planned ref is gone from the remote: the push had not landed; abandoned the apply; nothing was deleted".into()
+            return Ok(RecoveryOutcome::Abandoned(if gone.is_empty() {
+                Abandoned::UnmarkedPushNotLanded
             } else {
-                "the apply had not pushed yet (its backup was not made): abandoned the apply; nothing was deleted by it".into()
-            });
+                Abandoned::UnmarkedNotPushed
+            }));
         }
         let names = |refs: Vec<&DeletedRef>| {
             refs.iter()
@@ -1364,17 +1370,13 @@ impl Executor<'_> {
         image: &BeforeImage,
         marker: &Consumed,
         key: Option<&SigningKey>,
-    ) -> Result<String> {
-        let outcome = match self.record_abandonment(id, image, marker, key, state::Stage::BeforeCommand)? {
-            Some(remote) => format!(
-                "the command had not started: abandoned the apply; it was not run (its consumed marker is on remote `{}`: the abandonment is published there for other clones)",
-                safe(&remote)
-            ),
-            None => "the command had not started: abandoned the apply; it was not run".to_string(),
-        };
+    ) -> Result<RecoveryOutcome> {
+        let published_on = self.record_abandonment(id, image, marker, key, state::Stage::BeforeCommand)?;
         let e = Error::new(Kind::Drift, "the apply was interrupted before the command ran");
         self.abort(id, &e)?;
-        Ok(outcome)
+        Ok(RecoveryOutcome::Abandoned(Abandoned::CommandNotStarted {
+            published_on,
+        }))
     }
 
     /// An exec apply interrupted while its command ran: it may have run to the end, partly,
@@ -1387,23 +1389,16 @@ impl Executor<'_> {
         image: &BeforeImage,
         marker: &Consumed,
         key: Option<&SigningKey>,
-    ) -> Result<String> {
-        let remote = self.record_abandonment(id, image, marker, key, state::Stage::CommandStarted)?;
+    ) -> Result<RecoveryOutcome> {
+        let published_on = self.record_abandonment(id, image, marker, key, state::Stage::CommandStarted)?;
         let e = Error::new(
             Kind::NeedsRecovery,
             "the command was interrupted while it ran (it may have partly run); it is not run again",
         );
         self.abort(id, &e)?;
-        let mut outcome =
-            "the command was interrupted while it ran; it was not run again: check its effects by hand"
-                .to_string();
-        if let Some(remote) = remote {
-            outcome.push_str(&format!(
-                " (its consumed marker is on remote `{}`: the abandonment is published there for other clones)",
-                safe(&remote)
-            ));
-        }
-        Ok(outcome)
+        Ok(RecoveryOutcome::Abandoned(Abandoned::CommandInterrupted {
+            published_on,
+        }))
     }
 
     /// When the exec apply `recover` abandons at `stage` had its consumed marker land on the
@@ -1475,7 +1470,7 @@ impl Executor<'_> {
         Ok(Some(at.remote.clone()))
     }
 
-    fn recover_rollback(&self, id: &str, image: &BeforeImage) -> Result<String> {
+    fn recover_rollback(&self, id: &str, image: &BeforeImage) -> Result<RecoveryOutcome> {
         self.wait_for_orphaned_git(id)?;
         let path = self.store.plan_dir(id).join("rollback.json");
         let missing: Vec<DeletedRef> = match self.store.read_file(id, "rollback.json")? {
@@ -1496,10 +1491,10 @@ impl Executor<'_> {
         if restored == missing.len() {
             self.store.journal(id, Step::RollbackRefsRestored, self.now)?;
             self.restore_config(id, image)?;
-            return Ok("the branches had been restored: completed the rollback".into());
+            return Ok(RecoveryOutcome::RolledBack { config_only: false });
         }
         self.store.journal(id, Step::RollbackAbandoned, self.now)?;
-        Ok("the rollback had not restored anything yet: abandoned it; run rollback again".into())
+        Ok(RecoveryOutcome::RollbackAbandoned)
     }
 
     /// A `.lock` left by a killed git blocks every ref change: report it, never remove it.
@@ -1712,11 +1707,11 @@ pub fn trusted(store: &Store, id: &str, signers: &AllowedSigners) -> Result<(Bef
     Ok((image, Some(marker)))
 }
 
-/// The recorded result of an applied plan, as a replay prints it: rebuilt from the stored
-/// receipt once its signature verifies, by the key the consumed marker names, for this
-/// plan. Never the bytes of a result file, which anyone who can write `.git/guardctl`
-/// could have written.
-pub fn recorded_result(store: &Store, id: &str, signers: &AllowedSigners, json: bool) -> Result<String> {
+/// The recorded receipt of an applied plan and its envelope, verified once: signed by the key
+/// the consumed marker names, for this plan. What `apply` prints is rendered from it
+/// (`render::receipt`), never the bytes of a result file, which anyone who can write
+/// `.git/guardctl` could have written.
+pub fn recorded(store: &Store, id: &str, signers: &AllowedSigners) -> Result<(Receipt, Envelope)> {
     let (image, marker) = consumed(store, id, signers)?;
     let path = store.plan_dir(id).join("receipt.json");
     let bad = |why: String| state::inconsistent(&path, why);
@@ -1734,11 +1729,7 @@ pub fn recorded_result(store: &Store, id: &str, signers: &AllowedSigners, json: 
     if receipt.plan_id != image.plan_id {
         return Err(bad(format!("it is the receipt of {}", safe(&receipt.plan_id))));
     }
-    Ok(if json {
-        crate::render::receipt::json(&receipt, &envelope).map_err(|e| encode_failed("result.json", e))?
-    } else {
-        crate::render::receipt::human(&receipt)
-    })
+    Ok((receipt, envelope))
 }
 
 /// A plan's consumed marker as published on its remote (`consumed/<id>`), verified as the
@@ -1815,16 +1806,15 @@ fn apply_principals(
     signers.principals_at(signer, APPLY_NAMESPACE, &[at])
 }
 
-/// The result of a plan applied elsewhere, as a replay prints it (the same rendering as
-/// [`recorded_result`], so every clone prints the same bytes): rebuilt from the receipt
-/// published at `receipts/<id>` once it verifies, signed by the key of `marker` (a marker
-/// [`remote_marker`] verified), for this plan.
+/// The receipt of a plan applied elsewhere and its envelope, verified once (a replay renders
+/// it as [`recorded`]'s, so every clone prints the same bytes): the receipt published at
+/// `receipts/<id>`, signed by the key of `marker` (a marker [`remote_marker`] verified), for
+/// this plan.
 pub fn remote_result(
     item: &crate::store::consumption::RemoteItem,
     marker: &Consumed,
     plan_hash: &str,
-    json: bool,
-) -> Result<String> {
+) -> Result<(Receipt, Envelope)> {
     let bad = |why: String| unverifiable(&item.refname, why);
     let bytes = item.bytes.as_ref().map_err(|why| bad(why.clone()))?;
     let (receipt, verified, envelope): (Receipt, _, _) =
@@ -1838,11 +1828,7 @@ pub fn remote_result(
     if receipt.plan_id != marker.plan_id || receipt.plan_hash != plan_hash {
         return Err(bad(format!("it is the receipt of {}", safe(&receipt.plan_id))));
     }
-    Ok(if json {
-        crate::render::receipt::json(&receipt, &envelope).map_err(|e| encode_failed("result.json", e))?
-    } else {
-        crate::render::receipt::human(&receipt)
-    })
+    Ok((receipt, envelope))
 }
 
 /// The record that the apply which consumed a plan on its remote was abandoned (before or
@@ -2094,8 +2080,8 @@ mod tests {
         assert!(backup(&f).is_some());
         assert!(f.store.is_consumed(ID));
         // What a replay prints is rebuilt from the signed receipt.
-        let replay = recorded_result(&f.store, ID, &f.signers(), false).unwrap();
-        assert!(replay.contains("topic"), "{replay}");
+        let (replay, _) = recorded(&f.store, ID, &f.signers()).unwrap();
+        assert_eq!(replay, receipt);
     }
 
     #[test]
@@ -2139,7 +2125,11 @@ mod tests {
         crashed_after(&ex, &f, &[Step::BeforeImageWritten], alice);
         let done = ex.recover(Some(alice), &f.signers()).unwrap();
         assert_eq!(done.len(), 1);
-        assert!(done[0].1.contains("nothing had changed"), "{:?}", done);
+        assert!(
+            describe(&done[0].outcome).contains("nothing had changed"),
+            "{:?}",
+            done
+        );
         assert_eq!(
             f.store.journal_steps(ID).unwrap(),
             [Step::BeforeImageWritten, Step::RecoveredUnstarted]
@@ -2155,7 +2145,11 @@ mod tests {
         let ex = executor(&f, alice);
         crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], alice);
         let done = ex.recover(Some(alice), &f.signers()).unwrap();
-        assert!(done[0].1.contains("nothing was deleted"), "{:?}", done);
+        assert!(
+            describe(&done[0].outcome).contains("nothing was deleted"),
+            "{:?}",
+            done
+        );
         assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Aborted));
         assert!(f.repo.ref_target("refs/heads/topic").is_some());
         // The plan stays spent: it is never silently retried.
@@ -2188,7 +2182,11 @@ mod tests {
         crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], alice);
         commit_refs(&ex, &f);
         let done = ex.recover(Some(alice), &f.signers()).unwrap();
-        assert!(done[0].1.contains("completed the apply"), "{:?}", done);
+        assert!(
+            describe(&done[0].outcome).contains("completed the apply"),
+            "{:?}",
+            done
+        );
         assert_eq!(
             f.store.journal_steps(ID).unwrap()[2..],
             [Step::RefsCommitted, Step::ConfigRemoved, Step::Done]
@@ -2213,7 +2211,7 @@ mod tests {
         );
         assert_eq!(f.store.journal_steps(ID).unwrap(), steps, "nothing journaled");
         let done = ex.recover(Some(alice), &f.signers()).unwrap();
-        assert_eq!(done[0].1, "completed the interrupted apply");
+        assert_eq!(done[0].outcome, RecoveryOutcome::Completed(Completed::Committed));
         assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Done));
         // Settled: a second recover has nothing to do.
         assert!(ex.recover(Some(alice), &f.signers()).unwrap().is_empty());
@@ -2253,7 +2251,11 @@ mod tests {
             f.store.journal(ID, step, NOW).unwrap();
         }
         let done = ex.recover(Some(alice), &f.signers()).unwrap();
-        assert!(done[0].1.contains("it was not run again"), "{:?}", done);
+        assert!(
+            describe(&done[0].outcome).contains("it was not run again"),
+            "{:?}",
+            done
+        );
         assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Aborted));
     }
 
@@ -2397,7 +2399,7 @@ mod tests {
                     Step::RollbackAbandoned,
                 )
             };
-            assert_eq!(done[0].1, outcome);
+            assert_eq!(describe(&done[0].outcome), outcome);
             assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&last));
         }
     }

@@ -1,9 +1,51 @@
-//! The result of an apply, rendered once from the receipt and stored, so that every replay
-//! prints exactly the same bytes.
+//! The result of an apply, rendered from the verified receipt, so that every replay prints
+//! exactly the same bytes: the human text ([`human`], [`applied`]) and the JSON document
+//! ([`json`], what the apply stores; [`AppliedDoc`], what `apply --json` prints).
 
 use crate::plan::approval::Receipt;
 use crate::plan::envelope::Envelope;
+use serde::Serialize;
 use std::fmt::Write;
+
+/// What `guardctl --json apply` prints: the recorded document (`receipt`, `envelope`), whether
+/// this run found the plan applied before, and for a plan bound to a remote where it is
+/// consumed (`remote` or `clone`). Its keys in alphabetical order at every level, as it has
+/// always been written ([`crate::render::sorted`]).
+#[derive(Debug, Serialize)]
+pub struct AppliedDoc<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumed_on: Option<&'a str>,
+    #[serde(serialize_with = "super::sorted")]
+    pub envelope: &'a Envelope,
+    #[serde(serialize_with = "super::sorted")]
+    pub receipt: &'a Receipt,
+    pub replayed: bool,
+}
+
+/// What `guardctl apply` prints: for a replay, that nothing was changed now; for a plan
+/// consumed in the applying clone only, what that leaves another clone able to do
+/// (`command`: the plan ran a command); then the receipt ([`human`]).
+pub fn applied(r: &Receipt, plan_id: &str, replayed: bool, clone_only: bool, command: bool) -> String {
+    let mut s = String::new();
+    if replayed {
+        let _ = writeln!(
+            s,
+            "Replayed: plan {plan_id} was applied before; nothing was changed now. Its recorded result:"
+        );
+    }
+    if clone_only {
+        let _ = writeln!(
+            s,
+            "Consumed in this clone only: the policy sets `[remote] consumed_marker = false`, so no other clone is told this plan was applied{}",
+            if command {
+                "; another clone could run its command again"
+            } else {
+                "; another clone's apply finds the refs gone (drift) and deletes nothing"
+            }
+        );
+    }
+    s + &human(r)
+}
 
 pub fn human(r: &Receipt) -> String {
     let mut s = String::new();
