@@ -113,3 +113,40 @@ fn published(what: &str, remote: Option<&str>) -> String {
         None => what.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words are part of the signed audit log: they stay what they were.
+    #[test]
+    fn outcomes_keep_their_words() {
+        let published = RecoveryOutcome::Abandoned(Abandoned::CommandInterrupted {
+            published_on: Some("origin".into()),
+        });
+        assert_eq!(
+            describe(&published),
+            "the command was interrupted while it ran; it was not run again: check its effects by hand (its consumed marker is on remote `origin`: the abandonment is published there for other clones)"
+        );
+        assert_eq!(
+            describe(&RecoveryOutcome::Completed(Completed::Committed)),
+            "completed the interrupted apply"
+        );
+        let done = [Recovered {
+            id: "ab".repeat(32),
+            outcome: RecoveryOutcome::RollbackAbandoned,
+        }];
+        assert_eq!(
+            human(&done),
+            "Plan sha256:abababababab…: the rollback had not restored anything yet: abandoned it; run rollback again.\n"
+        );
+        assert_eq!(
+            serde_json::to_string(&RecoverView::of(&done)).unwrap(),
+            format!(
+                "{{\"recovered\":[{{\"outcome\":\"{}\",\"plan_id\":\"sha256:{}\"}}]}}",
+                describe(&done[0].outcome),
+                done[0].id
+            )
+        );
+    }
+}

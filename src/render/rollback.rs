@@ -69,3 +69,52 @@ pub fn human(view: &RollbackView) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The document `rollback --json` printed when it was built with `json!`.
+    #[test]
+    fn the_document_is_the_one_json_built() {
+        let deleted = vec![DeletedRef {
+            refname: "refs/heads/topic".into(),
+            oid: "1".repeat(40),
+        }];
+        let elsewhere = ElsewhereView {
+            applied_at: "2026-06-01T12:00:00Z".into(),
+            deleted: &deleted,
+            executor: "alice",
+            key: "SHA256:k",
+            remote: "origin",
+            url: "file:///r",
+        };
+        let old = serde_json::json!({
+            "plan_id": "sha256:ab",
+            "restored": 1,
+            "already_present": 0,
+            "recorded_in_log": false,
+            "applied_elsewhere": {
+                "remote": "origin",
+                "url": "file:///r",
+                "executor": "alice",
+                "key": "SHA256:k",
+                "applied_at": "2026-06-01T12:00:00Z",
+                "deleted": deleted,
+            },
+        });
+        let view = RollbackView {
+            already_present: 0,
+            applied_elsewhere: Some(elsewhere),
+            plan_id: "sha256:ab",
+            recorded_in_log: false,
+            restored: 1,
+            refs: &deleted,
+        };
+        assert_eq!(serde_json::to_string(&view).unwrap(), old.to_string());
+        assert_eq!(
+            human(&view),
+            "Rolled back plan sha256:ab… (applied in another clone): restored 1 branches (0 already present).\n  not recorded in the audit log: the log is broken\n  refs/heads/topic at 111111111111\n"
+        );
+    }
+}
