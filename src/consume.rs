@@ -25,14 +25,12 @@ use crate::store::published::Remote;
 use crate::text::safe;
 use crate::ui::Ui;
 
-/// The receipt of an apply made in another clone, as a replay prints it.
+/// The receipt of an apply made in another clone, verified, for a replay to print.
 pub struct Replay {
     /// The remote it came from.
     pub remote: String,
-    /// The human result (without the `Replayed:` line).
-    pub human: String,
-    /// `{"receipt", "envelope"}`, as the applying clone's `--json apply` printed it.
-    pub json: String,
+    pub receipt: crate::plan::approval::Receipt,
+    pub envelope: crate::plan::envelope::Envelope,
 }
 
 /// The remote a plan bound to remote `name` is consumed on: its one URL (preflight checked it
@@ -272,10 +270,11 @@ pub fn replay_from_remote(
             &receipt.refname,
         ));
     }
+    let (receipt, envelope) = crate::execute::remote_result(&receipt, &marker, &loaded.plan.plan_hash)?;
     Ok(Some(Replay {
         remote: remote.name.clone(),
-        human: crate::execute::records::remote_result(&receipt, &marker, &loaded.plan.plan_hash, false)?,
-        json: crate::execute::records::remote_result(&receipt, &marker, &loaded.plan.plan_hash, true)?,
+        receipt,
+        envelope,
     }))
 }
 

@@ -8,7 +8,7 @@
 //!
 //! Every tool calls the library function behind the CLI command it mirrors
 //! (`commands::plan::make`, `commands::show::view`, `commands::verify::check`,
-//! `commands::apply::execute`, `gate::approval_status`), never the binary: plan files are
+//! `engine::apply::apply`, `gate::approval_status`), never the binary: plan files are
 //! verified exactly as the CLI verifies them (`gate::load_plan`: a file, or a plan published on
 //! the team remote named by id or prefix), and the gate is the same gate. `apply_plan` waits
 //! for another clone's receipt 30s by default, not the CLI's 10m (`wait`).
@@ -25,6 +25,7 @@ use crate::commands::plan::{
     ExecArgs, OperationArgs, RemoteBranchesArgs, SelectionArgs, StaleBranchesArgs, TagsArgs,
 };
 use crate::context::Ctx;
+use crate::engine;
 use crate::error::{Error, Kind, Result};
 use crate::gate::Target;
 use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE};
@@ -1109,32 +1110,33 @@ fn apply(s: &Settings, p: ApplyParams) -> Result<ApplyOutput> {
     let ctx = s.ctx();
     let mut ui = s.ui();
     let wait = p.wait.as_deref().unwrap_or(DEFAULT_APPLY_WAIT);
-    let args = commands::apply::Args {
+    let request = engine::apply::ApplyRequest {
         target: target(&ctx, &p.plan, &p.approvals)?,
-        wait: commands::apply::parse_wait(wait).map_err(|e| Error::usage(format!("`wait`: {e}")))?,
+        wait: engine::apply::parse_wait(wait).map_err(|e| Error::usage(format!("`wait`: {e}")))?,
     };
-    let applied = commands::apply::execute(&args, &ctx, &mut ui)?;
+    let outcome = engine::apply::apply(&ctx, &mut ui, &request)?;
     let repo = ctx.repo()?;
-    let doc: Value = serde_json::from_slice(applied.json.as_bytes())
-        .map_err(|e| Error::internal("the recorded result of this apply is unreadable").caused_by(e))?;
-    let receipt = doc.get("receipt").cloned().unwrap_or_default();
-    if applied.unverified {
-        let command = receipt.get("exec").is_some_and(|e| !e.is_null());
-        return Err(commands::apply::unverified(&applied.plan_id, command)
-            .with_details(json!({ "receipt": receipt })));
+    // As `apply --json` prints them (its keys sorted: a `Value`'s map).
+    let value = |v: Result<Value, serde_json::Error>| {
+        v.map_err(|e| Error::internal("cannot encode the receipt").caused_by(e))
+    };
+    let receipt = value(serde_json::to_value(&outcome.receipt))?;
+    if let Some(e) = outcome.unverified() {
+        return Err(e.with_details(json!({ "receipt": receipt })));
     }
-    if applied.replayed {
+    if outcome.replayed() {
         ui.notice("this plan was already applied; returning the recorded result (nothing was changed now)");
     }
-    let undo_command = receipt
-        .get("exec")
+    let undo_command = outcome
+        .receipt
+        .exec
         .is_none()
-        .then(|| guardctl_command(&repo.display_path(), "rollback", &applied.plan_id));
+        .then(|| guardctl_command(&repo.display_path(), "rollback", &outcome.plan_id));
     Ok(ApplyOutput {
-        plan_id: applied.plan_id,
-        replayed: applied.replayed,
-        verified: receipt.get("verified").and_then(Value::as_bool).unwrap_or(false),
-        envelope: doc.get("envelope").cloned().unwrap_or_default(),
+        replayed: outcome.replayed(),
+        verified: outcome.receipt.verified,
+        envelope: value(serde_json::to_value(&outcome.envelope))?,
+        plan_id: outcome.plan_id,
         receipt,
         undo_command,
     })

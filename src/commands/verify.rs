@@ -34,7 +34,7 @@ pub fn check(args: &Args, ctx: &Ctx, ui: &mut Ui) -> Result<Verified> {
     let consumed = crate::gate::consumed(&store, cleared.loaded.id_hex())?;
     if consumed {
         // What apply would print must verify here too (a forged record is 16 for both).
-        crate::execute::recorded_result(&store, cleared.loaded.id_hex(), &ctx.allowed_signers()?.0, false)?;
+        crate::execute::recorded(&store, cleared.loaded.id_hex(), &ctx.allowed_signers()?.0)?;
     } else {
         crate::gate::drift(ctx, &cleared.loaded)?;
     }

@@ -13,3 +13,9 @@
 //!   verified against its binding once, where it is read (`execute`'s records), and handed
 //!   on typed;
 //! - the checks `verify` and `apply` share are `gate`'s, in the contract's order.
+
+pub mod apply;
+pub mod gc;
+pub mod recover;
+pub mod rollback;
+pub mod session;

@@ -51,7 +51,7 @@ mod shared;
 pub use apply_remote::{
     CONSUMED_HERE_ONLY_HINT, consumed_url, holds_other_than_plan, plan_name_held_by_other, plan_name_taken,
 };
-pub use records::{recorded_result, remote_abandoned, remote_marker, remote_result, trusted};
+pub use records::{recorded, remote_abandoned, remote_marker, remote_result, trusted};
 
 use crate::plan::model::ExecInputs;
 use crate::repo::mutate::RepoMut;

@@ -9,6 +9,7 @@ use super::shared::encode_failed;
 use super::{EXEC_RESULT, EXEC_RESULT_PAYLOAD_TYPE, Executor};
 use crate::error::{Error, Kind, Result};
 use crate::plan::approval::{APPLY_NAMESPACE, ExecResult, RECEIPT_PAYLOAD_TYPE, Receipt};
+use crate::plan::envelope::Envelope;
 use crate::sign::{AllowedSigners, SigningKey, dsse};
 use crate::store::state::{CONSUMED_PAYLOAD_TYPE, Consumed};
 use crate::store::{BeforeImage, Store, state};
@@ -71,11 +72,11 @@ pub fn trusted(store: &Store, id: &str, signers: &AllowedSigners) -> Result<(Bef
     Ok((image, Some(marker)))
 }
 
-/// The recorded result of an applied plan, as a replay prints it: rebuilt from the stored
-/// receipt once its signature verifies, by the key the consumed marker names, for this
-/// plan. Never the bytes of a result file, which anyone who can write `.git/guardctl`
-/// could have written.
-pub fn recorded_result(store: &Store, id: &str, signers: &AllowedSigners, json: bool) -> Result<String> {
+/// The recorded receipt of an applied plan and its envelope, verified once: signed by the key
+/// the consumed marker names, for this plan. What `apply` prints is rendered from it
+/// (`render::receipt`), never the bytes of a result file, which anyone who can write
+/// `.git/guardctl` could have written.
+pub fn recorded(store: &Store, id: &str, signers: &AllowedSigners) -> Result<(Receipt, Envelope)> {
     let (image, marker) = consumed(store, id, signers)?;
     let path = store.plan_dir(id).join("receipt.json");
     let bad = |why: String| state::inconsistent(&path, why);
@@ -93,11 +94,7 @@ pub fn recorded_result(store: &Store, id: &str, signers: &AllowedSigners, json: 
     if receipt.plan_id != image.plan_id {
         return Err(bad(format!("it is the receipt of {}", safe(&receipt.plan_id))));
     }
-    Ok(if json {
-        crate::render::receipt::json(&receipt, &envelope).map_err(|e| encode_failed("result.json", e))?
-    } else {
-        crate::render::receipt::human(&receipt)
-    })
+    Ok((receipt, envelope))
 }
 
 /// A plan's consumed marker as published on its remote (`consumed/<id>`), verified as the
@@ -186,16 +183,15 @@ pub fn apply_principals(
     signers.principals_at(signer, APPLY_NAMESPACE, &[at])
 }
 
-/// The result of a plan applied elsewhere, as a replay prints it (the same rendering as
-/// [`recorded_result`], so every clone prints the same bytes): rebuilt from the receipt
-/// published at `receipts/<id>` once it verifies, signed by the key of `marker` (a marker
-/// [`remote_marker`] verified), for this plan.
+/// The receipt of a plan applied elsewhere and its envelope, verified once (a replay renders
+/// it as [`recorded`]'s, so every clone prints the same bytes): the receipt published at
+/// `receipts/<id>`, signed by the key of `marker` (a marker [`remote_marker`] verified), for
+/// this plan.
 pub fn remote_result(
     item: &crate::store::consumption::RemoteItem,
     marker: &Consumed,
     plan_hash: &str,
-    json: bool,
-) -> Result<String> {
+) -> Result<(Receipt, Envelope)> {
     let bad = |why: String| unverifiable(&item.refname, why);
     let (receipt, verified, envelope): (Receipt, _, _) = published(item, RECEIPT_PAYLOAD_TYPE, "receipt")?;
     if verified.fingerprint != marker.key {
@@ -207,11 +203,7 @@ pub fn remote_result(
     if receipt.plan_id != marker.plan_id || receipt.plan_hash != plan_hash {
         return Err(bad(format!("it is the receipt of {}", safe(&receipt.plan_id))));
     }
-    Ok(if json {
-        crate::render::receipt::json(&receipt, &envelope).map_err(|e| encode_failed("result.json", e))?
-    } else {
-        crate::render::receipt::human(&receipt)
-    })
+    Ok((receipt, envelope))
 }
 
 /// The record that the apply which consumed a plan on its remote was abandoned (before or

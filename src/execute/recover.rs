@@ -10,21 +10,20 @@ use super::records::{consumed, signed_state, trusted};
 use super::{ABANDONED, Executor};
 use crate::error::{Error, Kind, Result};
 use crate::plan::approval::DeletedRef;
+use crate::render::recovery::describe;
 use crate::sign::{AllowedSigners, SigningKey};
+use crate::store::recovered::{Abandoned, Completed, Recovered, RecoveryOutcome};
 use crate::store::state::{Consumed, Step, StepOf};
 use crate::store::{BeforeImage, state};
 use crate::text::safe;
 
 impl Executor<'_> {
-    /// Finish or abandon every interrupted apply or rollback. Returns what was done, per plan.
+    /// Finish or abandon every interrupted apply or rollback. Returns what was done, per plan
+    /// (its words, `render::recovery`, are the detail of the audit entry recording it).
     /// Every state file it acts on is checked first (`trusted`): an inconsistent one stops it
     /// with `needs_recovery` before anything changes. It signs a receipt only with the key
     /// that consumed the plan (see `receipt_key`).
-    pub fn recover(
-        &self,
-        key: Option<&SigningKey>,
-        signers: &AllowedSigners,
-    ) -> Result<Vec<(String, String)>> {
+    pub fn recover(&self, key: Option<&SigningKey>, signers: &AllowedSigners) -> Result<Vec<Recovered>> {
         let mut done = Vec::new();
         for id in self.store.plan_ids()? {
             let steps = self.store.journal_steps(&id)?;
@@ -58,8 +57,13 @@ impl Executor<'_> {
             if last == Step::BeforeImageWritten && !self.store.is_consumed(&id) {
                 trusted(self.store, &id, signers)?;
                 let outcome = self.recover_unstarted(&id)?;
-                self.audit("recover", Some(&format!("sha256:{id}")), None, &outcome)?;
-                done.push((id, outcome));
+                self.audit(
+                    "recover",
+                    Some(&format!("sha256:{id}")),
+                    None,
+                    &describe(&outcome),
+                )?;
+                done.push(Recovered { id, outcome });
                 continue;
             }
             let (image, marker) = consumed(self.store, &id, signers)?;
@@ -72,7 +76,7 @@ impl Executor<'_> {
                 Step::CommandFinished => {
                     let key = self.receipt_key(&id, &image, &marker, key)?;
                     self.finish(&id, &image, key)?;
-                    "completed the interrupted apply (the command had finished)".to_string()
+                    RecoveryOutcome::Completed(Completed::CommandFinished)
                 }
                 Step::RefsCommitted | Step::ConfigRemoved => {
                     let key = self.receipt_key(&id, &image, &marker, key)?;
@@ -87,12 +91,12 @@ impl Executor<'_> {
                         ));
                     }
                     self.finish(&id, &image, key)?;
-                    "completed the interrupted apply".to_string()
+                    RecoveryOutcome::Completed(Completed::Committed)
                 }
                 Step::RollbackStarted => self.recover_rollback(&id, &image)?,
                 Step::RollbackRefsRestored => {
                     self.restore_config(&id, &image)?;
-                    "completed the interrupted rollback".to_string()
+                    RecoveryOutcome::RolledBack { config_only: true }
                 }
                 Step::Done
                 | Step::Refused
@@ -101,8 +105,13 @@ impl Executor<'_> {
                 | Step::RolledBack
                 | Step::RollbackAbandoned => continue,
             };
-            self.audit("recover", Some(&format!("sha256:{id}")), None, &outcome)?;
-            done.push((id, outcome));
+            self.audit(
+                "recover",
+                Some(&format!("sha256:{id}")),
+                None,
+                &describe(&outcome),
+            )?;
+            done.push(Recovered { id, outcome });
         }
         Ok(done)
     }
@@ -168,12 +177,12 @@ impl Executor<'_> {
     }
 
     /// An apply interrupted before it consumed the plan: nothing changed; forget its image.
-    pub(super) fn recover_unstarted(&self, id: &str) -> Result<String> {
+    pub(super) fn recover_unstarted(&self, id: &str) -> Result<RecoveryOutcome> {
         let journal = self.resume::<Written>(id)?;
         self.wait_for_orphaned_git(id)?;
         self.store.remove_file(id, "before-image.json")?;
         journal.recovered_unstarted()?;
-        Ok("abandoned an apply interrupted before it began; nothing had changed".into())
+        Ok(RecoveryOutcome::Forgotten)
     }
 
     /// An apply interrupted before or during its ref transaction: decide from the refs.
@@ -183,7 +192,7 @@ impl Executor<'_> {
         image: &BeforeImage,
         marker: &Consumed,
         key: Option<&SigningKey>,
-    ) -> Result<String> {
+    ) -> Result<RecoveryOutcome> {
         let journal = self.resume::<Pending>(id)?;
         // A git started by the dead apply may still hold the refs' locks (it aborts once it
         // sees the end of its input, or completes a commit it was sent): wait for it first.
@@ -203,20 +212,20 @@ impl Executor<'_> {
             if self.remote_consumed(&url, id)? == Some(self.our_marker(id)?) {
                 let key = self.receipt_key(id, image, marker, key)?;
                 self.settle(journal.refs_found_committed()?, image, key)?;
-                return Ok("the push had landed: completed the apply".into());
+                return Ok(RecoveryOutcome::Completed(Completed::PushLanded));
             }
             let e = Error::new(
                 Kind::Drift,
                 "the apply was interrupted before its push landed on the remote",
             );
             self.abort(journal, &e)?;
-            return Ok("the push had not landed: abandoned the apply; nothing was deleted".into());
+            return Ok(RecoveryOutcome::Abandoned(Abandoned::PushNotLanded));
         }
         let (deleted, backed) = self.committed(image)?;
         if deleted == image.refs.len() && backed == image.refs.len() {
             let key = self.receipt_key(id, image, marker, key)?;
             self.settle(journal.refs_found_committed()?, image, key)?;
-            return Ok("the deletions had been committed: completed the apply".into());
+            return Ok(RecoveryOutcome::Completed(Completed::DeletionsCommitted));
         }
         // Locally the backup ref is created in the deletions' transaction (a remote's plan was
         // decided above, by its consumed marker).
@@ -226,9 +235,7 @@ impl Executor<'_> {
                 "the apply was interrupted before any branch was deleted",
             );
             self.abort(journal, &e)?;
-            return Ok(
-                "the deletions had not been committed: abandoned the apply; nothing was deleted".into(),
-            );
+            return Ok(RecoveryOutcome::Abandoned(Abandoned::DeletionsNotCommitted));
         }
         Err(Error::new(Kind::NeedsRecovery, format!(
             "plan {id}: {deleted} of {} branches are deleted and {backed} backups exist; this is not a state guardctl leaves",
@@ -254,7 +261,7 @@ impl Executor<'_> {
         image: &BeforeImage,
         marker: &Consumed,
         key: Option<&SigningKey>,
-    ) -> Result<String> {
+    ) -> Result<RecoveryOutcome> {
         let id = journal.id();
         let now = self.targets(image, &image.refs)?;
         let kept = self.kept(image);
@@ -271,9 +278,7 @@ impl Executor<'_> {
         if gone.len() == image.refs.len() && backed == image.refs.len() {
             let key = self.receipt_key(id, image, marker, key)?;
             self.settle(journal.refs_found_committed()?, image, key)?;
-            return Ok(
-                "every planned ref is gone from the remote: the push had landed; completed the apply".into(),
-            );
+            return Ok(RecoveryOutcome::Completed(Completed::UnmarkedPushLanded));
         }
         if gone.is_empty() || backed < image.refs.len() {
             // None gone: the push did not land. Gone without this apply's backup: it never
@@ -283,11 +288,11 @@ impl Executor<'_> {
                 "the apply was interrupted before its push landed on the remote",
             );
             self.abort(journal, &e)?;
-            return Ok(if gone.is_empty() {
-                "no planned ref is gone from the remote: the push had not landed; abandoned the apply; nothing was deleted".into()
+            return Ok(RecoveryOutcome::Abandoned(if gone.is_empty() {
+                Abandoned::UnmarkedPushNotLanded
             } else {
-                "the apply had not pushed yet (its backup was not made): abandoned the apply; nothing was deleted by it".into()
-            });
+                Abandoned::UnmarkedNotPushed
+            }));
         }
         let names = |refs: Vec<&DeletedRef>| {
             refs.iter()
@@ -322,18 +327,14 @@ impl Executor<'_> {
         image: &BeforeImage,
         marker: &Consumed,
         key: Option<&SigningKey>,
-    ) -> Result<String> {
+    ) -> Result<RecoveryOutcome> {
         let id = journal.id();
-        let outcome = match self.record_abandonment(id, image, marker, key, state::Stage::BeforeCommand)? {
-            Some(remote) => format!(
-                "the command had not started: abandoned the apply; it was not run (its consumed marker is on remote `{}`: the abandonment is published there for other clones)",
-                safe(&remote)
-            ),
-            None => "the command had not started: abandoned the apply; it was not run".to_string(),
-        };
+        let published_on = self.record_abandonment(id, image, marker, key, state::Stage::BeforeCommand)?;
         let e = Error::new(Kind::Drift, "the apply was interrupted before the command ran");
         self.abort(journal, &e)?;
-        Ok(outcome)
+        Ok(RecoveryOutcome::Abandoned(Abandoned::CommandNotStarted {
+            published_on,
+        }))
     }
 
     /// An exec apply interrupted while its command ran: it may have run to the end, partly,
@@ -346,24 +347,17 @@ impl Executor<'_> {
         image: &BeforeImage,
         marker: &Consumed,
         key: Option<&SigningKey>,
-    ) -> Result<String> {
+    ) -> Result<RecoveryOutcome> {
         let journal = self.resume::<CommandStarted>(id)?;
-        let remote = self.record_abandonment(id, image, marker, key, state::Stage::CommandStarted)?;
+        let published_on = self.record_abandonment(id, image, marker, key, state::Stage::CommandStarted)?;
         let e = Error::new(
             Kind::NeedsRecovery,
             "the command was interrupted while it ran (it may have partly run); it is not run again",
         );
         self.abort(journal, &e)?;
-        let mut outcome =
-            "the command was interrupted while it ran; it was not run again: check its effects by hand"
-                .to_string();
-        if let Some(remote) = remote {
-            outcome.push_str(&format!(
-                " (its consumed marker is on remote `{}`: the abandonment is published there for other clones)",
-                safe(&remote)
-            ));
-        }
-        Ok(outcome)
+        Ok(RecoveryOutcome::Abandoned(Abandoned::CommandInterrupted {
+            published_on,
+        }))
     }
 
     /// When the exec apply `recover` abandons at `stage` had its consumed marker land on the
@@ -435,7 +429,7 @@ impl Executor<'_> {
         Ok(Some(at.remote.clone()))
     }
 
-    pub(super) fn recover_rollback(&self, id: &str, image: &BeforeImage) -> Result<String> {
+    pub(super) fn recover_rollback(&self, id: &str, image: &BeforeImage) -> Result<RecoveryOutcome> {
         let journal = self.resume::<RollingBack>(id)?;
         self.wait_for_orphaned_git(id)?;
         let path = self.store.plan_dir(id).join("rollback.json");
@@ -456,10 +450,10 @@ impl Executor<'_> {
             .count();
         if restored == missing.len() {
             self.config_restored(journal.rollback_refs_found_restored()?, image)?;
-            return Ok("the branches had been restored: completed the rollback".into());
+            return Ok(RecoveryOutcome::RolledBack { config_only: false });
         }
         journal.rollback_abandoned()?;
-        Ok("the rollback had not restored anything yet: abandoned it; run rollback again".into())
+        Ok(RecoveryOutcome::RollbackAbandoned)
     }
 
     /// A `.lock` left by a killed git blocks every ref change: report it, never remove it.

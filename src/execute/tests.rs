@@ -6,11 +6,13 @@ use super::*;
 use crate::error::{Error, Kind};
 use crate::plan::approval::APPLY_NAMESPACE;
 use crate::plan::approval::DeletedRef;
+use crate::render::recovery::describe;
 use crate::repo::Repo;
 use crate::repo::mutate::RefOp;
 use crate::sign::key::{KeySource, load};
 use crate::sign::{AllowedSigners, dsse};
 use crate::store::BeforeImage;
+use crate::store::recovered::{Completed, RecoveryOutcome};
 use crate::store::state::{self, Consumed, Step};
 use std::path::Path;
 use time::macros::datetime;
@@ -137,8 +139,8 @@ fn apply_journals_each_step_in_order_and_deletes_with_a_backup() {
     assert!(backup(&f).is_some());
     assert!(f.store.is_consumed(ID));
     // What a replay prints is rebuilt from the signed receipt.
-    let replay = recorded_result(&f.store, ID, &f.signers(), false).unwrap();
-    assert!(replay.contains("topic"), "{replay}");
+    let (replay, _) = recorded(&f.store, ID, &f.signers()).unwrap();
+    assert_eq!(replay, receipt);
 }
 
 #[test]
@@ -182,7 +184,11 @@ fn recover_forgets_an_apply_interrupted_before_it_consumed_the_plan() {
     crashed_after(&ex, &f, &[Step::BeforeImageWritten], alice);
     let done = ex.recover(Some(alice), &f.signers()).unwrap();
     assert_eq!(done.len(), 1);
-    assert!(done[0].1.contains("nothing had changed"), "{:?}", done);
+    assert!(
+        describe(&done[0].outcome).contains("nothing had changed"),
+        "{:?}",
+        done
+    );
     assert_eq!(
         f.store.journal_steps(ID).unwrap(),
         [Step::BeforeImageWritten, Step::RecoveredUnstarted]
@@ -198,7 +204,11 @@ fn recover_abandons_a_consumed_apply_whose_refs_were_never_committed() {
     let ex = executor(&f, alice);
     crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], alice);
     let done = ex.recover(Some(alice), &f.signers()).unwrap();
-    assert!(done[0].1.contains("nothing was deleted"), "{:?}", done);
+    assert!(
+        describe(&done[0].outcome).contains("nothing was deleted"),
+        "{:?}",
+        done
+    );
     assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Aborted));
     assert!(f.repo.ref_target("refs/heads/topic").is_some());
     // The plan stays spent: it is never silently retried.
@@ -231,7 +241,11 @@ fn recover_completes_an_apply_whose_refs_were_committed_before_it_said_so() {
     crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], alice);
     commit_refs(&ex, &f);
     let done = ex.recover(Some(alice), &f.signers()).unwrap();
-    assert!(done[0].1.contains("completed the apply"), "{:?}", done);
+    assert!(
+        describe(&done[0].outcome).contains("completed the apply"),
+        "{:?}",
+        done
+    );
     assert_eq!(
         f.store.journal_steps(ID).unwrap()[2..],
         [Step::RefsCommitted, Step::ConfigRemoved, Step::Done]
@@ -256,7 +270,7 @@ fn recover_finishes_after_refs_committed_only_with_the_key_that_consumed() {
     );
     assert_eq!(f.store.journal_steps(ID).unwrap(), steps, "nothing journaled");
     let done = ex.recover(Some(alice), &f.signers()).unwrap();
-    assert_eq!(done[0].1, "completed the interrupted apply");
+    assert_eq!(done[0].outcome, RecoveryOutcome::Completed(Completed::Committed));
     assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Done));
     // Settled: a second recover has nothing to do.
     assert!(ex.recover(Some(alice), &f.signers()).unwrap().is_empty());
@@ -296,7 +310,11 @@ fn recover_never_runs_an_interrupted_command_again() {
         f.store.journal(ID, step, NOW).unwrap();
     }
     let done = ex.recover(Some(alice), &f.signers()).unwrap();
-    assert!(done[0].1.contains("it was not run again"), "{:?}", done);
+    assert!(
+        describe(&done[0].outcome).contains("it was not run again"),
+        "{:?}",
+        done
+    );
     assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Aborted));
 }
 
@@ -439,7 +457,7 @@ fn recover_after_rollback_started_decides_from_the_refs() {
                 Step::RollbackAbandoned,
             )
         };
-        assert_eq!(done[0].1, outcome);
+        assert_eq!(describe(&done[0].outcome), outcome);
         assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&last));
     }
 }

@@ -11,6 +11,7 @@ pub mod consumption;
 pub mod decisions;
 pub mod ledger;
 pub mod published;
+pub mod recovered;
 pub mod seen;
 pub mod state;
 
