@@ -6,9 +6,9 @@
 //! through `guardctl approve` in a terminal. Exposing `apply_plan` is safe for that reason: it
 //! runs exactly the checks `guardctl apply` runs, with this server's key as the one applying.
 //!
-//! Every tool calls the library function behind the CLI command it mirrors
-//! (`commands::plan::make`, `commands::show::view`, `commands::verify::check`,
-//! `commands::apply::execute`, `gate::approval_status`), never the binary: plan files are
+//! Every tool calls the engine function behind the CLI command it mirrors
+//! (`engine::plan::plan`, `engine::show::show`, `engine::verify::verify`,
+//! `engine::status::status`, `commands::apply::execute`), never the binary: plan files are
 //! verified exactly as the CLI verifies them (`gate::load_plan`: a file, or a plan published on
 //! the team remote named by id or prefix), and the gate is the same gate. `apply_plan` waits
 //! for another clone's receipt 30s by default, not the CLI's 10m (`wait`).
@@ -21,10 +21,15 @@
 //! names `out`, so planning writes nothing inside the repository.
 
 use crate::commands;
-use crate::commands::plan::{
-    ExecArgs, OperationArgs, RemoteBranchesArgs, SelectionArgs, StaleBranchesArgs, TagsArgs,
-};
 use crate::context::Ctx;
+use crate::engine::plan::{
+    BranchesRequest, Destination, ExecRequest, OperationRequest, PlanRequest, RemoteBranchesRequest,
+    TagsRequest,
+};
+use crate::engine::publish::Publish;
+use crate::engine::show::ShowRequest;
+use crate::engine::status::{PlanStatus, Used};
+use crate::engine::verify::VerifyRequest;
 use crate::error::{Error, Kind, Result};
 use crate::gate::Target;
 use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE};
@@ -644,18 +649,15 @@ impl Server {
         Parameters(p): Parameters<StaleBranchesParams>,
     ) -> Result<Json<PlanOutput>, ToolError> {
         self.blocking(move |s| {
-            let selection = selection(
+            let op = OperationRequest::StaleBranches(branches(
+                p.base,
+                p.gone,
                 p.merged,
                 p.older_than.as_deref(),
                 p.squash_merged,
                 p.include_unmerged,
                 [p.match_globs, p.exclude, p.protect],
-            )?;
-            let op = OperationArgs::StaleBranches(StaleBranchesArgs {
-                base: p.base,
-                gone: p.gone,
-                selection,
-            });
+            )?);
             plan(s, op, p.expires_in.as_deref(), p.out.as_deref())
         })
         .await
@@ -675,17 +677,17 @@ impl Server {
         Parameters(p): Parameters<RemoteBranchesParams>,
     ) -> Result<Json<PlanOutput>, ToolError> {
         self.blocking(move |s| {
-            let selection = selection(
-                p.merged,
-                p.older_than.as_deref(),
-                p.squash_merged,
-                p.include_unmerged,
-                [p.match_globs, p.exclude, p.protect],
-            )?;
-            let op = OperationArgs::RemoteBranches(RemoteBranchesArgs {
+            let op = OperationRequest::RemoteBranches(RemoteBranchesRequest {
                 remote: p.remote,
-                base: p.base,
-                selection,
+                branches: branches(
+                    p.base,
+                    false,
+                    p.merged,
+                    p.older_than.as_deref(),
+                    p.squash_merged,
+                    p.include_unmerged,
+                    [p.match_globs, p.exclude, p.protect],
+                )?,
             });
             plan(s, op, p.expires_in.as_deref(), p.out.as_deref())
         })
@@ -704,7 +706,7 @@ impl Server {
     ))]
     async fn plan_tags(&self, Parameters(p): Parameters<TagsParams>) -> Result<Json<PlanOutput>, ToolError> {
         self.blocking(move |s| {
-            let op = OperationArgs::Tags(TagsArgs {
+            let op = OperationRequest::Tags(TagsRequest {
                 remote: p.remote,
                 match_globs: p.match_globs,
                 older_than: duration(p.older_than.as_deref(), "older_than")?,
@@ -748,7 +750,7 @@ impl Server {
                 )
                 .with_hint("an administrator sets `[agents] exec = true` in the trusted policy"));
             }
-            let op = OperationArgs::Exec(ExecArgs {
+            let op = OperationRequest::Exec(ExecRequest {
                 remote: p.remote,
                 preview: p.preview,
                 before_image: p.before_image,
@@ -843,14 +845,19 @@ fn duration(value: Option<&str>, field: &str) -> Result<Option<std::time::Durati
         .transpose()
 }
 
-fn selection(
+/// A branch operation's base, criteria and patterns, as the tools take them.
+fn branches(
+    base: Option<String>,
+    gone: bool,
     merged: bool,
     older_than: Option<&str>,
     squash_merged: bool,
     include_unmerged: bool,
     [match_globs, exclude, protect]: [Vec<String>; 3],
-) -> Result<SelectionArgs> {
-    Ok(SelectionArgs {
+) -> Result<BranchesRequest> {
+    Ok(BranchesRequest {
+        base,
+        gone,
         merged,
         older_than: duration(older_than, "older_than")?,
         squash_merged,
@@ -917,40 +924,33 @@ fn repo_path(ctx: &Ctx) -> Result<PathBuf> {
 
 fn plan(
     s: &Settings,
-    operation: OperationArgs,
+    operation: OperationRequest,
     expires_in: Option<&str>,
     out: Option<&str>,
 ) -> Result<PlanOutput> {
     let ctx = s.ctx();
     let mut ui = s.ui();
-    let args = commands::plan::Args {
+    let request = PlanRequest {
         operation,
-        out: PathBuf::new(),
         expires_in: duration(expires_in, "expires_in")?,
         executor: None,
-        detailed_exitcode: false,
-        force: false,
+        destination: Destination::Agent {
+            plans_dir: s.plans_dir.clone(),
+            out: out.map(String::from),
+        },
         // An agent's plan is a file it hands on; publishing is the CLI's (`plan --publish`).
-        publish: None,
-        no_publish: true,
+        publish: Publish::Never,
     };
-    let made = commands::plan::make(args, &ctx, &mut ui)?;
-    let path = match out {
-        Some(out) => crate::destination::check_agent(&ctx, s.plans_dir.as_deref(), out, &made.plan_id)?,
-        None => {
-            let dir = s.plans_dir.clone().ok_or_else(|| {
-                Error::usage("no data directory for plans (HOME is not set)").with_hint("pass `out`")
-            })?;
-            create_private_dir(&dir)?;
-            dir.join(format!("{}.json", made.plan_id.trim_start_matches("sha256:")))
-        }
-    };
-    crate::planfile::write(&path, &made.file)?;
-    ui.status(&format!("Saved plan {} to {}.", made.plan_id, path.display()));
+    let planned = crate::engine::plan::plan(&ctx, &mut ui, request)?;
+    ui.status(&format!(
+        "Saved plan {} to {}.",
+        planned.plan_id,
+        planned.path.display()
+    ));
     Ok(plan_output(
-        &made.view,
-        &made.plan.summary,
-        &path,
+        &planned.view,
+        &planned.plan.summary,
+        &planned.path,
         &repo_path(&ctx)?,
     ))
 }
@@ -989,15 +989,6 @@ fn plan_output(v: &ShowView, summary: &str, path: &Path, repo: &Path) -> PlanOut
     }
 }
 
-fn create_private_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| Error::internal(format!("cannot create {}", dir.display())).caused_by(e))
-}
-
 fn show(s: &Settings, p: ShowParams) -> Result<ShowOutput> {
     let ctx = s.ctx();
     let mut ui = s.ui();
@@ -1007,13 +998,13 @@ fn show(s: &Settings, p: ShowParams) -> Result<ShowOutput> {
     if p.all && p.page.is_some() {
         return Err(Error::usage("`all` and `page` exclude each other"));
     }
-    let args = commands::show::Args {
+    let request = ShowRequest {
         plan: plan_arg(&ctx, &p.plan)?,
         all: p.all,
         page: p.page,
         since: p.since.map(|since| plan_arg(&ctx, &since)).transpose()?,
     };
-    let view = commands::show::view(&args, &ctx, &mut ui)?;
+    let view = crate::engine::show::show(&ctx, &mut ui, &request)?;
     let value =
         serde_json::to_value(&view).map_err(|e| Error::internal("cannot encode the view").caused_by(e))?;
     Ok(ShowOutput(value))
@@ -1022,38 +1013,28 @@ fn show(s: &Settings, p: ShowParams) -> Result<ShowOutput> {
 fn status(s: &Settings, plan: &str) -> Result<StatusOutput> {
     let ctx = s.ctx();
     let path = plan_arg(&ctx, plan)?;
-    let loaded = crate::gate::load_plan(&ctx, &path)?;
-    let approvals = crate::gate::approval_status(&ctx, &loaded)?;
-    let p = &loaded.plan;
-    let applied = match ctx.repo() {
-        Ok(repo) => {
-            let store = crate::store::Store::new(repo.state_dir());
-            match crate::gate::consumed(&store, loaded.id_hex()) {
-                Ok(true) => Some(State::Applied),
-                Ok(false) => None,
-                Err(e) if e.kind == Kind::Drift => Some(State::Aborted),
-                Err(e) if e.kind == Kind::NeedsRecovery => Some(State::Interrupted),
-                Err(e) => return Err(e),
-            }
-        }
-        Err(_) => None,
-    };
+    let PlanStatus {
+        plan_id,
+        plan: p,
+        approvals,
+        used,
+    } = crate::engine::status::status(&ctx, &path)?;
     let expired = ctx.now >= p.expires_at;
-    let state = applied.unwrap_or(if !approvals.rejected_by.is_empty() {
-        State::Rejected
-    } else if expired {
-        State::Expired
-    } else if approvals.groups.iter().all(|g| g.missing == 0) {
-        State::Approved
-    } else {
-        State::AwaitingApproval
-    });
+    let state = match used {
+        Some(Used::Applied) => State::Applied,
+        Some(Used::Aborted) => State::Aborted,
+        Some(Used::Interrupted) => State::Interrupted,
+        None if !approvals.rejected_by.is_empty() => State::Rejected,
+        None if expired => State::Expired,
+        None if approvals.groups.iter().all(|g| g.missing == 0) => State::Approved,
+        None => State::AwaitingApproval,
+    };
     let repo = match ctx.repo() {
         Ok(r) => r.display_path(),
         Err(_) => ctx.start_dir()?,
     };
     Ok(StatusOutput {
-        plan_id: loaded.plan_id.clone(),
+        plan_id,
         plan_file: path.display().to_string(),
         operation: p.operation.kind().to_string(),
         summary: p.summary.clone(),
@@ -1080,10 +1061,10 @@ fn target(ctx: &Ctx, plan: &str, approvals: &[String]) -> Result<Target> {
 fn verify(s: &Settings, p: GateParams) -> Result<VerifyOutput> {
     let ctx = s.ctx();
     let mut ui = s.ui();
-    let args = commands::verify::Args {
+    let request = VerifyRequest {
         target: target(&ctx, &p.plan, &p.approvals)?,
     };
-    let v = commands::verify::check(&args, &ctx, &mut ui)?;
+    let v = crate::engine::verify::verify(&ctx, &mut ui, &request)?;
     Ok(VerifyOutput {
         plan_id: v.cleared.loaded.plan_id.clone(),
         ok: true,

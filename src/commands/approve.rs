@@ -63,6 +63,16 @@ pub struct PublishArgs {
 }
 
 impl PublishArgs {
+    /// What the flags ask for, for the engine to settle.
+    pub fn choice(&self) -> crate::engine::publish::Publish {
+        use crate::engine::publish::Publish;
+        match (&self.publish, self.no_publish) {
+            (Some(name), _) => Publish::To(Some(name.clone()).filter(|n| !n.is_empty())),
+            (None, true) => Publish::Never,
+            (None, false) => Publish::Default,
+        }
+    }
+
     /// The remote to publish to: `--publish[=REMOTE]`; else, unless `--no-publish`, the team
     /// remote when `guardctl.remote` is set (system or global config) or `implied`.
     pub fn remote(&self, ctx: &Ctx, implied: bool) -> Result<Option<crate::store::published::Remote>> {

@@ -13,3 +13,9 @@
 //!   verified against its binding once, where it is read (`execute`'s records), and handed
 //!   on typed;
 //! - the checks `verify` and `apply` share are `gate`'s, in the contract's order.
+
+pub mod plan;
+pub mod publish;
+pub mod show;
+pub mod status;
+pub mod verify;

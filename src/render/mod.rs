@@ -9,4 +9,5 @@ pub use crate::text as escape;
 pub mod human;
 pub mod receipt;
 pub mod since;
+pub mod verify;
 pub mod view;
