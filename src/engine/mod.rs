@@ -16,6 +16,7 @@
 
 pub mod plan;
 pub mod publish;
+pub mod review;
 pub mod show;
 pub mod status;
 pub mod verify;

@@ -8,6 +8,19 @@
 pub use crate::text as escape;
 pub mod human;
 pub mod receipt;
+pub mod review;
 pub mod since;
 pub mod verify;
 pub mod view;
+
+/// Serialize `value` with its keys in alphabetical order at every level, as a JSON document
+/// built with `serde_json::json!` is written (serde_json's map is sorted). The documents of
+/// `verify`, `approve`/`reject` and `log` were built that way and keep their exact bytes:
+/// their views declare their own fields in alphabetical order and pass nested values
+/// through this (`#[serde(serialize_with = "crate::render::sorted")]`).
+pub fn sorted<T: serde::Serialize, S: serde::Serializer>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    serde_json::to_value(value)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(s)
+}

@@ -8,17 +8,20 @@ use crate::text::safe;
 use serde::Serialize;
 use std::io::{self, Write};
 
-/// `verify --json`'s document (field order is the contract's: tests/cli/json_shapes.rs).
+/// `verify --json`'s document, its keys in alphabetical order at every level, as it has
+/// always been written ([`crate::render::sorted`]).
 #[derive(Debug, Serialize)]
 pub struct VerifyView {
-    pub plan_id: String,
+    pub allowed_signers: Option<SignersView>,
+    pub already_applied: bool,
+    pub approved_by: Vec<String>,
+    #[serde(serialize_with = "crate::render::sorted")]
+    pub comments: Vec<DecisionComment>,
+    #[serde(serialize_with = "crate::render::sorted")]
+    pub groups: Vec<GroupStatus>,
     /// Always true: a failed check is an error.
     pub ok: bool,
-    pub already_applied: bool,
-    pub allowed_signers: Option<SignersView>,
-    pub approved_by: Vec<String>,
-    pub groups: Vec<GroupStatus>,
-    pub comments: Vec<DecisionComment>,
+    pub plan_id: String,
     /// Whether a person is shown each group (more than one, or one naming its approvers).
     #[serde(skip)]
     pub list_groups: bool,
