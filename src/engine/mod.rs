@@ -14,9 +14,12 @@
 //!   on typed;
 //! - the checks `verify` and `apply` share are `gate`'s, in the contract's order.
 
+pub mod inbox;
+pub mod log;
 pub mod plan;
 pub mod publish;
 pub mod review;
 pub mod show;
 pub mod status;
 pub mod verify;
+pub mod whoami;
