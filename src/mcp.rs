@@ -32,11 +32,8 @@ use crate::engine::status::{PlanStatus, Used};
 use crate::engine::verify::VerifyRequest;
 use crate::error::{Error, Kind, Result};
 use crate::gate::Target;
-use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE};
 use crate::plan::derive::shell_words;
-use crate::plan::envelope::PLAN_NAMESPACE;
 use crate::render::view::{GroupView, ShowView, rfc3339};
-use crate::sign::sshsig::fingerprint;
 use crate::ui::{ColorChoice, Ui};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::IntoCallToolResult;
@@ -1140,7 +1137,9 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     // Outside a repository, or with a policy that cannot be read, the defaults: no agent
     // setting is on.
     let agents = ctx.policy().map(|p| p.policy.agents.clone()).unwrap_or_default();
-    check_key(ctx, ui, &agents)?;
+    if let Some(fp) = crate::engine::whoami::check_server_key(ctx, ui, &agents)? {
+        ui.status(&format!("guardctl mcp: serving on stdio with key {fp}"));
+    }
     let (repo, key, allowed_signers) = ctx.flags();
     serve(Settings {
         repo,
@@ -1156,95 +1155,6 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         exec: agents.exec,
     })?;
     Ok(0)
-}
-
-/// Refuse a key that may sign approvals (a plain line or a certificate), unless the trusted
-/// policy's `[agents] may_approve` lists every principal it may approve as; say on stderr
-/// when it may not plan or apply (the tools would fail later).
-fn check_key(ctx: &Ctx, ui: &mut Ui, agents: &crate::policy::Agents) -> Result<()> {
-    let key = match ctx.signing_key(ui) {
-        Ok(k) => k,
-        Err(e) => {
-            ui.warn(&format!(
-                "no usable signing key ({}): the plan and apply tools will fail until one is configured",
-                e.message
-            ));
-            return Ok(());
-        }
-    };
-    let fp = fingerprint(&key.public);
-    let signers = match ctx.allowed_signers() {
-        Ok((s, _)) => s,
-        Err(e) => {
-            ui.warn(&format!("cannot read the allowed-signers file: {}", e.message));
-            return Ok(());
-        }
-    };
-    // Now, and every later moment at which a line or the certificate becomes valid: a line
-    // `valid-after` tomorrow is an approving key tomorrow, for a server still running.
-    let mut times = vec![ctx.now];
-    times.extend(signers.entries.iter().filter_map(|e| e.valid_after));
-    if let Some(cert) = &key.certificate
-        && let Ok(secs) = i64::try_from(cert.valid_after())
-        && let Ok(t) = time::OffsetDateTime::from_unix_timestamp(secs)
-    {
-        times.push(t);
-    }
-    times.retain(|t| *t >= ctx.now);
-    let may_at = |ns: &str, times: &[time::OffsetDateTime]| {
-        let mut out: Vec<String> = Vec::new();
-        for &at in times {
-            let mut now = signers.principals_for(&key.public, ns, at);
-            if let Some(cert) = &key.certificate {
-                let signer = crate::sign::allowed_signers::Signer {
-                    key: &key.public,
-                    certificate: Some(cert),
-                };
-                now.extend(signers.principals_at(signer, ns, &[at]));
-            }
-            for p in now {
-                if !out.contains(&p) {
-                    out.push(p);
-                }
-            }
-        }
-        out
-    };
-    let may = |ns: &str| may_at(ns, &[ctx.now]);
-    let approves: Vec<String> = may_at(APPROVAL_NAMESPACE, &times)
-        .into_iter()
-        .filter(|p| !agents.may_approve.contains(p))
-        .collect();
-    if !approves.is_empty() {
-        let names = approves
-            .iter()
-            .map(|p| crate::text::safe(p))
-            .collect::<Vec<_>>()
-            .join(", ");
-        return Err(Error::new(
-            Kind::Policy,
-            format!(
-                "this server's key {fp} may sign approvals (as {names}): an agent holding it could approve plans, its own included; no tool is served"
-            ),
-        )
-        .with_hint(
-            "give the agent a key of its own that may only plan and apply: `ssh-keygen -t ed25519 -f ~/.ssh/agent_ed25519`, then in the allowed-signers file \
-             `<agent principal> namespaces=\"guardctl-plan,guardctl-apply\" <its public key>`, and start the server with `--key ~/.ssh/agent_ed25519` \
-             (to accept this key anyway, the trusted policy lists its principals in `[agents] may_approve`)",
-        ));
-    }
-    if may(PLAN_NAMESPACE).is_empty() {
-        ui.warn(&format!(
-            "this server's key {fp} maps to no principal for {PLAN_NAMESPACE}: its plans can be shown but never applied"
-        ));
-    }
-    if may(APPLY_NAMESPACE).is_empty() {
-        ui.warn(&format!(
-            "this server's key {fp} maps to no principal for {APPLY_NAMESPACE}: apply_plan will refuse"
-        ));
-    }
-    ui.status(&format!("guardctl mcp: serving on stdio with key {fp}"));
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
 //! The signing key in use: its fingerprint, whether it can sign now (and why not), the
 //! principal it maps to for each kind of signature guardctl makes, and the exact
-//! allowed-signers line that gives it one, with the file that line belongs in. Never
-//! mutates.
+//! allowed-signers line that gives it one, with the file that line belongs in; and the MCP
+//! server's check that its key may not approve. Never mutates.
 
 use crate::context::Ctx;
 use crate::error::Result;
+use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE};
+use crate::plan::envelope::PLAN_NAMESPACE;
 use crate::render::whoami::{KeyKind, NamespacePrincipals, WhoamiView};
 use crate::sign::sshsig::fingerprint;
 use crate::ui::Ui;
@@ -79,4 +81,94 @@ fn your_email(ctx: &Ctx) -> String {
     email
         .filter(|e| !e.trim().is_empty() && !e.contains(char::is_whitespace))
         .unwrap_or_else(|| "you@example.com".to_string())
+}
+
+/// Refuse a key that may sign approvals (a plain line or a certificate), unless the trusted
+/// policy's `[agents] may_approve` lists every principal it may approve as; say on stderr
+/// when it may not plan or apply (the tools would fail later). The key's fingerprint, or
+/// `None` when there is no usable key or allowed-signers file (said on stderr: the tools
+/// fail until there is).
+pub fn check_server_key(ctx: &Ctx, ui: &mut Ui, agents: &crate::policy::Agents) -> Result<Option<String>> {
+    let key = match ctx.signing_key(ui) {
+        Ok(k) => k,
+        Err(e) => {
+            ui.warn(&format!(
+                "no usable signing key ({}): the plan and apply tools will fail until one is configured",
+                e.message
+            ));
+            return Ok(None);
+        }
+    };
+    let fp = fingerprint(&key.public);
+    let signers = match ctx.allowed_signers() {
+        Ok((s, _)) => s,
+        Err(e) => {
+            ui.warn(&format!("cannot read the allowed-signers file: {}", e.message));
+            return Ok(None);
+        }
+    };
+    // Now, and every later moment at which a line or the certificate becomes valid: a line
+    // `valid-after` tomorrow is an approving key tomorrow, for a server still running.
+    let mut times = vec![ctx.now];
+    times.extend(signers.entries.iter().filter_map(|e| e.valid_after));
+    if let Some(cert) = &key.certificate
+        && let Ok(secs) = i64::try_from(cert.valid_after())
+        && let Ok(t) = time::OffsetDateTime::from_unix_timestamp(secs)
+    {
+        times.push(t);
+    }
+    times.retain(|t| *t >= ctx.now);
+    let may_at = |ns: &str, times: &[time::OffsetDateTime]| {
+        let mut out: Vec<String> = Vec::new();
+        for &at in times {
+            let mut now = signers.principals_for(&key.public, ns, at);
+            if let Some(cert) = &key.certificate {
+                let signer = crate::sign::allowed_signers::Signer {
+                    key: &key.public,
+                    certificate: Some(cert),
+                };
+                now.extend(signers.principals_at(signer, ns, &[at]));
+            }
+            for p in now {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out
+    };
+    let may = |ns: &str| may_at(ns, &[ctx.now]);
+    let approves: Vec<String> = may_at(APPROVAL_NAMESPACE, &times)
+        .into_iter()
+        .filter(|p| !agents.may_approve.contains(p))
+        .collect();
+    if !approves.is_empty() {
+        let names = approves
+            .iter()
+            .map(|p| crate::text::safe(p))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(crate::error::Error::new(
+            crate::error::Kind::Policy,
+            format!(
+                "this server's key {fp} may sign approvals (as {names}): an agent holding it could approve plans, its own included; no tool is served"
+            ),
+        )
+        .with_hint(
+            "give the agent a key of its own that may only plan and apply: `ssh-keygen -t ed25519 -f ~/.ssh/agent_ed25519`, then in the allowed-signers file \
+             `<agent principal> namespaces=\"guardctl-plan,guardctl-apply\" <its public key>`, and start the server with `--key ~/.ssh/agent_ed25519` \
+             (to accept this key anyway, the trusted policy lists its principals in `[agents] may_approve`)",
+        ));
+    }
+    if may(PLAN_NAMESPACE).is_empty() {
+        ui.warn(&format!(
+            "this server's key {fp} maps to no principal for {PLAN_NAMESPACE}: its plans can be shown but never applied"
+        ));
+    }
+    if may(APPLY_NAMESPACE).is_empty() {
+        ui.warn(&format!(
+            "this server's key {fp} maps to no principal for {APPLY_NAMESPACE}: apply_plan will refuse"
+        ));
+    }
+    Ok(Some(fp))
 }

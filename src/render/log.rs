@@ -65,3 +65,37 @@ pub fn render(v: &LogView, w: &mut dyn Write) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_document_has_the_bytes_json_wrote() {
+        let b = Break {
+            line: 3,
+            reason: "x".into(),
+        };
+        for brk in [None, Some(&b)] {
+            let v = LogView {
+                brk,
+                entries: &[],
+                intact: brk.is_none(),
+                pending: false,
+                verified: false,
+                verify: true,
+            };
+            let before = serde_json::json!({
+                "entries": Vec::<Record>::new(),
+                "intact": brk.is_none(),
+                "verified": false,
+                "break": brk,
+                "pending": false,
+            });
+            assert_eq!(
+                serde_json::to_string(&v).unwrap(),
+                serde_json::to_string(&before).unwrap()
+            );
+        }
+    }
+}

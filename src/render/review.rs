@@ -117,3 +117,70 @@ pub fn standing_line(a: &ApprovalsView) -> String {
         format!("Still needed: {}.", open.join("; "))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::view::GroupView;
+
+    #[test]
+    fn the_document_has_the_bytes_json_wrote() {
+        let approvals = ApprovalsView {
+            groups: vec![GroupView {
+                name: "default".into(),
+                kind: "default",
+                resources: 3,
+                required: 2,
+                from: vec![],
+                approvers: vec![],
+                approved_by: vec!["bob".into()],
+                missing: 1,
+            }],
+            approved_by: vec!["bob".into()],
+            ..Default::default()
+        };
+        let d = DecisionView {
+            approvals: approvals.clone(),
+            decision: "approve",
+            groups: vec!["ops".into()],
+            plan_id: "sha256:ab".into(),
+            principal: "bob".into(),
+            published: Some(PublishedDecisionView {
+                already: vec![],
+                created: vec!["refs/guardctl/x".into()],
+                refname: "refs/guardctl/x".into(),
+                remote: "origin".into(),
+                url: "/r".into(),
+            }),
+            written_to: Some("plan.json".into()),
+            operation: "stale-branches",
+        };
+        let mut before = serde_json::json!({
+            "decision": "approve",
+            "plan_id": "sha256:ab",
+            "principal": "bob",
+            "groups": ["ops"],
+            "written_to": "plan.json",
+            "approvals": approvals,
+        });
+        before["published"] = serde_json::json!({
+            "remote": "origin",
+            "url": "/r",
+            "ref": "refs/guardctl/x",
+            "created": ["refs/guardctl/x"],
+            "already": Vec::<String>::new(),
+        });
+        assert_eq!(
+            serde_json::to_string(&d).unwrap(),
+            serde_json::to_string(&before).unwrap()
+        );
+        assert_eq!(
+            decision_line(&d),
+            "Approved stale-branches plan sha256:ab… (review group ops) as bob; recorded in plan.json and refs/guardctl/x on remote `origin`."
+        );
+        assert_eq!(
+            standing_line(&d.approvals),
+            "Still needed: default needs 1 more (from any principal but the planner)."
+        );
+    }
+}

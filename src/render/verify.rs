@@ -101,3 +101,54 @@ pub fn render(v: &VerifyView, _color: bool, w: &mut dyn Write) -> io::Result<()>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_document_has_the_bytes_json_wrote() {
+        let report = ApprovalReport {
+            groups: vec![GroupStatus {
+                name: "default".into(),
+                required: 1,
+                approved_by: vec!["bob".into()],
+                missing: 0,
+                approvers: vec![],
+            }],
+            approved_by: vec!["bob".into()],
+            comments: vec![DecisionComment {
+                principal: "bob".into(),
+                decision: "approve",
+                comment: "ok".into(),
+            }],
+            ..Default::default()
+        };
+        let v = VerifyView {
+            allowed_signers: Some(SignersView {
+                location: "/s".into(),
+                source: "--allowed-signers",
+            }),
+            already_applied: false,
+            approved_by: report.approved_by.clone(),
+            comments: report.comments.clone(),
+            groups: report.groups.clone(),
+            ok: true,
+            plan_id: "sha256:ab".into(),
+            list_groups: false,
+        };
+        let before = serde_json::json!({
+            "plan_id": "sha256:ab",
+            "ok": true,
+            "already_applied": false,
+            "allowed_signers": {"location": "/s", "source": "--allowed-signers"},
+            "approved_by": report.approved_by,
+            "groups": report.groups,
+            "comments": report.comments,
+        });
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            serde_json::to_string(&before).unwrap()
+        );
+    }
+}
