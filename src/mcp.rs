@@ -6,9 +6,9 @@
 //! through `guardctl approve` in a terminal. Exposing `apply_plan` is safe for that reason: it
 //! runs exactly the checks `guardctl apply` runs, with this server's key as the one applying.
 //!
-//! Every tool calls the library function behind the CLI command it mirrors
-//! (`commands::plan::make`, `commands::show::view`, `commands::verify::check`,
-//! `engine::apply::apply`, `gate::approval_status`), never the binary: plan files are
+//! Every tool calls the engine function behind the CLI command it mirrors
+//! (`engine::plan::plan`, `engine::show::show`, `engine::verify::verify`,
+//! `engine::status::status`, `engine::apply::apply`), never the binary: plan files are
 //! verified exactly as the CLI verifies them (`gate::load_plan`: a file, or a plan published on
 //! the team remote named by id or prefix), and the gate is the same gate. `apply_plan` waits
 //! for another clone's receipt 30s by default, not the CLI's 10m (`wait`).
@@ -20,19 +20,20 @@
 //! re-plan on drift or expiry. Plans go to `<data dir>/plans/<plan id>.json` unless the call
 //! names `out`, so planning writes nothing inside the repository.
 
-use crate::commands;
-use crate::commands::plan::{
-    ExecArgs, OperationArgs, RemoteBranchesArgs, SelectionArgs, StaleBranchesArgs, TagsArgs,
-};
 use crate::context::Ctx;
 use crate::engine;
+use crate::engine::plan::{
+    BranchesRequest, Destination, ExecRequest, OperationRequest, PlanRequest, RemoteBranchesRequest,
+    TagsRequest,
+};
+use crate::engine::publish::Publish;
+use crate::engine::show::ShowRequest;
+use crate::engine::status::{PlanStatus, Used};
+use crate::engine::verify::VerifyRequest;
 use crate::error::{Error, Kind, Result};
 use crate::gate::Target;
-use crate::plan::approval::{APPLY_NAMESPACE, APPROVAL_NAMESPACE};
 use crate::plan::derive::shell_words;
-use crate::plan::envelope::PLAN_NAMESPACE;
 use crate::render::view::{GroupView, ShowView, rfc3339};
-use crate::sign::sshsig::fingerprint;
 use crate::ui::{ColorChoice, Ui};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::IntoCallToolResult;
@@ -645,18 +646,15 @@ impl Server {
         Parameters(p): Parameters<StaleBranchesParams>,
     ) -> Result<Json<PlanOutput>, ToolError> {
         self.blocking(move |s| {
-            let selection = selection(
+            let op = OperationRequest::StaleBranches(branches(
+                p.base,
+                p.gone,
                 p.merged,
                 p.older_than.as_deref(),
                 p.squash_merged,
                 p.include_unmerged,
                 [p.match_globs, p.exclude, p.protect],
-            )?;
-            let op = OperationArgs::StaleBranches(StaleBranchesArgs {
-                base: p.base,
-                gone: p.gone,
-                selection,
-            });
+            )?);
             plan(s, op, p.expires_in.as_deref(), p.out.as_deref())
         })
         .await
@@ -676,17 +674,17 @@ impl Server {
         Parameters(p): Parameters<RemoteBranchesParams>,
     ) -> Result<Json<PlanOutput>, ToolError> {
         self.blocking(move |s| {
-            let selection = selection(
-                p.merged,
-                p.older_than.as_deref(),
-                p.squash_merged,
-                p.include_unmerged,
-                [p.match_globs, p.exclude, p.protect],
-            )?;
-            let op = OperationArgs::RemoteBranches(RemoteBranchesArgs {
+            let op = OperationRequest::RemoteBranches(RemoteBranchesRequest {
                 remote: p.remote,
-                base: p.base,
-                selection,
+                branches: branches(
+                    p.base,
+                    false,
+                    p.merged,
+                    p.older_than.as_deref(),
+                    p.squash_merged,
+                    p.include_unmerged,
+                    [p.match_globs, p.exclude, p.protect],
+                )?,
             });
             plan(s, op, p.expires_in.as_deref(), p.out.as_deref())
         })
@@ -705,7 +703,7 @@ impl Server {
     ))]
     async fn plan_tags(&self, Parameters(p): Parameters<TagsParams>) -> Result<Json<PlanOutput>, ToolError> {
         self.blocking(move |s| {
-            let op = OperationArgs::Tags(TagsArgs {
+            let op = OperationRequest::Tags(TagsRequest {
                 remote: p.remote,
                 match_globs: p.match_globs,
                 older_than: duration(p.older_than.as_deref(), "older_than")?,
@@ -749,7 +747,7 @@ impl Server {
                 )
                 .with_hint("an administrator sets `[agents] exec = true` in the trusted policy"));
             }
-            let op = OperationArgs::Exec(ExecArgs {
+            let op = OperationRequest::Exec(ExecRequest {
                 remote: p.remote,
                 preview: p.preview,
                 before_image: p.before_image,
@@ -844,14 +842,19 @@ fn duration(value: Option<&str>, field: &str) -> Result<Option<std::time::Durati
         .transpose()
 }
 
-fn selection(
+/// A branch operation's base, criteria and patterns, as the tools take them.
+fn branches(
+    base: Option<String>,
+    gone: bool,
     merged: bool,
     older_than: Option<&str>,
     squash_merged: bool,
     include_unmerged: bool,
     [match_globs, exclude, protect]: [Vec<String>; 3],
-) -> Result<SelectionArgs> {
-    Ok(SelectionArgs {
+) -> Result<BranchesRequest> {
+    Ok(BranchesRequest {
+        base,
+        gone,
         merged,
         older_than: duration(older_than, "older_than")?,
         squash_merged,
@@ -918,40 +921,33 @@ fn repo_path(ctx: &Ctx) -> Result<PathBuf> {
 
 fn plan(
     s: &Settings,
-    operation: OperationArgs,
+    operation: OperationRequest,
     expires_in: Option<&str>,
     out: Option<&str>,
 ) -> Result<PlanOutput> {
     let ctx = s.ctx();
     let mut ui = s.ui();
-    let args = commands::plan::Args {
+    let request = PlanRequest {
         operation,
-        out: PathBuf::new(),
         expires_in: duration(expires_in, "expires_in")?,
         executor: None,
-        detailed_exitcode: false,
-        force: false,
+        destination: Destination::Agent {
+            plans_dir: s.plans_dir.clone(),
+            out: out.map(String::from),
+        },
         // An agent's plan is a file it hands on; publishing is the CLI's (`plan --publish`).
-        publish: None,
-        no_publish: true,
+        publish: Publish::Never,
     };
-    let made = commands::plan::make(args, &ctx, &mut ui)?;
-    let path = match out {
-        Some(out) => crate::destination::check_agent(&ctx, s.plans_dir.as_deref(), out, &made.plan_id)?,
-        None => {
-            let dir = s.plans_dir.clone().ok_or_else(|| {
-                Error::usage("no data directory for plans (HOME is not set)").with_hint("pass `out`")
-            })?;
-            create_private_dir(&dir)?;
-            dir.join(format!("{}.json", made.plan_id.trim_start_matches("sha256:")))
-        }
-    };
-    crate::planfile::write(&path, &made.file)?;
-    ui.status(&format!("Saved plan {} to {}.", made.plan_id, path.display()));
+    let planned = crate::engine::plan::plan(&ctx, &mut ui, request)?;
+    ui.status(&format!(
+        "Saved plan {} to {}.",
+        planned.plan_id,
+        planned.path.display()
+    ));
     Ok(plan_output(
-        &made.view,
-        &made.plan.summary,
-        &path,
+        &planned.view,
+        &planned.plan.summary,
+        &planned.path,
         &repo_path(&ctx)?,
     ))
 }
@@ -990,15 +986,6 @@ fn plan_output(v: &ShowView, summary: &str, path: &Path, repo: &Path) -> PlanOut
     }
 }
 
-fn create_private_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| Error::internal(format!("cannot create {}", dir.display())).caused_by(e))
-}
-
 fn show(s: &Settings, p: ShowParams) -> Result<ShowOutput> {
     let ctx = s.ctx();
     let mut ui = s.ui();
@@ -1008,13 +995,13 @@ fn show(s: &Settings, p: ShowParams) -> Result<ShowOutput> {
     if p.all && p.page.is_some() {
         return Err(Error::usage("`all` and `page` exclude each other"));
     }
-    let args = commands::show::Args {
+    let request = ShowRequest {
         plan: plan_arg(&ctx, &p.plan)?,
         all: p.all,
         page: p.page,
         since: p.since.map(|since| plan_arg(&ctx, &since)).transpose()?,
     };
-    let view = commands::show::view(&args, &ctx, &mut ui)?;
+    let view = crate::engine::show::show(&ctx, &mut ui, &request)?;
     let value =
         serde_json::to_value(&view).map_err(|e| Error::internal("cannot encode the view").caused_by(e))?;
     Ok(ShowOutput(value))
@@ -1023,38 +1010,28 @@ fn show(s: &Settings, p: ShowParams) -> Result<ShowOutput> {
 fn status(s: &Settings, plan: &str) -> Result<StatusOutput> {
     let ctx = s.ctx();
     let path = plan_arg(&ctx, plan)?;
-    let loaded = crate::gate::load_plan(&ctx, &path)?;
-    let approvals = crate::gate::approval_status(&ctx, &loaded)?;
-    let p = &loaded.plan;
-    let applied = match ctx.repo() {
-        Ok(repo) => {
-            let store = crate::store::Store::new(repo.state_dir());
-            match crate::gate::consumed(&store, loaded.id_hex()) {
-                Ok(true) => Some(State::Applied),
-                Ok(false) => None,
-                Err(e) if e.kind == Kind::Drift => Some(State::Aborted),
-                Err(e) if e.kind == Kind::NeedsRecovery => Some(State::Interrupted),
-                Err(e) => return Err(e),
-            }
-        }
-        Err(_) => None,
-    };
+    let PlanStatus {
+        plan_id,
+        plan: p,
+        approvals,
+        used,
+    } = crate::engine::status::status(&ctx, &path)?;
     let expired = ctx.now >= p.expires_at;
-    let state = applied.unwrap_or(if !approvals.rejected_by.is_empty() {
-        State::Rejected
-    } else if expired {
-        State::Expired
-    } else if approvals.groups.iter().all(|g| g.missing == 0) {
-        State::Approved
-    } else {
-        State::AwaitingApproval
-    });
+    let state = match used {
+        Some(Used::Applied) => State::Applied,
+        Some(Used::Aborted) => State::Aborted,
+        Some(Used::Interrupted) => State::Interrupted,
+        None if !approvals.rejected_by.is_empty() => State::Rejected,
+        None if expired => State::Expired,
+        None if approvals.groups.iter().all(|g| g.missing == 0) => State::Approved,
+        None => State::AwaitingApproval,
+    };
     let repo = match ctx.repo() {
         Ok(r) => r.display_path(),
         Err(_) => ctx.start_dir()?,
     };
     Ok(StatusOutput {
-        plan_id: loaded.plan_id.clone(),
+        plan_id,
         plan_file: path.display().to_string(),
         operation: p.operation.kind().to_string(),
         summary: p.summary.clone(),
@@ -1081,10 +1058,10 @@ fn target(ctx: &Ctx, plan: &str, approvals: &[String]) -> Result<Target> {
 fn verify(s: &Settings, p: GateParams) -> Result<VerifyOutput> {
     let ctx = s.ctx();
     let mut ui = s.ui();
-    let args = commands::verify::Args {
+    let request = VerifyRequest {
         target: target(&ctx, &p.plan, &p.approvals)?,
     };
-    let v = commands::verify::check(&args, &ctx, &mut ui)?;
+    let v = crate::engine::verify::verify(&ctx, &mut ui, &request)?;
     Ok(VerifyOutput {
         plan_id: v.cleared.loaded.plan_id.clone(),
         ok: true,
@@ -1161,7 +1138,9 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
     // Outside a repository, or with a policy that cannot be read, the defaults: no agent
     // setting is on.
     let agents = ctx.policy().map(|p| p.policy.agents.clone()).unwrap_or_default();
-    check_key(ctx, ui, &agents)?;
+    if let Some(fp) = crate::engine::whoami::check_server_key(ctx, ui, &agents)? {
+        ui.status(&format!("guardctl mcp: serving on stdio with key {fp}"));
+    }
     let (repo, key, allowed_signers) = ctx.flags();
     serve(Settings {
         repo,
@@ -1177,95 +1156,6 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         exec: agents.exec,
     })?;
     Ok(0)
-}
-
-/// Refuse a key that may sign approvals (a plain line or a certificate), unless the trusted
-/// policy's `[agents] may_approve` lists every principal it may approve as; say on stderr
-/// when it may not plan or apply (the tools would fail later).
-fn check_key(ctx: &Ctx, ui: &mut Ui, agents: &crate::policy::Agents) -> Result<()> {
-    let key = match ctx.signing_key(ui) {
-        Ok(k) => k,
-        Err(e) => {
-            ui.warn(&format!(
-                "no usable signing key ({}): the plan and apply tools will fail until one is configured",
-                e.message
-            ));
-            return Ok(());
-        }
-    };
-    let fp = fingerprint(&key.public);
-    let signers = match ctx.allowed_signers() {
-        Ok((s, _)) => s,
-        Err(e) => {
-            ui.warn(&format!("cannot read the allowed-signers file: {}", e.message));
-            return Ok(());
-        }
-    };
-    // Now, and every later moment at which a line or the certificate becomes valid: a line
-    // `valid-after` tomorrow is an approving key tomorrow, for a server still running.
-    let mut times = vec![ctx.now];
-    times.extend(signers.entries.iter().filter_map(|e| e.valid_after));
-    if let Some(cert) = &key.certificate
-        && let Ok(secs) = i64::try_from(cert.valid_after())
-        && let Ok(t) = time::OffsetDateTime::from_unix_timestamp(secs)
-    {
-        times.push(t);
-    }
-    times.retain(|t| *t >= ctx.now);
-    let may_at = |ns: &str, times: &[time::OffsetDateTime]| {
-        let mut out: Vec<String> = Vec::new();
-        for &at in times {
-            let mut now = signers.principals_for(&key.public, ns, at);
-            if let Some(cert) = &key.certificate {
-                let signer = crate::sign::allowed_signers::Signer {
-                    key: &key.public,
-                    certificate: Some(cert),
-                };
-                now.extend(signers.principals_at(signer, ns, &[at]));
-            }
-            for p in now {
-                if !out.contains(&p) {
-                    out.push(p);
-                }
-            }
-        }
-        out
-    };
-    let may = |ns: &str| may_at(ns, &[ctx.now]);
-    let approves: Vec<String> = may_at(APPROVAL_NAMESPACE, &times)
-        .into_iter()
-        .filter(|p| !agents.may_approve.contains(p))
-        .collect();
-    if !approves.is_empty() {
-        let names = approves
-            .iter()
-            .map(|p| crate::text::safe(p))
-            .collect::<Vec<_>>()
-            .join(", ");
-        return Err(Error::new(
-            Kind::Policy,
-            format!(
-                "this server's key {fp} may sign approvals (as {names}): an agent holding it could approve plans, its own included; no tool is served"
-            ),
-        )
-        .with_hint(
-            "give the agent a key of its own that may only plan and apply: `ssh-keygen -t ed25519 -f ~/.ssh/agent_ed25519`, then in the allowed-signers file \
-             `<agent principal> namespaces=\"guardctl-plan,guardctl-apply\" <its public key>`, and start the server with `--key ~/.ssh/agent_ed25519` \
-             (to accept this key anyway, the trusted policy lists its principals in `[agents] may_approve`)",
-        ));
-    }
-    if may(PLAN_NAMESPACE).is_empty() {
-        ui.warn(&format!(
-            "this server's key {fp} maps to no principal for {PLAN_NAMESPACE}: its plans can be shown but never applied"
-        ));
-    }
-    if may(APPLY_NAMESPACE).is_empty() {
-        ui.warn(&format!(
-            "this server's key {fp} maps to no principal for {APPLY_NAMESPACE}: apply_plan will refuse"
-        ));
-    }
-    ui.status(&format!("guardctl mcp: serving on stdio with key {fp}"));
-    Ok(())
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! rejections a withdrawal lifts. Pure: no files, no repository, no clock but `now`.
 //!
 //! Not here: how approvals count at `apply` (`policy::checks`, through `gate`), the prompt
-//! and the recording (`commands::approve`).
+//! and the recording (`engine::review`).
 
 use crate::error::{Error, Kind, Result};
 use crate::plan::approval::{APPROVAL_NAMESPACE, Approval, Decision};

@@ -1,5 +1,6 @@
 //! Text helpers every layer uses, so that none has to import another layer for them (a leaf:
-//! it imports no other guardctl module): terminal-safe escaping, JSON output, RFC 3339 times.
+//! it imports no other guardctl module): terminal-safe escaping, JSON output, RFC 3339 times,
+//! short digests and line changes for views.
 //!
 //! Terminal-safe text. Every string that comes from a repository (branch names, authors,
 //! subjects) or from a file is passed through `safe` before any human output, terminal or
@@ -228,9 +229,43 @@ pub fn json_pretty(value: &impl serde::Serialize) -> serde_json::Result<Vec<u8>>
     Ok(out)
 }
 
+/// A sha256 digest (hex) shortened for people: `sha256:` and its first 12 characters (by
+/// character, so a crafted digest cannot split one).
+pub fn short_digest(h: &str) -> String {
+    format!("sha256:{}", h.chars().take(12).collect::<String>())
+}
+
+/// Lines only in `new` and lines only in `old`, in order (a line diff with `similar`).
+pub fn line_changes(old: &str, new: &str) -> (Vec<String>, Vec<String>) {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let (mut added, mut removed) = (Vec::new(), Vec::new());
+    for change in diff.iter_all_changes() {
+        let line = change.value().trim_end_matches('\n').to_string();
+        match change.tag() {
+            similar::ChangeTag::Insert => added.push(line),
+            similar::ChangeTag::Delete => removed.push(line),
+            similar::ChangeTag::Equal => {}
+        }
+    }
+    (added, removed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_crafted_digest_is_shortened_without_panicking() {
+        assert_eq!(short_digest("ééééééééééééééé"), "sha256:éééééééééééé");
+        assert_eq!(short_digest("ab"), "sha256:ab");
+    }
+
+    #[test]
+    fn line_changes_name_the_added_and_removed_lines() {
+        let (a, r) = line_changes("rm a\nrm b\nrm c\n", "rm a\nrm c\nrm d\n");
+        assert_eq!(a, ["rm d"]);
+        assert_eq!(r, ["rm b"]);
+    }
 
     #[test]
     fn safe_escapes_controls_bidi_and_invisibles() {

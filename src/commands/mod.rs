@@ -1,4 +1,6 @@
-//! One module per command: its `Args` (whose doc comment is the `--help` text) and `run`.
+//! One module per command: its `Args` (whose doc comment is the `--help` text) and `run`, an
+//! adapter: the arguments as the engine's typed request, the engine's typed outcome rendered
+//! through `render`, the exit code. No command reaches `store`, `sign` or `repo` itself.
 
 pub mod apply;
 pub mod approve;
@@ -19,44 +21,24 @@ use crate::context::Ctx;
 use crate::error::Result;
 use crate::ui::Ui;
 
-/// How the commands that read published items and print one result (`show`, `inbox`,
+/// How the commands that read published items and print one view (`show`, `inbox`,
 /// `verify`) end, so that they cannot drift apart: the warnings about published items left
 /// out are printed whether or not the command succeeded (`Ctx::report_published`), then a
-/// failure is returned, else the result is printed as the one JSON document under `--json`
-/// (`json` writes it with `Ui::json_doc`), or as text for a person (`human`). Exit 0.
-pub fn finish<V>(
-    ctx: &Ctx,
-    ui: &mut Ui,
-    result: Result<V>,
-    json: impl FnOnce(&V, &mut Ui) -> Result<()>,
-    human: impl FnOnce(&V, &mut Ui) -> Result<()>,
-) -> Result<u8> {
-    ctx.report_published(ui);
-    let v = result?;
-    if ui.json {
-        json(&v, ui)?;
-    } else {
-        human(&v, ui)?;
-    }
-    Ok(0)
-}
-
-/// [`finish`] for a view that is its own JSON document and that `render` draws for a person
-/// (`render::human`).
+/// failure is returned, else the view is printed as the one JSON document under `--json`, or
+/// as `render` draws it for a person. Exit 0.
 pub fn finish_view<V: serde::Serialize>(
     ctx: &Ctx,
     ui: &mut Ui,
     result: Result<V>,
     render: fn(&V, bool, &mut dyn std::io::Write) -> std::io::Result<()>,
 ) -> Result<u8> {
-    finish(
-        ctx,
-        ui,
-        result,
-        |v, ui| ui.json_doc(v),
-        |v, ui| {
-            let color = ui.color;
-            render(v, color, ui.out().writer()).map_err(crate::ui::output_error)
-        },
-    )
+    ctx.report_published(ui);
+    let v = result?;
+    if ui.json {
+        ui.json_doc(&v)?;
+    } else {
+        let color = ui.color;
+        render(&v, color, ui.out().writer()).map_err(crate::ui::output_error)?;
+    }
+    Ok(0)
 }

@@ -1,19 +1,14 @@
-//! `guardctl plan <OPERATION>`: observe the repository, decide, and write a signed plan.
-//! Read-only towards the repository: it writes the plan file and guardctl's own state only.
+//! `guardctl plan <OPERATION>`: the clap arguments of each operation, turned into the
+//! engine's request (`engine::plan`), and the plan's view and where it went, printed.
 
+use super::approve::PublishArgs;
 use crate::context::Ctx;
-use crate::context::POLICY_PATH;
-use crate::error::{Error, Result};
-use crate::ops::assemble;
-use crate::ops::stale_branches::{self, Request};
-use crate::ops::{exec, tags};
-use crate::plan::envelope::PLAN_NAMESPACE;
-use crate::plan::model::{Operation, Party, Plan, RemoteBranchesInputs};
-use crate::policy::{InForce, Policy};
-use crate::render::view::{self, Paging, ViewInput};
-use crate::repo::{RemoteRefs, Repo};
-use crate::sign::sshsig::fingerprint;
-use crate::text::safe;
+use crate::engine::plan::{
+    BranchesRequest, Destination, ExecRequest, OperationRequest, PlanRequest, RemoteBranchesRequest,
+    TagsRequest,
+};
+use crate::error::Result;
+use crate::plan::model::VerifyPrints;
 use crate::ui::Ui;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -229,8 +224,8 @@ pub struct SelectionArgs {
 }
 
 impl SelectionArgs {
-    fn request(self, base: Option<String>, gone: bool) -> Request {
-        Request {
+    fn request(self, base: Option<String>, gone: bool) -> BranchesRequest {
+        BranchesRequest {
             base,
             merged: self.merged,
             squash_merged: self.squash_merged,
@@ -244,114 +239,18 @@ impl SelectionArgs {
     }
 }
 
-/// What the operation resolved to before anything is judged: its inputs, the remote's refs
-/// (for a remote operation), the base commit (branches only), and the identity the plan is
-/// bound to.
-struct Resolved {
-    operation: Operation,
-    remote_refs: Option<RemoteRefs>,
-    base_oid: Option<crate::repo::Oid>,
-    repository: String,
-}
-
-/// A remote's URL and refs, every tip (and tag, for a tag plan) fetched.
-fn remote_state(repo: &Repo, remote: &str, tags: bool) -> Result<(String, RemoteRefs)> {
-    let url = repo.remote_url(remote)?;
-    let refs = repo.ls_remote(&url)?;
-    stale_branches::require_fetched(repo, remote, &refs, tags)?;
-    Ok((url, refs))
-}
-
-fn resolve(operation: OperationArgs, ctx: &Ctx, repo: &Repo, policy: &Policy) -> Result<Resolved> {
-    match operation {
-        OperationArgs::Exec(op) => {
-            let repository = match &op.remote {
-                Some(remote) => repo.remote_url(remote)?,
-                None => repo.identity()?,
-            };
-            let request = exec::Request {
-                remote: op.remote,
-                command: op.command,
-                preview: op.preview,
-                before_image: op.before_image,
-                env: op.env,
-                pin: op.pin,
-                verify: op.verify,
-                verify_prints: op.verify_prints.map(|v| match v {
-                    VerifyPrintsArg::State => crate::plan::model::VerifyPrints::State,
-                    VerifyPrintsArg::Diff => crate::plan::model::VerifyPrints::Diff,
-                }),
-            };
-            Ok(Resolved {
-                operation: Operation::Exec(exec::observe(
-                    &repo.display_path(),
-                    &ctx.start_dir()?,
-                    &request,
-                    &ctx.preview_sandbox(request.remote.as_deref())?,
-                    &|rel| repo.work_tree_files(rel),
-                )?),
-                remote_refs: None,
-                base_oid: None,
-                repository,
-            })
-        }
-        OperationArgs::StaleBranches(op) => {
-            let (base_ref, base_oid) = repo.resolve_base(op.base.as_deref())?;
-            // A revision (`main~2`, `feature/x^0`, an id) is not recognised as the branch it
-            // names, so that branch would be judged "merged" into itself: a base is a ref.
-            if !base_ref.starts_with("refs/") {
-                return Err(Error::usage(format!(
-                    "--base `{}` is a revision, not a branch or other ref",
-                    safe(&base_ref)
-                ))
-                .with_hint("name the branch the others are compared with, e.g. --base main"));
+impl OperationArgs {
+    /// The engine's request for this operation.
+    fn request(self) -> OperationRequest {
+        match self {
+            OperationArgs::StaleBranches(op) => {
+                OperationRequest::StaleBranches(op.selection.request(op.base, op.gone))
             }
-            let request = op.selection.request(op.base, op.gone);
-            Ok(Resolved {
-                operation: Operation::StaleBranches(stale_branches::normalize(
-                    &request,
-                    base_ref,
-                    &policy.protected,
-                )),
-                remote_refs: None,
-                base_oid: Some(base_oid),
-                repository: repo.identity()?,
-            })
-        }
-        OperationArgs::RemoteBranches(op) => {
-            let (url, refs) = remote_state(repo, &op.remote, false)?;
-            let base_ref = match &op.base {
-                Some(b) if b.starts_with("refs/") => b.clone(),
-                Some(b) => format!("refs/heads/{b}"),
-                None => refs.head.clone().ok_or_else(|| {
-                    Error::usage(format!(
-                        "remote `{}` does not say which branch its HEAD names",
-                        safe(&op.remote)
-                    ))
-                    .with_hint("pass --base <branch>")
-                })?,
-            };
-            let base_oid = refs.target(&base_ref).ok_or_else(|| {
-                Error::usage(format!(
-                    "remote `{}` has no branch {}",
-                    safe(&op.remote),
-                    safe(&base_ref)
-                ))
-            })?;
-            let request = op.selection.request(op.base, false);
-            let selection = stale_branches::normalize(&request, base_ref, &policy.protected);
-            Ok(Resolved {
-                operation: Operation::RemoteBranches(RemoteBranchesInputs {
-                    remote: op.remote,
-                    selection,
-                }),
-                remote_refs: Some(refs),
-                base_oid: Some(base_oid),
-                repository: url,
-            })
-        }
-        OperationArgs::Tags(op) => {
-            let request = tags::Request {
+            OperationArgs::RemoteBranches(op) => OperationRequest::RemoteBranches(RemoteBranchesRequest {
+                remote: op.remote,
+                branches: op.selection.request(op.base, false),
+            }),
+            OperationArgs::Tags(op) => OperationRequest::Tags(TagsRequest {
                 remote: op.remote,
                 annotated: op.annotated,
                 lightweight: op.lightweight,
@@ -361,21 +260,20 @@ fn resolve(operation: OperationArgs, ctx: &Ctx, repo: &Repo, policy: &Policy) ->
                 match_globs: op.match_globs,
                 exclude: op.exclude,
                 protect: op.protect,
-            };
-            let inputs = tags::normalize(&request, &policy.protected)?;
-            let (repository, remote_refs) = match &inputs.remote {
-                Some(remote) => {
-                    let (url, refs) = remote_state(repo, remote, true)?;
-                    (url, Some(refs))
-                }
-                None => (repo.identity()?, None),
-            };
-            Ok(Resolved {
-                operation: Operation::Tags(inputs),
-                remote_refs,
-                base_oid: None,
-                repository,
-            })
+            }),
+            OperationArgs::Exec(op) => OperationRequest::Exec(ExecRequest {
+                remote: op.remote,
+                command: op.command,
+                preview: op.preview,
+                before_image: op.before_image,
+                env: op.env,
+                pin: op.pin,
+                verify: op.verify,
+                verify_prints: op.verify_prints.map(|v| match v {
+                    VerifyPrintsArg::State => VerifyPrints::State,
+                    VerifyPrintsArg::Diff => VerifyPrints::Diff,
+                }),
+            }),
         }
     }
 }
@@ -385,184 +283,49 @@ fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
-    let (out, detailed_exitcode) = (args.out.clone(), args.detailed_exitcode);
-    // Before any work: a destination that would be refused fails now, not after planning.
-    crate::destination::check_cli(ctx, &out, args.force)?;
-    // Where to publish is settled before any work: a remote that cannot be published to
-    // fails here, not after a long observation.
-    let publish_to = super::approve::PublishArgs {
-        publish: args.publish.clone(),
+    let detailed_exitcode = args.detailed_exitcode;
+    let publish = PublishArgs {
+        publish: args.publish,
         no_publish: args.no_publish,
-    }
-    .remote(ctx, false)?;
-    let force = args.force;
-    let made = make(args, ctx, ui)?;
-    // Again, for what planning took: the file may have been put there meanwhile.
-    crate::destination::check_cli(ctx, &out, force)?;
-    crate::planfile::write(&out, &made.file)?;
-    let id_hex = made.plan_id.trim_start_matches("sha256:").to_string();
-    let published = match &publish_to {
-        Some(remote) => {
-            let item = crate::store::published::Item::plan(&id_hex, &made.file)?;
-            let refname = item.refname.clone();
-            if let Err(e) = crate::store::published::publish(remote, &[item], &[]) {
-                ui.status(&format!(
-                    "Saved plan {} to {}; it was not published.",
-                    made.plan_id,
-                    out.display()
-                ));
-                return Err(e);
-            }
-            Some((remote, refname))
-        }
-        None => None,
     };
+    let planned = crate::engine::plan::plan(
+        ctx,
+        ui,
+        PlanRequest {
+            operation: args.operation.request(),
+            expires_in: args.expires_in,
+            executor: args.executor,
+            destination: Destination::File {
+                out: args.out,
+                force: args.force,
+            },
+            publish: publish.choice(),
+        },
+    )?;
     if ui.json {
-        ui.json_doc(&made.view)?;
+        ui.json_doc(&planned.view)?;
     } else {
         let color = ui.color;
-        crate::render::human::render(&made.view, color, ui.out().writer())
+        crate::render::human::render(&planned.view, color, ui.out().writer())
             .map_err(crate::ui::output_error)?;
     }
-    match published {
-        Some((remote, refname)) => ui.status(&format!(
-            "\nSaved plan {} to {} and published it to remote `{}` ({refname}). Reviewers: `guardctl inbox`, `guardctl show {}`.",
-            made.plan_id,
-            out.display(),
-            crate::text::safe(&remote.name),
-            &id_hex[..12],
+    let out = planned.path.display();
+    match &planned.published {
+        Some(p) => ui.status(&format!(
+            "\nSaved plan {} to {out} and published it to remote `{}` ({}). Reviewers: `guardctl inbox`, `guardctl show {}`.",
+            planned.plan_id,
+            crate::text::safe(&p.remote),
+            p.refname,
+            &planned.plan_id.trim_start_matches("sha256:")[..12],
         )),
         None => ui.status(&format!(
-            "\nSaved plan {} to {}. Review it with `guardctl show {}`.",
-            made.plan_id,
-            out.display(),
-            out.display()
+            "\nSaved plan {} to {out}. Review it with `guardctl show {out}`.",
+            planned.plan_id,
         )),
     }
-    Ok(if detailed_exitcode && made.count > 0 { 2 } else { 0 })
-}
-
-/// A signed plan, not yet written anywhere, and the view `plan` prints of it.
-pub struct Made {
-    pub plan: Plan,
-    pub plan_id: String,
-    pub file: crate::plan::envelope::PlanFile,
-    pub view: view::ShowView,
-    /// How many resources it affects (for an exec plan, its manifest's ids).
-    pub count: usize,
-}
-
-/// Observe, decide and sign: everything `plan` does but writing the file and printing (which
-/// `run` does, and `guardctl mcp` does its own way). `args.out` is not used.
-pub fn make(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<Made> {
-    let repo = ctx.repo()?;
-    // A remote's plan is judged by that remote's policy, read from it now.
-    let bound_to = match &args.operation {
-        OperationArgs::StaleBranches(_) => None,
-        OperationArgs::RemoteBranches(op) => Some(op.remote.clone()),
-        OperationArgs::Tags(op) => op.remote.clone(),
-        OperationArgs::Exec(op) => op.remote.clone(),
-    };
-    let in_force = ctx.policy_for(bound_to.as_deref())?;
-    let policy = &in_force.policy;
-    warn_uncommitted_policy(repo, in_force, ui);
-    let now = ctx.now;
-    let expiry = policy.expiry(args.expires_in).map_err(Error::usage)?;
-    let Resolved {
-        operation,
-        remote_refs,
-        base_oid,
-        repository,
-    } = resolve(args.operation, ctx, repo, policy)?;
-
-    let key = ctx.signing_key(ui)?;
-    let key_id = fingerprint(&key.public);
-    let (signers, _) = ctx.allowed_signers()?;
-    let planner = assemble::planner(
-        &signers.principals_at(key.signer(), PLAN_NAMESPACE, &[now]),
-        &key_id,
-    )?;
-    if planner.is_none() {
-        ui.warn(&format!(
-            "key {key_id} maps to no principal for {PLAN_NAMESPACE}: this plan can be shown but never applied"
-        ));
-    }
-    let executor = assemble::executor(args.executor, planner.as_deref(), &key_id);
-    if let Some(e) = &executor.principal
-        && !signers.lists(e)
-    {
-        // A typo here gives a plan that no one can ever apply: said now, not at apply.
-        ui.warn(&format!(
-            "executor {} is in no allowed-signers line: no one can apply this plan",
-            safe(e)
-        ));
-    }
-    assemble::check_executor(policy, &executor)?;
-    let (_, resources) = operation.nouns();
-    ui.status(&format!(
-        "Observing {resources} in {} ...",
-        repo.display_path().display()
-    ));
-    let progress = ui.progress(&format!("observing {resources}"));
-    let outcome = assemble::observe(repo, &operation, remote_refs.as_ref(), base_oid, now, &progress)?;
-    drop(progress);
-    let (count, review) = assemble::limits(policy, &operation, &outcome)?;
-    // The plan's lifetime starts now that it is about to be written, so a long observation
-    // does not eat into the reviewers' time.
-    let plan = assemble::assemble(assemble::Parts {
-        repository,
-        operation,
-        outcome,
-        planner: Party {
-            principal: planner,
-            key: Some(key_id),
-        },
-        executor,
-        review,
-        policy,
-        policy_source: in_force.source.clone(),
-        policy_hash: in_force.hash.clone(),
-        created_at: ctx.written_at(),
-        expiry,
-        nonce: crate::plan::envelope::hex(&crate::fsutil::random_bytes::<16>()?),
-    })?;
-    let (file, plan_id) = crate::planfile::sign(&plan, &key)?;
-    let mut view = view::build(ViewInput {
-        plan: &plan,
-        plan_id: &plan_id,
-        approvals: view::ApprovalsView::unapproved(&plan),
-        policy: view::PolicyView::new(&plan, Some(Ok(&in_force.hash))),
-        now,
-        paging: Paging::Auto,
-        show_all_skipped: false,
-    });
-    if plan.operation.bound_to_remote().is_some() {
-        view.consumed_on = Some(if policy.consumed_marker { "remote" } else { "clone" });
-    }
-    Ok(Made {
-        plan,
-        plan_id,
-        file,
-        view,
-        count,
+    Ok(if detailed_exitcode && planned.count > 0 {
+        2
+    } else {
+        0
     })
-}
-
-/// Say so when the work tree holds a policy file that is not the one in force: editing it, or
-/// committing it locally in a clone of a remote, changes nothing until it is on the default
-/// branch the policy is read from.
-fn warn_uncommitted_policy(repo: &crate::repo::Repo, in_force: &InForce, ui: &mut Ui) {
-    let Ok(text) = std::fs::read_to_string(repo.display_path().join(POLICY_PATH)) else {
-        return;
-    };
-    let differs = match crate::policy::file::parse(&text) {
-        Ok(p) => p.hash().ok().as_ref() != Some(&in_force.hash),
-        Err(_) => true,
-    };
-    if differs {
-        ui.warn(&format!(
-            "{POLICY_PATH} in the work tree differs from the policy in force ({}): a change counts once it is there (committed, and where the policy comes from a remote, pushed to its default branch), not before",
-            in_force.source.describe()
-        ));
-    }
 }

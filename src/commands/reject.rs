@@ -1,8 +1,10 @@
 //! `guardctl reject PLAN`: a signed veto. Any valid rejection blocks `apply`. Recorded in the
 //! plan file and, run inside the plan's repository, in its guardctl state too, so removing it
-//! from the file does not lift it. `reject --withdraw` lifts the caller's own rejections.
+//! from the file does not lift it. `reject --withdraw` lifts the caller's own rejections
+//! (`engine::review`).
 
 use crate::context::Ctx;
+use crate::engine::review::DecisionRequest;
 use crate::error::Result;
 use crate::plan::approval::Decision;
 use crate::ui::Ui;
@@ -31,10 +33,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
-    ctx.record_ledger_tips();
-    // A veto is always safe to record: no confirmation prompt.
-    let record = super::approve::Record {
-        plan_path: &args.plan,
+    let request = DecisionRequest {
+        plan: args.plan,
         decision: if args.withdraw {
             Decision::Withdraw
         } else {
@@ -42,11 +42,14 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         },
         comment: args.comment,
         out: None,
-        yes: true,
         groups: Vec::new(),
-        publish: args.publish,
+        publish: args.publish.choice(),
     };
-    let r = super::approve::record(ctx, ui, record);
+    // A veto is always safe to record: the plan is shown, no confirmation asked.
+    let r = crate::engine::review::decide(ctx, ui, request, &mut |ui, presented| {
+        super::approve::show(ui, presented)
+    })
+    .and_then(|d| super::approve::print(ui, &d));
     ctx.report_published(ui);
     r
 }

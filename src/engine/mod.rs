@@ -16,6 +16,15 @@
 
 pub mod apply;
 pub mod gc;
+pub mod inbox;
+pub mod log;
+pub mod plan;
+pub mod publish;
 pub mod recover;
+pub mod review;
 pub mod rollback;
 pub mod session;
+pub mod show;
+pub mod status;
+pub mod verify;
+pub mod whoami;

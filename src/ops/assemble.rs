@@ -5,7 +5,7 @@
 //! clock but the times given.
 //!
 //! Not here: turning arguments into an operation's inputs and resolving its base or remote
-//! (`commands::plan`), signing (`planfile::sign`), the view (`render::view`).
+//! (`engine::plan`), signing (`planfile::sign`), the view (`render::view`).
 
 use super::stale_branches::{self, Outcome};
 use super::{progress::Progress, tags};

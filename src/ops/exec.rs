@@ -193,7 +193,7 @@ fn content_drifts(planned: &[FileDigest], now: &[FileDigest]) -> Vec<Drift> {
         if d == "missing" {
             d.to_string()
         } else {
-            pin::short_digest(d)
+            crate::text::short_digest(d)
         }
     };
     let was: std::collections::BTreeMap<&str, &str> = planned
@@ -600,7 +600,7 @@ pub fn recheck(
     let env = environment(&names);
     let dir = workdir(top, planned)?;
     let mut drifts = Vec::new();
-    let short = |d: &Option<String>| d.as_deref().map_or("(unset)".into(), pin::short_digest);
+    let short = |d: &Option<String>| d.as_deref().map_or("(unset)".into(), crate::text::short_digest);
     for (p, now) in planned.env.iter().zip(env_entries(&env)) {
         if p.sha256 != now.sha256 {
             drifts.push(drift(
@@ -684,7 +684,7 @@ pub fn recheck(
         .caused_by(e.message)
     })?;
     if now.sha256 != planned.preview_output.sha256 {
-        let (added, removed) = line_changes(&planned.preview_output.text, &now.text);
+        let (added, removed) = crate::text::line_changes(&planned.preview_output.text, &now.text);
         let mut d = drift(
             "preview",
             "output",
@@ -817,21 +817,6 @@ pub fn verification_mismatches(v: &Verification) -> Vec<String> {
     out
 }
 
-/// Lines only in `new` and lines only in `old`, in order (a line diff with `similar`).
-pub fn line_changes(old: &str, new: &str) -> (Vec<String>, Vec<String>) {
-    let diff = similar::TextDiff::from_lines(old, new);
-    let (mut added, mut removed) = (Vec::new(), Vec::new());
-    for change in diff.iter_all_changes() {
-        let line = change.value().trim_end_matches('\n').to_string();
-        match change.tag() {
-            similar::ChangeTag::Insert => added.push(line),
-            similar::ChangeTag::Delete => removed.push(line),
-            similar::ChangeTag::Equal => {}
-        }
-    }
-    (added, removed)
-}
-
 /// The digest of bytes, for receipts.
 pub fn digest(bytes: &[u8]) -> String {
     format!("sha256:{}", sha256_hex(bytes))
@@ -840,13 +825,6 @@ pub fn digest(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn line_changes_name_the_added_and_removed_lines() {
-        let (a, r) = line_changes("rm a\nrm b\nrm c\n", "rm a\nrm c\nrm d\n");
-        assert_eq!(a, ["rm d"]);
-        assert_eq!(r, ["rm b"]);
-    }
 
     #[test]
     fn verification_compares_the_manifest_with_the_observed_state_or_diff() {

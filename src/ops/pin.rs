@@ -22,7 +22,7 @@
 use super::shell;
 use crate::error::{Error, Result};
 use crate::plan::model::{ExecInputs, FileDigest, PinSource, Pinned};
-use crate::text::safe;
+use crate::text::{safe, short_digest};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -260,10 +260,6 @@ impl Analysis {
 
 /// `sha256:` and the first 12 characters of a digest, for messages (by characters: a digest
 /// read from a plan is the planner's string until it is compared).
-pub fn short_digest(h: &str) -> String {
-    format!("sha256:{}", h.chars().take(12).collect::<String>())
-}
-
 fn sha256_hex(bytes: &[u8]) -> String {
     crate::plan::envelope::hex(&Sha256::digest(bytes))
 }
@@ -1193,12 +1189,6 @@ mod tests {
                 "early/tool".to_string()
             )]
         );
-    }
-
-    #[test]
-    fn a_crafted_digest_is_shortened_without_panicking() {
-        assert_eq!(short_digest("ééééééééééééééé"), "sha256:éééééééééééé");
-        assert_eq!(short_digest("ab"), "sha256:ab");
     }
 
     #[test]

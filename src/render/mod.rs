@@ -8,11 +8,15 @@
 pub use crate::text as escape;
 pub mod gc;
 pub mod human;
+pub mod log;
 pub mod receipt;
 pub mod recovery;
+pub mod review;
 pub mod rollback;
 pub mod since;
+pub mod verify;
 pub mod view;
+pub mod whoami;
 
 /// Serialize `value` with its keys in alphabetical order at every level, as a JSON document
 /// built with `serde_json::json!` is written (serde_json's map is sorted). The documents of

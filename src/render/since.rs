@@ -30,7 +30,7 @@ pub struct Change {
 
 /// Two previews of a command: the lines the new one adds and drops.
 fn preview_changes(old: &str, new: &str) -> Vec<Change> {
-    let (added, removed) = crate::ops::exec::line_changes(old, new);
+    let (added, removed) = crate::text::line_changes(old, new);
     let line = |kind, l: &String| Change {
         change: kind,
         name: safe(l),

@@ -654,7 +654,7 @@ pub const NOT_PINNED: &str = "anything the command calls by name or reads outsid
 
 /// One line per pinned entry: `path (sha256:…)`, a link with its target, a tree's files.
 fn pinned_lines(x: &crate::plan::model::ExecInputs) -> Vec<String> {
-    let short = crate::ops::pin::short_digest;
+    let short = crate::text::short_digest;
     let mut out = Vec::new();
     for p in &x.pinned {
         let mut line = safe(&p.path);
@@ -708,7 +708,7 @@ fn exec_view(x: &crate::plan::model::ExecInputs, paging: &Paging) -> ExecView {
         files: x
             .files
             .iter()
-            .map(|f| format!("{} ({})", safe(&f.path), crate::ops::pin::short_digest(&f.sha256)))
+            .map(|f| format!("{} ({})", safe(&f.path), crate::text::short_digest(&f.sha256)))
             .collect(),
         preview: safe(&x.preview),
         preview_sandbox: if x.preview_unsandboxed {
