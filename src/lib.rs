@@ -39,7 +39,8 @@
 //! - [`repo`]: the only code that touches git (`repo::publish`: pushes and fetches through a
 //!   private scratch repository, never the user's). A `&Repo` only reads; changing the repository
 //!   takes a `repo::mutate::RepoMut`, which only exists while guardctl's lock is held
-//!   (`store::Store::lock`): `execute`, and `gc` and `approve`/`reject` for their audit entries.
+//!   (`store::Store::lock`, taken by `engine::session`): `execute`, and the engine's `gc` and
+//!   `approve`/`reject` for their audit entries.
 //! - [`render`]: view structs built from plans, human text from views, escaping.
 //! - [`process`]: the one way to run a program (git, ssh-keygen, ssh-add, exec plans'
 //!   commands, guardctl itself): the command line in every error, closed stdin, input

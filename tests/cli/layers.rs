@@ -35,8 +35,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// A source file without its comments and its `#[cfg(test)]` modules (tests may reach
-/// anywhere; they are not the architecture).
+/// A source file without its comments and its `#[cfg(test)]` modules, whatever their
+/// visibility (tests may reach anywhere; they are not the architecture).
 fn code(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
     let mut out = String::new();
@@ -46,9 +46,18 @@ fn code(path: &Path) -> String {
         if t == "#[cfg(test)]"
             && lines
                 .peek()
-                .is_some_and(|n| n.trim_start().starts_with("mod ") || n.trim_start().starts_with("pub mod "))
+                .is_some_and(|n| n.split_whitespace().take(2).any(|w| w == "mod"))
         {
-            break;
+            // Skip the module to its closing brace (braces in its strings are balanced in
+            // practice; an unbalanced one hides the rest of the file, never adds to it).
+            let mut depth = 0i64;
+            for line in lines.by_ref() {
+                depth += line.matches('{').count() as i64 - line.matches('}').count() as i64;
+                if depth <= 0 && (line.contains('}') || line.trim_end().ends_with(';')) {
+                    break;
+                }
+            }
+            continue;
         }
         if !t.starts_with("//") {
             out.push_str(line);
@@ -319,4 +328,179 @@ fn the_spawn_check_sees_each_way_of_naming_the_command() {
     ] {
         assert!(spawns_directly(text).is_empty(), "flagged: {text}");
     }
+}
+
+/// The code of every file under `src/` with the path it is shown by (test files, the
+/// `tests.rs` a module includes under `#[cfg(test)]`, left out with the test modules).
+fn sources() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    rust_files(&root().join("src"), &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .filter(|f| f.file_name().is_none_or(|n| n != "tests.rs"))
+        .map(|f| {
+            let shown = f.strip_prefix(root()).unwrap().display().to_string();
+            (shown, code(&f))
+        })
+        .collect()
+}
+
+/// Whether `text` names a git library: libgit2's binding (`git2`) or gitoxide (`gix`), as a
+/// path or an import, not as part of a longer word.
+fn names_a_git_library(text: &str) -> bool {
+    ["git2", "gix"].iter().any(|lib| {
+        text.match_indices(lib).any(|(i, _)| {
+            let before = text[..i].chars().next_back();
+            let after = &text[i + lib.len()..];
+            let word_start = before.is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+            word_start && (after.starts_with("::") || after.starts_with(';') || after.starts_with(" as "))
+        })
+    })
+}
+
+#[test]
+fn git_libraries_are_reached_only_through_the_repo_module() {
+    let sources = sources();
+    assert!(
+        sources
+            .iter()
+            .any(|(f, text)| f.starts_with("src/repo/") && names_a_git_library(text)),
+        "nothing under src/repo/ names git2 or gix: is the check still looking for the right thing?"
+    );
+    // main.rs owns the process's start-up settings of libgit2 (before any thread exists).
+    let outside: Vec<&String> = sources
+        .iter()
+        .filter(|(f, text)| !f.starts_with("src/repo/") && f != "src/main.rs" && names_a_git_library(text))
+        .map(|(f, _)| f)
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "git2/gix named outside src/repo/ (name objects by repo::Oid, add a method to repo): {outside:#?}"
+    );
+}
+
+#[test]
+fn the_git_library_check_sees_each_way_of_naming_one() {
+    for text in [
+        "let r = git2::Repository::open(p);",
+        "use git2;",
+        "use gix as g;",
+        "fn f(o: gix::ObjectId) {}",
+    ] {
+        assert!(names_a_git_library(text), "missed: {text}");
+    }
+    for text in ["let digit2 = 1;", "fn f(o: repo::Oid) {}", "let gixy = 2;"] {
+        assert!(!names_a_git_library(text), "flagged: {text}");
+    }
+}
+
+/// The front ends: every CLI command and the MCP server. They build a request, call the
+/// engine and render its outcome (docs/architecture.md).
+fn front_ends() -> Vec<(String, String)> {
+    sources()
+        .into_iter()
+        .filter(|(f, _)| f.starts_with("src/commands/") || f == "src/mcp.rs")
+        .collect()
+}
+
+#[test]
+fn front_ends_reach_no_store_signing_or_repository_directly() {
+    let front_ends = front_ends();
+    assert!(front_ends.len() > 10, "{front_ends:?}");
+    let mut offenders = Vec::new();
+    for (file, text) in &front_ends {
+        let below: Vec<String> = imports(text)
+            .into_iter()
+            .filter(|m| ["store", "sign", "repo"].contains(&m.as_str()))
+            .collect();
+        if !below.is_empty() {
+            offenders.push(format!("{file}: crate::{below:?}"));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "front ends that reach past the engine (add what they need to engine/): {offenders:#?}"
+    );
+}
+
+#[test]
+fn the_mcp_server_builds_no_command_arguments_and_parses_no_json_text() {
+    let text = code(&root().join("src/mcp.rs"));
+    assert!(
+        text.contains("engine::"),
+        "src/mcp.rs names no engine function: is the check reading the right file?"
+    );
+    let mut found = Vec::new();
+    if text.contains("commands::") {
+        found.push("commands:: (a CLI command's types or functions)");
+    }
+    for parse in ["from_str", "from_slice", "from_reader"] {
+        if text.contains(&format!("serde_json::{parse}")) || text.contains(&format!("{parse}(")) {
+            found.push(parse);
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the MCP server takes typed outcomes from the engine, never a CLI command's arguments or JSON text: {found:?}"
+    );
+}
+
+#[test]
+fn render_imports_nothing_from_ops() {
+    let offenders: Vec<String> = sources()
+        .into_iter()
+        .filter(|(f, text)| f.starts_with("src/render") && imports(text).contains("ops"))
+        .map(|(f, _)| f)
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "render/ renders views; what it needs from ops belongs in text/ or the view: {offenders:?}"
+    );
+}
+
+/// Fields of `text` that hold text already rendered for one front end: a `String` or bytes
+/// named for an output form.
+fn prerendered_fields(text: &str) -> Vec<String> {
+    let forms = ["human", "json", "text", "rendered", "output"];
+    let types = ["String", "Vec<u8>", "Option<String>"];
+    text.lines()
+        .map(str::trim)
+        .map(|l| l.strip_prefix("pub ").unwrap_or(l))
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(name, ty)| forms.contains(&name.trim()) && types.contains(&ty.trim().trim_end_matches(',')))
+        .map(|(name, ty)| format!("{}: {}", name.trim(), ty.trim().trim_end_matches(',')))
+        .collect()
+}
+
+#[test]
+fn engine_outcomes_hold_no_pre_rendered_text() {
+    let engine: Vec<(String, String)> = sources()
+        .into_iter()
+        .filter(|(f, _)| f.starts_with("src/engine/"))
+        .collect();
+    assert!(engine.len() > 5, "{engine:?}");
+    let offenders: Vec<String> = engine
+        .iter()
+        .flat_map(|(f, text)| {
+            prerendered_fields(text)
+                .into_iter()
+                .map(move |x| format!("{f}: {x}"))
+        })
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "an outcome carries data; the front end renders it (render/): {offenders:#?}"
+    );
+}
+
+#[test]
+fn the_pre_rendered_check_sees_a_rendered_field() {
+    assert_eq!(
+        prerendered_fields("pub struct Applied {\n    pub human: String,\n    json: String,\n}"),
+        ["human: String", "json: String"]
+    );
+    assert!(
+        prerendered_fields("pub struct A {\n    pub receipt: Receipt,\n    pub id: String,\n}").is_empty()
+    );
 }
