@@ -16,7 +16,7 @@ use crate::plan::model::{
 };
 use crate::repo::{BranchRef, CheckedOut, CommitFacts, Reachable, Reader, Reads, RemoteRefs, Repo};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 use time::OffsetDateTime;
 
@@ -285,9 +285,6 @@ pub fn run(
         Branches::Remote(r) => (r.branches.clone(), CheckedOut::remote(r.head.as_deref())),
     };
     let want_squash = inputs.criteria.contains(&Criterion::SquashMerged);
-    // Planning reads fast (the commit-graph); `recheck` re-derives with the objects.
-    let mut lookups = Lookups::new(repo, source, base_oid, want_squash, Reads::Fast)?;
-
     let mut skipped = Vec::new();
     let mut candidates = Vec::new();
     for b in &branches {
@@ -305,6 +302,8 @@ pub fn run(
         }
     }
     let tips: Vec<crate::repo::Oid> = candidates.iter().map(|(_, oid)| *oid).collect();
+    // Planning reads fast (the commit-graph); `recheck` re-derives with the objects.
+    let mut lookups = Lookups::new(repo, source, base_oid, &tips, want_squash, Reads::Fast)?;
     let all_facts = needs_facts_unmerged(inputs);
     let readings = read_tips(&lookups, &tips, all_facts, progress)?;
     // Every commit gix reads for the plan has been read: what its mapping touched need not
@@ -392,6 +391,10 @@ struct Lookups<'r> {
     upstreams: Option<HashMap<String, (String, bool)>>,
     want_squash: bool,
     reads: Reads,
+    /// Parents of the commits beyond the base that unmerged branches reach, read once.
+    beyond: crate::repo::Beyond,
+    /// Facts of the tips the base's walk read (`Repo::history_noting`).
+    tip_facts: HashMap<crate::repo::Oid, crate::repo::CommitFacts>,
 }
 
 impl<'r> Lookups<'r> {
@@ -399,6 +402,7 @@ impl<'r> Lookups<'r> {
         repo: &'r Repo,
         source: Branches,
         base_oid: crate::repo::Oid,
+        tips: &[crate::repo::Oid],
         want_squash: bool,
         reads: Reads,
     ) -> Result<Self> {
@@ -408,8 +412,9 @@ impl<'r> Lookups<'r> {
             Branches::Remote(_) => None,
         };
         // One walk (`repo::walk`: on every core for a plan); the levels it adds are for squash
-        // detection.
-        let reachable = repo.history(base_oid, reads)?;
+        // detection. It notes the facts of the tips it reads (the merged ones).
+        let tip_set: HashSet<crate::repo::Oid> = tips.iter().copied().collect();
+        let (reachable, tip_facts) = repo.history_noting(base_oid, reads, &tip_set)?;
         let config = match config {
             Some(read) => read
                 .join()
@@ -423,6 +428,8 @@ impl<'r> Lookups<'r> {
             upstreams: None,
             want_squash,
             reads,
+            beyond: Default::default(),
+            tip_facts,
         })
     }
 }
@@ -455,12 +462,17 @@ fn read_tips(
     all_facts: bool,
     progress: &dyn Progress,
 ) -> Result<Vec<Result<Tip>>> {
-    let (reachable, want_squash, reads) = (&l.reachable, l.want_squash, l.reads);
+    let (reachable, want_squash, reads, beyond) = (&l.reachable, l.want_squash, l.reads, &l.beyond);
+    let noted = &l.tip_facts;
     progress.begin("observed branches", tips.len() as u64);
     l.repo.in_parallel(tips, reads.into(), |repo, &oid| {
         progress.advance(1);
         let merged = reachable.contains(oid);
-        let facts = match (merged || all_facts).then(|| repo.commit_facts_with(oid, reads)) {
+        let read = || match noted.get(&oid) {
+            Some(noted) => Ok(noted.clone()),
+            None => repo.commit_facts_with(oid, reads),
+        };
+        let facts = match (merged || all_facts).then(read) {
             None => None,
             Some(Ok(f)) => Some(f),
             Some(Err(e)) => return Ok(Err(e)),
@@ -478,7 +490,7 @@ fn read_tips(
                     None => return Ok(Err(repo.commit_facts(oid).err().unwrap_or(e))),
                 },
             };
-            crate::repo::unmerged_after(&parents, oid, first, reachable)?
+            crate::repo::unmerged_after(&parents, beyond, oid, first, reachable)?
         };
         let fork = if want_squash && !merged {
             repo.fork_point(reachable.base(), oid, &unmerged.boundary)
@@ -556,7 +568,6 @@ pub fn recheck(
     let want_squash = planned
         .iter()
         .any(|a| a.reasons.contains(&Criterion::SquashMerged));
-    let mut lookups = Lookups::new(repo, source, base_oid, want_squash, Reads::Verified)?;
     let mut drifts = Vec::new();
     let targets = match source {
         Branches::Local => repo.ref_targets(planned.iter().map(|a| a.refname.as_str()))?,
@@ -587,6 +598,7 @@ pub fn recheck(
         candidates.push((a.refname.as_str(), oid));
     }
     let tips: Vec<crate::repo::Oid> = candidates.iter().map(|(_, oid)| *oid).collect();
+    let mut lookups = Lookups::new(repo, source, base_oid, &tips, want_squash, Reads::Verified)?;
     let readings = read_tips(&lookups, &tips, true, &crate::ops::progress::Silent)?;
     let mut observed = Vec::new();
     for ((refname, oid), reading) in candidates.into_iter().zip(readings) {

@@ -28,7 +28,7 @@ mod tags;
 pub mod url;
 mod walk;
 
-pub use graph::{Parents, Reachable, Reads, UnmergedCount, unmerged_after, unmerged_with};
+pub use graph::{Beyond, Parents, Reachable, Reads, UnmergedCount, unmerged_after, unmerged_with};
 pub use parallel::Reader;
 pub use refs::{BranchRef, CheckedOut, is_valid_refname};
 pub use remote::{Listing, RemoteRefs};
@@ -104,6 +104,9 @@ pub struct Repo {
     /// check and the team remote's snapshot are served by one `git ls-remote` (one
     /// connection) until this run pushes there.
     listings: std::sync::Mutex<HashMap<String, std::sync::Arc<remote::Listing>>>,
+    /// What [`Repo::system_config`] read this run, by key: the policy's path is asked for by
+    /// the trust roots and by both of `plan -o`'s destination checks, a git process each.
+    system: std::sync::Mutex<HashMap<String, Option<String>>>,
 }
 
 /// Facts about one commit, as a plan records them.
@@ -229,6 +232,7 @@ impl Repo {
             spare: Default::default(),
             remote_heads: Default::default(),
             listings: Default::default(),
+            system: Default::default(),
         })
     }
 
@@ -252,6 +256,7 @@ impl Repo {
             spare: Default::default(),
             remote_heads: Default::default(),
             listings: Default::default(),
+            system: Default::default(),
         })
     }
 
@@ -589,6 +594,18 @@ impl Repo {
     /// guardctl, who may be the planner applying their own plan. (Test builds read the file
     /// named by `GUARDCTL_TEST_SYSTEM_GITCONFIG` instead.)
     pub fn system_config(&self, key: &str) -> Result<Option<String>> {
+        let known = |r: &Repo| r.system.lock().map(|m| m.get(key).cloned()).ok().flatten();
+        if let Some(value) = known(self) {
+            return Ok(value);
+        }
+        let value = self.read_system_config(key)?;
+        if let Ok(mut m) = self.system.lock() {
+            m.insert(key.to_string(), value.clone());
+        }
+        Ok(value)
+    }
+
+    fn read_system_config(&self, key: &str) -> Result<Option<String>> {
         let c = gitenv::git()
             .current_dir("/")
             .env_remove("GIT_CONFIG_SYSTEM")

@@ -13,6 +13,7 @@
 use super::Repo;
 use super::graph::Reads;
 use crate::error::Result;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// What a parallel step reads its objects through, which decides whether threads pay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +39,8 @@ impl From<Reads> for Reader {
 const MIN_PER_THREAD: usize = 256;
 /// Beyond a few threads the object database's locks and memory bandwidth stop paying.
 const MAX_THREADS: usize = 4;
+/// Items a thread takes at a time: few enough to balance, enough that taking costs nothing.
+const BLOCK: usize = 32;
 
 impl Repo {
     /// Return a handle a worker thread is done with, for the next parallel step to take.
@@ -60,27 +63,47 @@ impl Repo {
         if threads == 1 {
             return items.iter().map(|t| f(self, t)).collect();
         }
-        let chunk = items.len().div_ceil(threads);
-        let mut parts = items.chunks(chunk);
-        let first = parts.next().unwrap_or_default();
+        // Items are taken in blocks as threads come free, not split in equal halves up
+        // front: the cost of an item varies by orders of magnitude (a merged branch is one
+        // lookup, an unmerged one walks its own commits), and on real repositories such
+        // branches cluster (old pull requests), so a fixed split left a core idle.
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let run = |repo: &Repo| -> Result<Vec<(usize, Vec<R>)>> {
+            let mut done = Vec::new();
+            loop {
+                let start = next.fetch_add(BLOCK, Ordering::Relaxed);
+                if start >= items.len() || failed.load(Ordering::Relaxed) {
+                    return Ok(done);
+                }
+                let block = &items[start..(start + BLOCK).min(items.len())];
+                match block.iter().map(|t| f(repo, t)).collect::<Result<Vec<R>>>() {
+                    Ok(got) => done.push((start, got)),
+                    Err(e) => {
+                        failed.store(true, Ordering::Relaxed);
+                        return Err(e);
+                    }
+                }
+            }
+        };
         let workers: Vec<Repo> = (1..threads).map(|_| self.worker()).collect::<Result<_>>()?;
-        let f = &f;
-        std::thread::scope(|s| {
-            let handles: Vec<_> = parts
-                .zip(workers)
-                .map(|(part, repo)| {
-                    s.spawn(move || part.iter().map(|t| f(&repo, t)).collect::<Result<Vec<R>>>())
-                })
+        let run = &run;
+        let mut blocks = std::thread::scope(|s| {
+            let handles: Vec<_> = workers
+                .into_iter()
+                .map(|repo| s.spawn(move || run(&repo)))
                 .collect();
-            let mut out: Vec<R> = first.iter().map(|t| f(self, t)).collect::<Result<_>>()?;
+            let mut blocks = run(self)?;
             for h in handles {
-                let part = h
+                let theirs = h
                     .join()
                     .map_err(|_| crate::error::Error::internal("a worker thread panicked"))??;
-                out.extend(part);
+                blocks.extend(theirs);
             }
-            Ok(out)
-        })
+            Ok::<_, crate::error::Error>(blocks)
+        })?;
+        blocks.sort_unstable_by_key(|(start, _)| *start);
+        Ok(blocks.into_iter().flat_map(|(_, got)| got).collect())
     }
 }
 
@@ -103,8 +126,13 @@ mod tests {
         git2::Repository::init(tmp.path()).unwrap();
         let repo = super::Repo::open(Some(tmp.path())).unwrap();
         let items: Vec<u32> = (0..5_000).collect();
+        // Each item takes a while, so every thread is running before the items run out
+        // (threads take blocks as they come free: trivial items may all go to the first).
         let got = repo
-            .in_parallel(&items, Reader::Gix, |_, &i| Ok((i, std::thread::current().id())))
+            .in_parallel(&items, Reader::Gix, |_, &i| {
+                std::thread::sleep(std::time::Duration::from_micros(100));
+                Ok((i, std::thread::current().id()))
+            })
             .unwrap();
         assert_eq!(got.iter().map(|(i, _)| *i).collect::<Vec<_>>(), items);
         let threads: std::collections::HashSet<_> = got.iter().map(|(_, t)| *t).collect();
@@ -114,5 +142,29 @@ mod tests {
             .in_parallel(&items, Reader::Libgit2, |_, _| Ok(std::thread::current().id()))
             .unwrap();
         assert!(serial.iter().all(|t| *t == std::thread::current().id()));
+    }
+
+    #[test]
+    fn a_failed_item_fails_the_step_and_the_threads_stop_taking_work() {
+        let tmp = tempfile::tempdir().unwrap();
+        git2::Repository::init(tmp.path()).unwrap();
+        let repo = super::Repo::open(Some(tmp.path())).unwrap();
+        let items: Vec<u32> = (0..5_000).collect();
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let got = repo.in_parallel(&items, Reader::Gix, |_, &i| {
+            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if i == 40 {
+                Err(crate::error::Error::internal("item 40 is unreadable"))
+            } else {
+                Ok(i)
+            }
+        });
+        assert!(format!("{:?}", got.unwrap_err()).contains("item 40"));
+        // Each thread finishes at most the block it holds once the failure is seen.
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+        assert!(
+            done.into_inner() < 64 + threads * 2 * super::BLOCK,
+            "work went on after the failure"
+        );
     }
 }

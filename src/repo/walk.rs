@@ -10,8 +10,8 @@
 //! from. A linear history therefore costs one thread and no hand-offs; a history of merged
 //! pull requests keeps both cores busy. Each commit is claimed once, when first found.
 
-use super::Repo;
 use super::graph::{Parents, Reads};
+use super::{CommitFacts, Repo};
 use crate::error::{Error, Result};
 use git2::Oid;
 use std::collections::HashSet;
@@ -19,6 +19,9 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 
 /// Every commit read, with its parents (as git sees them: see `shallow.rs`).
 pub type Commits = Vec<(Oid, Vec<Oid>)>;
+
+/// The facts of the commits the walk was asked to note, where it read them.
+pub type Noted = Vec<(Oid, CommitFacts)>;
 
 struct Shared {
     /// Commits found and claimed but not read yet, for any thread to take.
@@ -40,7 +43,14 @@ struct Walk {
 
 impl Repo {
     /// Every commit reachable from `base` with its parents, in no particular order.
-    pub(super) fn walk_history(&self, base: Oid, reads: Reads) -> Result<Commits> {
+    /// With the facts of those among `note` that it read as objects (see
+    /// [`Repo::history_noting`]).
+    pub(super) fn walk_history(
+        &self,
+        base: Oid,
+        reads: Reads,
+        note: &HashSet<Oid>,
+    ) -> Result<(Commits, Noted)> {
         // Loaded before the workers are made, so that they share it.
         let parents = self.parents(reads)?;
         let walk = Walk {
@@ -67,7 +77,7 @@ impl Repo {
                 .into_iter()
                 .map(|w| {
                     s.spawn(move || {
-                        let got = w.parents(reads).and_then(|p| walk.follow(&p, None));
+                        let got = w.parents(reads).and_then(|p| walk.follow(&p, None, note));
                         if got.is_err() {
                             walk.fail();
                         }
@@ -75,20 +85,22 @@ impl Repo {
                     })
                 })
                 .collect();
-            let mine = walk.follow(&parents, Some(base));
+            let mine = walk.follow(&parents, Some(base), note);
             if mine.is_err() {
                 walk.fail();
             }
             (mine, handles.into_iter().map(|h| h.join()).collect::<Vec<_>>())
         });
-        let mut all = mine?;
+        let (mut all, mut noted) = mine?;
         for joined in theirs {
             let (worker, got) = joined.map_err(|_| Error::internal("a history worker thread panicked"))?;
-            all.extend(got?);
+            let (commits, facts) = got?;
+            all.extend(commits);
+            noted.extend(facts);
             // `read_tips` takes the same handles next.
             self.give_back(worker);
         }
-        Ok(all)
+        Ok((all, noted))
     }
 }
 
@@ -107,18 +119,22 @@ impl Walk {
 
     /// Read commits until none is left: `start` first (already counted busy), then the chain
     /// it begins, then whatever the others hand over.
-    fn follow(&self, parents: &Parents, start: Option<Oid>) -> Result<Commits> {
+    fn follow(&self, parents: &Parents, start: Option<Oid>, note: &HashSet<Oid>) -> Result<(Commits, Noted)> {
         let mut out = Vec::new();
+        let mut noted = Vec::new();
         let mut next = start;
         loop {
             let oid = match next.take() {
                 Some(oid) => oid,
                 None => match self.take() {
                     Some(oid) => oid,
-                    None => return Ok(out),
+                    None => return Ok((out, noted)),
                 },
             };
-            let ps = parents.of(oid)?;
+            let (ps, facts) = parents.of_noting(oid, note.contains(&oid))?;
+            if let Some(facts) = facts {
+                noted.push((oid, facts));
+            }
             let mut s = self.lock();
             for &p in &ps {
                 if s.seen.insert(p) {
@@ -202,7 +218,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let base = merged_prs(tmp.path(), 400);
         let repo = super::Repo::open(Some(tmp.path())).unwrap();
-        let got = repo.walk_history(base, super::Reads::Verified).unwrap();
+        let got = repo
+            .walk_history(base, super::Reads::Verified, &Default::default())
+            .unwrap()
+            .0;
         let mut by_oid: HashMap<git2::Oid, Vec<git2::Oid>> = HashMap::new();
         for (oid, ps) in got {
             assert!(by_oid.insert(oid, ps).is_none(), "{oid} read twice");
@@ -238,7 +257,9 @@ mod tests {
         let hex = victim.to_string();
         std::fs::remove_file(tmp.path().join(".git/objects").join(&hex[..2]).join(&hex[2..])).unwrap();
         let repo = super::Repo::open(Some(tmp.path())).unwrap();
-        let e = repo.walk_history(base, super::Reads::Verified).unwrap_err();
+        let e = repo
+            .walk_history(base, super::Reads::Verified, &Default::default())
+            .unwrap_err();
         assert!(format!("{e:?}").contains(&hex), "{e:?}");
     }
 }
