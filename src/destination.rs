@@ -22,6 +22,8 @@ enum Existing {
     Other,
 }
 
+/// What is at `path`, a plan there loaded and verified (an agent may replace only the plan of
+/// the same id).
 fn existing(path: &Path) -> Existing {
     match std::fs::symlink_metadata(path) {
         Err(_) => Existing::Nothing,
@@ -32,6 +34,22 @@ fn existing(path: &Path) -> Existing {
                 id: loaded.plan_id,
             },
             Err(_) => Existing::Other,
+        },
+    }
+}
+
+/// What is at `path` as far as the CLI's guard needs: a plan by its envelope and its
+/// approvals, unverified (`planfile::peek_approvals`; the id is not read).
+fn existing_unverified(path: &Path) -> Existing {
+    match std::fs::symlink_metadata(path) {
+        Err(_) => Existing::Nothing,
+        Ok(m) if !m.is_file() => Existing::Other,
+        Ok(_) => match crate::planfile::peek_approvals(path) {
+            Some(approvals) => Existing::Plan {
+                approvals,
+                id: String::new(),
+            },
+            None => Existing::Other,
         },
     }
 }
@@ -104,7 +122,7 @@ pub fn check_cli(ctx: &Ctx, out: &Path, force: bool) -> Result<()> {
     if force {
         return Ok(());
     }
-    match existing(&path) {
+    match existing_unverified(&path) {
         Existing::Nothing => Ok(()),
         Existing::Plan { approvals: 0, .. } => Ok(()),
         Existing::Plan { approvals, .. } => Err(Error::usage(format!(

@@ -64,6 +64,16 @@ pub fn load_bytes(name: &Path, bytes: &[u8]) -> Result<Loaded> {
     from_file(name, plan_file(name, bytes)?)
 }
 
+/// How many approvals the file at `path` carries when it is a plan file by its envelope (its
+/// payload type), else `None`. Nothing is verified: this is `plan -o`'s guard against
+/// replacing another file or an approved plan by accident, which is run before and after
+/// every plan and must not cost a plan's whole load and verification (a 7,000-branch plan:
+/// about 15 ms each time).
+pub fn peek_approvals(path: &Path) -> Option<usize> {
+    let file = plan_file(path, &read_untrusted(path).ok()?).ok()?;
+    (file.payload_type == PLAN_PAYLOAD_TYPE).then_some(file.approvals.len())
+}
+
 fn plan_file(path: &Path, bytes: &[u8]) -> Result<PlanFile> {
     envelope::parse_plan_file(bytes).map_err(|e| invalid(path, format!("not a guardctl plan file ({e})")))
 }
