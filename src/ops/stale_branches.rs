@@ -285,6 +285,9 @@ pub fn run(
         Branches::Remote(r) => (r.branches.clone(), CheckedOut::remote(r.head.as_deref())),
     };
     let want_squash = inputs.criteria.contains(&Criterion::SquashMerged);
+    if want_squash {
+        refuse_partial_clone(repo)?;
+    }
     let mut skipped = Vec::new();
     let mut candidates = Vec::new();
     for b in &branches {
@@ -568,6 +571,9 @@ pub fn recheck(
     let want_squash = planned
         .iter()
         .any(|a| a.reasons.contains(&Criterion::SquashMerged));
+    if want_squash {
+        refuse_partial_clone(repo)?;
+    }
     let mut drifts = Vec::new();
     let targets = match source {
         Branches::Local => repo.ref_targets(planned.iter().map(|a| a.refname.as_str()))?,
@@ -852,6 +858,34 @@ fn recheck_people_not_in_base(
 /// history order, on one thread (libgit2's diffs: see `repo::parallel`); then one diff per
 /// branch. Cost: the base's history since the oldest fork plus
 /// the branches' own changes, never branches × history.
+/// Squash detection diffs the files each branch and each base commit change, and a partial
+/// clone leaves file contents on its promisor remote: libgit2 cannot fetch them, and the
+/// detection stopped minutes in with "object not found". Refused before any work instead,
+/// saying what to do; `plan` never fetches (the preview path writes nothing).
+fn refuse_partial_clone(repo: &Repo) -> Result<()> {
+    let Some((remote, filter)) = repo.partial_clone()? else {
+        return Ok(());
+    };
+    // The hint is a command to copy: a name that is not plain becomes a placeholder.
+    let plain = |n: &str| {
+        n.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    };
+    let (remote, name) = match plain(&remote) {
+        true => (remote.clone(), remote),
+        false => (crate::text::safe(&remote), "<remote>".to_string()),
+    };
+    let filter = filter
+        .map(|f| format!(", filter `{}`", crate::text::safe(&f)))
+        .unwrap_or_default();
+    Err(Error::usage(format!(
+        "--squash-merged compares the files branches change, and this is a partial clone (promisor remote `{remote}`{filter}) that has left file contents on the remote"
+    ))
+    .with_hint(format!(
+        "plan without --squash-merged (merged branches are found from history alone), or make this a full clone first: `git -c remote.{name}.partialclonefilter= fetch --refetch {name} && git config --unset remote.{name}.promisor`"
+    )))
+}
+
 fn detect_squash_merges(
     repo: &Repo,
     reachable: &Reachable,

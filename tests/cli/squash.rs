@@ -180,3 +180,117 @@ fn a_commit_graph_written_by_git_changes_no_answer() {
     assert!(env.repo.join(".git/objects/info/commit-graph").exists());
     assert_eq!(classify_op(&env, "stale-branches", &args), without);
 }
+
+/// A blobless clone (`git clone --filter=blob:none`, how CI checks out large repositories)
+/// of a repository with a merged, a squash-merged and an unmerged branch, each a local branch
+/// of the clone; returns the clone's path. The clone lacks the branches' file contents.
+fn blobless_clone(env: &TestEnv) -> std::path::PathBuf {
+    env.branch("merged", "main", 2, "Bob", 30);
+    env.merge("merged", 25);
+    env.branch("squashed", "main", 2, "Bob", 20);
+    env.squash_merge("squashed", 15);
+    env.branch("live", "main", 1, "Bob", 10);
+    let origin = env.path().join("filtered.git");
+    env.git_in(env.path(), &["clone", "-q", "--bare", "repo", "filtered.git"]);
+    env.git_in(&origin, &["config", "uploadpack.allowFilter", "true"]);
+    let url = format!("file://{}", origin.display());
+    env.git_in(
+        env.path(),
+        &["clone", "-q", "--filter=blob:none", &url, "partial"],
+    );
+    let clone = env.path().join("partial");
+    for b in ["merged", "squashed", "live"] {
+        env.git_in(&clone, &["branch", b, &format!("origin/{b}")]);
+    }
+    clone
+}
+
+/// The objects the clone knows of but does not have (`?<id>` lines of git's own listing).
+fn missing_objects(env: &TestEnv, dir: &std::path::Path) -> usize {
+    env.git_in(dir, &["rev-list", "--objects", "--all", "--missing=print"])
+        .lines()
+        .filter(|l| l.starts_with('?'))
+        .count()
+}
+
+#[test]
+fn plan_works_on_a_blobless_clone_and_squash_detection_refuses_at_once_saying_what_to_do() {
+    let env = TestEnv::new();
+    let clone = blobless_clone(&env);
+    let missing = missing_objects(&env, &clone);
+    assert!(
+        missing > 0,
+        "the clone must lack file contents for this test to mean anything"
+    );
+    let out = env.path().join("plan.json");
+    let out = out.to_str().unwrap();
+
+    // Merged branches are found from history alone: the same plan as in the full repository.
+    let r = env.run_in(&clone, "alice", &["plan", "stale-branches", "-o", out]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        crate::fixtures::affected_refs(std::path::Path::new(out)),
+        vec!["refs/heads/merged"]
+    );
+
+    // Squash detection needs the contents: refused before any work, naming the partial clone
+    // and the remedy, and nothing fetched (the preview path writes nothing).
+    let refs_before = env.git_in(&clone, &["for-each-ref"]);
+    let r = env.run_in(
+        &clone,
+        "alice",
+        &["plan", "stale-branches", "--squash-merged", "-o", out, "--force"],
+    );
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("this is a partial clone (promisor remote `origin`, filter `blob:none`)"),
+        "{}",
+        r.stderr
+    );
+    let remedy = "git -c remote.origin.partialclonefilter= fetch --refetch origin && git config --unset remote.origin.promisor";
+    assert!(r.stderr.contains(remedy), "{}", r.stderr);
+    assert_eq!(missing_objects(&env, &clone), missing, "nothing was fetched");
+    assert_eq!(env.git_in(&clone, &["for-each-ref"]), refs_before);
+
+    // The remedy the hint gives works: a full clone, where the squash merge is found.
+    env.git_in(
+        &clone,
+        &[
+            "-c",
+            "remote.origin.partialclonefilter=",
+            "fetch",
+            "-q",
+            "--refetch",
+            "origin",
+        ],
+    );
+    env.git_in(&clone, &["config", "--unset", "remote.origin.promisor"]);
+    assert_eq!(missing_objects(&env, &clone), 0);
+    let r = env.run_in(
+        &clone,
+        "alice",
+        &[
+            "plan",
+            "stale-branches",
+            "--merged",
+            "--squash-merged",
+            "-o",
+            out,
+            "--force",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        crate::fixtures::affected_refs(std::path::Path::new(out)),
+        vec!["refs/heads/merged", "refs/heads/squashed"]
+    );
+    // verify (and apply) re-derive squash merges: in a clone that is partial again they refuse
+    // the same way, before any work.
+    let r = env.run_in(&clone, "bob", &["approve", out, "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env.git_in(&clone, &["config", "remote.origin.promisor", "true"]);
+    let r = env.run_in(&clone, "alice", &["verify", out]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("this is a partial clone"), "{}", r.stderr);
+}
