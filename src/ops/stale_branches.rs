@@ -496,7 +496,7 @@ fn read_tips(
             crate::repo::unmerged_after(&parents, beyond, oid, first, reachable)?
         };
         let fork = if want_squash && !merged {
-            repo.fork_point(reachable.base(), oid, &unmerged.boundary)
+            repo.fork_point(reachable, oid, &unmerged.boundary)
         } else {
             None
         };
