@@ -838,26 +838,6 @@ fn recheck_people_not_in_base(
     Ok(drifts)
 }
 
-/// A branch is squash-merged when its whole change (fork point to tip) is a single commit
-/// of the base made after its fork (not an ancestor of it), found by patch-id:
-///
-/// - git's patch-id (3 lines of context) equal: the squash commit is exactly the change; or
-/// - the same lines added in the same files (main changed the replaced lines, or lines next
-///   to them, between the fork and the squash), **and** that commit holds the branch's
-///   change: merging the tip into it changes nothing (a tree merge from the fork point: no
-///   conflict, that commit's tree), or, where that merge conflicts because main had changed
-///   lines next to the branch's, every line the branch wrote is in it where the branch
-///   wrote it, and it differs from the tip only in lines the branch never changed
-///   (`Repo::change_is_in`, whose comment argues why that is sound). Both the candidate and
-///   the confirmation must agree, so a commit with the same lines somewhere else is never
-///   taken for the branch's work. (Into that commit, not into today's base: main changing
-///   the same lines later is no reason to keep a branch whose work landed.)
-///
-/// The base's patch-ids are computed once for all branches, for the commits at or above the
-/// lowest fork point's level (a squash commit descends from the fork it was forked at), in
-/// history order, on one thread (libgit2's diffs: see `repo::parallel`); then one diff per
-/// branch. Cost: the base's history since the oldest fork plus
-/// the branches' own changes, never branches × history.
 /// Squash detection diffs the files each branch and each base commit change, and a partial
 /// clone leaves file contents on its promisor remote: libgit2 cannot fetch them, and the
 /// detection stopped minutes in with "object not found". Refused before any work instead,
@@ -886,6 +866,26 @@ fn refuse_partial_clone(repo: &Repo) -> Result<()> {
     )))
 }
 
+/// A branch is squash-merged when its whole change (fork point to tip) is a single commit
+/// of the base made after its fork (not an ancestor of it), found by patch-id:
+///
+/// - git's patch-id (3 lines of context) equal: the squash commit is exactly the change; or
+/// - the same lines added in the same files (main changed the replaced lines, or lines next
+///   to them, between the fork and the squash), **and** that commit holds the branch's
+///   change: merging the tip into it changes nothing (a tree merge from the fork point: no
+///   conflict, that commit's tree), or, where that merge conflicts because main had changed
+///   lines next to the branch's, every line the branch wrote is in it where the branch
+///   wrote it, and it differs from the tip only in lines the branch never changed
+///   (`Repo::change_is_in`, whose comment argues why that is sound). Both the candidate and
+///   the confirmation must agree, so a commit with the same lines somewhere else is never
+///   taken for the branch's work. (Into that commit, not into today's base: main changing
+///   the same lines later is no reason to keep a branch whose work landed.)
+///
+/// The base's patch-ids are computed once for all branches, for the commits at or above the
+/// lowest fork point's level (a squash commit descends from the fork it was forked at), in
+/// history order, on one thread (libgit2's diffs: see `repo::parallel`); then one diff per
+/// branch. Cost: the base's history since the oldest fork plus
+/// the branches' own changes, never branches × history.
 fn detect_squash_merges(
     repo: &Repo,
     reachable: &Reachable,
