@@ -38,8 +38,8 @@ fn existing(path: &Path) -> Existing {
     }
 }
 
-/// What is at `path` as far as the CLI's guard needs: a plan by its envelope and its
-/// approvals, unverified (`planfile::peek_approvals`; the id is not read).
+/// What is at `path` as far as the CLI's guard needs: a plan file (its signature verifying)
+/// and its approvals, the payload unread (`planfile::peek_approvals`; the id is not read).
 fn existing_unverified(path: &Path) -> Existing {
     match std::fs::symlink_metadata(path) {
         Err(_) => Existing::Nothing,

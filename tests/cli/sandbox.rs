@@ -626,3 +626,26 @@ mod escapes {
         assert!(!env.repo.join("plan.json").exists());
     }
 }
+
+#[test]
+fn plan_out_refuses_a_file_with_a_plan_envelope_that_does_not_verify() {
+    // Found by a review of the lighter `-o` guard (it reads the envelope, not the payload):
+    // an edited plan is not a plan, and is replaced only with --force.
+    let env = standard_repo();
+    let r = env.run("alice", &["plan", "stale-branches", "-o", "edited.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let path = env.repo.join("edited.json");
+    let mut file: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    file["payload"] = serde_json::Value::String("bm90IHRoZSBzaWduZWQgcGF5bG9hZA==".into());
+    fs::write(&path, serde_json::to_vec(&file).unwrap()).unwrap();
+    let before = fs::read(&path).unwrap();
+    let r = env.run("alice", &["plan", "stale-branches", "-o", "edited.json"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("is not a guardctl plan"), "{}", r.stderr);
+    assert_eq!(fs::read(&path).unwrap(), before);
+    let r = env.run(
+        "alice",
+        &["plan", "stale-branches", "-o", "edited.json", "--force"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
