@@ -115,14 +115,49 @@ fn refuse_protected(ctx: &Ctx, path: &Path) -> Result<()> {
 }
 
 /// `plan -o FILE`: refuse guardctl's state and trust files always, and, without `force`, a
-/// file that is not a plan or a plan that carries approvals.
-pub fn check_cli(ctx: &Ctx, out: &Path, force: bool) -> Result<()> {
+/// file that is not a plan or a plan that carries approvals. Returns what was found there,
+/// for [`recheck_cli`].
+pub fn check_cli(ctx: &Ctx, out: &Path, force: bool) -> Result<Checked> {
     let path = resolved(out);
     refuse_protected(ctx, &path)?;
     if force {
+        return Ok(Checked(None));
+    }
+    let stamp = Stamp::of(&path);
+    judge(out, existing_unverified(&path))?;
+    Ok(Checked(stamp))
+}
+
+/// [`check_cli`] again, just before the plan is written (the file may have been put there
+/// while planning took): the file is read again only if it is not the one `checked` judged
+/// (a plan file's signature is checked over megabytes of payload).
+pub fn recheck_cli(ctx: &Ctx, out: &Path, force: bool, checked: &Checked) -> Result<()> {
+    let path = resolved(out);
+    refuse_protected(ctx, &path)?;
+    if force || (checked.0.is_some() && Stamp::of(&path) == checked.0) {
         return Ok(());
     }
-    match existing_unverified(&path) {
+    judge(out, existing_unverified(&path))
+}
+
+/// What [`check_cli`] found at the destination, by its file's identity and last change.
+pub struct Checked(Option<Stamp>);
+
+/// A file's device, inode, size and modification time: another file, or this one written
+/// since, has another stamp.
+#[derive(PartialEq, Eq)]
+struct Stamp(u64, u64, u64, i64, i64);
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(path).ok()?;
+        Some(Stamp(m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
+    }
+}
+
+fn judge(out: &Path, existing: Existing) -> Result<()> {
+    match existing {
         Existing::Nothing => Ok(()),
         Existing::Plan { approvals: 0, .. } => Ok(()),
         Existing::Plan { approvals, .. } => Err(Error::usage(format!(
@@ -205,5 +240,28 @@ pub fn check_agent(ctx: &Ctx, plans_dir: Option<&Path>, out: &str, plan_id: &str
         Existing::Plan { id, .. } if id == plan_id => Ok(path),
         Existing::Plan { .. } => Err(refuse("a file with another plan is there")),
         Existing::Other => Err(refuse("a file that is not a guardctl plan is there")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_check_before_writing_judges_a_file_put_there_while_planning() {
+        let tmp = tempfile::tempdir().unwrap();
+        git2::Repository::init(tmp.path()).unwrap();
+        let ctx = Ctx::new(Some(tmp.path().to_path_buf()), None, None);
+        let out = tmp.path().join("plan.json");
+        let checked = check_cli(&ctx, &out, false).unwrap();
+        // Nothing there at first; then a file that is not a plan appears.
+        std::fs::write(&out, "notes\n").unwrap();
+        let e = recheck_cli(&ctx, &out, false, &checked).unwrap_err();
+        assert!(e.to_string().contains("is not a guardctl plan"), "{e}");
+        // The same file, unchanged since the first check refused it, is refused by that.
+        assert!(check_cli(&ctx, &out, false).is_err());
+        // With --force, neither looks.
+        let forced = check_cli(&ctx, &out, true).unwrap();
+        recheck_cli(&ctx, &out, true, &forced).unwrap();
     }
 }

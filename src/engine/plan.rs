@@ -110,9 +110,10 @@ pub fn plan(ctx: &Ctx, ui: &mut Ui, request: PlanRequest) -> Result<Planned> {
         publish,
     } = request;
     // Before any work: a destination that would be refused fails now, not after planning.
-    if let Destination::File { out, force } = &destination {
-        crate::destination::check_cli(ctx, out, *force)?;
-    }
+    let checked = match &destination {
+        Destination::File { out, force } => Some(crate::destination::check_cli(ctx, out, *force)?),
+        Destination::Agent { .. } => None,
+    };
     // Where to publish is settled before any work: a remote that cannot be published to
     // fails here, not after a long observation.
     let publish_to = publish.remote(ctx, false)?;
@@ -120,7 +121,9 @@ pub fn plan(ctx: &Ctx, ui: &mut Ui, request: PlanRequest) -> Result<Planned> {
     let path = match destination {
         Destination::File { out, force } => {
             // Again, for what planning took: the file may have been put there meanwhile.
-            crate::destination::check_cli(ctx, &out, force)?;
+            if let Some(checked) = &checked {
+                crate::destination::recheck_cli(ctx, &out, force, checked)?;
+            }
             out
         }
         Destination::Agent {
