@@ -25,30 +25,27 @@ enum Existing {
 /// What is at `path`, a plan there loaded and verified (an agent may replace only the plan of
 /// the same id).
 fn existing(path: &Path) -> Existing {
-    match std::fs::symlink_metadata(path) {
-        Err(_) => Existing::Nothing,
-        Ok(m) if !m.is_file() => Existing::Other,
-        Ok(_) => match crate::planfile::load(path) {
-            Ok(loaded) => Existing::Plan {
-                approvals: loaded.file.approvals.len(),
-                id: loaded.plan_id,
-            },
-            Err(_) => Existing::Other,
-        },
-    }
+    existing_by(path, |p| {
+        let loaded = crate::planfile::load(p).ok()?;
+        Some((loaded.file.approvals.len(), loaded.plan_id))
+    })
 }
 
 /// What is at `path` as far as the CLI's guard needs: a plan file (its signature verifying)
 /// and its approvals, the payload unread (`planfile::peek_approvals`; the id is not read).
 fn existing_unverified(path: &Path) -> Existing {
+    existing_by(path, |p| {
+        Some((crate::planfile::peek_approvals(p)?, String::new()))
+    })
+}
+
+/// What is at `path`, a regular file read by `plan` (its approvals and id when a plan).
+fn existing_by(path: &Path, plan: impl Fn(&Path) -> Option<(usize, String)>) -> Existing {
     match std::fs::symlink_metadata(path) {
         Err(_) => Existing::Nothing,
         Ok(m) if !m.is_file() => Existing::Other,
-        Ok(_) => match crate::planfile::peek_approvals(path) {
-            Some(approvals) => Existing::Plan {
-                approvals,
-                id: String::new(),
-            },
+        Ok(_) => match plan(path) {
+            Some((approvals, id)) => Existing::Plan { id, approvals },
             None => Existing::Other,
         },
     }

@@ -681,19 +681,37 @@ mod tests {
         assert_eq!(Dag::levels(5, &starts, &flat), Some(vec![1, 2, 3, 2, 4]));
     }
 
-    /// A base of three commits and, beyond it, a stack: `a` (2 commits off the base), `b` on
-    /// `a` (1 more), `c` on `b` (1 more) and `d` merging `c` with another side commit.
-    fn stacked(dir: &std::path::Path) -> (Oid, Vec<Oid>) {
-        let repo = git2::Repository::init(dir).unwrap();
-        let sig = git2::Signature::new("t", "t@example.com", &git2::Time::new(1_700_000_000, 0)).unwrap();
-        let tree = repo
-            .find_tree(repo.treebuilder(None).unwrap().write().unwrap())
-            .unwrap();
-        let commit = |parents: &[Oid], msg: &str| {
-            let ps: Vec<_> = parents.iter().map(|p| repo.find_commit(*p).unwrap()).collect();
-            repo.commit(None, &sig, &sig, msg, &tree, &ps.iter().collect::<Vec<_>>())
+    /// A repository to write commits into (all with the empty tree), for history shapes.
+    struct Shapes {
+        repo: git2::Repository,
+    }
+
+    impl Shapes {
+        fn init(dir: &std::path::Path) -> Shapes {
+            Shapes {
+                repo: git2::Repository::init(dir).unwrap(),
+            }
+        }
+
+        fn commit(&self, parents: &[Oid], msg: &str) -> Oid {
+            let sig = git2::Signature::new("t", "t@example.com", &git2::Time::new(1_700_000_000, 0)).unwrap();
+            let tree = self.repo.treebuilder(None).unwrap().write().unwrap();
+            let tree = self.repo.find_tree(tree).unwrap();
+            let ps: Vec<_> = parents
+                .iter()
+                .map(|p| self.repo.find_commit(*p).unwrap())
+                .collect();
+            self.repo
+                .commit(None, &sig, &sig, msg, &tree, &ps.iter().collect::<Vec<_>>())
                 .unwrap()
-        };
+        }
+    }
+
+    /// A base of three commits and, beyond it, a stack: `a` (2 commits off the base), `b` on
+    /// `a` (1 more), `c` on `b` (1 more) and `d` merging `c` with a commit off the root.
+    fn stacked(dir: &std::path::Path) -> (Oid, Vec<Oid>) {
+        let shapes = Shapes::init(dir);
+        let commit = |parents: &[Oid], msg: &str| shapes.commit(parents, msg);
         let root = commit(&[], "root");
         let fork = commit(&[root], "fork");
         let base = commit(&[fork], "main");
@@ -741,16 +759,8 @@ mod tests {
         // main: m0 - m1 - m2 - m3 - m4; topic forks at m0, merges m1 in, then m3 in: its walk
         // meets main at m0, m1 and m3, and git's merge-base is m3.
         let tmp = tempfile::tempdir().unwrap();
-        let repo = git2::Repository::init(tmp.path()).unwrap();
-        let sig = git2::Signature::new("t", "t@example.com", &git2::Time::new(1_700_000_000, 0)).unwrap();
-        let tree = repo
-            .find_tree(repo.treebuilder(None).unwrap().write().unwrap())
-            .unwrap();
-        let commit = |parents: &[Oid], msg: &str| {
-            let ps: Vec<_> = parents.iter().map(|p| repo.find_commit(*p).unwrap()).collect();
-            repo.commit(None, &sig, &sig, msg, &tree, &ps.iter().collect::<Vec<_>>())
-                .unwrap()
-        };
+        let shapes = Shapes::init(tmp.path());
+        let commit = |parents: &[Oid], msg: &str| shapes.commit(parents, msg);
         let mut main = vec![commit(&[], "m0")];
         for i in 1..5 {
             main.push(commit(&[main[i - 1]], &format!("m{i}")));
@@ -769,7 +779,7 @@ mod tests {
         expected.sort();
         assert_eq!(boundary, expected);
         assert_eq!(reachable.best_of(&walked.boundary), vec![main[3]]);
-        let git_says = repo.merge_base(main[4], tip).unwrap();
+        let git_says = shapes.repo.merge_base(main[4], tip).unwrap();
         assert_eq!(r.fork_point(&reachable, tip, &walked.boundary), Some(git_says));
         assert_eq!(git_says, main[3]);
     }
