@@ -255,7 +255,7 @@ mod tests {
         std::fs::write(&out, "notes\n").unwrap();
         let e = recheck_cli(&ctx, &out, false, &checked).unwrap_err();
         assert!(e.to_string().contains("is not a guardctl plan"), "{e}");
-        // The same file, unchanged since the first check refused it, is refused by that.
+        // A first check finds it there and refuses it.
         assert!(check_cli(&ctx, &out, false).is_err());
         // With --force, neither looks.
         let forced = check_cli(&ctx, &out, true).unwrap();
