@@ -43,6 +43,14 @@ pub use git2::Oid;
 
 impl From<git2::Error> for Error {
     fn from(e: git2::Error) -> Self {
+        // An object the repository should have and does not: running again cannot help (the
+        // generic hint says to), and the usual causes are a partial clone (libgit2 cannot
+        // fetch from a promisor remote) or a damaged one.
+        if e.code() == git2::ErrorCode::NotFound && e.class() == git2::ErrorClass::Odb {
+            return Error::internal("git error: an object this repository needs is missing")
+                .caused_by(e.message())
+                .with_hint("`git fsck` lists what is missing; a partial clone gets it from its promisor remote through git only (`git fetch --refetch`), a damaged clone by fetching or cloning again");
+        }
         Error::internal("git error").caused_by(e.message())
     }
 }

@@ -253,6 +253,36 @@ fn plan_works_on_a_blobless_clone_and_squash_detection_refuses_at_once_saying_wh
     assert_eq!(missing_objects(&env, &clone), missing, "nothing was fetched");
     assert_eq!(env.git_in(&clone, &["for-each-ref"]), refs_before);
 
+    // Told it is not partial while it still lacks the contents (config edited by hand): the
+    // detection meets a missing object and says so, not "re-run with the same arguments".
+    env.git_in(&clone, &["config", "--unset", "remote.origin.promisor"]);
+    let r = env.run_in(
+        &clone,
+        "alice",
+        &[
+            "plan",
+            "stale-branches",
+            "--merged",
+            "--squash-merged",
+            "-o",
+            out,
+            "--force",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("an object this repository needs is missing"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("git fsck"), "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("re-run with the same arguments"),
+        "{}",
+        r.stderr
+    );
+    env.git_in(&clone, &["config", "remote.origin.promisor", "true"]);
+
     // The remedy the hint gives works: a full clone, where the squash merge is found.
     env.git_in(
         &clone,
