@@ -109,9 +109,14 @@ pub fn decide(
     };
     review::check_not_expired(plan, ctx.now)?;
 
-    // Nothing is recorded where the audit log could not record it.
+    // Nothing is recorded where the audit log could not record it. Read under the store's
+    // lock: another approver appending meanwhile has written its entry before it anchors it,
+    // and the first entry of a log, seen in that moment, is an entry with no anchor at all
+    // (two concurrent first approvals: one was refused as a broken log).
     if let Some(repo) = plans_repo(ctx, plan) {
-        crate::store::Store::new(repo.state_dir()).audit_intact(repo, &signers)?;
+        let store = crate::store::Store::new(repo.state_dir());
+        let locked = store.lock(repo)?;
+        store.audit_intact(&locked, &signers)?;
     }
 
     let policy = crate::gate::policy_status(ctx, &loaded.plan);
