@@ -73,12 +73,19 @@ pub fn load_bytes(name: &Path, bytes: &[u8]) -> Result<Loaded> {
 /// says is judged by every command that reads it.
 pub fn peek_approvals(path: &Path) -> Option<usize> {
     let file = plan_file(path, &read_untrusted(path).ok()?).ok()?;
-    if file.payload_type != PLAN_PAYLOAD_TYPE {
-        return None;
-    }
-    let payload = envelope::decode_payload(&file.payload).ok()?;
+    let payload = plan_payload(&file).ok()?;
     dsse::verify_decoded(&file.payload_type, &file.signatures, &payload, PLAN_NAMESPACE).ok()?;
     Some(file.approvals.len())
+}
+
+/// The payload of a plan envelope, decoded (its signature not checked yet).
+fn plan_payload(file: &PlanFile) -> std::result::Result<Vec<u8>, dsse::EnvelopeError> {
+    if file.payload_type != PLAN_PAYLOAD_TYPE {
+        return Err(dsse::EnvelopeError::PayloadType(crate::text::safe(
+            &file.payload_type,
+        )));
+    }
+    envelope::decode_payload(&file.payload).map_err(|e| dsse::EnvelopeError::Base64(e.to_string()))
 }
 
 fn plan_file(path: &Path, bytes: &[u8]) -> Result<PlanFile> {
@@ -87,13 +94,7 @@ fn plan_file(path: &Path, bytes: &[u8]) -> Result<PlanFile> {
 
 fn from_file(path: &Path, file: PlanFile) -> Result<Loaded> {
     let bad_envelope = |e: dsse::EnvelopeError| invalid(path, format!("plan envelope: {e}"));
-    if file.payload_type != PLAN_PAYLOAD_TYPE {
-        return Err(bad_envelope(dsse::EnvelopeError::PayloadType(crate::text::safe(
-            &file.payload_type,
-        ))));
-    }
-    let payload = envelope::decode_payload(&file.payload)
-        .map_err(|e| bad_envelope(dsse::EnvelopeError::Base64(e.to_string())))?;
+    let payload = plan_payload(&file).map_err(bad_envelope)?;
     // Parse the payload on a second core while the signature is checked (a 50,000-branch plan
     // is 15 MB); the parse is used only once the signature has verified.
     let (verified, parsed) = std::thread::scope(|s| {

@@ -58,27 +58,21 @@ impl Repo {
     /// `promisor = true`. Objects the filter left out are fetched by git on demand; libgit2
     /// cannot fetch them, so a read of one fails.
     pub fn partial_clone(&self) -> Result<Option<(String, Option<String>)>> {
-        let settings = self.settings()?;
-        let last = |key: &str| {
-            let key = canonical_key(key);
-            settings
-                .iter()
-                .rev()
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| v.clone())
-        };
-        let named = last("extensions.partialClone").filter(|r| !r.is_empty());
-        let promisor = || {
-            settings.iter().rev().find_map(|(k, v)| {
+        let named = self
+            .config_string("extensions.partialClone")?
+            .filter(|r| !r.is_empty());
+        let promisor = || -> Result<Option<String>> {
+            Ok(self.settings()?.iter().rev().find_map(|(k, v)| {
                 let remote = k.strip_prefix("remote.")?.strip_suffix(".promisor")?;
                 matches!(v.to_ascii_lowercase().as_str(), "true" | "yes" | "on" | "1" | "")
                     .then(|| remote.to_string())
-            })
+            }))
         };
-        Ok(named.or_else(promisor).map(|remote| {
-            let filter = last(&format!("remote.{remote}.partialclonefilter"));
-            (remote, filter)
-        }))
+        let Some(remote) = named.map_or_else(promisor, |r| Ok(Some(r)))? else {
+            return Ok(None);
+        };
+        let filter = self.config_string(&format!("remote.{remote}.partialclonefilter"))?;
+        Ok(Some((remote, filter)))
     }
 
     /// The names of the configured remotes (those with a `url` or `pushurl`, as for libgit2).

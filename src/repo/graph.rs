@@ -209,40 +209,53 @@ impl Parents<'_> {
     /// facts are `None` where no object was read for the parents (a commit-graph answered, or
     /// a shallow boundary), or are not parseable: the caller reads them then as it would.
     pub fn of_noting(&self, oid: Oid, facts: bool) -> Result<(Vec<Oid>, Option<CommitFacts>)> {
-        let graph_answers = self.shallow.as_ref().is_some_and(|s| s.is_boundary(oid))
-            || self.graph.is_some_and(|g| g.parents(oid).is_some());
-        if !facts || graph_answers {
-            return Ok((self.of(oid)?, None));
+        if let Some(ps) = self.without_object(oid) {
+            return Ok((ps, None));
         }
-        let both = |data: &[u8]| (parse_parents(data), super::commit::facts(data));
-        let malformed = || Error::internal(format!("commit {oid} is malformed"));
-        if let Some((parents, facts)) = self.fast.and_then(|repo| repo.fast_commit(oid, both)) {
-            return Ok((parents.ok_or_else(malformed)?, facts));
+        if !facts {
+            return Ok((self.parsed(oid)?, None));
         }
-        let obj = self.odb.read(oid)?;
-        if obj.kind() != git2::ObjectType::Commit {
-            return Err(Error::internal(format!("{oid} is not a commit")));
-        }
-        let (parents, facts) = both(obj.data());
-        Ok((parents.ok_or_else(malformed)?, facts))
+        let (parents, facts) = self.object(oid, |data| (parse_parents(data), super::commit::facts(data)))?;
+        Ok((parents.ok_or_else(|| malformed(oid))?, facts))
     }
 
     pub fn of(&self, oid: Oid) -> Result<Vec<Oid>> {
+        match self.without_object(oid) {
+            Some(ps) => Ok(ps),
+            None => self.parsed(oid),
+        }
+    }
+
+    /// Parents known without reading the commit: none at a shallow clone's boundary, else
+    /// the commit-graph's, where allowed and it holds the commit.
+    fn without_object(&self, oid: Oid) -> Option<Vec<Oid>> {
         if self.shallow.as_ref().is_some_and(|s| s.is_boundary(oid)) {
-            return Ok(Vec::new());
+            return Some(Vec::new());
         }
-        if let Some(ps) = self.graph.and_then(|g| g.parents(oid)) {
-            return Ok(ps);
-        }
-        if let Some(parents) = self.fast.and_then(|repo| repo.fast_commit(oid, parse_parents)) {
-            return parents.ok_or_else(|| Error::internal(format!("commit {oid} is malformed")));
+        self.graph.and_then(|g| g.parents(oid))
+    }
+
+    /// The parents in the commit object's header.
+    fn parsed(&self, oid: Oid) -> Result<Vec<Oid>> {
+        self.object(oid, parse_parents)?.ok_or_else(|| malformed(oid))
+    }
+
+    /// `f` over the commit object's bytes: through gix first for [`Reads::Fast`], else (or
+    /// where gix cannot answer) libgit2's object database.
+    fn object<R>(&self, oid: Oid, f: impl Fn(&[u8]) -> R) -> Result<R> {
+        if let Some(got) = self.fast.and_then(|repo| repo.fast_commit(oid, &f)) {
+            return Ok(got);
         }
         let obj = self.odb.read(oid)?;
         if obj.kind() != git2::ObjectType::Commit {
             return Err(Error::internal(format!("{oid} is not a commit")));
         }
-        parse_parents(obj.data()).ok_or_else(|| Error::internal(format!("commit {oid} is malformed")))
+        Ok(f(obj.data()))
     }
+}
+
+fn malformed(oid: Oid) -> Error {
+    Error::internal(format!("commit {oid} is malformed"))
 }
 
 /// The `parent` lines of a commit's header, which follow its `tree` line.

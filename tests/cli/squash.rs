@@ -224,6 +224,19 @@ fn plan_works_on_a_blobless_clone_and_squash_detection_refuses_at_once_saying_wh
     );
     let out = env.path().join("plan.json");
     let out = out.to_str().unwrap();
+    // Merged and squash-merged branches, over the last plan.
+    let plan_both = || {
+        let args = [
+            "plan",
+            "stale-branches",
+            "--merged",
+            "--squash-merged",
+            "-o",
+            out,
+            "--force",
+        ];
+        env.run_in(&clone, "alice", &args)
+    };
 
     // Merged branches are found from history alone: the same plan as in the full repository.
     let r = env.run_in(&clone, "alice", &["plan", "stale-branches", "-o", out]);
@@ -256,19 +269,7 @@ fn plan_works_on_a_blobless_clone_and_squash_detection_refuses_at_once_saying_wh
     // Told it is not partial while it still lacks the contents (config edited by hand): the
     // detection meets a missing object and says so, not "re-run with the same arguments".
     env.git_in(&clone, &["config", "--unset", "remote.origin.promisor"]);
-    let r = env.run_in(
-        &clone,
-        "alice",
-        &[
-            "plan",
-            "stale-branches",
-            "--merged",
-            "--squash-merged",
-            "-o",
-            out,
-            "--force",
-        ],
-    );
+    let r = plan_both();
     assert_eq!(r.code, 1, "{}", r.transcript());
     assert!(
         r.stderr.contains("an object this repository needs is missing"),
@@ -297,19 +298,7 @@ fn plan_works_on_a_blobless_clone_and_squash_detection_refuses_at_once_saying_wh
     );
     env.git_in(&clone, &["config", "--unset", "remote.origin.promisor"]);
     assert_eq!(missing_objects(&env, &clone), 0);
-    let r = env.run_in(
-        &clone,
-        "alice",
-        &[
-            "plan",
-            "stale-branches",
-            "--merged",
-            "--squash-merged",
-            "-o",
-            out,
-            "--force",
-        ],
-    );
+    let r = plan_both();
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(
         crate::fixtures::affected_refs(std::path::Path::new(out)),
