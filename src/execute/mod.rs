@@ -41,8 +41,10 @@
 mod apply_exec;
 mod apply_local;
 mod apply_remote;
+mod decide;
 mod finish;
 mod journal;
+mod locks;
 pub mod records;
 mod recover;
 mod rollback;

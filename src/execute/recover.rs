@@ -4,13 +4,15 @@
 //! signed only with the key that consumed the plan.
 
 use super::apply_remote::{consumed_url, with_marker};
+use super::decide::{BackupNow, Decision, RefNow, decide};
 use super::journal::Journal;
 use super::journal::at::{CommandStarted, Pending, RollingBack, Written};
 use super::records::{consumed, signed_state, trusted};
 use super::{ABANDONED, Executor};
 use crate::error::{Error, Kind, Result};
 use crate::plan::approval::DeletedRef;
-use crate::render::recovery::describe;
+use crate::render::recovery::sentence;
+use crate::repo::mutate::RefOp;
 use crate::sign::{AllowedSigners, SigningKey};
 use crate::store::recovered::{Abandoned, Completed, Recovered, RecoveryOutcome};
 use crate::store::state::{Consumed, Step, StepOf};
@@ -29,8 +31,19 @@ impl Executor<'_> {
             let steps = self.store.journal_steps(&id)?;
             let Some(&last) = steps.last() else {
                 // Killed while git held the refs for a transaction never committed: let that
-                // git finish aborting before anyone touches those refs again.
+                // git finish aborting before anyone touches those refs again, and remove the
+                // locks it left if it was killed too.
                 self.wait_for_orphaned_git(&id)?;
+                let locks_removed = self.clear_abandoned_locks(&id, &[])?;
+                if locks_removed > 0 {
+                    let r = Recovered {
+                        id,
+                        outcome: RecoveryOutcome::LocksOnly,
+                        locks_removed,
+                    };
+                    self.audit("recover", Some(&format!("sha256:{}", r.id)), None, &sentence(&r))?;
+                    done.push(r);
+                }
                 continue;
             };
             // Every step answers (no wildcard): a new step must say what recovery does after it.
@@ -56,21 +69,22 @@ impl Executor<'_> {
             }
             if last == Step::BeforeImageWritten && !self.store.is_consumed(&id) {
                 trusted(self.store, &id, signers)?;
-                let outcome = self.recover_unstarted(&id)?;
-                self.audit(
-                    "recover",
-                    Some(&format!("sha256:{id}")),
-                    None,
-                    &describe(&outcome),
-                )?;
-                done.push(Recovered { id, outcome });
+                let (outcome, locks_removed) = self.recover_unstarted(&id)?;
+                let r = Recovered {
+                    id,
+                    outcome,
+                    locks_removed,
+                };
+                self.audit("recover", Some(&format!("sha256:{}", r.id)), None, &sentence(&r))?;
+                done.push(r);
                 continue;
             }
             let (image, marker) = consumed(self.store, &id, signers)?;
             self.check_kind(&id, &image, &steps)?;
+            let mut locks_removed = 0;
             let outcome = match last {
                 Step::BeforeImageWritten | Step::Consumed | Step::BackupCreated => {
-                    self.recover_apply(&id, &image, &marker, key)?
+                    self.recover_apply(&id, &image, &marker, key, &mut locks_removed)?
                 }
                 Step::CommandStarted => self.recover_started_command(&id, &image, &marker, key)?,
                 Step::CommandFinished => {
@@ -93,7 +107,7 @@ impl Executor<'_> {
                     self.finish(&id, &image, key)?;
                     RecoveryOutcome::Completed(Completed::Committed)
                 }
-                Step::RollbackStarted => self.recover_rollback(&id, &image)?,
+                Step::RollbackStarted => self.recover_rollback(&id, &image, &mut locks_removed)?,
                 Step::RollbackRefsRestored => {
                     self.restore_config(&id, &image)?;
                     RecoveryOutcome::RolledBack { config_only: true }
@@ -105,13 +119,13 @@ impl Executor<'_> {
                 | Step::RolledBack
                 | Step::RollbackAbandoned => continue,
             };
-            self.audit(
-                "recover",
-                Some(&format!("sha256:{id}")),
-                None,
-                &describe(&outcome),
-            )?;
-            done.push(Recovered { id, outcome });
+            let r = Recovered {
+                id,
+                outcome,
+                locks_removed,
+            };
+            self.audit("recover", Some(&format!("sha256:{}", r.id)), None, &sentence(&r))?;
+            done.push(r);
         }
         Ok(done)
     }
@@ -176,22 +190,26 @@ impl Executor<'_> {
         Ok((deleted, backed))
     }
 
-    /// An apply interrupted before it consumed the plan: nothing changed; forget its image.
-    pub(super) fn recover_unstarted(&self, id: &str) -> Result<RecoveryOutcome> {
+    /// An apply interrupted before it consumed the plan: nothing changed; forget its image
+    /// (after removing the locks its git left, if that was killed too). Returns how many.
+    pub(super) fn recover_unstarted(&self, id: &str) -> Result<(RecoveryOutcome, usize)> {
         let journal = self.resume::<Written>(id)?;
         self.wait_for_orphaned_git(id)?;
+        let locks_removed = self.clear_abandoned_locks(id, &[])?;
         self.store.remove_file(id, "before-image.json")?;
         journal.recovered_unstarted()?;
-        Ok(RecoveryOutcome::Forgotten)
+        Ok((RecoveryOutcome::Forgotten, locks_removed))
     }
 
-    /// An apply interrupted before or during its ref transaction: decide from the refs.
+    /// An apply interrupted before or during its ref transaction: decide from the refs
+    /// (`decide`), after removing the locks a killed git left (counted in `locks_removed`).
     pub(super) fn recover_apply(
         &self,
         id: &str,
         image: &BeforeImage,
         marker: &Consumed,
         key: Option<&SigningKey>,
+        locks_removed: &mut usize,
     ) -> Result<RecoveryOutcome> {
         let journal = self.resume::<Pending>(id)?;
         // A git started by the dead apply may still hold the refs' locks (it aborts once it
@@ -200,7 +218,11 @@ impl Executor<'_> {
         if image.command.is_some() {
             return self.recover_unstarted_command(journal, image, marker, key);
         }
-        self.check_locks(image)?;
+        let mut locked: Vec<String> = image.backup_ref.iter().cloned().collect();
+        if image.remote.is_none() {
+            locked.extend(image.refs.iter().map(|r| r.refname.clone()));
+        }
+        *locks_removed = self.clear_abandoned_locks(id, &locked)?;
         // A remote's deletions and the consumed marker were one atomic push: the marker on
         // the remote, exactly as this clone signed it, says the push landed; its absence (or
         // another's marker) that it did not, whatever the branches look like now. Without the
@@ -221,27 +243,139 @@ impl Executor<'_> {
             self.abort(journal, &e)?;
             return Ok(RecoveryOutcome::Abandoned(Abandoned::PushNotLanded));
         }
-        let (deleted, backed) = self.committed(image)?;
-        if deleted == image.refs.len() && backed == image.refs.len() {
-            let key = self.receipt_key(id, image, marker, key)?;
-            self.settle(journal.refs_found_committed()?, image, key)?;
-            return Ok(RecoveryOutcome::Completed(Completed::DeletionsCommitted));
+        self.recover_local_commit(journal, image, marker, key)
+    }
+
+    /// This repository's deletions, interrupted around git's commit of them: what is on
+    /// disk decides (`decide`, where the cases are).
+    fn recover_local_commit(
+        &self,
+        journal: Journal<'_, Pending>,
+        image: &BeforeImage,
+        marker: &Consumed,
+        key: Option<&SigningKey>,
+    ) -> Result<RecoveryOutcome> {
+        let id = journal.id();
+        let targets = self.targets(image, &image.refs)?;
+        let now: Vec<RefNow> = image
+            .refs
+            .iter()
+            .map(|r| match targets.get(&r.refname) {
+                None => RefNow::Deleted,
+                Some(oid) if oid.to_string() == r.oid => RefNow::Planned,
+                Some(_) => RefNow::Moved,
+            })
+            .collect();
+        let backup_at = match &image.backup_ref {
+            Some(name) => self
+                .repo
+                .ref_targets(std::iter::once(name.as_str()))?
+                .remove(name),
+            None => None,
+        };
+        let kept = self.kept(image);
+        let backup = match backup_at {
+            None => BackupNow::Absent,
+            Some(_) if image.refs.iter().all(|r| kept.contains(image.backup_tip(r))) => BackupNow::Made,
+            Some(_) => BackupNow::Foreign,
+        };
+        match decide(&now, backup) {
+            Decision::Committed => {
+                let key = self.receipt_key(id, image, marker, key)?;
+                self.settle(journal.refs_found_committed()?, image, key)?;
+                Ok(RecoveryOutcome::Completed(Completed::DeletionsCommitted))
+            }
+            Decision::Abandon => {
+                let e = Error::new(
+                    Kind::Drift,
+                    "the apply was interrupted before any branch was deleted",
+                );
+                self.abort(journal, &e)?;
+                Ok(RecoveryOutcome::Abandoned(Abandoned::DeletionsNotCommitted))
+            }
+            Decision::Finish { delete, make_backup } => {
+                // The receipt's key is checked before anything changes: a recover that could
+                // not finish the apply leaves the refs as the kill did.
+                let key = self.receipt_key(id, image, marker, key)?;
+                let mut ops = Vec::new();
+                if make_backup {
+                    let (Some(refname), Some(oid)) = (&image.backup_ref, &image.backup_commit) else {
+                        return Err(person(
+                            id,
+                            "its backup ref is missing and its before-image names no backup commit to make it from",
+                        ));
+                    };
+                    let exists = crate::repo::Oid::from_str(oid).is_ok_and(|o| self.repo.has_object(o));
+                    if !exists {
+                        return Err(person(
+                            id,
+                            &format!(
+                                "its backup ref is missing and its backup commit {} is not in the repository",
+                                safe(oid)
+                            ),
+                        ));
+                    }
+                    ops.push(RefOp::Create {
+                        refname: refname.clone(),
+                        oid: oid.clone(),
+                    });
+                }
+                ops.extend(delete.iter().map(|&i| RefOp::Delete {
+                    refname: image.refs[i].refname.clone(),
+                    old: image.refs[i].oid.clone(),
+                }));
+                self.transaction(id, &ops)?;
+                self.settle(journal.refs_found_committed()?, image, key)?;
+                Ok(RecoveryOutcome::Completed(Completed::CommitFinished {
+                    deleted: delete.len(),
+                    backup_made: make_backup,
+                }))
+            }
+            Decision::RollBack => {
+                let (Some(refname), Some(at)) = (&image.backup_ref, backup_at) else {
+                    return Err(person(id, "its backup ref vanished while recover read it"));
+                };
+                self.transaction(
+                    id,
+                    &[RefOp::Delete {
+                        refname: refname.clone(),
+                        old: at.to_string(),
+                    }],
+                )?;
+                let e = Error::new(
+                    Kind::Drift,
+                    "the apply was interrupted before any branch was deleted, and a planned branch moved since",
+                );
+                self.abort(journal, &e)?;
+                Ok(RecoveryOutcome::Abandoned(Abandoned::CommitRolledBack))
+            }
+            Decision::Person { moved } if moved.is_empty() => Err(person(
+                id,
+                &format!(
+                    "its backup ref {} points at a commit that does not keep every planned branch",
+                    safe(image.backup_ref.as_deref().unwrap_or_default())
+                ),
+            )),
+            Decision::Person { moved } => {
+                let names: Vec<String> = moved
+                    .iter()
+                    .map(|&i| {
+                        format!(
+                            "{} (planned at {})",
+                            safe(&image.refs[i].refname),
+                            image.refs[i].oid
+                        )
+                    })
+                    .collect();
+                Err(person(
+                    id,
+                    &format!(
+                        "some planned branches are deleted, and these moved to a commit nobody planned: {}",
+                        names.join(", ")
+                    ),
+                ))
+            }
         }
-        // Locally the backup ref is created in the deletions' transaction (a remote's plan was
-        // decided above, by its consumed marker).
-        if deleted == 0 && backed == 0 {
-            let e = Error::new(
-                Kind::Drift,
-                "the apply was interrupted before any branch was deleted",
-            );
-            self.abort(journal, &e)?;
-            return Ok(RecoveryOutcome::Abandoned(Abandoned::DeletionsNotCommitted));
-        }
-        Err(Error::new(Kind::NeedsRecovery, format!(
-            "plan {id}: {deleted} of {} branches are deleted and {backed} backups exist; this is not a state guardctl leaves",
-            image.refs.len()
-        ))
-        .with_hint("inspect refs/guardctl/backup and the journal in .git/guardctl/plans by hand"))
     }
 
     /// What `consumed/<id>` holds on the remote when it is this clone's marker.
@@ -429,7 +563,17 @@ impl Executor<'_> {
         Ok(Some(at.remote.clone()))
     }
 
-    pub(super) fn recover_rollback(&self, id: &str, image: &BeforeImage) -> Result<RecoveryOutcome> {
+    /// A rollback interrupted around its restore: for this repository's refs, the restore
+    /// is finished (each ref still missing created at its old id; a name taken by another
+    /// commit is for a person), after removing the locks a killed git left (counted in
+    /// `locks_removed`). A remote's is finished when its atomic push landed, else abandoned
+    /// (running rollback again pushes it).
+    pub(super) fn recover_rollback(
+        &self,
+        id: &str,
+        image: &BeforeImage,
+        locks_removed: &mut usize,
+    ) -> Result<RecoveryOutcome> {
         let journal = self.resume::<RollingBack>(id)?;
         self.wait_for_orphaned_git(id)?;
         let path = self.store.plan_dir(id).join("rollback.json");
@@ -443,40 +587,59 @@ impl Executor<'_> {
                 format!("it restores {}, which the plan did not delete", r.refname),
             ));
         }
+        if image.remote.is_none() {
+            let names: Vec<String> = missing.iter().map(|r| r.refname.clone()).collect();
+            *locks_removed = self.clear_abandoned_locks(id, &names)?;
+        }
         let targets = self.targets(image, &missing)?;
-        let restored = missing
+        let taken: Vec<String> = missing
             .iter()
-            .filter(|r| targets.contains_key(&r.refname))
-            .count();
-        if restored == missing.len() {
+            .filter(|r| targets.get(&r.refname).is_some_and(|o| o.to_string() != r.oid))
+            .map(|r| safe(&r.refname))
+            .collect();
+        let still: Vec<&DeletedRef> = missing
+            .iter()
+            .filter(|r| !targets.contains_key(&r.refname))
+            .collect();
+        if still.is_empty() && taken.is_empty() {
             self.config_restored(journal.rollback_refs_found_restored()?, image)?;
             return Ok(RecoveryOutcome::RolledBack { config_only: false });
         }
-        journal.rollback_abandoned()?;
-        Ok(RecoveryOutcome::RollbackAbandoned)
-    }
-
-    /// A `.lock` left by a killed git blocks every ref change: report it, never remove it.
-    pub(super) fn check_locks(&self, image: &BeforeImage) -> Result<()> {
-        let common = self.repo.common_dir();
-        let mut candidates = vec![common.join("packed-refs.lock")];
-        if image.remote.is_none() {
-            for r in &image.refs {
-                candidates.push(common.join(format!("{}.lock", r.refname)));
-            }
+        if image.remote.is_some() {
+            journal.rollback_abandoned()?;
+            return Ok(RecoveryOutcome::RollbackAbandoned);
         }
-        candidates.extend(image.backup_ref.iter().map(|r| common.join(format!("{r}.lock"))));
-        if let Some(lock) = candidates.into_iter().find(|p| p.exists()) {
+        if !taken.is_empty() {
             return Err(Error::new(
                 Kind::NeedsRecovery,
-                format!("a stale lock file blocks recovery: {}", lock.display()),
+                format!(
+                    "plan sha256:{id}'s rollback was interrupted, and these branches it restores are now at other commits: {}; nothing was changed",
+                    taken.join(", ")
+                ),
             )
-            .with_hint(
-                "make sure no git process is running, remove that file by hand, then run `guardctl recover`",
-            ));
+            .with_hint(format!("the commits they had are kept by refs/guardctl/backup/{id}")));
         }
-        Ok(())
+        // Tag objects first (idempotent), then every name still missing, created leased on
+        // its absence: a name someone takes meanwhile fails the whole transaction.
+        let still: Vec<DeletedRef> = still.into_iter().cloned().collect();
+        self.restore_tag_objects(image, &still)?;
+        let ops: Vec<RefOp> = still
+            .iter()
+            .map(|r| RefOp::Create {
+                refname: r.refname.clone(),
+                oid: r.oid.clone(),
+            })
+            .collect();
+        self.transaction(id, &ops)?;
+        self.config_restored(journal.rollback_refs_found_restored()?, image)?;
+        Ok(RecoveryOutcome::RollbackFinished { restored: ops.len() })
     }
+}
+
+/// A state only a person can settle (16): what recover found, for plan `id`.
+fn person(id: &str, what: &str) -> Error {
+    Error::new(Kind::NeedsRecovery, format!("plan sha256:{id} was interrupted around its deletions and {what}; nothing was changed"))
+        .with_hint(format!("compare the branches with the plan and its backup refs/guardctl/backup/{id}, then move this plan's directory out of .git/guardctl/plans"))
 }
 
 pub(super) fn need_key(key: Option<&SigningKey>) -> Result<&SigningKey> {

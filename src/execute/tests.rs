@@ -446,20 +446,53 @@ fn recover_after_rollback_started_decides_from_the_refs() {
                 .unwrap();
         }
         let done = ex.recover(Some(alice), &f.signers()).unwrap();
-        let (outcome, last) = if restored_before_the_crash {
-            (
-                "the branches had been restored: completed the rollback",
-                Step::RolledBack,
-            )
+        // Either way the rollback is finished: by the crashed run, or by recover now.
+        let outcome = if restored_before_the_crash {
+            "the branches had been restored: completed the rollback"
         } else {
-            (
-                "the rollback had not restored anything yet: abandoned it; run rollback again",
-                Step::RollbackAbandoned,
-            )
+            "the rollback was interrupted before it restored 1 branch: restored it; completed the rollback"
         };
         assert_eq!(describe(&done[0].outcome), outcome);
-        assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&last));
+        assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::RolledBack));
+        assert_eq!(
+            f.repo.ref_target("refs/heads/topic").map(|o| o.to_string()),
+            Some(f.topic.clone())
+        );
     }
+}
+
+/// A rollback interrupted before it restored a branch whose name someone has taken since
+/// (another commit): recover cannot finish it and changes nothing (16, naming the branch).
+#[test]
+fn recover_leaves_an_interrupted_rollback_whose_name_was_taken_for_a_person() {
+    let f = fixture();
+    let alice = &f.alice;
+    let ex = executor(&f, alice);
+    ex.apply(ID, image(&f), alice, &mut || Ok(())).unwrap();
+    let image = f.store.before_image(ID).unwrap().unwrap();
+    f.store
+        .write_file(ID, "rollback.json", &serde_json::to_vec(&image.refs).unwrap())
+        .unwrap();
+    f.store.journal(ID, Step::RollbackStarted, NOW).unwrap();
+    let other = f.repo.ref_target("refs/heads/main").unwrap().to_string();
+    assert_ne!(other, f.topic);
+    ex.repo
+        .ref_transaction(&[RefOp::Create {
+            refname: "refs/heads/topic".into(),
+            oid: other.clone(),
+        }])
+        .unwrap();
+    let e = ex.recover(Some(alice), &f.signers()).unwrap_err();
+    assert_eq!(e.kind, Kind::NeedsRecovery, "{e:?}");
+    assert!(e.message.contains("refs/heads/topic"), "{}", e.message);
+    assert_eq!(
+        f.store.journal_steps(ID).unwrap().last(),
+        Some(&Step::RollbackStarted)
+    );
+    assert_eq!(
+        f.repo.ref_target("refs/heads/topic").map(|o| o.to_string()),
+        Some(other)
+    );
 }
 
 /// An abandonment record as `receipts/<id>` would hold it, signed by `signer`, claiming
@@ -536,4 +569,153 @@ fn an_abandonment_record_is_believed_only_when_signed_by_the_key_that_consumed_t
     let stageless = receipts_item(&value, &f.alice);
     let e = remote_abandoned(&stageless, &marker, "sha256:h").unwrap_err();
     assert_eq!(e.kind, Kind::NeedsRecovery);
+}
+
+/// What a git killed inside its commit leaves (issue 35): `git.pid` naming a git that is
+/// gone and the refs it was given, then the `.lock` files of `locked` made after it.
+fn killed_git_left_locks(f: &Fixture, locked: &[&str]) -> Vec<std::path::PathBuf> {
+    // No process has this id (Linux's ids stay below `pid_max`, at most 2^22).
+    let pid = u32::MAX;
+    let given = [
+        "refs/heads/topic".to_string(),
+        format!("{}/{ID}", crate::plan::model::BACKUP_NAMESPACE),
+    ];
+    let given: Vec<&str> = given.iter().map(String::as_str).collect();
+    f.store
+        .write_file(ID, "git.pid", &super::locks::record(pid, &given))
+        .unwrap();
+    locked
+        .iter()
+        .map(|name| {
+            let path = f.repo.common_dir().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, b"").unwrap();
+            path
+        })
+        .collect()
+}
+
+/// The backup ref in place, as the first rename of git's commit makes it.
+fn backup_made(ex: &Executor, f: &Fixture) {
+    let commit = ex.write_backup_commit(&image(f)).unwrap();
+    ex.repo
+        .ref_transaction(&[RefOp::Create {
+            refname: format!("{}/{ID}", crate::plan::model::BACKUP_NAMESPACE),
+            oid: commit.oid,
+        }])
+        .unwrap();
+}
+
+#[test]
+fn recover_finishes_a_commit_git_was_killed_in_midway_and_removes_its_locks() {
+    let f = fixture();
+    let alice = &f.alice;
+    let ex = executor(&f, alice);
+    crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], alice);
+    backup_made(&ex, &f);
+    let locks = killed_git_left_locks(&f, &["refs/heads/topic.lock", "packed-refs.lock"]);
+    let done = ex.recover(Some(alice), &f.signers()).unwrap();
+    assert_eq!(
+        done[0].outcome,
+        RecoveryOutcome::Completed(Completed::CommitFinished {
+            deleted: 1,
+            backup_made: false
+        })
+    );
+    assert_eq!(done[0].locks_removed, 2);
+    assert!(locks.iter().all(|l| !l.exists()), "{locks:?}");
+    assert_eq!(f.repo.ref_target("refs/heads/topic"), None);
+    assert!(backup(&f).is_some());
+    assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Done));
+}
+
+#[test]
+fn a_lock_older_than_the_git_guardctl_started_is_left_for_a_person() {
+    let f = fixture();
+    let alice = &f.alice;
+    let ex = executor(&f, alice);
+    crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], alice);
+    let lock = f.repo.common_dir().join("refs/heads/topic.lock");
+    std::fs::write(&lock, b"").unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(&lock)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    killed_git_left_locks(&f, &[]);
+    let e = ex.recover(Some(alice), &f.signers()).unwrap_err();
+    assert_eq!(e.kind, Kind::NeedsRecovery);
+    assert!(
+        e.message.contains("topic.lock") && e.message.contains("older"),
+        "{}",
+        e.message
+    );
+    assert!(lock.exists());
+    assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Consumed));
+}
+
+#[test]
+fn recover_rolls_back_a_commit_that_deleted_nothing_once_a_branch_moved() {
+    let f = fixture();
+    let alice = &f.alice;
+    let ex = executor(&f, alice);
+    crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], alice);
+    backup_made(&ex, &f);
+    // Someone moves topic (git no longer locks it): deleted, then made again at main.
+    let main = f.repo.ref_target("refs/heads/main").unwrap().to_string();
+    ex.repo
+        .ref_transaction(&[RefOp::Delete {
+            refname: "refs/heads/topic".into(),
+            old: f.topic.clone(),
+        }])
+        .unwrap();
+    ex.repo
+        .ref_transaction(&[RefOp::Create {
+            refname: "refs/heads/topic".into(),
+            oid: main.clone(),
+        }])
+        .unwrap();
+    let done = ex.recover(Some(alice), &f.signers()).unwrap();
+    assert_eq!(
+        done[0].outcome,
+        RecoveryOutcome::Abandoned(crate::store::recovered::Abandoned::CommitRolledBack)
+    );
+    assert_eq!(
+        backup(&f),
+        None,
+        "the backup it made is removed: nothing was deleted"
+    );
+    assert_eq!(
+        f.repo.ref_target("refs/heads/topic").map(|o| o.to_string()),
+        Some(main)
+    );
+    assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Aborted));
+}
+
+#[test]
+fn a_backup_ref_that_keeps_nothing_planned_is_left_for_a_person() {
+    let f = fixture();
+    let alice = &f.alice;
+    let ex = executor(&f, alice);
+    crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], alice);
+    let main = f.repo.ref_target("refs/heads/main").unwrap().to_string();
+    ex.repo
+        .ref_transaction(&[RefOp::Create {
+            refname: format!("{}/{ID}", crate::plan::model::BACKUP_NAMESPACE),
+            oid: main,
+        }])
+        .unwrap();
+    let e = ex.recover(Some(alice), &f.signers()).unwrap_err();
+    assert_eq!(e.kind, Kind::NeedsRecovery);
+    assert!(
+        e.message.contains("does not keep every planned branch"),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        f.repo.ref_target("refs/heads/topic").map(|o| o.to_string()),
+        Some(f.topic.clone())
+    );
 }

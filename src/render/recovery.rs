@@ -26,7 +26,7 @@ impl RecoverView {
             recovered: done
                 .iter()
                 .map(|r| RecoveredView {
-                    outcome: describe(&r.outcome),
+                    outcome: sentence(r),
                     plan_id: format!("sha256:{}", r.id),
                 })
                 .collect(),
@@ -40,19 +40,26 @@ pub fn human(done: &[Recovered]) -> String {
         return "Nothing to recover: no apply or rollback was interrupted.\n".into();
     }
     done.iter()
-        .map(|r| {
-            format!(
-                "Plan {}: {}.\n",
-                super::view::short_id(&r.id),
-                describe(&r.outcome)
-            )
-        })
+        .map(|r| format!("Plan {}: {}.\n", super::view::short_id(&r.id), sentence(r)))
         .collect()
 }
 
 /// The notice an apply or rollback prints for a plan its session recovered first.
 pub fn notice(r: &Recovered) -> String {
-    format!("recovered plan sha256:{}: {}", r.id, describe(&r.outcome))
+    format!("recovered plan sha256:{}: {}", r.id, sentence(r))
+}
+
+/// The sentence for what recover did to one plan, with the locks it removed first: the
+/// words of its audit entry.
+pub fn sentence(r: &Recovered) -> String {
+    match r.locks_removed {
+        0 => describe(&r.outcome),
+        n => format!(
+            "{}; removed {n} lock file{} its killed git had left",
+            describe(&r.outcome),
+            if n == 1 { "" } else { "s" }
+        ),
+    }
 }
 
 /// The sentence for `outcome` (no final period: `recover` adds one, the notice does not).
@@ -61,22 +68,32 @@ pub fn describe(outcome: &RecoveryOutcome) -> String {
         RecoveryOutcome::Forgotten => {
             "abandoned an apply interrupted before it began; nothing had changed".into()
         }
-        RecoveryOutcome::Completed(c) => match c {
-            Completed::Committed => "completed the interrupted apply",
-            Completed::CommandFinished => "completed the interrupted apply (the command had finished)",
-            Completed::PushLanded => "the push had landed: completed the apply",
-            Completed::DeletionsCommitted => "the deletions had been committed: completed the apply",
-            Completed::UnmarkedPushLanded => {
-                "every planned ref is gone from the remote: the push had landed; completed the apply"
-            }
+        RecoveryOutcome::LocksOnly => {
+            "git was killed before the apply began; nothing had changed".into()
         }
-        .into(),
+        RecoveryOutcome::Completed(c) => match c {
+            Completed::Committed => "completed the interrupted apply".into(),
+            Completed::CommandFinished => "completed the interrupted apply (the command had finished)".into(),
+            Completed::PushLanded => "the push had landed: completed the apply".into(),
+            Completed::DeletionsCommitted => "the deletions had been committed: completed the apply".into(),
+            Completed::UnmarkedPushLanded => {
+                "every planned ref is gone from the remote: the push had landed; completed the apply".into()
+            }
+            Completed::CommitFinished { deleted, backup_made } => format!(
+                "git's commit of the deletions was killed midway: deleted the {deleted} planned branch{} it had not yet deleted, each still at its planned commit{}; completed the apply",
+                if *deleted == 1 { "" } else { "es" },
+                if *backup_made { ", after making the missing backup ref" } else { "" }
+            ),
+        },
         RecoveryOutcome::Abandoned(a) => match a {
             Abandoned::PushNotLanded => {
                 "the push had not landed: abandoned the apply; nothing was deleted".into()
             }
             Abandoned::DeletionsNotCommitted => {
                 "the deletions had not been committed: abandoned the apply; nothing was deleted".into()
+            }
+            Abandoned::CommitRolledBack => {
+                "git's commit of the deletions was killed before it deleted anything and a planned branch has moved since: removed the backup ref it had made; abandoned the apply; nothing was deleted".into()
             }
             Abandoned::UnmarkedPushNotLanded => {
                 "no planned ref is gone from the remote: the push had not landed; abandoned the apply; nothing was deleted".into()
@@ -97,6 +114,11 @@ pub fn describe(outcome: &RecoveryOutcome) -> String {
         RecoveryOutcome::RolledBack { config_only: false } => {
             "the branches had been restored: completed the rollback".into()
         }
+        RecoveryOutcome::RollbackFinished { restored } => format!(
+            "the rollback was interrupted before it restored {restored} branch{}: restored {}; completed the rollback",
+            if *restored == 1 { "" } else { "es" },
+            if *restored == 1 { "it" } else { "them" }
+        ),
         RecoveryOutcome::RollbackAbandoned => {
             "the rollback had not restored anything yet: abandoned it; run rollback again".into()
         }
@@ -135,6 +157,7 @@ mod tests {
         let done = [Recovered {
             id: "ab".repeat(32),
             outcome: RecoveryOutcome::RollbackAbandoned,
+            locks_removed: 0,
         }];
         assert_eq!(
             human(&done),

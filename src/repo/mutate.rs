@@ -7,7 +7,9 @@
 //! `apply` hands git the transaction first and commits it only after its own checks, so the
 //! refs stay locked in between. Config sections are removed in one rewrite of the config
 //! file under git's own `config.lock`. The backup commit is written with `git hash-object`.
-//! A `.lock` file left by a killed git is reported, never removed. A remote's branches change
+//! A `.lock` file left by a killed git is removed only when `execute::locks` has shown it
+//! was left by the git guardctl started, which is dead ([`RepoMut::remove_abandoned_locks`]);
+//! any other is reported, never removed. A remote's branches change
 //! through one atomic, leased `git push` (`push.rs`).
 //!
 //! Mutation is a type, not a convention: every method here is on [`RepoMut`], which exists
@@ -68,6 +70,14 @@ pub enum RefOp {
     Create { refname: String, oid: String },
     /// Delete `refname` only if it still points at `old`.
     Delete { refname: String, old: String },
+}
+
+impl RefOp {
+    pub fn refname(&self) -> &str {
+        match self {
+            RefOp::Create { refname, .. } | RefOp::Delete { refname, .. } => refname,
+        }
+    }
 }
 
 impl RepoMut<'_> {
@@ -220,6 +230,26 @@ impl RepoMut<'_> {
             _ => {}
         }
         Ok(true)
+    }
+
+    /// Remove lock files a killed git left (`execute::locks` decides which). Each must be a
+    /// regular `*.lock` file under the common git dir: `refs/…` or `packed-refs.lock`.
+    pub fn remove_abandoned_locks(&self, paths: &[std::path::PathBuf]) -> Result<()> {
+        let common = self.common_dir();
+        for path in paths {
+            let inside = path
+                .strip_prefix(common)
+                .is_ok_and(|rel| rel.starts_with("refs") || rel == std::path::Path::new("packed-refs.lock"));
+            let regular = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
+            if !inside || !regular || path.extension().is_none_or(|e| e != "lock") {
+                return Err(Error::internal(format!(
+                    "refusing to remove {}: not a ref lock of this repository",
+                    path.display()
+                )));
+            }
+            std::fs::remove_file(path).map_err(Error::io("remove", path))?;
+        }
+        Ok(())
     }
 
     /// Remove the loose object of a backup commit this run wrote and never referenced (its

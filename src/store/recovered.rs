@@ -13,6 +13,9 @@ pub struct Recovered {
     /// The plan id's hex digits (the store's name for it).
     pub id: String,
     pub outcome: RecoveryOutcome,
+    /// How many `.lock` files the killed git had left that recover removed first
+    /// (`execute::locks`).
+    pub locks_removed: usize,
 }
 
 /// How an interrupted sequence was settled.
@@ -21,6 +24,9 @@ pub enum RecoveryOutcome {
     /// An apply interrupted before it consumed the plan: nothing had changed, its
     /// before-image is forgotten and the plan stays usable.
     Forgotten,
+    /// Nothing to settle but the `.lock` files a git killed before the apply's first step
+    /// left (`Recovered::locks_removed`): nothing had changed.
+    LocksOnly,
     /// An apply finished: its changes had been made, and its receipt is signed now.
     Completed(Completed),
     /// An apply abandoned: nothing was deleted, or its command is never run (again).
@@ -28,6 +34,9 @@ pub enum RecoveryOutcome {
     /// A rollback finished: its refs had been restored (`config_only`: the journal said so
     /// and only the config was left to restore).
     RolledBack { config_only: bool },
+    /// A rollback interrupted before it restored `restored` of its refs: recover restored
+    /// them (each created at its old id, leased on the name's absence) and the config.
+    RollbackFinished { restored: usize },
     /// A rollback that had restored nothing yet, abandoned: running it again is safe.
     RollbackAbandoned,
 }
@@ -47,6 +56,10 @@ pub enum Completed {
     /// A remote's deletions pushed without a consumed marker: every planned ref is gone from
     /// the remote and backed up here.
     UnmarkedPushLanded,
+    /// This repository's deletions: git's commit was killed midway (the backup ref made,
+    /// `deleted` planned refs not yet deleted, each still at its planned id): recover deleted
+    /// them, leased on that id, making the backup ref first when it was missing.
+    CommitFinished { deleted: usize, backup_made: bool },
 }
 
 /// Why an apply was abandoned.
@@ -56,6 +69,10 @@ pub enum Abandoned {
     PushNotLanded,
     /// This repository's deletions had not been committed.
     DeletionsNotCommitted,
+    /// This repository's deletions: git's commit began (the backup ref was made) but deleted
+    /// nothing, and a planned ref has moved since, so it cannot be finished: recover removed
+    /// the backup ref, leaving the refs exactly as before the apply.
+    CommitRolledBack,
     /// A remote's deletions pushed without a marker: no planned ref is gone.
     UnmarkedPushNotLanded,
     /// A remote's deletions pushed without a marker: the apply had not made its backup, so it

@@ -1020,3 +1020,19 @@ fn a_copied_standard_repo_names_only_its_own_directory() {
     assert_eq!(env.git_in(&wt, &["status", "--porcelain"]), "");
     assert_eq!(env.git(&["status", "--porcelain"]), "");
 }
+
+/// A tiny deterministic generator (no dependency needed for test randomness).
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}

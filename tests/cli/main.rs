@@ -20,6 +20,7 @@ mod hostile;
 mod identity;
 mod json_contract;
 mod json_shapes;
+mod kill_soak;
 mod layers;
 mod ledger;
 mod mcp;
