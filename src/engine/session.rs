@@ -117,6 +117,40 @@ impl<'s> Session<'s> {
     pub fn recovered(&self) -> &[Recovered] {
         &self.recovered
     }
+
+    /// Say which lock files a guardctl killed while holding the lock had left, and whether
+    /// they were removed (`repo::mutate::stale_locks`); record the removal in the audit log
+    /// when the session can sign.
+    fn report_stale_locks(&mut self, ui: &mut Ui) -> Result<()> {
+        let cleared = self.executor.repo.stale_locks();
+        let names = |paths: &[std::path::PathBuf]| {
+            paths
+                .iter()
+                .map(|p| crate::text::safe(&p.display().to_string()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if let Some(why) = &cleared.left {
+            ui.warn(&format!(
+                "a guardctl was killed while changing this repository, and lock files it may have left were not removed: {}",
+                crate::text::safe(why)
+            ));
+        }
+        if cleared.removed.is_empty() {
+            return Ok(());
+        }
+        let detail = format!(
+            "removed {} lock file{} a killed guardctl's git had left: {}",
+            cleared.removed.len(),
+            if cleared.removed.len() == 1 { "" } else { "s" },
+            names(&cleared.removed)
+        );
+        ui.notice(&detail);
+        if self.executor.key.is_some() && self.broken_log.is_none() {
+            self.executor.audit("recover", None, None, &detail)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'s> Locked<'s> {
@@ -149,6 +183,7 @@ impl<'s> Checked<'s> {
     pub fn begin(self, ui: &mut Ui, signer: Signer<'s>, notices: Notices) -> Result<Session<'s>> {
         let ctx = self.ctx;
         let mut session = self.without_recovery(signer);
+        session.report_stale_locks(ui)?;
         let (signers, _) = ctx.allowed_signers()?;
         let recovered = session.executor.recover(session.executor.key, &signers)?;
         if notices == Notices::Print {

@@ -39,15 +39,10 @@ impl Executor<'_> {
         // The backup ref is created in the same all-or-nothing transaction; its commit object
         // is written while git reads the deletions, and its `create` goes in last.
         let (sender, backup_op) = std::sync::mpsc::channel();
-        let locked: Vec<&str> = ops
-            .iter()
-            .map(RefOp::refname)
-            .chain(image.backup_ref.as_deref())
-            .collect();
         let pending = self.repo.begin_ref_transaction(
             &ops,
             image.backup_ref.is_some().then_some(backup_op),
-            &mut |pid| self.record_git(id, pid, &locked),
+            &mut |pid| self.record_git(id, pid),
         )?;
         // Bound after `pending`, so it drops first should anything below unwind: git's feeder
         // then ends its input (an abort) before `pending`'s drop waits for git to exit.
@@ -94,7 +89,7 @@ impl Executor<'_> {
                 // Refused before anything durable: the transaction was aborted (and waited
                 // for), so nothing refers to the backup commit, and neither git's process id
                 // nor a before-image is of use to a recovery (which ignores a refused step).
-                self.store.remove_file(id, super::locks::GIT_PID)?;
+                self.store.remove_file(id, "git.pid")?;
                 self.store.remove_file(id, "before-image.json")?;
                 journal.refused()?;
                 if let Some(b) = &backup {

@@ -216,7 +216,7 @@ impl Executor<'_> {
             let via = prepared.as_ref().map(|p| p.scratch.as_ref());
             let Err(e) = self
                 .repo
-                .push_atomic(url, &all, via, &mut |pid| self.record_git(id, pid, &[]))
+                .push_atomic(url, &all, via, &mut |pid| self.record_git(id, pid))
             else {
                 // The receipt that follows builds on the tip this push made.
                 if let (Some(s), Some(p)) = (known, &prepared) {

@@ -44,7 +44,6 @@ mod apply_remote;
 mod decide;
 mod finish;
 mod journal;
-mod locks;
 pub mod records;
 mod recover;
 mod rollback;

@@ -11,8 +11,8 @@ use super::records::{consumed, signed_state, trusted};
 use super::{ABANDONED, Executor};
 use crate::error::{Error, Kind, Result};
 use crate::plan::approval::DeletedRef;
-use crate::render::recovery::sentence;
-use crate::repo::mutate::RefOp;
+use crate::render::recovery::describe;
+use crate::repo::mutate::{RefOp, RemoteOp};
 use crate::sign::{AllowedSigners, SigningKey};
 use crate::store::recovered::{Abandoned, Completed, Recovered, RecoveryOutcome};
 use crate::store::state::{Consumed, Step, StepOf};
@@ -31,19 +31,9 @@ impl Executor<'_> {
             let steps = self.store.journal_steps(&id)?;
             let Some(&last) = steps.last() else {
                 // Killed while git held the refs for a transaction never committed: let that
-                // git finish aborting before anyone touches those refs again, and remove the
-                // locks it left if it was killed too.
+                // git finish aborting before anyone touches those refs again (the locks of a
+                // git killed too were removed when the lock was taken: `mutate::stale_locks`).
                 self.wait_for_orphaned_git(&id)?;
-                let locks_removed = self.clear_abandoned_locks(&id, &[])?;
-                if locks_removed > 0 {
-                    let r = Recovered {
-                        id,
-                        outcome: RecoveryOutcome::LocksOnly,
-                        locks_removed,
-                    };
-                    self.audit("recover", Some(&format!("sha256:{}", r.id)), None, &sentence(&r))?;
-                    done.push(r);
-                }
                 continue;
             };
             // Every step answers (no wildcard): a new step must say what recovery does after it.
@@ -69,22 +59,21 @@ impl Executor<'_> {
             }
             if last == Step::BeforeImageWritten && !self.store.is_consumed(&id) {
                 trusted(self.store, &id, signers)?;
-                let (outcome, locks_removed) = self.recover_unstarted(&id)?;
-                let r = Recovered {
-                    id,
-                    outcome,
-                    locks_removed,
-                };
-                self.audit("recover", Some(&format!("sha256:{}", r.id)), None, &sentence(&r))?;
-                done.push(r);
+                let outcome = self.recover_unstarted(&id)?;
+                self.audit(
+                    "recover",
+                    Some(&format!("sha256:{id}")),
+                    None,
+                    &describe(&outcome),
+                )?;
+                done.push(Recovered { id, outcome });
                 continue;
             }
             let (image, marker) = consumed(self.store, &id, signers)?;
             self.check_kind(&id, &image, &steps)?;
-            let mut locks_removed = 0;
             let outcome = match last {
                 Step::BeforeImageWritten | Step::Consumed | Step::BackupCreated => {
-                    self.recover_apply(&id, &image, &marker, key, &mut locks_removed)?
+                    self.recover_apply(&id, &image, &marker, key)?
                 }
                 Step::CommandStarted => self.recover_started_command(&id, &image, &marker, key)?,
                 Step::CommandFinished => {
@@ -107,7 +96,7 @@ impl Executor<'_> {
                     self.finish(&id, &image, key)?;
                     RecoveryOutcome::Completed(Completed::Committed)
                 }
-                Step::RollbackStarted => self.recover_rollback(&id, &image, &mut locks_removed)?,
+                Step::RollbackStarted => self.recover_rollback(&id, &image)?,
                 Step::RollbackRefsRestored => {
                     self.restore_config(&id, &image)?;
                     RecoveryOutcome::RolledBack { config_only: true }
@@ -119,13 +108,13 @@ impl Executor<'_> {
                 | Step::RolledBack
                 | Step::RollbackAbandoned => continue,
             };
-            let r = Recovered {
-                id,
-                outcome,
-                locks_removed,
-            };
-            self.audit("recover", Some(&format!("sha256:{}", r.id)), None, &sentence(&r))?;
-            done.push(r);
+            self.audit(
+                "recover",
+                Some(&format!("sha256:{id}")),
+                None,
+                &describe(&outcome),
+            )?;
+            done.push(Recovered { id, outcome });
         }
         Ok(done)
     }
@@ -190,39 +179,41 @@ impl Executor<'_> {
         Ok((deleted, backed))
     }
 
-    /// An apply interrupted before it consumed the plan: nothing changed; forget its image
-    /// (after removing the locks its git left, if that was killed too). Returns how many.
-    pub(super) fn recover_unstarted(&self, id: &str) -> Result<(RecoveryOutcome, usize)> {
+    /// An apply interrupted before it consumed the plan: nothing changed; forget its image.
+    pub(super) fn recover_unstarted(&self, id: &str) -> Result<RecoveryOutcome> {
         let journal = self.resume::<Written>(id)?;
         self.wait_for_orphaned_git(id)?;
-        let locks_removed = self.clear_abandoned_locks(id, &[])?;
         self.store.remove_file(id, "before-image.json")?;
         journal.recovered_unstarted()?;
-        Ok((RecoveryOutcome::Forgotten, locks_removed))
+        Ok(RecoveryOutcome::Forgotten)
     }
 
     /// An apply interrupted before or during its ref transaction: decide from the refs
-    /// (`decide`), after removing the locks a killed git left (counted in `locks_removed`).
+    /// (`decide`).
     pub(super) fn recover_apply(
         &self,
         id: &str,
         image: &BeforeImage,
         marker: &Consumed,
         key: Option<&SigningKey>,
-        locks_removed: &mut usize,
     ) -> Result<RecoveryOutcome> {
         let journal = self.resume::<Pending>(id)?;
+        // The journal is not signed: one cut back to before the commit, for a plan whose apply
+        // finished (and perhaps was rolled back), must not make recover apply it again.
+        for done in ["receipt.json", "result.json", "rollback.json"] {
+            if self.store.read_file(id, done)?.is_some() {
+                return Err(state::inconsistent(
+                    &self.store.plan_dir(id).join("journal"),
+                    format!("it says the apply never finished, but {done} exists"),
+                ));
+            }
+        }
         // A git started by the dead apply may still hold the refs' locks (it aborts once it
         // sees the end of its input, or completes a commit it was sent): wait for it first.
         self.wait_for_orphaned_git(id)?;
         if image.command.is_some() {
             return self.recover_unstarted_command(journal, image, marker, key);
         }
-        let mut locked: Vec<String> = image.backup_ref.iter().cloned().collect();
-        if image.remote.is_none() {
-            locked.extend(image.refs.iter().map(|r| r.refname.clone()));
-        }
-        *locks_removed = self.clear_abandoned_locks(id, &locked)?;
         // A remote's deletions and the consumed marker were one atomic push: the marker on
         // the remote, exactly as this clone signed it, says the push landed; its absence (or
         // another's marker) that it did not, whatever the branches look like now. Without the
@@ -233,8 +224,12 @@ impl Executor<'_> {
             }
             if self.remote_consumed(&url, id)? == Some(self.our_marker(id)?) {
                 let key = self.receipt_key(id, image, marker, key)?;
+                let deleted = self.finish_remote_deletions(id, &url, image)?;
                 self.settle(journal.refs_found_committed()?, image, key)?;
-                return Ok(RecoveryOutcome::Completed(Completed::PushLanded));
+                return Ok(RecoveryOutcome::Completed(match deleted {
+                    0 => Completed::PushLanded,
+                    deleted => Completed::PushFinished { deleted },
+                }));
             }
             let e = Error::new(
                 Kind::Drift,
@@ -285,7 +280,7 @@ impl Executor<'_> {
                 self.settle(journal.refs_found_committed()?, image, key)?;
                 Ok(RecoveryOutcome::Completed(Completed::DeletionsCommitted))
             }
-            Decision::Abandon => {
+            Decision::Abandon if backup == BackupNow::Absent => {
                 let e = Error::new(
                     Kind::Drift,
                     "the apply was interrupted before any branch was deleted",
@@ -293,61 +288,30 @@ impl Executor<'_> {
                 self.abort(journal, &e)?;
                 Ok(RecoveryOutcome::Abandoned(Abandoned::DeletionsNotCommitted))
             }
-            Decision::Finish { delete, make_backup } => {
-                // The receipt's key is checked before anything changes: a recover that could
-                // not finish the apply leaves the refs as the kill did.
-                let key = self.receipt_key(id, image, marker, key)?;
-                let mut ops = Vec::new();
-                if make_backup {
-                    let (Some(refname), Some(oid)) = (&image.backup_ref, &image.backup_commit) else {
-                        return Err(person(
-                            id,
-                            "its backup ref is missing and its before-image names no backup commit to make it from",
-                        ));
-                    };
-                    let exists = crate::repo::Oid::from_str(oid).is_ok_and(|o| self.repo.has_object(o));
-                    if !exists {
-                        return Err(person(
-                            id,
-                            &format!(
-                                "its backup ref is missing and its backup commit {} is not in the repository",
-                                safe(oid)
-                            ),
-                        ));
-                    }
-                    ops.push(RefOp::Create {
-                        refname: refname.clone(),
-                        oid: oid.clone(),
-                    });
-                }
-                ops.extend(delete.iter().map(|&i| RefOp::Delete {
-                    refname: image.refs[i].refname.clone(),
-                    old: image.refs[i].oid.clone(),
-                }));
-                self.transaction(id, &ops)?;
-                self.settle(journal.refs_found_committed()?, image, key)?;
-                Ok(RecoveryOutcome::Completed(Completed::CommitFinished {
-                    deleted: delete.len(),
-                    backup_made: make_backup,
-                }))
-            }
-            Decision::RollBack => {
-                let (Some(refname), Some(at)) = (&image.backup_ref, backup_at) else {
-                    return Err(person(id, "its backup ref vanished while recover read it"));
-                };
-                self.transaction(
-                    id,
-                    &[RefOp::Delete {
-                        refname: refname.clone(),
-                        old: at.to_string(),
-                    }],
-                )?;
+            Decision::Abandon => {
                 let e = Error::new(
                     Kind::Drift,
                     "the apply was interrupted before any branch was deleted, and a planned branch moved since",
                 );
                 self.abort(journal, &e)?;
-                Ok(RecoveryOutcome::Abandoned(Abandoned::CommitRolledBack))
+                Ok(RecoveryOutcome::Abandoned(Abandoned::CommitAbandoned))
+            }
+            Decision::Finish { delete } => {
+                // The receipt's key is checked before anything changes: a recover that could
+                // not finish the apply leaves the refs as the kill did.
+                let key = self.receipt_key(id, image, marker, key)?;
+                let ops: Vec<RefOp> = delete
+                    .iter()
+                    .map(|&i| RefOp::Delete {
+                        refname: image.refs[i].refname.clone(),
+                        old: image.refs[i].oid.clone(),
+                    })
+                    .collect();
+                self.transaction(id, &ops)?;
+                self.settle(journal.refs_found_committed()?, image, key)?;
+                Ok(RecoveryOutcome::Completed(Completed::CommitFinished {
+                    deleted: delete.len(),
+                }))
             }
             Decision::Person { moved } if moved.is_empty() => Err(person(
                 id,
@@ -376,6 +340,40 @@ impl Executor<'_> {
                 ))
             }
         }
+    }
+
+    /// The push with this clone's marker landed, but a remote whose `git receive-pack` was
+    /// killed with us (a `file://` remote runs it in our process group) can hold the marker
+    /// with some deletions not yet made: push those, each leased on its planned id, in one
+    /// atomic push. A planned ref at another id is for a person (16, naming it). Returns how
+    /// many it deleted.
+    fn finish_remote_deletions(&self, id: &str, url: &str, image: &BeforeImage) -> Result<usize> {
+        let now = self.targets(image, &image.refs)?;
+        let (mut ops, mut moved) = (Vec::new(), Vec::new());
+        for r in &image.refs {
+            match now.get(&r.refname) {
+                None => {}
+                Some(oid) if oid.to_string() == r.oid => ops.push(RemoteOp::Delete {
+                    refname: r.refname.clone(),
+                    old: r.oid.clone(),
+                }),
+                Some(_) => moved.push(format!("{} (planned at {})", safe(&r.refname), r.oid)),
+            }
+        }
+        if !moved.is_empty() {
+            return Err(person(
+                id,
+                &format!(
+                    "its push landed on the remote, yet these refs there are at a commit nobody planned: {}",
+                    moved.join(", ")
+                ),
+            ));
+        }
+        if !ops.is_empty() {
+            self.repo
+                .push_atomic(url, &ops, None, &mut |pid| self.record_git(id, pid))?;
+        }
+        Ok(ops.len())
     }
 
     /// What `consumed/<id>` holds on the remote when it is this clone's marker.
@@ -565,15 +563,9 @@ impl Executor<'_> {
 
     /// A rollback interrupted around its restore: for this repository's refs, the restore
     /// is finished (each ref still missing created at its old id; a name taken by another
-    /// commit is for a person), after removing the locks a killed git left (counted in
-    /// `locks_removed`). A remote's is finished when its atomic push landed, else abandoned
+    /// commit is for a person). A remote's is finished when its atomic push landed, else abandoned
     /// (running rollback again pushes it).
-    pub(super) fn recover_rollback(
-        &self,
-        id: &str,
-        image: &BeforeImage,
-        locks_removed: &mut usize,
-    ) -> Result<RecoveryOutcome> {
+    pub(super) fn recover_rollback(&self, id: &str, image: &BeforeImage) -> Result<RecoveryOutcome> {
         let journal = self.resume::<RollingBack>(id)?;
         self.wait_for_orphaned_git(id)?;
         let path = self.store.plan_dir(id).join("rollback.json");
@@ -586,10 +578,6 @@ impl Executor<'_> {
                 &path,
                 format!("it restores {}, which the plan did not delete", r.refname),
             ));
-        }
-        if image.remote.is_none() {
-            let names: Vec<String> = missing.iter().map(|r| r.refname.clone()).collect();
-            *locks_removed = self.clear_abandoned_locks(id, &names)?;
         }
         let targets = self.targets(image, &missing)?;
         let taken: Vec<String> = missing

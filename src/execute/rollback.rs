@@ -131,7 +131,7 @@ impl Executor<'_> {
                     Ok(())
                 } else {
                     self.repo
-                        .push_atomic(&url, &ops, None, &mut |pid| self.record_git(id, pid, &[]))
+                        .push_atomic(&url, &ops, None, &mut |pid| self.record_git(id, pid))
                 }
             }
         };

@@ -109,27 +109,21 @@ impl Executor<'_> {
     /// Run a ref transaction, recording git's process id durably first: if we are killed,
     /// git may still be committing, and recovery must wait for it rather than guess.
     pub(super) fn transaction(&self, id: &str, ops: &[RefOp]) -> Result<()> {
-        let names: Vec<&str> = ops.iter().map(RefOp::refname).collect();
         self.repo
-            .ref_transaction_watched(ops, &mut |pid| self.record_git(id, pid, &names))
+            .ref_transaction_watched(ops, &mut |pid| self.record_git(id, pid))
     }
 
-    /// Record the git a transaction runs in and the refs it is given (`locks`: so a
-    /// recovery can wait for it, and remove the locks it left if it was killed).
-    pub(super) fn record_git(&self, id: &str, pid: u32, refs: &[&str]) -> Result<()> {
-        self.store
-            .write_file(id, super::locks::GIT_PID, &super::locks::record(pid, refs))
+    pub(super) fn record_git(&self, id: &str, pid: u32) -> Result<()> {
+        self.store.write_file(id, "git.pid", pid.to_string().as_bytes())
     }
 
     /// Wait (bounded) for a git transaction started by a process that died: until it exits,
     /// the refs are not in their final state.
     pub(super) fn wait_for_orphaned_git(&self, id: &str) -> Result<()> {
-        let Some(record) = self.store.read_file(id, super::locks::GIT_PID)? else {
+        let Some(pid) = self.store.read_file(id, "git.pid")? else {
             return Ok(());
         };
-        let record = String::from_utf8_lossy(&record);
-        let pid = record.lines().next().unwrap_or_default().trim();
-        let cmdline = format!("/proc/{pid}/cmdline");
+        let cmdline = format!("/proc/{}/cmdline", String::from_utf8_lossy(&pid).trim());
         for _ in 0..300 {
             match std::fs::read(&cmdline) {
                 Ok(c) if c.split(|b| *b == 0).any(|a| a == b"update-ref" || a == b"push") => {

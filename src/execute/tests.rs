@@ -571,30 +571,6 @@ fn an_abandonment_record_is_believed_only_when_signed_by_the_key_that_consumed_t
     assert_eq!(e.kind, Kind::NeedsRecovery);
 }
 
-/// What a git killed inside its commit leaves (issue 35): `git.pid` naming a git that is
-/// gone and the refs it was given, then the `.lock` files of `locked` made after it.
-fn killed_git_left_locks(f: &Fixture, locked: &[&str]) -> Vec<std::path::PathBuf> {
-    // No process has this id (Linux's ids stay below `pid_max`, at most 2^22).
-    let pid = u32::MAX;
-    let given = [
-        "refs/heads/topic".to_string(),
-        format!("{}/{ID}", crate::plan::model::BACKUP_NAMESPACE),
-    ];
-    let given: Vec<&str> = given.iter().map(String::as_str).collect();
-    f.store
-        .write_file(ID, "git.pid", &super::locks::record(pid, &given))
-        .unwrap();
-    locked
-        .iter()
-        .map(|name| {
-            let path = f.repo.common_dir().join(name);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, b"").unwrap();
-            path
-        })
-        .collect()
-}
-
 /// The backup ref in place, as the first rename of git's commit makes it.
 fn backup_made(ex: &Executor, f: &Fixture) {
     let commit = ex.write_backup_commit(&image(f)).unwrap();
@@ -607,57 +583,24 @@ fn backup_made(ex: &Executor, f: &Fixture) {
 }
 
 #[test]
-fn recover_finishes_a_commit_git_was_killed_in_midway_and_removes_its_locks() {
+fn recover_finishes_a_commit_git_was_killed_in_midway() {
     let f = fixture();
     let alice = &f.alice;
     let ex = executor(&f, alice);
     crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], alice);
     backup_made(&ex, &f);
-    let locks = killed_git_left_locks(&f, &["refs/heads/topic.lock", "packed-refs.lock"]);
     let done = ex.recover(Some(alice), &f.signers()).unwrap();
     assert_eq!(
         done[0].outcome,
-        RecoveryOutcome::Completed(Completed::CommitFinished {
-            deleted: 1,
-            backup_made: false
-        })
+        RecoveryOutcome::Completed(Completed::CommitFinished { deleted: 1 })
     );
-    assert_eq!(done[0].locks_removed, 2);
-    assert!(locks.iter().all(|l| !l.exists()), "{locks:?}");
     assert_eq!(f.repo.ref_target("refs/heads/topic"), None);
     assert!(backup(&f).is_some());
     assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Done));
 }
 
 #[test]
-fn a_lock_older_than_the_git_guardctl_started_is_left_for_a_person() {
-    let f = fixture();
-    let alice = &f.alice;
-    let ex = executor(&f, alice);
-    crashed_after(&ex, &f, &[Step::BeforeImageWritten, Step::Consumed], alice);
-    let lock = f.repo.common_dir().join("refs/heads/topic.lock");
-    std::fs::write(&lock, b"").unwrap();
-    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
-    std::fs::File::options()
-        .write(true)
-        .open(&lock)
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
-    killed_git_left_locks(&f, &[]);
-    let e = ex.recover(Some(alice), &f.signers()).unwrap_err();
-    assert_eq!(e.kind, Kind::NeedsRecovery);
-    assert!(
-        e.message.contains("topic.lock") && e.message.contains("older"),
-        "{}",
-        e.message
-    );
-    assert!(lock.exists());
-    assert_eq!(f.store.journal_steps(ID).unwrap().last(), Some(&Step::Consumed));
-}
-
-#[test]
-fn recover_rolls_back_a_commit_that_deleted_nothing_once_a_branch_moved() {
+fn recover_abandons_a_commit_that_deleted_nothing_once_a_branch_moved() {
     let f = fixture();
     let alice = &f.alice;
     let ex = executor(&f, alice);
@@ -680,13 +623,9 @@ fn recover_rolls_back_a_commit_that_deleted_nothing_once_a_branch_moved() {
     let done = ex.recover(Some(alice), &f.signers()).unwrap();
     assert_eq!(
         done[0].outcome,
-        RecoveryOutcome::Abandoned(crate::store::recovered::Abandoned::CommitRolledBack)
+        RecoveryOutcome::Abandoned(crate::store::recovered::Abandoned::CommitAbandoned)
     );
-    assert_eq!(
-        backup(&f),
-        None,
-        "the backup it made is removed: nothing was deleted"
-    );
+    assert!(backup(&f).is_some(), "the backup it made stays until gc");
     assert_eq!(
         f.repo.ref_target("refs/heads/topic").map(|o| o.to_string()),
         Some(main)

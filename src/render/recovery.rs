@@ -26,7 +26,7 @@ impl RecoverView {
             recovered: done
                 .iter()
                 .map(|r| RecoveredView {
-                    outcome: sentence(r),
+                    outcome: describe(&r.outcome),
                     plan_id: format!("sha256:{}", r.id),
                 })
                 .collect(),
@@ -40,26 +40,19 @@ pub fn human(done: &[Recovered]) -> String {
         return "Nothing to recover: no apply or rollback was interrupted.\n".into();
     }
     done.iter()
-        .map(|r| format!("Plan {}: {}.\n", super::view::short_id(&r.id), sentence(r)))
+        .map(|r| {
+            format!(
+                "Plan {}: {}.\n",
+                super::view::short_id(&r.id),
+                describe(&r.outcome)
+            )
+        })
         .collect()
 }
 
 /// The notice an apply or rollback prints for a plan its session recovered first.
 pub fn notice(r: &Recovered) -> String {
-    format!("recovered plan sha256:{}: {}", r.id, sentence(r))
-}
-
-/// The sentence for what recover did to one plan, with the locks it removed first: the
-/// words of its audit entry.
-pub fn sentence(r: &Recovered) -> String {
-    match r.locks_removed {
-        0 => describe(&r.outcome),
-        n => format!(
-            "{}; removed {n} lock file{} its killed git had left",
-            describe(&r.outcome),
-            if n == 1 { "" } else { "s" }
-        ),
-    }
+    format!("recovered plan sha256:{}: {}", r.id, describe(&r.outcome))
 }
 
 /// The sentence for `outcome` (no final period: `recover` adds one, the notice does not).
@@ -67,9 +60,6 @@ pub fn describe(outcome: &RecoveryOutcome) -> String {
     match outcome {
         RecoveryOutcome::Forgotten => {
             "abandoned an apply interrupted before it began; nothing had changed".into()
-        }
-        RecoveryOutcome::LocksOnly => {
-            "git was killed before the apply began; nothing had changed".into()
         }
         RecoveryOutcome::Completed(c) => match c {
             Completed::Committed => "completed the interrupted apply".into(),
@@ -79,10 +69,13 @@ pub fn describe(outcome: &RecoveryOutcome) -> String {
             Completed::UnmarkedPushLanded => {
                 "every planned ref is gone from the remote: the push had landed; completed the apply".into()
             }
-            Completed::CommitFinished { deleted, backup_made } => format!(
-                "git's commit of the deletions was killed midway: deleted the {deleted} planned branch{} it had not yet deleted, each still at its planned commit{}; completed the apply",
-                if *deleted == 1 { "" } else { "es" },
-                if *backup_made { ", after making the missing backup ref" } else { "" }
+            Completed::PushFinished { deleted } => format!(
+                "the push had landed with {deleted} of its deletions not yet made on the remote: deleted {}, each still at its planned commit; completed the apply",
+                if *deleted == 1 { "it" } else { "them" }
+            ),
+            Completed::CommitFinished { deleted } => format!(
+                "git's commit of the deletions was killed midway: deleted the {deleted} planned branch{} it had not yet deleted, each still at its planned commit; completed the apply",
+                if *deleted == 1 { "" } else { "es" }
             ),
         },
         RecoveryOutcome::Abandoned(a) => match a {
@@ -92,8 +85,8 @@ pub fn describe(outcome: &RecoveryOutcome) -> String {
             Abandoned::DeletionsNotCommitted => {
                 "the deletions had not been committed: abandoned the apply; nothing was deleted".into()
             }
-            Abandoned::CommitRolledBack => {
-                "git's commit of the deletions was killed before it deleted anything and a planned branch has moved since: removed the backup ref it had made; abandoned the apply; nothing was deleted".into()
+            Abandoned::CommitAbandoned => {
+                "git's commit of the deletions was killed before it deleted anything and a planned branch has moved since: abandoned the apply; nothing was deleted (its backup ref stays until gc)".into()
             }
             Abandoned::UnmarkedPushNotLanded => {
                 "no planned ref is gone from the remote: the push had not landed; abandoned the apply; nothing was deleted".into()
@@ -157,7 +150,6 @@ mod tests {
         let done = [Recovered {
             id: "ab".repeat(32),
             outcome: RecoveryOutcome::RollbackAbandoned,
-            locks_removed: 0,
         }];
         assert_eq!(
             human(&done),

@@ -7,9 +7,9 @@
 //! `apply` hands git the transaction first and commits it only after its own checks, so the
 //! refs stay locked in between. Config sections are removed in one rewrite of the config
 //! file under git's own `config.lock`. The backup commit is written with `git hash-object`.
-//! A `.lock` file left by a killed git is removed only when `execute::locks` has shown it
-//! was left by the git guardctl started, which is dead ([`RepoMut::remove_abandoned_locks`]);
-//! any other is reported, never removed. A remote's branches change
+//! A `.lock` file is removed only when the git of a guardctl that died holding guardctl's lock
+//! left it (`stale_locks`, when the lock is taken); any other is reported, never removed. A
+//! remote's branches change
 //! through one atomic, leased `git push` (`push.rs`).
 //!
 //! Mutation is a type, not a convention: every method here is on [`RepoMut`], which exists
@@ -19,8 +19,10 @@
 //! modules that legitimately mutate name it.
 
 mod push;
+mod stale_locks;
 
 pub use push::{RemoteOp, push_args};
+pub use stale_locks::Cleared;
 
 use super::Repo;
 use crate::error::{Error, Kind, Result};
@@ -37,6 +39,12 @@ pub const ANCHOR_REF: &str = "refs/guardctl/audit";
 /// it is dropped. Reads go through to [`Repo`] (`Deref`).
 pub struct RepoMut<'r> {
     repo: &'r Repo,
+    /// The `mutating` marker this holder wrote, removed on release (`stale_locks`); `None`
+    /// when it kept a dead holder's marker because some of its locks could not be cleared.
+    marker: Option<std::path::PathBuf>,
+    /// What the lock files a dead holder's git left came to.
+    cleared: Cleared,
+    // Declared last, so it is released after `Drop` removed the marker.
     _lock: std::fs::File,
 }
 
@@ -52,7 +60,41 @@ impl<'r> RepoMut<'r> {
             .map_err(Error::io("open", lock_path))?;
         file.lock()
             .map_err(|e| Error::internal(format!("cannot lock {}", lock_path.display())).caused_by(e))?;
-        Ok(RepoMut { repo, _lock: file })
+        // A marker left by the last holder: it died holding the lock (see `stale_locks`).
+        let marker = lock_path.with_file_name(stale_locks::MARKER);
+        let cleared = match std::fs::symlink_metadata(&marker).and_then(|m| m.modified()) {
+            Ok(since) => stale_locks::clear(repo.common_dir(), repo.work_tree().as_deref(), since),
+            Err(_) => Cleared::default(),
+        };
+        let marker = match cleared.left {
+            // Kept as it was: a later holder may still clear what this one could not.
+            Some(_) => None,
+            None => {
+                std::fs::write(&marker, std::process::id().to_string())
+                    .map_err(Error::io("write", &marker))?;
+                Some(marker)
+            }
+        };
+        Ok(RepoMut {
+            repo,
+            marker,
+            cleared,
+            _lock: file,
+        })
+    }
+
+    /// The lock files a guardctl that died holding the lock had left, removed or left (and
+    /// why), when this holder took the lock.
+    pub fn stale_locks(&self) -> &Cleared {
+        &self.cleared
+    }
+}
+
+impl Drop for RepoMut<'_> {
+    fn drop(&mut self) {
+        if let Some(marker) = &self.marker {
+            let _ = std::fs::remove_file(marker);
+        }
     }
 }
 
@@ -70,14 +112,6 @@ pub enum RefOp {
     Create { refname: String, oid: String },
     /// Delete `refname` only if it still points at `old`.
     Delete { refname: String, old: String },
-}
-
-impl RefOp {
-    pub fn refname(&self) -> &str {
-        match self {
-            RefOp::Create { refname, .. } | RefOp::Delete { refname, .. } => refname,
-        }
-    }
 }
 
 impl RepoMut<'_> {
@@ -230,26 +264,6 @@ impl RepoMut<'_> {
             _ => {}
         }
         Ok(true)
-    }
-
-    /// Remove lock files a killed git left (`execute::locks` decides which). Each must be a
-    /// regular `*.lock` file under the common git dir: `refs/…` or `packed-refs.lock`.
-    pub fn remove_abandoned_locks(&self, paths: &[std::path::PathBuf]) -> Result<()> {
-        let common = self.common_dir();
-        for path in paths {
-            let inside = path
-                .strip_prefix(common)
-                .is_ok_and(|rel| rel.starts_with("refs") || rel == std::path::Path::new("packed-refs.lock"));
-            let regular = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
-            if !inside || !regular || path.extension().is_none_or(|e| e != "lock") {
-                return Err(Error::internal(format!(
-                    "refusing to remove {}: not a ref lock of this repository",
-                    path.display()
-                )));
-            }
-            std::fs::remove_file(path).map_err(Error::io("remove", path))?;
-        }
-        Ok(())
     }
 
     /// Remove the loose object of a backup commit this run wrote and never referenced (its

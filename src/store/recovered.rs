@@ -13,9 +13,6 @@ pub struct Recovered {
     /// The plan id's hex digits (the store's name for it).
     pub id: String,
     pub outcome: RecoveryOutcome,
-    /// How many `.lock` files the killed git had left that recover removed first
-    /// (`execute::locks`).
-    pub locks_removed: usize,
 }
 
 /// How an interrupted sequence was settled.
@@ -24,9 +21,6 @@ pub enum RecoveryOutcome {
     /// An apply interrupted before it consumed the plan: nothing had changed, its
     /// before-image is forgotten and the plan stays usable.
     Forgotten,
-    /// Nothing to settle but the `.lock` files a git killed before the apply's first step
-    /// left (`Recovered::locks_removed`): nothing had changed.
-    LocksOnly,
     /// An apply finished: its changes had been made, and its receipt is signed now.
     Completed(Completed),
     /// An apply abandoned: nothing was deleted, or its command is never run (again).
@@ -56,10 +50,14 @@ pub enum Completed {
     /// A remote's deletions pushed without a consumed marker: every planned ref is gone from
     /// the remote and backed up here.
     UnmarkedPushLanded,
+    /// A remote's deletions: this clone's marker landed, but the remote had not made
+    /// `deleted` of the deletions (its `git receive-pack` was killed midway): recover pushed
+    /// them, each leased on its planned id.
+    PushFinished { deleted: usize },
     /// This repository's deletions: git's commit was killed midway (the backup ref made,
     /// `deleted` planned refs not yet deleted, each still at its planned id): recover deleted
-    /// them, leased on that id, making the backup ref first when it was missing.
-    CommitFinished { deleted: usize, backup_made: bool },
+    /// them, leased on that id.
+    CommitFinished { deleted: usize },
 }
 
 /// Why an apply was abandoned.
@@ -70,9 +68,9 @@ pub enum Abandoned {
     /// This repository's deletions had not been committed.
     DeletionsNotCommitted,
     /// This repository's deletions: git's commit began (the backup ref was made) but deleted
-    /// nothing, and a planned ref has moved since, so it cannot be finished: recover removed
-    /// the backup ref, leaving the refs exactly as before the apply.
-    CommitRolledBack,
+    /// nothing, and a planned ref has moved since, so it cannot be finished; the backup ref
+    /// stays (it may keep a moved ref's old commit) until gc.
+    CommitAbandoned,
     /// A remote's deletions pushed without a marker: no planned ref is gone.
     UnmarkedPushNotLanded,
     /// A remote's deletions pushed without a marker: the apply had not made its backup, so it

@@ -104,6 +104,11 @@ pub fn file_tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, String> {
     while let Some(d) = stack.pop() {
         for e in fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
+            // The `mutating` marker says a guardctl holds (or died holding) the lock, as the
+            // lock file does: bookkeeping of the lock, not state (repo/mutate/stale_locks.rs).
+            if p == dir.join("mutating") {
+                continue;
+            }
             let m = fs::symlink_metadata(&p).unwrap();
             let digest = if m.is_file() {
                 format!(

@@ -30,6 +30,7 @@ mod policy;
 mod prompt;
 mod readonly;
 mod recover;
+mod recover_attacks;
 mod remote;
 mod remote_untrusted;
 mod remote_url;

@@ -295,40 +295,55 @@ fn wait_for_orphaned_git(env: &TestEnv) {
     }
 }
 
-/// A lock made after the git a killed apply started, once that git is gone and no git works
-/// in the repository, is that git's: recover removes it and says so (issue 35). One older
-/// than that git is someone else's: recover names it and leaves it (16).
+/// Lock files made while a killed guardctl held its lock (after its `mutating` marker), once
+/// no git works in the repository, are its git's: the next guardctl to take the lock removes
+/// them and says so (issue 35). Older ones are someone else's: they stay.
 #[test]
-fn recover_removes_a_lock_its_killed_git_left_and_no_other() {
+fn recover_removes_the_locks_a_killed_guardctls_git_left_and_no_other() {
     for older in [false, true] {
         let (env, oids) = planned_and_approved();
         let r = run(alice(&env, Some("consumed"), &["apply", "plan.json"]));
         assert!(killed(&r));
         // The killed apply's git sees its input end and aborts, removing its own locks: wait
-        // for it, then leave a lock as a git killed with it would have.
+        // for it, then leave the locks a git killed with it would have.
         wait_for_orphaned_git(&env);
-        let lock = env.repo.join(".git/packed-refs.lock");
-        std::fs::write(&lock, "").unwrap();
-        if older {
-            let then = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-            let f = std::fs::File::options().write(true).open(&lock).unwrap();
-            f.set_modified(then).unwrap();
+        let locks = [
+            env.repo.join(".git/packed-refs.lock"),
+            env.repo.join(".git/config.lock"),
+            env.repo.join(".git/refs/guardctl/audit.lock"),
+            env.repo.join(".git/refs/heads/fix/old.lock"),
+        ];
+        for lock in &locks {
+            std::fs::write(lock, "").unwrap();
+            if older {
+                let then = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+                let f = std::fs::File::options().write(true).open(lock).unwrap();
+                f.set_modified(then).unwrap();
+            }
         }
         let r = run(alice(&env, None, &["recover"]));
         if older {
-            assert_eq!(r.code, 16, "{}", r.transcript());
-            assert!(r.stderr.contains("packed-refs.lock"), "{}", r.stderr);
-            assert!(lock.exists(), "someone else's lock is never removed");
-            std::fs::remove_file(&lock).unwrap();
+            assert!(
+                locks.iter().all(|l| l.exists()),
+                "someone else's locks are never removed"
+            );
+            assert!(!r.stderr.contains("removed"), "{}", r.stderr);
+            for lock in &locks {
+                std::fs::remove_file(lock).unwrap();
+            }
             assert_eq!(run(alice(&env, None, &["recover"])).code, 0);
         } else {
             assert_eq!(r.code, 0, "{}", r.transcript());
             assert!(
-                r.stdout.contains("removed 1 lock file its killed git had left"),
+                r.stderr
+                    .contains("removed 4 lock files a killed guardctl's git had left"),
                 "{}",
-                r.stdout
+                r.stderr
             );
-            assert!(!lock.exists());
+            assert!(locks.iter().all(|l| !l.exists()));
+            // The removal is on record.
+            let log = env.run("alice", &["log", "--json"]);
+            assert!(log.stdout.contains("removed 4 lock files"), "{}", log.stdout);
         }
         assert_eq!(end_state(&env, &oids), End::Untouched);
     }

@@ -228,6 +228,51 @@ fn a_crash_before_the_push_is_recovered_as_nothing_deleted_and_after_it_as_appli
     }
 }
 
+/// A `file://` remote runs `git receive-pack` in the applying process's group: a kill of the
+/// group can stop it after it wrote the marker and before it deleted every branch (files
+/// backend: updates first, deletions after). Simulated by putting a planned branch back at
+/// its planned commit after the push landed: recover finishes the deletions, leased on the
+/// planned ids; a branch put back at another commit is for a person (issue 35 item 2).
+#[test]
+fn recover_finishes_a_push_that_landed_with_its_marker_but_not_every_deletion() {
+    for moved in [false, true] {
+        let env = planned_and_approved();
+        let planned = env.git_in(&env.origin(), &["rev-parse", "refs/heads/fix/old"]);
+        let main = env.git_in(&env.origin(), &["rev-parse", "refs/heads/main"]);
+        let back = if moved { &main } else { &planned };
+        let hooks = [
+            ("CRASH_AFTER", "pushed".to_string()),
+            ("EXEC_AT", "pushed".to_string()),
+            (
+                "EXEC",
+                in_origin(&env, &format!("update-ref refs/heads/fix/old {back}")),
+            ),
+        ];
+        let killed = apply_with_hooks(&env, &hooks);
+        assert_eq!(killed.code, -1, "killed (SIGKILL): {}", killed.transcript());
+        let r = env.run("alice", &["recover"]);
+        if moved {
+            assert_eq!(r.code, 16, "{}", r.transcript());
+            assert!(r.stderr.contains("refs/heads/fix/old"), "{}", r.stderr);
+            assert!(names(&env.remote_branches()).contains(&"fix/old"));
+            continue;
+        }
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        assert!(
+            r.stdout
+                .contains("the push had landed with 1 of its deletions not yet made"),
+            "{}",
+            r.stdout
+        );
+        assert_eq!(
+            names(&env.remote_branches()),
+            ["feature/live", "main", "release/1.0"]
+        );
+        let receipt = env.run("alice", &["apply", "plan.json"]);
+        assert_eq!(receipt.code, 0, "{}", receipt.transcript());
+    }
+}
+
 #[test]
 fn a_plan_needs_the_remotes_tips_fetched_and_applies_only_to_that_url() {
     let env = remote_repo();
