@@ -1,8 +1,10 @@
 //! A kill anywhere is recovered without a person (issue 35): `apply` and `rollback` are
 //! SIGKILLed at random moments across their measured run, either guardctl alone (its git
 //! child lives on and finishes or aborts) or its whole process group, git included, as a CI
-//! runner's timeout or a closed terminal does. After each kill `recover` must succeed, and the
-//! repository must be in one of the two clean end states with no `.lock` file left behind.
+//! runner's timeout or a closed terminal does; a quarter of the apply kills are aimed at the
+//! moment git commits (a count after the plan is consumed), where git's commit can be split.
+//! After each kill `recover` must succeed, and the repository must be in one of the two clean
+//! end states with no `.lock` file left behind.
 //!
 //! 20 rounds in the default run; `GUARDCTL_SOAK=1000` for the full soak (the CHANGELOG's
 //! counts come from it).
@@ -21,6 +23,10 @@ enum Victim {
     Guardctl,
     /// guardctl's process group: guardctl and every git it started, mid-commit or not.
     Group,
+    /// guardctl's process group, `after_us` microseconds after the plan was consumed, the
+    /// moment git is told to commit: the narrow window where git's commit is split (a kill
+    /// at a random moment of the whole apply rarely lands there).
+    GroupInCommit { after_us: u64 },
 }
 
 /// What one killed command left, once `recover` ran.
@@ -44,6 +50,17 @@ fn kill_then_recover(
 ) -> Kill {
     let dir = copy.to_str().unwrap();
     let mut c = alice(template, None, &["-C", dir, command, "plan.json"]);
+    if let Victim::GroupInCommit { after_us } = victim {
+        // From inside, at the step: a detached shell sleeps, then kills guardctl's group
+        // (its own included). `$PPID` is guardctl, the group's leader.
+        // A count in the shell, not `sleep`, which alone takes a millisecond to start while
+        // git's commit takes about that long: a step of the count is about a microsecond.
+        let pause = format!("i=0; while [ $i -lt {after_us} ]; do i=$((i+1)); done; ");
+        c.env("GUARDCTL_TEST_EXEC_AT", "consumed").env(
+            "GUARDCTL_TEST_EXEC",
+            format!("({pause}kill -KILL -$PPID) >/dev/null 2>&1 </dev/null &"),
+        );
+    }
     c.current_dir(copy)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -57,11 +74,15 @@ fn kill_then_recover(
         let target = match victim {
             Victim::Guardctl => child.id().to_string(),
             // The group's id is guardctl's pid (`process_group(0)`); a negative pid names it.
-            Victim::Group => format!("-{}", child.id()),
+            Victim::Group | Victim::GroupInCommit { .. } => format!("-{}", child.id()),
         };
         let _ = Command::new("kill").args(["-9", "--", &target]).status();
     }
-    let _ = child.wait();
+    let status = child.wait().unwrap();
+    if matches!(victim, Victim::GroupInCommit { .. }) {
+        use std::os::unix::process::ExitStatusExt;
+        mid_run = status.signal() == Some(9);
+    }
     let took = started.elapsed().as_millis() as u64;
     let mut rec = alice(template, None, &["-C", dir, "recover"]);
     rec.current_dir(copy);
@@ -184,17 +205,23 @@ fn a_kill_of_apply_or_its_whole_process_group_is_recovered_without_a_person() {
             .get(i as usize)
             .copied()
             .unwrap_or_else(|| Some(rng.below(span_ms)));
-        let victim = if rng.below(4) == 0 {
-            Victim::Guardctl
-        } else {
-            Victim::Group
+        let (delay, victim) = match (delay, rng.below(4)) {
+            (None, _) | (Some(0), _) => (delay, Victim::Group),
+            (_, 0) => (delay, Victim::Guardctl),
+            (_, 1) => (
+                None,
+                Victim::GroupInCommit {
+                    after_us: rng.below(4_000),
+                },
+            ),
+            _ => (delay, Victim::Group),
         };
         let kill = kill_then_recover(&template, &copy, "apply", delay, victim);
-        if delay.is_none() {
+        if i == 1 {
             span_ms = kill.took.max(1);
         }
         mid_apply += u64::from(kill.mid_run);
-        group_kills += u64::from(kill.mid_run && matches!(victim, Victim::Group));
+        group_kills += u64::from(kill.mid_run && !matches!(victim, Victim::Guardctl));
         if kill.recover.code != 0 {
             failures.push(format!(
                 "round {i}, apply killed ({victim:?}) after {delay:?} ms: recover: {}",
@@ -202,7 +229,7 @@ fn a_kill_of_apply_or_its_whole_process_group_is_recovered_without_a_person() {
             ));
             continue;
         }
-        let said = &kill.recover.stdout;
+        let said = format!("{}{}", kill.recover.stdout, kill.recover.stderr);
         completed += u64::from(said.contains("completed the"));
         abandoned += u64::from(said.contains("abandoned") || said.contains("nothing had changed"));
         mid_commit += u64::from(said.contains("killed midway") || said.contains("removed the backup ref"));
