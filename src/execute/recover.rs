@@ -561,10 +561,10 @@ impl Executor<'_> {
         Ok(Some(at.remote.clone()))
     }
 
-    /// A rollback interrupted around its restore: for this repository's refs, the restore
-    /// is finished (each ref still missing created at its old id; a name taken by another
-    /// commit is for a person). A remote's is finished when its atomic push landed, else abandoned
-    /// (running rollback again pushes it).
+    /// A rollback interrupted around its restore is finished: each ref still missing is
+    /// created at its old id, leased on its absence (in this repository, or by one atomic
+    /// push to the remote, whose `receive-pack` may have died with us midway). A name taken
+    /// by another commit meanwhile is for a person (16, naming it).
     pub(super) fn recover_rollback(&self, id: &str, image: &BeforeImage) -> Result<RecoveryOutcome> {
         let journal = self.resume::<RollingBack>(id)?;
         self.wait_for_orphaned_git(id)?;
@@ -593,10 +593,6 @@ impl Executor<'_> {
             self.config_restored(journal.rollback_refs_found_restored()?, image)?;
             return Ok(RecoveryOutcome::RolledBack { config_only: false });
         }
-        if image.remote.is_some() {
-            journal.rollback_abandoned()?;
-            return Ok(RecoveryOutcome::RollbackAbandoned);
-        }
         if !taken.is_empty() {
             return Err(Error::new(
                 Kind::NeedsRecovery,
@@ -611,16 +607,27 @@ impl Executor<'_> {
         // its absence: a name someone takes meanwhile fails the whole transaction.
         let still: Vec<DeletedRef> = still.into_iter().cloned().collect();
         self.restore_tag_objects(image, &still)?;
-        let ops: Vec<RefOp> = still
-            .iter()
-            .map(|r| RefOp::Create {
-                refname: r.refname.clone(),
-                oid: r.oid.clone(),
-            })
-            .collect();
-        self.transaction(id, &ops)?;
+        match self.remote_target(image)? {
+            None => {
+                let ops: Vec<RefOp> = still
+                    .iter()
+                    .map(|r| RefOp::Create {
+                        refname: r.refname.clone(),
+                        oid: r.oid.clone(),
+                    })
+                    .collect();
+                self.transaction(id, &ops)?;
+            }
+            Some(url) => {
+                let ops = super::rollback::remote_creates(&still);
+                self.repo
+                    .push_atomic(&url, &ops, None, &mut |pid| self.record_git(id, pid))?;
+            }
+        }
         self.config_restored(journal.rollback_refs_found_restored()?, image)?;
-        Ok(RecoveryOutcome::RollbackFinished { restored: ops.len() })
+        Ok(RecoveryOutcome::RollbackFinished {
+            restored: still.len(),
+        })
     }
 }
 

@@ -112,9 +112,6 @@ pub fn describe(outcome: &RecoveryOutcome) -> String {
             if *restored == 1 { "" } else { "es" },
             if *restored == 1 { "it" } else { "them" }
         ),
-        RecoveryOutcome::RollbackAbandoned => {
-            "the rollback had not restored anything yet: abandoned it; run rollback again".into()
-        }
     }
 }
 
@@ -149,11 +146,11 @@ mod tests {
         );
         let done = [Recovered {
             id: "ab".repeat(32),
-            outcome: RecoveryOutcome::RollbackAbandoned,
+            outcome: RecoveryOutcome::RollbackFinished { restored: 2 },
         }];
         assert_eq!(
             human(&done),
-            "Plan sha256:abababababab…: the rollback had not restored anything yet: abandoned it; run rollback again.\n"
+            "Plan sha256:abababababab…: the rollback was interrupted before it restored 2 branches: restored them; completed the rollback.\n"
         );
         assert_eq!(
             serde_json::to_string(&RecoverView::of(&done)).unwrap(),

@@ -31,8 +31,6 @@ pub enum RecoveryOutcome {
     /// A rollback interrupted before it restored `restored` of its refs: recover restored
     /// them (each created at its old id, leased on the name's absence) and the config.
     RollbackFinished { restored: usize },
-    /// A rollback that had restored nothing yet, abandoned: running it again is safe.
-    RollbackAbandoned,
 }
 
 /// What a completed apply was found to have done.

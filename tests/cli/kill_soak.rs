@@ -232,7 +232,7 @@ fn a_kill_of_apply_or_its_whole_process_group_is_recovered_without_a_person() {
         let said = format!("{}{}", kill.recover.stdout, kill.recover.stderr);
         completed += u64::from(said.contains("completed the"));
         abandoned += u64::from(said.contains("abandoned") || said.contains("nothing had changed"));
-        mid_commit += u64::from(said.contains("killed midway") || said.contains("removed the backup ref"));
+        mid_commit += u64::from(said.contains("git's commit of the deletions was killed"));
         with_locks += u64::from(said.contains("lock file"));
         match end_state(&copy, &oids, false) {
             Err(why) => failures.push(format!("round {i}, apply killed ({victim:?}): {why}")),

@@ -273,6 +273,40 @@ fn recover_finishes_a_push_that_landed_with_its_marker_but_not_every_deletion() 
     }
 }
 
+/// A rollback of a remote's plan killed after it recorded what to restore and before its
+/// push landed (or with one branch already back, as a `receive-pack` killed midway leaves
+/// it): recover pushes what is still missing, each create leased on the name's absence, and
+/// the remote is as before the apply (issue 35 item 2).
+#[test]
+fn recover_finishes_an_interrupted_rollback_on_the_remote() {
+    for one_back in [false, true] {
+        let env = planned_and_approved();
+        let before = env.remote_branches();
+        let planned = env.git_in(&env.origin(), &["rev-parse", "refs/heads/fix/old"]);
+        assert_eq!(env.run("alice", &["apply", "plan.json"]).code, 0);
+        let mut hooks = vec![("GUARDCTL_TEST_CRASH_AFTER", "rollback-started".to_string())];
+        if one_back {
+            hooks.push(("GUARDCTL_TEST_EXEC_AT", "rollback-started".to_string()));
+            hooks.push((
+                "GUARDCTL_TEST_EXEC",
+                in_origin(&env, &format!("update-ref refs/heads/fix/old {planned}")),
+            ));
+        }
+        let vars: Vec<(&str, &str)> = hooks.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let killed = env.run_env("alice", &vars, &["rollback", "plan.json"]);
+        assert_eq!(killed.code, -1, "killed (SIGKILL): {}", killed.transcript());
+        let r = env.run("alice", &["recover"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let restored = if one_back {
+            "1 branch: restored it"
+        } else {
+            "2 branches: restored them"
+        };
+        assert!(r.stdout.contains(restored), "{}", r.stdout);
+        assert_eq!(env.remote_branches(), before);
+    }
+}
+
 #[test]
 fn a_plan_needs_the_remotes_tips_fetched_and_applies_only_to_that_url() {
     let env = remote_repo();
