@@ -116,6 +116,7 @@ pub fn decide(
     if let Some(repo) = plans_repo(ctx, plan) {
         let store = crate::store::Store::new(repo.state_dir());
         let locked = store.lock(repo)?;
+        crate::engine::session::say_stale_locks(ui, locked.stale_locks());
         store.audit_intact(&locked, &signers)?;
     }
 

@@ -119,38 +119,45 @@ impl<'s> Session<'s> {
     }
 
     /// Say which lock files a guardctl killed while holding the lock had left, and whether
-    /// they were removed (`repo::mutate::stale_locks`); record the removal in the audit log
-    /// when the session can sign.
+    /// they were removed ([`say_stale_locks`]); record the removal in the audit log when the
+    /// session can sign.
     fn report_stale_locks(&mut self, ui: &mut Ui) -> Result<()> {
-        let cleared = self.executor.repo.stale_locks();
-        let names = |paths: &[std::path::PathBuf]| {
-            paths
-                .iter()
-                .map(|p| crate::text::safe(&p.display().to_string()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        if let Some(why) = &cleared.left {
-            ui.warn(&format!(
-                "a guardctl was killed while changing this repository, and lock files it may have left were not removed: {}",
-                crate::text::safe(why)
-            ));
-        }
-        if cleared.removed.is_empty() {
+        let Some(detail) = say_stale_locks(ui, self.executor.repo.stale_locks()) else {
             return Ok(());
-        }
-        let detail = format!(
-            "removed {} lock file{} a killed guardctl's git had left: {}",
-            cleared.removed.len(),
-            if cleared.removed.len() == 1 { "" } else { "s" },
-            names(&cleared.removed)
-        );
-        ui.notice(&detail);
+        };
         if self.executor.key.is_some() && self.broken_log.is_none() {
             self.executor.audit("recover", None, None, &detail)?;
         }
         Ok(())
     }
+}
+
+/// Tell the user what taking the lock did with the lock files a guardctl killed while
+/// holding it had left (`repo::mutate::stale_locks`): a notice naming those removed, a warning
+/// saying why others were left. Returns the notice's words (for the audit log).
+pub fn say_stale_locks(ui: &mut Ui, cleared: &crate::repo::mutate::Cleared) -> Option<String> {
+    if let Some(why) = &cleared.left {
+        ui.warn(&format!(
+            "a guardctl was killed while changing this repository, and lock files it may have left were not removed: {}",
+            crate::text::safe(why)
+        ));
+    }
+    if cleared.removed.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = cleared
+        .removed
+        .iter()
+        .map(|p| crate::text::safe(&p.display().to_string()))
+        .collect();
+    let detail = format!(
+        "removed {} lock file{} a killed guardctl's git had left: {}",
+        names.len(),
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    );
+    ui.notice(&detail);
+    Some(detail)
 }
 
 impl<'s> Locked<'s> {
