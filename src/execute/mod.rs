@@ -33,7 +33,9 @@
 //!
 //! One file per protocol: `apply_local` (this repository's refs), `apply_remote` (a
 //! remote's refs, and consuming a plan on its remote), `apply_exec` (a command), the
-//! `finish` they share, `rollback`, `recover`; [`records`] reads back and verifies the
+//! `finish` they share, `rollback`, `recover` (the journal's dispatch) with `recover_refs`
+//! (refs interrupted around git's transaction or push) and `decide` (what a killed local
+//! commit left, as a pure function); [`records`] reads back and verifies the
 //! signed records they write; `shared` holds what all of them use. Every step is written
 //! through `journal`, whose types let each protocol append only a step that may follow
 //! where its journal stands (the order `store::state::check_sequence` checks on read).
@@ -46,6 +48,7 @@ mod finish;
 mod journal;
 pub mod records;
 mod recover;
+mod recover_refs;
 mod rollback;
 mod shared;
 
