@@ -93,7 +93,7 @@ impl Executor<'_> {
                     self.finish(&id, &image, key)?;
                     RecoveryOutcome::Completed(Completed::Committed)
                 }
-                Step::RollbackStarted => self.recover_rollback(&id, &image)?,
+                Step::RollbackStarted => self.recover_rollback(&id, &image, signers)?,
                 Step::RollbackRefsRestored => {
                     self.restore_config(&id, &image)?;
                     RecoveryOutcome::RolledBack { config_only: true }

@@ -11,7 +11,7 @@ use super::journal::at::{Pending, RollingBack};
 use crate::error::{Error, Kind, Result};
 use crate::plan::approval::DeletedRef;
 use crate::repo::mutate::{RefOp, RemoteOp};
-use crate::sign::SigningKey;
+use crate::sign::{AllowedSigners, SigningKey};
 use crate::store::recovered::{Abandoned, Completed, RecoveryOutcome};
 use crate::store::state::Consumed;
 use crate::store::{BeforeImage, state};
@@ -29,14 +29,32 @@ impl Executor<'_> {
     ) -> Result<RecoveryOutcome> {
         let journal = self.resume::<Pending>(id)?;
         // The journal is not signed: one cut back to before the commit, for a plan whose apply
-        // finished (and perhaps was rolled back), must not make recover apply it again.
+        // finished (and perhaps was rolled back), must not make recover apply it again. Its
+        // records beside it say so, and so does the audit log, whose entries are signed and
+        // chained (checked intact before any recovery): removing the files is not enough.
+        let journal_path = self.store.plan_dir(id).join("journal");
         for done in ["receipt.json", "result.json", "rollback.json"] {
             if self.store.read_file(id, done)?.is_some() {
                 return Err(state::inconsistent(
-                    &self.store.plan_dir(id).join("journal"),
+                    &journal_path,
                     format!("it says the apply never finished, but {done} exists"),
                 ));
             }
+        }
+        let log = crate::store::audit::read(&self.repo, &self.store.audit_path())?;
+        let plan = format!("sha256:{id}");
+        let logged = log.records.iter().find_map(|r| {
+            match (r.plan_id.as_deref() == Some(plan.as_str()), r.receipt_payload()) {
+                (true, Some(_)) => Some("receipt"),
+                (true, None) if r.event == "rollback" => Some("rollback"),
+                _ => None,
+            }
+        });
+        if let Some(what) = logged {
+            return Err(state::inconsistent(
+                &journal_path,
+                format!("it says the apply never finished, but the audit log holds its {what}"),
+            ));
         }
         // A git started by the dead apply may still hold the refs' locks (it aborts once it
         // sees the end of its input, or completes a commit it was sent): wait for it first.
@@ -279,14 +297,43 @@ impl Executor<'_> {
     /// created at its old id, leased on its absence (in this repository, or by one atomic
     /// push to the remote, whose `receive-pack` may have died with us midway). A name taken
     /// by another commit meanwhile is for a person (16, naming it).
-    pub(super) fn recover_rollback(&self, id: &str, image: &BeforeImage) -> Result<RecoveryOutcome> {
+    pub(super) fn recover_rollback(
+        &self,
+        id: &str,
+        image: &BeforeImage,
+        signers: &AllowedSigners,
+    ) -> Result<RecoveryOutcome> {
         let journal = self.resume::<RollingBack>(id)?;
         self.wait_for_orphaned_git(id)?;
         let path = self.store.plan_dir(id).join("rollback.json");
-        let missing: Vec<DeletedRef> = match self.store.read_file(id, "rollback.json")? {
-            Some(b) => serde_json::from_slice(&b).map_err(|e| state::inconsistent(&path, e))?,
-            None => return Err(state::inconsistent(&path, "a rollback was started without it")),
+        let Some(bytes) = self.store.read_file(id, "rollback.json")? else {
+            return Err(state::inconsistent(&path, "a rollback was started without it"));
         };
+        // Signed by whoever started the rollback, who must be allowed to apply: the journal's
+        // `rollback-started` is not signed, and recover restores under its runner's identity.
+        let (record, verified, envelope) = super::records::open::<state::RollbackRecord>(
+            &bytes,
+            state::ROLLBACK_PAYLOAD_TYPE,
+            "rollback record",
+        )
+        .map_err(|why| state::inconsistent(&path, why))?;
+        let principals = super::records::apply_principals(signers, &verified, &envelope, record.started_at);
+        if principals.is_empty() {
+            return Err(state::inconsistent(
+                &path,
+                format!(
+                    "it is signed by {}, a key not allowed to apply",
+                    verified.fingerprint
+                ),
+            ));
+        }
+        if record.plan_id != image.plan_id {
+            return Err(state::inconsistent(
+                &path,
+                format!("it names another plan ({})", safe(&record.plan_id)),
+            ));
+        }
+        let missing = record.refs;
         if let Some(r) = missing.iter().find(|r| !image.refs.contains(r)) {
             return Err(state::inconsistent(
                 &path,

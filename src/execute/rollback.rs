@@ -6,7 +6,6 @@
 use super::Executor;
 use super::journal::Journal;
 use super::journal::at::RefsRestored;
-use super::shared::encode_failed;
 use crate::error::{Error, Kind, Result};
 use crate::plan::approval::DeletedRef;
 use crate::repo::backups::BACKUPS_REF;
@@ -110,7 +109,17 @@ impl Executor<'_> {
             image.remote.is_some(),
         )?;
         self.restore_tag_objects(image, &missing)?;
-        let bytes = serde_json::to_vec(&missing).map_err(|e| encode_failed("rollback.json", e))?;
+        // Signed, so a recovery finishes only a rollback someone allowed to apply started.
+        let key = self
+            .key
+            .ok_or_else(|| Error::usage("a rollback signs what it restores: a signing key is needed"))?;
+        let record = state::RollbackRecord {
+            plan_id: image.plan_id.clone(),
+            refs: missing.clone(),
+            started_at: self.now,
+        };
+        let bytes =
+            super::records::signed_state(state::ROLLBACK_PAYLOAD_TYPE, &record, key, "rollback.json")?;
         self.store.write_file(id, "rollback.json", &bytes)?;
         let journal = Journal::after_apply(self.store, id, self.now).rollback_started()?;
         let restored = match self.remote_target(image)? {

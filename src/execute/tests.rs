@@ -425,6 +425,16 @@ fn rollback_journals_its_steps_and_restores_the_branch() {
     );
 }
 
+/// What `rollback` records before it restores: every ref of `image`, signed by `key`.
+fn rollback_record(image: &BeforeImage, key: &SigningKey) -> Vec<u8> {
+    let record = state::RollbackRecord {
+        plan_id: image.plan_id.clone(),
+        refs: image.refs.clone(),
+        started_at: NOW,
+    };
+    signed_state(state::ROLLBACK_PAYLOAD_TYPE, &record, key, "rollback.json").unwrap()
+}
+
 #[test]
 fn recover_after_rollback_started_decides_from_the_refs() {
     for restored_before_the_crash in [false, true] {
@@ -434,7 +444,7 @@ fn recover_after_rollback_started_decides_from_the_refs() {
         ex.apply(ID, image(&f), alice, &mut || Ok(())).unwrap();
         let image = f.store.before_image(ID).unwrap().unwrap();
         f.store
-            .write_file(ID, "rollback.json", &serde_json::to_vec(&image.refs).unwrap())
+            .write_file(ID, "rollback.json", &rollback_record(&image, alice))
             .unwrap();
         f.store.journal(ID, Step::RollbackStarted, NOW).unwrap();
         if restored_before_the_crash {
@@ -471,7 +481,7 @@ fn recover_leaves_an_interrupted_rollback_whose_name_was_taken_for_a_person() {
     ex.apply(ID, image(&f), alice, &mut || Ok(())).unwrap();
     let image = f.store.before_image(ID).unwrap().unwrap();
     f.store
-        .write_file(ID, "rollback.json", &serde_json::to_vec(&image.refs).unwrap())
+        .write_file(ID, "rollback.json", &rollback_record(&image, alice))
         .unwrap();
     f.store.journal(ID, Step::RollbackStarted, NOW).unwrap();
     let other = f.repo.ref_target("refs/heads/main").unwrap().to_string();

@@ -52,32 +52,24 @@ impl<'r> RepoMut<'r> {
     /// Take the `flock` on `lock_path` (waiting for another guardctl to finish), then hand
     /// out the mutating handle that holds it.
     pub fn lock(repo: &'r Repo, lock_path: &std::path::Path) -> Result<RepoMut<'r>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Never through a link: `.git/guardctl` is anyone's with write access to `.git`.
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(lock_path)
             .map_err(Error::io("open", lock_path))?;
         file.lock()
             .map_err(|e| Error::internal(format!("cannot lock {}", lock_path.display())).caused_by(e))?;
         // A marker left by the last holder: it died holding the lock (see `stale_locks`).
         let marker = lock_path.with_file_name(stale_locks::MARKER);
-        let cleared = match std::fs::symlink_metadata(&marker).and_then(|m| m.modified()) {
-            Ok(since) => stale_locks::clear(repo.common_dir(), repo.work_tree().as_deref(), since),
-            Err(_) => Cleared::default(),
-        };
-        let marker = match cleared.left {
-            // Kept as it was: a later holder may still clear what this one could not.
-            Some(_) => None,
-            None => {
-                std::fs::write(&marker, std::process::id().to_string())
-                    .map_err(Error::io("write", &marker))?;
-                Some(marker)
-            }
-        };
+        let (written, cleared) =
+            stale_locks::take_over(&marker, repo.common_dir(), repo.work_tree().as_deref())?;
         Ok(RepoMut {
             repo,
-            marker,
+            marker: written.then_some(marker),
             cleared,
             _lock: file,
         })

@@ -158,6 +158,23 @@ pub struct Consumed {
     pub audit: Option<crate::plan::approval::AuditLink>,
 }
 
+/// payloadType of the signed record of what a rollback restores (`rollback.json`).
+pub const ROLLBACK_PAYLOAD_TYPE: &str = "application/vnd.guardctl.rollback.v1+json";
+
+/// The signed statement "I, allowed to apply, am rolling plan `plan_id` back: these refs are
+/// to be restored", written by `rollback` before its restore. A journal line saying a
+/// rollback started is not signed: `recover` finishes only a rollback whose record verifies
+/// and names a key allowed to apply (a forged `rollback-started` is abandoned, restoring
+/// nothing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RollbackRecord {
+    pub plan_id: String,
+    pub refs: Vec<crate::plan::approval::DeletedRef>,
+    #[serde(with = "time::serde::rfc3339")]
+    pub started_at: time::OffsetDateTime,
+}
+
 /// payloadType of the signed record of an exec apply `recover` abandoned after its consumed
 /// marker landed on the plan's remote.
 pub const ABANDONED_PAYLOAD_TYPE: &str = "application/vnd.guardctl.abandoned.v1+json";

@@ -31,6 +31,7 @@ mod prompt;
 mod readonly;
 mod recover;
 mod recover_attacks;
+mod recover_attacks2;
 mod remote;
 mod remote_untrusted;
 mod remote_url;

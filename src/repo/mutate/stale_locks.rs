@@ -26,6 +26,7 @@
 //! process can be ruled out; the marker then stays as it was, so a later run can still
 //! clear what this one could not.
 
+use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -44,6 +45,41 @@ pub struct Cleared {
     pub left: Option<String>,
 }
 
+/// On taking guardctl's lock: clear what a holder that died left (its marker at `marker`, a
+/// regular file, says since when), then write this holder's marker. Anything else at
+/// `marker` (a link, a directory: not guardctl's) is removed, and the marker is created anew,
+/// never written through a link. Returns whether this holder's marker was written (not when
+/// locks were left: the dead holder's marker stays for a later holder) and what was cleared.
+pub(super) fn take_over(marker: &Path, common: &Path, work_tree: Option<&Path>) -> Result<(bool, Cleared)> {
+    let found = std::fs::symlink_metadata(marker).ok();
+    let cleared = match found
+        .as_ref()
+        .filter(|m| m.is_file())
+        .map(std::fs::Metadata::modified)
+    {
+        Some(Ok(since)) => clear(common, work_tree, since),
+        _ => Cleared::default(),
+    };
+    if cleared.left.is_some() {
+        return Ok((false, cleared));
+    }
+    if let Some(m) = &found {
+        let removed = match m.is_dir() {
+            true => std::fs::remove_dir(marker),
+            false => std::fs::remove_file(marker),
+        };
+        removed.map_err(Error::io("remove", marker))?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(marker)
+        .map_err(Error::io("create", marker))?;
+    std::io::Write::write_all(&mut file, std::process::id().to_string().as_bytes())
+        .map_err(Error::io("write", marker))?;
+    Ok((true, cleared))
+}
+
 /// Remove the lock files made since `since` under `common` (the common git dir), as the
 /// module's rules allow; `work_tree` is where else a git working here would run.
 pub(super) fn clear(common: &Path, work_tree: Option<&Path>, since: SystemTime) -> Cleared {
@@ -52,7 +88,12 @@ pub(super) fn clear(common: &Path, work_tree: Option<&Path>, since: SystemTime) 
     for name in ["packed-refs.lock", "config.lock"] {
         found.push(common.join(name));
     }
-    under(&common.join("refs"), &mut found);
+    // The walk follows no link, from its root on: a `refs` that is not a directory of the
+    // repository's own (a link to elsewhere) is not walked at all.
+    let refs = common.join("refs");
+    if std::fs::symlink_metadata(&refs).is_ok_and(|m| m.is_dir()) {
+        under(&refs, &mut found);
+    }
     let identity = |p: &Path| {
         std::fs::symlink_metadata(p)
             .ok()
@@ -170,14 +211,44 @@ fn live_git_in(dirs: &[PathBuf]) -> Option<Option<u32>> {
     Some(None)
 }
 
+/// The common git dir of the repository git would find from `dir`: the first `.git`
+/// directory, or `.git` file's `gitdir:`, walking up, through a linked worktree's
+/// `commondir`.
+fn repository_of(dir: &Path) -> Option<PathBuf> {
+    for at in dir.ancestors() {
+        let dotgit = at.join(".git");
+        let Ok(meta) = std::fs::symlink_metadata(&dotgit) else {
+            continue;
+        };
+        let gitdir = if meta.is_file() {
+            let text = std::fs::read_to_string(&dotgit).ok()?;
+            at.join(text.strip_prefix("gitdir:")?.trim())
+        } else {
+            dotgit
+        };
+        let gitdir = gitdir.canonicalize().ok()?;
+        return match std::fs::read_to_string(gitdir.join("commondir")) {
+            Ok(common) => gitdir.join(common.trim()).canonicalize().ok(),
+            Err(_) => Some(gitdir),
+        };
+    }
+    None
+}
+
 /// Whether the git process at `proc` may be working in `dirs`: by its working directory, a
 /// path among its arguments (`--git-dir=…`, `-C …`, relative to that directory) or its
 /// `GIT_DIR`/`GIT_COMMON_DIR`/`GIT_WORK_TREE`. What cannot be read (another user's process)
 /// may be.
 fn may_work_in(proc: &Path, dirs: &[PathBuf]) -> bool {
+    // `dirs[0]` is the common git dir: a path whose repository (as git finds it, walking up
+    // to a `.git` directory or file) is this one counts too, wherever its work tree is (a
+    // `--separate-git-dir` repository's main work tree is named nowhere in the git dir).
+    let common = dirs.first();
     let inside = |p: &Path| {
-        p.canonicalize()
-            .is_ok_and(|p| dirs.iter().any(|d| p.starts_with(d)))
+        p.canonicalize().is_ok_and(|p| {
+            dirs.iter().any(|d| p.starts_with(d))
+                || common.is_some_and(|c| repository_of(&p).as_ref() == Some(c))
+        })
     };
     let Ok(cwd) = std::fs::read_link(proc.join("cwd")) else {
         return true;
