@@ -15,13 +15,18 @@
 //! - it was made after the marker was written (its mtime is not older);
 //! - no git process may be working in this repository now (`/proc`): none whose working
 //!   directory, `--git-dir`/`-C` arguments or `GIT_DIR`/`GIT_COMMON_DIR`/`GIT_WORK_TREE` lie
-//!   in the git dir, the main work tree or a linked worktree, and none whose working
+//!   in the git dir, the main work tree or a linked worktree, or lead (as git finds a
+//!   repository, through `.git` files and `commondir`) to this one, and none whose working
 //!   directory or environment cannot be read (another user's, in a shared repository). One
 //!   still running (an orphan finishing its work) is waited for, up to [`WAIT`];
 //! - it is still the same file when it is removed (device, inode and mtime as when checked).
 //!
 //! What `/proc` cannot show is not ruled out: a git in another PID namespace (a container
 //! sharing the repository's directory), or a program writing git's locks that is not git.
+//! `.git/guardctl` is anyone's with write access to `.git`: the marker is created anew (never
+//! written through a link; anything else in its place is removed), the walk starts only at a
+//! `refs` that is a real directory and follows no link below it.
+//!
 //! A lock older than the marker is someone else's and is left, as is every lock when no git
 //! process can be ruled out; the marker then stays as it was, so a later run can still
 //! clear what this one could not.
