@@ -187,9 +187,10 @@ pub struct StaleBranchesArgs {
 /// plan is bound to the remote's URL, not to this clone.
 #[derive(Debug, clap::Args)]
 pub struct RemoteBranchesArgs {
-    /// The remote, by name (its URL identifies the plan)
+    /// The remote, by name (its URL identifies the plan) [default: the team remote:
+    /// `guardctl.remote` in system or global config, else origin]
     #[arg(long, value_name = "NAME")]
-    pub remote: String,
+    pub remote: Option<String>,
     /// The remote branch others are compared with, e.g. main [default: the remote's HEAD]
     #[arg(long, value_name = "BRANCH")]
     pub base: Option<String>,
@@ -240,14 +241,23 @@ impl SelectionArgs {
 }
 
 impl OperationArgs {
-    /// The engine's request for this operation.
-    fn request(self) -> OperationRequest {
-        match self {
+    /// The engine's request for this operation; a remote's branches default to the team
+    /// remote, as git's commands default to `origin`.
+    fn request(self, ctx: &Ctx) -> Result<OperationRequest> {
+        Ok(match self {
             OperationArgs::StaleBranches(op) => {
                 OperationRequest::StaleBranches(op.selection.request(op.base, op.gone))
             }
             OperationArgs::RemoteBranches(op) => OperationRequest::RemoteBranches(RemoteBranchesRequest {
-                remote: op.remote,
+                remote: match op.remote {
+                    Some(name) => name,
+                    None => crate::context::policy_remote(ctx.repo()?)?.ok_or_else(|| {
+                        crate::error::Error::usage(
+                            "which remote? this repository has no `origin`, and no `guardctl.remote` is set",
+                        )
+                        .with_hint("name it: `--remote NAME`")
+                    })?,
+                },
                 branches: op.selection.request(op.base, false),
             }),
             OperationArgs::Tags(op) => OperationRequest::Tags(TagsRequest {
@@ -274,7 +284,7 @@ impl OperationArgs {
                     VerifyPrintsArg::Diff => VerifyPrints::Diff,
                 }),
             }),
-        }
+        })
     }
 }
 
@@ -292,7 +302,7 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         ctx,
         ui,
         PlanRequest {
-            operation: args.operation.request(),
+            operation: args.operation.request(ctx)?,
             expires_in: args.expires_in,
             executor: args.executor,
             destination: Destination::File {

@@ -74,12 +74,26 @@ pub fn decide(
     let plan = &loaded.plan;
     let key = ctx.signing_key(ui)?;
     let fingerprint = crate::sign::sshsig::fingerprint(&key.public);
-    let (signers, _) = ctx.allowed_signers()?;
+    let (signers, source) = ctx.allowed_signers()?;
     ctx.report_signers(ui, false)?;
-    let principal = review::decider(
-        &signers.principals_at(key.signer(), APPROVAL_NAMESPACE, &[ctx.now]),
-        &fingerprint,
-    )?;
+    let principals = signers.principals_at(key.signer(), APPROVAL_NAMESPACE, &[ctx.now]);
+    if principals.is_empty() && ctx.repo().is_err() {
+        // The team's identities are usually its committed allowed-signers file, which only a
+        // clone can read: say that, not what a `namespaces=` restriction would mean.
+        let read = match &source {
+            Some(s) => format!(
+                "only {} ({}) was read, and it does not list key {fingerprint}",
+                safe(&s.location),
+                s.how
+            ),
+            None => "no allowed-signers file was read".to_string(),
+        };
+        return Err(Error::usage(format!(
+            "outside a repository the team's identities (its committed allowed-signers file) cannot be read: {read}"
+        ))
+        .with_hint("run it in a clone of the plan's repository (`guardctl -C <clone> approve …`), or pass the team's file with `--allowed-signers FILE`"));
+    }
+    let principal = review::decider(&principals, &fingerprint)?;
     if decision == Decision::Approve {
         review::refuse_self_approval(plan, &principal, &fingerprint, &signers)?;
         // Eligible for the groups `apply` will count: with the bulk group when the planner's

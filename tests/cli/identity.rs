@@ -231,3 +231,37 @@ fn a_passphrase_protected_key_without_a_terminal_fails_at_once_and_never_prompts
     );
     assert!(!r.stderr.contains("incorrect passphrase"), "{}", r.stderr);
 }
+
+/// Issue 34 item 5: a reviewer approves a downloaded plan outside any repository, where the
+/// team's identities (its committed allowed-signers file) cannot be read. The refusal says so
+/// and how to point at them (64), not what a `namespaces=` restriction would mean; with the
+/// team's file named, the same approval works.
+#[test]
+fn approving_outside_a_repository_says_the_teams_identities_could_not_be_read() {
+    let env = standard_repo();
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let downloads = env.path().join("Downloads");
+    fs::create_dir_all(&downloads).unwrap();
+    fs::copy(env.repo.join("plan.json"), downloads.join("plan.json")).unwrap();
+    let approve = |with_signers: bool| {
+        let mut c = env.command();
+        c.current_dir(&downloads).arg("--key").arg(env.key("bob"));
+        if with_signers {
+            c.arg("--allowed-signers").arg(env.allowed_signers());
+        }
+        c.args(["approve", "plan.json", "--yes"]);
+        run(c)
+    };
+    let r = approve(false);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("team's identities"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("-C <clone>") && r.stderr.contains("--allowed-signers"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("namespaces="), "{}", r.stderr);
+    let r = approve(true);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}

@@ -307,6 +307,30 @@ fn recover_finishes_an_interrupted_rollback_on_the_remote() {
     }
 }
 
+/// Issue 34 item 4: `--remote` defaults to the team remote (`guardctl.remote`, else origin),
+/// as git's commands default to origin: the docs' `plan remote-branches --merged --publish`
+/// works as written. Without any remote to default to, 64 says to name one.
+#[test]
+fn remote_branches_default_to_the_team_remote() {
+    let env = remote_repo();
+    let named = plan(&env);
+    let r = env.run("alice", &["plan", "remote-branches", "--json", "--force"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let defaulted = r.json();
+    for field in ["operation", "repository", "remote", "total_affected"] {
+        assert!(!named[field].is_null(), "{field}: {named}");
+        assert_eq!(
+            defaulted[field], named[field],
+            "{field}: the same remote, the same plan"
+        );
+    }
+    assert_eq!(defaulted["remote"], "origin");
+    env.git(&["remote", "rename", "origin", "upstream"]);
+    let r = env.run("alice", &["plan", "remote-branches", "--force"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("--remote NAME"), "{}", r.stderr);
+}
+
 #[test]
 fn a_plan_needs_the_remotes_tips_fetched_and_applies_only_to_that_url() {
     let env = remote_repo();
