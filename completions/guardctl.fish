@@ -98,7 +98,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s V -l version -d 'Print version'
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l remote -d 'The remote, by name (its URL identifies the plan)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l remote -d 'The remote, by name (its URL identifies the plan) [default: the team remote: `guardctl.remote` in system or global config, else origin]' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l base -d 'The remote branch others are compared with, e.g. main [default: the remote\'s HEAD]' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l older-than -d 'Branches whose last commit is older than DUR (e.g. 90d)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l match -d 'Only consider branches matching GLOB (repeatable)' -r
