@@ -173,7 +173,7 @@ pub fn apply(ctx: &Ctx, ui: &mut Ui, request: &ApplyRequest) -> Result<ApplyOutc
     let id = loaded.id_hex().to_string();
     let is_exec = matches!(plan.operation, Operation::Exec(_));
     // What cannot be recorded is not done: a broken audit log refuses before any change.
-    let session = locked.check_log(AuditLog::MustBeIntact)?.begin(
+    let session = locked.check_log(ui, AuditLog::MustBeIntact)?.begin(
         ui,
         Signer {
             key: Some(&key),

@@ -36,7 +36,7 @@ pub fn gc(ctx: &Ctx, ui: &mut Ui, _request: &GcRequest) -> Result<Vec<Collected>
     let repo = ctx.repo()?;
     let store = super::session::store(ctx)?;
     let session = Session::lock(ctx, &store)?
-        .check_log(AuditLog::MustBeIntact)?
+        .check_log(ui, AuditLog::MustBeIntact)?
         .without_recovery(Signer {
             key: None,
             principal: None,

@@ -49,6 +49,7 @@ pub fn log(ctx: &Ctx, ui: &mut Ui, request: &LogRequest) -> Result<AuditTrail> {
         let (signers, _) = ctx.allowed_signers()?;
         ctx.report_signers(ui, true)?;
         brk = audit::check_trust(&log.records, &signers);
+        super::session::say_retired(ctx, ui, &audit::retired(&log.records, &signers))?;
         for other in [
             missing_receipt(&store, &log.records)?,
             crate::evidence::check_local(&log.records, &store, repo, &signers)?,

@@ -16,7 +16,7 @@ pub struct RecoverRequest {}
 /// Recover, and publish what was recovered; the plans settled, in order.
 pub fn recover(ctx: &Ctx, ui: &mut Ui, _request: &RecoverRequest) -> Result<Vec<Recovered>> {
     let store = super::session::store(ctx)?;
-    let checked = Session::lock(ctx, &store)?.check_log(AuditLog::MustBeIntact)?;
+    let checked = Session::lock(ctx, &store)?.check_log(ui, AuditLog::MustBeIntact)?;
     // Without a key, what needs none is still recovered (an apply abandoned, a rollback
     // finished); a receipt needs the key that consumed the plan.
     let key = ctx.signing_key(ui).ok();

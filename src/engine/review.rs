@@ -131,7 +131,8 @@ pub fn decide(
         let store = crate::store::Store::new(repo.state_dir());
         let locked = store.lock(repo)?;
         crate::engine::session::say_stale_locks(ui, locked.stale_locks());
-        store.audit_intact(&locked, &signers)?;
+        let retired = store.audit_intact(&locked, &signers)?;
+        crate::engine::session::say_retired(ctx, ui, &retired)?;
     }
 
     let policy = crate::gate::policy_status(ctx, &loaded.plan);

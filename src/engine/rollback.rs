@@ -54,7 +54,7 @@ pub fn rollback(ctx: &Ctx, ui: &mut Ui, request: &RollbackRequest) -> Result<Rol
     let store = super::session::store(ctx)?;
     let (id, found_elsewhere) = resolve(ctx, &store, &request.plan)?;
     // A broken audit log blocks every change but this one: restoring what a plan deleted.
-    let checked = Session::lock(ctx, &store)?.check_log(AuditLog::MayBeBroken)?;
+    let checked = Session::lock(ctx, &store)?.check_log(ui, AuditLog::MayBeBroken)?;
     // The rollback's audit entry, and a receipt of an interrupted apply finished here, are
     // signed with the caller's key.
     let key = ctx.signing_key(ui)?;

@@ -132,6 +132,27 @@ impl<'s> Session<'s> {
     }
 }
 
+/// Warn, once per key, about audit entries signed by a key the trusted identities no longer
+/// list at all (`store::audit::retired`): a teammate retired by removing their line. Their
+/// entries stay in the log, signed and chained; they are not tampering, and trusted no more.
+pub fn say_retired(ctx: &Ctx, ui: &mut Ui, retired: &[(String, usize)]) -> Result<()> {
+    if retired.is_empty() {
+        return Ok(());
+    }
+    let (_, source) = ctx.allowed_signers()?;
+    let from = source.map_or_else(
+        || "the trusted identities".to_string(),
+        |s| crate::text::safe(&s.location),
+    );
+    for (key, n) in retired {
+        ui.warn(&format!(
+            "{n} audit entr{} signed by a key no longer trusted ({key}: removed from {from}); kept in the log, trusted no more",
+            if *n == 1 { "y is" } else { "ies are" }
+        ));
+    }
+    Ok(())
+}
+
 /// Tell the user what taking the lock did with the lock files a guardctl killed while
 /// holding it had left (`repo::mutate::stale_locks`): a notice naming those removed, a warning
 /// saying why others were left. Returns the notice's words (for the audit log).
@@ -167,10 +188,13 @@ impl<'s> Locked<'s> {
     }
 
     /// Check the audit log: intact, every entry's key speaking for its principal.
-    pub fn check_log(self, log: AuditLog) -> Result<Checked<'s>> {
+    pub fn check_log(self, ui: &mut Ui, log: AuditLog) -> Result<Checked<'s>> {
         let Locked { ctx, store, repo } = self;
         let broken_log = match store.audit_intact(&repo, &ctx.allowed_signers()?.0) {
-            Ok(()) => None,
+            Ok(retired) => {
+                say_retired(ctx, ui, &retired)?;
+                None
+            }
             Err(e) if log == AuditLog::MayBeBroken && e.kind == Kind::InvalidPlan => Some(e),
             Err(e) => return Err(e),
         };

@@ -30,7 +30,8 @@ pub fn verify(ctx: &Ctx, ui: &mut Ui, request: &VerifyRequest) -> Result<Verifie
     cleared.forget_payload();
     let store = crate::store::Store::new(ctx.repo()?.state_dir());
     // apply refuses to act where its audit log is broken: so does verify (reading only).
-    store.audit_intact(ctx.repo()?, &ctx.allowed_signers()?.0)?;
+    let retired = store.audit_intact(ctx.repo()?, &ctx.allowed_signers()?.0)?;
+    super::session::say_retired(ctx, ui, &retired)?;
     let consumed = crate::gate::consumed(&store, cleared.loaded.id_hex())?;
     if consumed {
         // What apply would print must verify here too (a forged record is 16 for both).

@@ -131,6 +131,19 @@ impl AllowedSigners {
         out
     }
 
+    /// Whether any line lists `signer` at all, whatever its principals, namespaces and
+    /// validity: its plain key, or (signed with a certificate) the certificate's authority on
+    /// a `cert-authority` line. A key no line lists is a stranger, or a retired teammate's.
+    pub fn mentions(&self, signer: Signer) -> bool {
+        self.entries
+            .iter()
+            .any(|e| match (e.cert_authority, signer.certificate) {
+                (false, None) => e.key.key_data() == signer.key.key_data(),
+                (true, Some(cert)) => cert.signature_key() == e.key.key_data(),
+                _ => false,
+            })
+    }
+
     /// Whether any line (a plain key or a certificate authority) names `principal` exactly:
     /// a principal no line names can never sign anything.
     pub fn lists(&self, principal: &str) -> bool {

@@ -336,6 +336,9 @@ fn check_anchor(records: &[Record], anchor: Option<&Anchor>, pending: &mut bool)
 /// time) for the principal it names. For a receipt, that is its executor: only the key that
 /// applied a plan signs its receipt, a `recover` finishing the apply included
 /// (`execute::receipt_key`), so a receipt re-signed to name another executor breaks here.
+///
+/// A key the identities no longer list at all (a teammate retired by removing their line) is
+/// no break: signatures, chain and anchor decide that, and such entries are [`retired`].
 pub fn check_trust(records: &[Record], signers: &AllowedSigners) -> Option<Break> {
     for r in records {
         let cert = sshsig::certificate_of(&r.sig);
@@ -344,6 +347,9 @@ pub fn check_trust(records: &[Record], signers: &AllowedSigners) -> Option<Break
             certificate: cert.as_ref(),
         };
         let principals = signers.principals_at(signer, r.namespace, &[r.at]);
+        if principals.is_empty() && !signers.mentions(signer) {
+            continue;
+        }
         let reason = match &r.principal {
             _ if principals.is_empty() => format!(
                 "signed by key {}, which the trusted identities do not list for {} at {}",
@@ -359,6 +365,28 @@ pub fn check_trust(records: &[Record], signers: &AllowedSigners) -> Option<Break
         return Some(Break { line: r.seq, reason });
     }
     None
+}
+
+/// The entries signed by a key the trusted identities no longer list on any line (nor its
+/// certificate's authority): `(key fingerprint, how many entries)`, in order of first use.
+/// Kept in the log and trusted no more; what to say of them is the caller's.
+pub fn retired(records: &[Record], signers: &AllowedSigners) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for r in records {
+        let cert = sshsig::certificate_of(&r.sig);
+        let signer = Signer {
+            key: &r.signer,
+            certificate: cert.as_ref(),
+        };
+        if signers.mentions(signer) {
+            continue;
+        }
+        match out.iter_mut().find(|(k, _)| *k == r.key) {
+            Some((_, n)) => *n += 1,
+            None => out.push((r.key.clone(), 1)),
+        }
+    }
+    out
 }
 
 /// The log, checked and ready to extend: a broken log is refused; an interrupted append's

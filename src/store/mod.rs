@@ -139,12 +139,18 @@ impl Store {
     /// Refuse (exit 65) when the audit log is broken, or when an entry's key does not speak
     /// for its principal per `signers`: checked before anything is changed, so a command that
     /// could not record what it did does not do it, and a rewritten log is not extended.
-    pub fn audit_intact(&self, repo: &Repo, signers: &crate::sign::AllowedSigners) -> Result<()> {
+    /// Returns the keys `signers` no longer lists at all, with their entries' count
+    /// ([`audit::retired`]): for the caller to warn about, never a refusal.
+    pub fn audit_intact(
+        &self,
+        repo: &Repo,
+        signers: &crate::sign::AllowedSigners,
+    ) -> Result<Vec<(String, usize)>> {
         let path = self.audit_path();
         let log = audit::read(repo, &path)?;
         log.refuse_if_broken(&path)?;
         match audit::check_trust(&log.records, signers) {
-            None => Ok(()),
+            None => Ok(audit::retired(&log.records, signers)),
             Some(b) => Err(audit::broken(&path, &b)),
         }
     }

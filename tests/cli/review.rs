@@ -184,3 +184,47 @@ fn rollback_works_with_a_broken_audit_log_and_the_archive_procedure_restores_the
 fn approve_file(env: &TestEnv, file: &str) -> i32 {
     env.run("bob", &["approve", file, "--yes"]).code
 }
+
+/// Issue 34 item 2: a teammate retired by removing their line from the allowed-signers file
+/// is not tampering. Their audit entries stay, signed and chained; the next approval goes
+/// through with a warning naming the key and the file, and so does `log --verify`. An entry
+/// whose key is still listed but speaks for another principal remains a break.
+#[test]
+fn a_retired_teammates_audit_entries_warn_and_block_nothing() {
+    let env = crate::fixtures::standard_repo();
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // The team file without Bob's line.
+    let bobs = fs::read_to_string(format!("{}.pub", env.key("bob").display())).unwrap();
+    let bobs_key: String = bobs.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
+    let all = fs::read_to_string(env.allowed_signers()).unwrap();
+    let without: String = all
+        .lines()
+        .filter(|l| !l.contains(&bobs_key))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(without, all, "Bob's line is in the file");
+    let retired = env.path().join("allowed_signers.without-bob");
+    fs::write(&retired, &without).unwrap();
+    let as_carol = |args: &[&str]| {
+        let mut c = env.command();
+        c.arg("--key")
+            .arg(env.key("carol"))
+            .arg("--allowed-signers")
+            .arg(&retired)
+            .args(args);
+        crate::fixtures::run(c)
+    };
+    let r = as_carol(&["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("signed by a key no longer trusted") && r.stderr.contains("removed from"),
+        "{}",
+        r.stderr
+    );
+    let r = as_carol(&["log", "--verify"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stderr.contains("no longer trusted"), "{}", r.stderr);
+}
