@@ -73,7 +73,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_s
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -f -a "exec" -d 'Any destructive command, gated by its preview'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l base -d 'The branch others are compared with [default: the remote HEAD\'s target, else init.defaultBranch, else main or master]' -r
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l older-than -d 'Branches whose last commit is older than DUR (e.g. 90d)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l older-than -d 'Branches whose last commit is older than DUR (e.g. 90d, 6mo, 1y; `m` alone is refused: 6min or 6mo?)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l match -d 'Only consider branches matching GLOB (repeatable)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l exclude -d 'Never consider branches matching GLOB (repeatable)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l protect -d 'Protect branches matching GLOB, in addition to the policy\'s (repeatable)' -r
@@ -100,7 +100,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l remote -d 'The remote, by name (its URL identifies the plan) [default: the team remote: `guardctl.remote` in system or global config, else origin]' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l base -d 'The remote branch others are compared with, e.g. main [default: the remote\'s HEAD]' -r
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l older-than -d 'Branches whose last commit is older than DUR (e.g. 90d)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l older-than -d 'Branches whose last commit is older than DUR (e.g. 90d, 6mo, 1y; `m` alone is refused: 6min or 6mo?)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l match -d 'Only consider branches matching GLOB (repeatable)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l exclude -d 'Never consider branches matching GLOB (repeatable)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l protect -d 'Protect branches matching GLOB, in addition to the policy\'s (repeatable)' -r
@@ -126,7 +126,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l remote -d 'A remote\'s tags, by remote name (judged with this clone\'s objects: fetch first)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l match -d 'Tags whose name matches GLOB (repeatable)' -r
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l older-than -d 'Tags older than DUR (e.g. 2y)' -r
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l older-than -d 'Tags older than DUR (e.g. 2y, 6mo, 90d; `m` alone is refused: 6min or 6mo?)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l exclude -d 'Never consider tags matching GLOB (repeatable)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l protect -d 'Protect tags matching GLOB, in addition to the policy\'s (repeatable)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -s o -l out -d 'Where to write the plan' -r -F

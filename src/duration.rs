@@ -1,5 +1,7 @@
-//! Durations as users type them: `90s`, `15m`, `2h`, `1d`, `6w`, `1y` (365 days), or
-//! combinations like `1h30m`. Used by `--expires-in` and `--older-than`.
+//! Durations as users type them: `90s`, `15m` or `15min`, `2h`, `1d`, `6w`, `6mo` (30
+//! days), `1y` (365 days), unit words (`3months`, `2 weeks`), or combinations like `1h30m`.
+//! Used by `--expires-in` and `--older-than`; an age (`--older-than`) refuses the bare `m`,
+//! which reads as minutes to git and as months to people ([`parse_age`]).
 
 use std::time::Duration;
 
@@ -7,49 +9,81 @@ use std::time::Duration;
 /// `i64` would wrap into the past.
 pub const MAX_SECS: u64 = 1000 * 365 * 86_400;
 
+const DAY: u64 = 86_400;
+
+/// A unit's seconds, by every name it goes by.
+fn unit(name: &str) -> Option<u64> {
+    Some(match name {
+        "s" | "sec" | "secs" | "second" | "seconds" => 1,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60,
+        "h" | "hr" | "hrs" | "hour" | "hours" => 3600,
+        "d" | "day" | "days" => DAY,
+        "w" | "wk" | "wks" | "week" | "weeks" => 7 * DAY,
+        "mo" | "mon" | "month" | "months" => 30 * DAY,
+        "y" | "yr" | "yrs" | "year" | "years" => 365 * DAY,
+        _ => return None,
+    })
+}
+
+/// A duration (`--expires-in`): `m` is minutes, as git and most tools read it.
 pub fn parse(input: &str) -> Result<Duration, String> {
+    parse_with(input, false)
+}
+
+/// An age (`--older-than`): as [`parse`], but a bare `m` is refused, since `6m` for an age
+/// is as likely six months as six minutes.
+pub fn parse_age(input: &str) -> Result<Duration, String> {
+    parse_with(input, true)
+}
+
+fn parse_with(input: &str, age: bool) -> Result<Duration, String> {
     let s = input.trim();
     if s.is_empty() {
         return Err("empty duration".into());
     }
     let mut total: u64 = 0;
-    let mut digits = String::new();
-    for ch in s.chars() {
-        if ch.is_ascii_digit() {
-            digits.push(ch);
-            continue;
-        }
-        let unit: u64 = match ch {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86_400,
-            'w' => 7 * 86_400,
-            'y' => 365 * 86_400,
-            _ => {
-                return Err(format!(
-                    "invalid duration `{input}`: unknown unit `{ch}` (use s, m, h, d, w, y)"
-                ));
-            }
-        };
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits_end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let (digits, after) = rest.split_at(digits_end);
+        let after = after.trim_start();
+        let name_end = after
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(after.len());
+        let (name, after) = after.split_at(name_end);
         if digits.is_empty() {
+            return Err(match name.is_empty() {
+                true => format!(
+                    "invalid duration `{input}`: unexpected `{}`",
+                    after.chars().next().unwrap_or(' ')
+                ),
+                false => format!("invalid duration `{input}`: a number must precede `{name}`"),
+            });
+        }
+        if name.is_empty() {
             return Err(format!(
-                "invalid duration `{input}`: a number must precede `{ch}`"
+                "invalid duration `{input}`: missing unit after `{digits}` (e.g. 15min, 2h, 1d, 6mo)"
             ));
         }
+        let lower = name.to_ascii_lowercase();
+        if age && lower == "m" {
+            return Err(format!(
+                "ambiguous age `{input}`: `m` could be minutes or months; write {digits}min or {digits}mo"
+            ));
+        }
+        let Some(secs) = unit(&lower) else {
+            return Err(format!(
+                "invalid duration `{input}`: unknown unit `{name}` (use s, min, h, d, w, mo, y)"
+            ));
+        };
         let n: u64 = digits
             .parse()
             .map_err(|_| format!("invalid duration `{input}`: number too large"))?;
         total = n
-            .checked_mul(unit)
+            .checked_mul(secs)
             .and_then(|v| total.checked_add(v))
             .ok_or_else(|| format!("invalid duration `{input}`: too large"))?;
-        digits.clear();
-    }
-    if !digits.is_empty() {
-        return Err(format!(
-            "invalid duration `{input}`: missing unit after `{digits}` (e.g. 15m, 2h, 1d)"
-        ));
+        rest = after.trim_start();
     }
     if total == 0 {
         return Err(format!("invalid duration `{input}`: must be greater than zero"));
@@ -58,6 +92,24 @@ pub fn parse(input: &str) -> Result<Duration, String> {
         return Err(format!("invalid duration `{input}`: longer than 1000y"));
     }
     Ok(Duration::from_secs(total))
+}
+
+/// A number of seconds in words, in the largest unit that measures it exactly ("6 months",
+/// "90 minutes", "1 year"): how a threshold is said to a reviewer.
+pub fn words(secs: u64) -> String {
+    let (n, name) = [
+        (365 * DAY, "year"),
+        (30 * DAY, "month"),
+        (7 * DAY, "week"),
+        (DAY, "day"),
+        (3600, "hour"),
+        (60, "minute"),
+        (1, "second"),
+    ]
+    .into_iter()
+    .find(|(u, _)| secs >= *u && secs.is_multiple_of(*u))
+    .map_or((secs, "second"), |(u, name)| (secs / u, name));
+    format!("{n} {name}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Compact, human form of a number of seconds: `14m`, `3h`, `5d`, `2y`.
@@ -106,6 +158,36 @@ mod tests {
             assert!(parse(bad).is_err(), "{bad}");
         }
         assert_eq!(parse("1000y"), Ok(Duration::from_secs(MAX_SECS)));
+    }
+
+    /// Issue 34 item 6: months and unit words are understood; an age refuses the bare `m`.
+    #[test]
+    fn months_and_words_parse_and_an_age_refuses_a_bare_m() {
+        assert_eq!(parse("6mo"), Ok(Duration::from_secs(180 * DAY)));
+        assert_eq!(parse("3months"), Ok(Duration::from_secs(90 * DAY)));
+        assert_eq!(parse("2 weeks"), Ok(Duration::from_secs(14 * DAY)));
+        assert_eq!(parse("1year"), Ok(Duration::from_secs(365 * DAY)));
+        assert_eq!(parse("90min"), Ok(Duration::from_secs(5400)));
+        assert_eq!(
+            parse("6m"),
+            Ok(Duration::from_secs(360)),
+            "minutes, for an expiry"
+        );
+        assert_eq!(parse_age("6mo"), Ok(Duration::from_secs(180 * DAY)));
+        assert_eq!(parse_age("6min"), Ok(Duration::from_secs(360)));
+        let e = parse_age("6m").unwrap_err();
+        assert!(e.contains("6min") && e.contains("6mo"), "{e}");
+        assert!(parse("3moons").is_err());
+    }
+
+    #[test]
+    fn words_say_the_largest_exact_unit() {
+        assert_eq!(words(180 * DAY), "6 months");
+        assert_eq!(words(365 * DAY), "1 year");
+        assert_eq!(words(14 * DAY), "2 weeks");
+        assert_eq!(words(90 * DAY), "3 months");
+        assert_eq!(words(5400), "90 minutes");
+        assert_eq!(words(1), "1 second");
     }
 
     #[test]

@@ -706,7 +706,7 @@ impl Server {
             let op = OperationRequest::Tags(TagsRequest {
                 remote: p.remote,
                 match_globs: p.match_globs,
-                older_than: duration(p.older_than.as_deref(), "older_than")?,
+                older_than: age(p.older_than.as_deref(), "older_than")?,
                 exclude: p.exclude,
                 protect: p.protect,
                 annotated: p.annotated,
@@ -836,6 +836,13 @@ impl ServerHandler for Server {}
 
 // ---- the tools' bodies (blocking) ----------------------------------------------------------
 
+/// An age (`older_than`): as [`duration`], refusing the ambiguous bare `m`.
+fn age(value: Option<&str>, field: &str) -> Result<Option<std::time::Duration>> {
+    value
+        .map(|v| crate::duration::parse_age(v).map_err(|e| Error::usage(format!("`{field}`: {e}"))))
+        .transpose()
+}
+
 fn duration(value: Option<&str>, field: &str) -> Result<Option<std::time::Duration>> {
     value
         .map(|v| crate::duration::parse(v).map_err(|e| Error::usage(format!("`{field}`: {e}"))))
@@ -856,7 +863,7 @@ fn branches(
         base,
         gone,
         merged,
-        older_than: duration(older_than, "older_than")?,
+        older_than: age(older_than, "older_than")?,
         squash_merged,
         include_unmerged,
         match_globs,

@@ -135,8 +135,8 @@ pub struct TagsArgs {
     /// Tags whose name matches GLOB (repeatable)
     #[arg(long = "match", value_name = "GLOB")]
     pub match_globs: Vec<String>,
-    /// Tags older than DUR (e.g. 2y)
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    /// Tags older than DUR (e.g. 2y, 6mo, 90d; `m` alone is refused: 6min or 6mo?)
+    #[arg(long, value_name = "DUR", value_parser = parse_age)]
     pub older_than: Option<Duration>,
     /// Never consider tags matching GLOB (repeatable)
     #[arg(long, value_name = "GLOB")]
@@ -204,8 +204,9 @@ pub struct SelectionArgs {
     /// Branches whose tip is reachable from the base
     #[arg(long)]
     pub merged: bool,
-    /// Branches whose last commit is older than DUR (e.g. 90d)
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    /// Branches whose last commit is older than DUR (e.g. 90d, 6mo, 1y; `m` alone is refused:
+    /// 6min or 6mo?)
+    #[arg(long, value_name = "DUR", value_parser = parse_age)]
     pub older_than: Option<Duration>,
     /// Branches whose combined change is already in the base (squash or rebase merged)
     #[arg(long)]
@@ -286,6 +287,10 @@ impl OperationArgs {
             }),
         })
     }
+}
+
+fn parse_age(s: &str) -> std::result::Result<Duration, String> {
+    crate::duration::parse_age(s)
 }
 
 fn parse_duration(s: &str) -> std::result::Result<Duration, String> {

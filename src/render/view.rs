@@ -377,9 +377,15 @@ fn selection_flags(op: &crate::plan::model::Operation) -> Vec<String> {
     };
     let mut out = Vec::new();
     if let Some(secs) = i.older_than_secs {
+        // The threshold in words too: `6m` once meant six minutes to a reviewer reading months.
+        let what = match op {
+            Operation::Tags(_) => "older than",
+            _ => "inactive for more than",
+        };
         out.push(format!(
-            "--older-than {}",
-            crate::duration::humanize(i64::try_from(secs).unwrap_or(i64::MAX))
+            "--older-than {} ({what} {})",
+            crate::duration::humanize(i64::try_from(secs).unwrap_or(i64::MAX)),
+            crate::duration::words(secs)
         ));
     }
     for (flag, globs) in [

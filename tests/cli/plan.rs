@@ -735,3 +735,36 @@ mod never_planned {
         );
     }
 }
+
+/// Issue 34 item 6: `--older-than 6m` was six minutes to guardctl and six months to the person
+/// typing it. An age refuses the bare `m` (64, naming both readings); months and unit words
+/// are understood, and `show` says the threshold in words.
+#[test]
+fn an_age_in_months_is_understood_and_a_bare_m_is_refused() {
+    let env = crate::fixtures::standard_repo();
+    let r = env.run("alice", &["plan", "stale-branches", "--older-than", "6m"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("6min") && r.stderr.contains("6mo"),
+        "{}",
+        r.stderr
+    );
+    for (typed, words) in [
+        ("6mo", "6 months"),
+        ("3months", "3 months"),
+        ("2 weeks", "2 weeks"),
+    ] {
+        let r = env.run(
+            "alice",
+            &["plan", "stale-branches", "--older-than", typed, "--force"],
+        );
+        assert_eq!(r.code, 0, "{typed}: {}", r.transcript());
+        let r = env.run("alice", &["show", "plan.json"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        assert!(
+            r.stdout.contains(&format!("inactive for more than {words}")),
+            "{typed}: {}",
+            r.stdout
+        );
+    }
+}
