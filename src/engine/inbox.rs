@@ -76,6 +76,11 @@ pub fn inbox(ctx: &Ctx, ui: &mut Ui) -> Result<InboxView> {
             left_out.expired += 1;
             continue;
         }
+        // Published by an earlier version, or by hand: nothing to approve.
+        if crate::policy::changes_nothing(plan) {
+            left_out.empty += 1;
+            continue;
+        }
         // This repository's: a remote plan bound to the team remote's repository, or a plan
         // of a clone (the planner's, where it will be applied) published here.
         let ours = match plan.operation.bound_to_remote() {

@@ -140,6 +140,20 @@ pub fn plan(ctx: &Ctx, ui: &mut Ui, request: PlanRequest) -> Result<Planned> {
     };
     crate::planfile::write(&path, &made.file)?;
     let id_hex = made.plan_id.trim_start_matches("sha256:");
+    // A plan that changes nothing waits for nobody: it is saved, never published (an inbox
+    // would list it for an approval it does not need).
+    let publish_to = match publish_to {
+        Some(remote) if crate::policy::changes_nothing(&made.plan) => {
+            ui.status(&format!(
+                "Plan {} changes nothing: saved to {}, not published to remote `{}`.",
+                made.plan_id,
+                path.display(),
+                crate::text::safe(&remote.name)
+            ));
+            None
+        }
+        other => other,
+    };
     let published = match publish_to {
         Some(remote) => {
             let item = crate::store::published::Item::plan(id_hex, &made.file)?;

@@ -661,6 +661,7 @@ pub fn render_inbox(v: &super::view::InboxView, color: bool, w: &mut dyn Write) 
         (l.consumed, "applied"),
         (l.expired, "expired"),
         (l.other_repository, "for another repository"),
+        (l.empty, "changing nothing"),
         (l.invalid, "invalid"),
     ]
     .iter()

@@ -950,6 +950,8 @@ pub struct InboxLeftOut {
     pub expired: usize,
     /// Plans bound to another repository than this clone's remote.
     pub other_repository: usize,
+    /// Plans that change nothing (nothing to approve).
+    pub empty: usize,
     /// Refs that do not hold a valid plan with their id (each also a warning).
     pub invalid: usize,
 }

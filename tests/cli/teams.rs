@@ -1124,3 +1124,35 @@ mod heavy {
         assert_eq!(r.code, 65, "{}", r.transcript());
     }
 }
+
+/// Issue 34 item 10: a plan that changes nothing waits for nobody. `--publish` saves it and
+/// says it was not published; the team remote gains nothing and `inbox` lists no plan.
+#[test]
+fn a_plan_that_changes_nothing_is_not_published_and_never_listed() {
+    let t = team();
+    let before = t.origin_refs();
+    let out = t.planner.join("empty.json");
+    let r = t.env.run_in(
+        &t.planner,
+        "alice",
+        &[
+            "plan",
+            "remote-branches",
+            "--match",
+            "no-such-branch-*",
+            "-o",
+            out.to_str().unwrap(),
+            "--publish",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("changes nothing") && r.stderr.contains("not published"),
+        "{}",
+        r.stderr
+    );
+    assert!(out.exists());
+    assert_eq!(t.origin_refs(), before, "nothing was published");
+    let inbox = t.inbox(&t.bob, "bob");
+    assert_eq!(inbox["plans"].as_array().unwrap().len(), 0, "{inbox}");
+}
