@@ -20,6 +20,21 @@ fn long_flags(cmd: &clap::Command, out: &mut Vec<String>) {
     }
 }
 
+/// terraform's single-dash flags that guardctl has no flag of the same name for, with what to
+/// type instead: a terraform habit gets an answer, not clap's generic error.
+const TERRAFORM_FLAGS: &[(&str, &str)] = &[
+    (
+        "auto-approve",
+        "guardctl apply never asks: the approval is another person's `guardctl approve` (whose own prompt `--yes` skips); drop -auto-approve",
+    ),
+    ("no-color", "use --color never"),
+    ("target", "name what to plan with --match GLOB (repeatable)"),
+    (
+        "input",
+        "guardctl never prompts without a terminal (`approve` needs --yes there); drop -input",
+    ),
+];
+
 /// A long flag written with one dash (`-out=x`, `-json`, terraform's habit). clap reads
 /// `-out=x` as `-o ut=x` and writes a file named `ut=x`, so it is refused before parsing.
 /// Arguments after `--` (an exec plan's command) are never looked at.
@@ -35,6 +50,12 @@ pub fn single_dash_long_flag(args: &[OsString], cmd: &clap::Command) -> Option<E
             continue;
         };
         let name = rest.split('=').next().unwrap_or_default();
+        if let Some((_, instead)) = TERRAFORM_FLAGS.iter().find(|(f, _)| *f == name) {
+            let shown = crate::text::safe(arg);
+            return Some(
+                Error::usage(format!("`{shown}` is terraform's flag, not guardctl's")).with_hint(*instead),
+            );
+        }
         if name.len() > 1 && names.iter().any(|n| n == name) {
             let shown = crate::text::safe(arg);
             return Some(
@@ -77,7 +98,8 @@ pub fn from_clap(e: &clap::Error, args: &[OsString]) -> Error {
             ))
         }
         ErrorKind::InvalidValue | ErrorKind::ValueValidation if invalid_arg.contains("<DUR>") => {
-            Error::usage(first).with_hint("a duration is a number and a unit: 30s, 15m, 2h, 1d, 2w, 1y")
+            Error::usage(first)
+                .with_hint("a duration is a number and a unit: 30s, 15min, 2h, 1d, 2w, 6mo, 1y (for an age, m alone is ambiguous)")
         }
         _ => {
             let hint = if let Some(s) = suggested {
@@ -129,6 +151,31 @@ mod tests {
         assert_eq!(
             check(&["guardctl", "show", "-json"]).as_deref(),
             Some("did you mean --json?")
+        );
+    }
+
+    /// Issue 34 item 13: terraform's other single-dash flags get an answer too.
+    #[test]
+    fn terraforms_single_dash_flags_say_what_guardctl_does_instead() {
+        let hint = check(&["guardctl", "apply", "plan.json", "-auto-approve"]).unwrap();
+        assert!(hint.contains("approve"), "{hint}");
+        assert!(
+            check(&["guardctl", "show", "plan.json", "-no-color"])
+                .unwrap()
+                .contains("--color never")
+        );
+        // After `--`, an exec plan's command keeps its own flags.
+        assert_eq!(
+            check(&[
+                "guardctl",
+                "plan",
+                "exec",
+                "--",
+                "terraform",
+                "apply",
+                "-auto-approve"
+            ]),
+            None
         );
     }
 

@@ -58,8 +58,9 @@ pub fn render(v: &LogView, w: &mut dyn Write) -> io::Result<()> {
         };
         writeln!(
             w,
-            "{} entries, signed, chained and anchored by {}{what}.",
+            "{} entr{}, signed, chained and anchored by {}{what}.",
             v.entries.len(),
+            if v.entries.len() == 1 { "y" } else { "ies" },
             ANCHOR_REF
         )?;
     }

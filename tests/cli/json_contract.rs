@@ -156,6 +156,17 @@ fn an_unknown_review_group_is_a_usage_error_with_a_hint() {
     );
 }
 
+/// Issue 34 item 13: terraform's `-auto-approve` (which guardctl has no flag for) gets an
+/// answer saying what guardctl does instead, 64, not clap's generic error.
+#[test]
+fn terraforms_auto_approve_is_answered_with_what_guardctl_does_instead() {
+    let env = standard_repo();
+    let r = env.run("alice", &["apply", "plan.json", "-auto-approve"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("terraform's flag"), "{}", r.stderr);
+    assert!(r.stderr.contains("guardctl approve"), "{}", r.stderr);
+}
+
 #[test]
 fn single_dash_long_flags_are_refused_with_the_double_dash_spelling() {
     let env = standard_repo();

@@ -228,3 +228,16 @@ fn a_retired_teammates_audit_entries_warn_and_block_nothing() {
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert!(r.stderr.contains("no longer trusted"), "{}", r.stderr);
 }
+
+/// Issue 34 item 13: "1 entries" reads "1 entry".
+#[test]
+fn log_counts_one_entry_in_the_singular() {
+    let env = crate::fixtures::standard_repo();
+    assert_eq!(env.run("alice", &["plan", "stale-branches", "--merged"]).code, 0);
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("alice", &["log"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stdout.contains("1 entry, signed, chained"), "{}", r.stdout);
+    assert!(!r.stdout.contains("1 entries"), "{}", r.stdout);
+}
