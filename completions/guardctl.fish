@@ -29,7 +29,7 @@ complete -c guardctl -n "__fish_guardctl_needs_command" -l color -d 'When to col
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_needs_command" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_needs_command" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_needs_command" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_needs_command" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_needs_command" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -59,7 +59,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_s
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l force -d 'Replace FILE even when it is not a guardctl plan, or holds a plan with approvals (guardctl\'s own state and trust files are refused whatever is given)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l no-publish -d 'Do not publish, even where `guardctl.remote` makes publishing the default'
@@ -86,7 +86,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l gone -d 'Branches whose upstream is configured but no longer exists'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l merged -d 'Branches whose tip is reachable from the base'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l squash-merged -d 'Branches whose combined change is already in the base (squash or rebase merged)'
@@ -113,7 +113,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l merged -d 'Branches whose tip is reachable from the base'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l squash-merged -d 'Branches whose combined change is already in the base (squash or rebase merged)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l include-unmerged -d 'Allow branches with commits not in the base (each is flagged as losing work)'
@@ -138,7 +138,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l annotated -d 'Only annotated tags'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l lightweight -d 'Only lightweight tags'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l include-signed -d 'Allow signed tags'
@@ -167,7 +167,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l force -d 'Replace FILE even when it is not a guardctl plan, or holds a plan with approvals (guardctl\'s own state and trust files are refused whatever is given)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l no-publish -d 'Do not publish, even where `guardctl.remote` makes publishing the default'
@@ -187,7 +187,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l color -d 'Whe
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l all -d 'List every affected and skipped branch'
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s q -l quiet -d 'Only print data and errors, no status lines'
@@ -202,7 +202,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l color -d '
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l yes -d 'Do not ask for confirmation (required when stdin is not a terminal)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l no-publish -d 'Do not publish, even where `guardctl.remote` makes publishing the default'
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
@@ -216,7 +216,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l color -d 'W
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l withdraw -d 'Withdraw your own earlier rejection(s) of this plan instead (signed, like a rejection)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l no-publish -d 'Do not publish, even where `guardctl.remote` makes publishing the default'
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
@@ -229,7 +229,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l color -d 'W
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -s h -l help -d 'Print help'
@@ -239,7 +239,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l color -d 'Wh
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -251,7 +251,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l color -d 'Wh
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -s h -l help -d 'Print help'
@@ -261,7 +261,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l color -d 
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -s h -l help -d 'Print help'
@@ -271,7 +271,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -l color -d '
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -s h -l help -d 'Print help'
@@ -281,7 +281,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l color -d 'When
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l verify -d 'Also check each entry\'s key against the trusted identities, each receipt\'s approvers, and that every apply the state, the backups and the team remote know of is in the log'
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -s q -l quiet -d 'Only print data and errors, no status lines'
@@ -292,7 +292,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l color -d 'W
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s h -l help -d 'Print help'
@@ -302,7 +302,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l color -d 'When 
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -s h -l help -d 'Print help'
@@ -312,7 +312,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l color 
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -s h -l help -d 'Print help'
@@ -322,7 +322,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l color -d 'Whe
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l keep -d 'Keep the temporary directory and print its path'
 complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -s q -l quiet -d 'Only print data and errors, no status lines'
@@ -333,7 +333,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -l color -d 'When
 always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
-complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -s h -l help -d 'Print help (see more with \'--help\')'

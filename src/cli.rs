@@ -38,7 +38,9 @@ pub struct Cli {
     pub key: Option<PathBuf>,
 
     /// Allowed-signers file mapping keys to principals (git's format)
-    /// [default: $GUARDCTL_ALLOWED_SIGNERS, git's gpg.ssh.allowedSignersFile, .guardctl/allowed_signers]
+    /// [default: $GUARDCTL_ALLOWED_SIGNERS, git's gpg.ssh.allowedSignersFile, else
+    /// .guardctl/allowed_signers as committed on the team remote's default branch (never the
+    /// work tree's copy)]
     #[arg(long, value_name = "PATH", global = true)]
     pub allowed_signers: Option<PathBuf>,
 

@@ -648,7 +648,7 @@ pub fn render_inbox(v: &super::view::InboxView, color: bool, w: &mut dyn Write) 
         match (&p.may_approve, &p.why_not) {
             (true, _) => writeln!(
                 w,
-                "  you may approve it: guardctl show {}; guardctl approve {} --publish",
+                "  you may approve it: guardctl show {}; guardctl approve {} (published back to the remote)",
                 &hex[..hex.len().min(12)],
                 &hex[..hex.len().min(12)]
             )?,

@@ -109,8 +109,10 @@ fn a_plan_published_in_one_clone_is_approved_in_two_and_applied_in_a_fourth_with
         r.stdout
     );
     assert!(
-        r.stdout
-            .contains(&format!("guardctl approve {} --publish", prefix(&id))),
+        r.stdout.contains(&format!(
+            "guardctl approve {} (published back to the remote)",
+            prefix(&id)
+        )),
         "{}",
         r.stdout
     );
