@@ -423,9 +423,66 @@ fn capitalized(word: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The width the resource table must fit: `$COLUMNS`, else the terminal's when standard
+/// output is one; `None` (no limit) when written elsewhere.
+fn table_width() -> Option<usize> {
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+    {
+        return Some(n);
+    }
+    terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0))
+}
+
+/// `text` cut to `max` characters, the cut shown by `…`.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(max.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+
+/// The resource table, fitted to [`table_width`]: subjects are cut first, then authors'
+/// names and emails (never below a few characters); a resource's name, tip and reason never
+/// are (a cut name could hide what a reviewer must see).
 fn write_table(name_header: &str, rows: &[Row], w: &mut dyn Write) -> io::Result<()> {
+    // Measured, not computed: each pass cuts the widest cuttable column by what is still over.
+    let longest = |f: fn(&Row) -> &str| rows.iter().map(|r| f(r).chars().count()).max().unwrap_or(0);
+    let (mut subject_max, mut author_max) = (longest(|r| &r.subject), longest(|r| &r.author));
+    let limit = table_width();
+    let lines = loop {
+        let lines: Vec<String> = table(name_header, rows, subject_max, author_max)
+            .lines()
+            .collect();
+        let wide = lines.iter().map(|l| l.chars().count() + 2).max().unwrap_or(0);
+        let over = match limit {
+            Some(limit) if wide > limit => wide - limit,
+            _ => break lines,
+        };
+        if subject_max > MIN_CUT {
+            subject_max = subject_max.saturating_sub(over).max(MIN_CUT);
+        } else if author_max > MIN_CUT {
+            author_max = author_max.saturating_sub(over).max(MIN_CUT);
+        } else {
+            break lines;
+        }
+    };
+    for line in lines {
+        writeln!(w, "  {line}")?;
+    }
+    Ok(())
+}
+
+/// The fewest characters a cut subject or author keeps.
+const MIN_CUT: usize = 12;
+
+/// The resource table with subjects and authors cut to at most `subject_max` and
+/// `author_max` characters.
+fn table(name_header: &str, rows: &[Row], subject_max: usize, author_max: usize) -> Table {
     let mut t = Table::new();
-    // No wrapping and no truncation: a cut name could hide what a reviewer must see.
+    // No wrapping: comfy-table's own arrangement would cut or wrap any column, names included.
     t.load_style(presets::UTF8_BORDERS_ONLY)
         .set_content_arrangement(ContentArrangement::Disabled);
     t.set_header([
@@ -454,10 +511,10 @@ fn write_table(name_header: &str, rows: &[Row], w: &mut dyn Write) -> io::Result
             name,
             r.tip.chars().take(12).collect(),
             r.age.clone(),
-            r.author.clone(),
+            cut(&r.author, author_max),
             unmerged,
             r.reasons.join(", "),
-            r.subject.clone(),
+            cut(&r.subject, subject_max),
         ]);
     }
     for i in [3, 5] {
@@ -465,10 +522,7 @@ fn write_table(name_header: &str, rows: &[Row], w: &mut dyn Write) -> io::Result
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    for line in t.lines() {
-        writeln!(w, "  {line}")?;
-    }
-    Ok(())
+    t
 }
 
 /// Where a plan bound to a remote is consumed (empty: a local plan, or unknown here).

@@ -278,3 +278,45 @@ mod inputs {
         assert!(row.contains("signed"), "v0.3 is not marked signed: {row}");
     }
 }
+
+/// Issue 34 item 12: the resource table fits the terminal (`$COLUMNS`): subjects are cut
+/// first (with `…`), then authors; names are never cut. Without a width (a pipe), nothing
+/// more is cut than the view's own 40-character subjects.
+#[test]
+fn the_table_fits_the_terminal_cutting_subjects_never_names() {
+    let env = standard_repo();
+    let long = format!("Refactor {}", "the very long subject line ".repeat(6));
+    env.git(&["checkout", "-q", "-b", "feature/wide-subject"]);
+    env.git(&["commit", "-q", "--allow-empty", "-m", &long]);
+    env.git(&["checkout", "-q", "main"]);
+    env.git(&["merge", "-q", "--ff-only", "feature/wide-subject"]);
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let table = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.trim_start().starts_with(['│', '┌', '└', '╞', '├', '╭', '╰']))
+            .map(String::from)
+            .collect()
+    };
+    let wide = env.run("alice", &["show", "plan.json"]);
+    assert_eq!(wide.code, 0, "{}", wide.transcript());
+    let widest = table(&wide.stdout)
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap();
+    assert!(widest > 110, "the table is wide: {widest}\n{}", wide.stdout);
+    let narrow = env.run_env("alice", &[("COLUMNS", "110")], &["show", "plan.json"]);
+    assert_eq!(narrow.code, 0, "{}", narrow.transcript());
+    let lines = table(&narrow.stdout);
+    assert!(!lines.is_empty(), "{}", narrow.stdout);
+    for l in &lines {
+        assert!(l.chars().count() <= 110, "{} columns: {l}", l.chars().count());
+    }
+    assert!(
+        narrow.stdout.contains("feature/wide-subject"),
+        "{}",
+        narrow.stdout
+    );
+    assert!(narrow.stdout.contains('…'), "{}", narrow.stdout);
+}
