@@ -99,16 +99,7 @@ impl Executor<'_> {
         key: Option<&SigningKey>,
     ) -> Result<RecoveryOutcome> {
         let id = journal.id();
-        let targets = self.targets(image, &image.refs)?;
-        let now: Vec<RefNow> = image
-            .refs
-            .iter()
-            .map(|r| match targets.get(&r.refname) {
-                None => RefNow::Deleted,
-                Some(oid) if oid.to_string() == r.oid => RefNow::Planned,
-                Some(_) => RefNow::Moved,
-            })
-            .collect();
+        let now = self.ref_states(image, &image.refs)?;
         let backup_at = match &image.backup_ref {
             Some(name) => self
                 .repo
@@ -196,16 +187,16 @@ impl Executor<'_> {
     /// atomic push. A planned ref at another id is for a person (16, naming it). Returns how
     /// many it deleted.
     fn finish_remote_deletions(&self, id: &str, url: &str, image: &BeforeImage) -> Result<usize> {
-        let now = self.targets(image, &image.refs)?;
+        let now = self.ref_states(image, &image.refs)?;
         let (mut ops, mut moved) = (Vec::new(), Vec::new());
-        for r in &image.refs {
-            match now.get(&r.refname) {
-                None => {}
-                Some(oid) if oid.to_string() == r.oid => ops.push(RemoteOp::Delete {
+        for (r, state) in image.refs.iter().zip(now) {
+            match state {
+                RefNow::Deleted => {}
+                RefNow::Planned => ops.push(RemoteOp::Delete {
                     refname: r.refname.clone(),
                     old: r.oid.clone(),
                 }),
-                Some(_) => moved.push(format!("{} (planned at {})", safe(&r.refname), r.oid)),
+                RefNow::Moved => moved.push(format!("{} (planned at {})", safe(&r.refname), r.oid)),
             }
         }
         if !moved.is_empty() {
@@ -222,6 +213,20 @@ impl Executor<'_> {
                 .push_atomic(url, &ops, None, &mut |pid| self.record_git(id, pid))?;
         }
         Ok(ops.len())
+    }
+
+    /// Where each of `refs` is now, in this repository or on the image's remote: at the id the
+    /// plan recorded, gone, or at another id.
+    fn ref_states(&self, image: &BeforeImage, refs: &[DeletedRef]) -> Result<Vec<RefNow>> {
+        let targets = self.targets(image, refs)?;
+        Ok(refs
+            .iter()
+            .map(|r| match targets.get(&r.refname) {
+                None => RefNow::Deleted,
+                Some(oid) if oid.to_string() == r.oid => RefNow::Planned,
+                Some(_) => RefNow::Moved,
+            })
+            .collect())
     }
 
     /// A remote's plan applied without the consumed marker, interrupted around its push: the
@@ -340,15 +345,18 @@ impl Executor<'_> {
                 format!("it restores {}, which the plan did not delete", r.refname),
             ));
         }
-        let targets = self.targets(image, &missing)?;
+        let now = self.ref_states(image, &missing)?;
         let taken: Vec<String> = missing
             .iter()
-            .filter(|r| targets.get(&r.refname).is_some_and(|o| o.to_string() != r.oid))
-            .map(|r| safe(&r.refname))
+            .zip(&now)
+            .filter(|(_, state)| **state == RefNow::Moved)
+            .map(|(r, _)| safe(&r.refname))
             .collect();
         let still: Vec<&DeletedRef> = missing
             .iter()
-            .filter(|r| !targets.contains_key(&r.refname))
+            .zip(&now)
+            .filter(|(_, state)| **state == RefNow::Deleted)
+            .map(|(r, _)| r)
             .collect();
         if still.is_empty() && taken.is_empty() {
             self.config_restored(journal.rollback_refs_found_restored()?, image)?;
