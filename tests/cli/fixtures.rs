@@ -971,18 +971,22 @@ pub fn tagged_repo() -> TestEnv {
     env
 }
 
+/// `git ARGS` in `repo` (no global config), its standard output as text; a repository that
+/// is not a `TestEnv` (a copy) is read with this.
+pub fn git_out(repo: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(repo)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Every commit the backup refs keep: each plan's backup ref points at one commit whose
 /// parents are the deleted tips.
 pub fn backed_up(repo: &Path) -> std::collections::HashSet<String> {
-    let git = |args: &[&str]| {
-        let out = Command::new("git")
-            .current_dir(repo)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let git = |args: &[&str]| git_out(repo, args);
     let tips = git(&["for-each-ref", "--format=%(objectname)", "refs/guardctl/backup"]);
     let mut out = std::collections::HashSet::new();
     for t in tips.lines() {

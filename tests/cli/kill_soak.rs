@@ -9,7 +9,7 @@
 //! 20 rounds in the default run; `GUARDCTL_SOAK=1000` for the full soak (the CHANGELOG's
 //! counts come from it).
 
-use crate::fixtures::{Lcg, Run, TestEnv, backed_up, run};
+use crate::fixtures::{Lcg, Run, TestEnv, backed_up, git_out, run};
 use crate::recover::{alice, planned_and_approved};
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
@@ -105,16 +105,6 @@ fn in_copy(template: &TestEnv, copy: &Path, user: &str, args: &[&str]) -> Run {
     run(c)
 }
 
-fn git(repo: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(repo)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .args(args)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
-}
-
 /// Every `.lock` file under the repository's git directory.
 fn locks(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
@@ -136,7 +126,7 @@ fn end_state(repo: &Path, oids: &BTreeMap<String, String>, rolled_back: bool) ->
     if !left.is_empty() {
         return Err(format!("lock files left: {left:?}"));
     }
-    let heads = git(
+    let heads = git_out(
         repo,
         &["for-each-ref", "--format=%(refname) %(objectname)", "refs/heads"],
     );
@@ -149,7 +139,7 @@ fn end_state(repo: &Path, oids: &BTreeMap<String, String>, rolled_back: bool) ->
             return Err(format!("{r} lost: deleted without a backup"));
         }
     }
-    let backups = git(repo, &["for-each-ref", "refs/guardctl/backup"]);
+    let backups = git_out(repo, &["for-each-ref", "refs/guardctl/backup"]);
     match present {
         0 => Ok(true),
         n if n == oids.len() && (rolled_back || backups.is_empty()) => Ok(false),

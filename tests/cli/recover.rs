@@ -276,7 +276,7 @@ fn a_held_ref_lock_refuses_cleanly_with_16_and_is_never_removed() {
 }
 
 /// Wait (bounded) until the git recorded by an apply that was killed has exited.
-fn wait_for_orphaned_git(env: &TestEnv) {
+pub(crate) fn wait_for_orphaned_git(env: &TestEnv) {
     let plans = env.repo.join(".git/guardctl/plans");
     for dir in std::fs::read_dir(plans).unwrap() {
         let Ok(pid) = std::fs::read_to_string(dir.unwrap().path().join("git.pid")) else {

@@ -7,13 +7,13 @@
 //! rollback never makes recover apply the plan again.
 
 use crate::fixtures::{TestEnv, run, standard_repo};
-use crate::recover::{alice, planned_and_approved};
+use crate::recover::{alice, planned_and_approved, wait_for_orphaned_git};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-fn backdate(path: &Path, secs: u64) {
+pub(crate) fn backdate(path: &Path, secs: u64) {
     let f = std::fs::File::options().write(true).open(path).unwrap();
     f.set_modified(SystemTime::now() - Duration::from_secs(secs))
         .unwrap();
@@ -48,7 +48,7 @@ fn recover_never_removes_a_lock_outside_the_refs_dir_through_a_symlink() {
 
 /// A git that holds a ref transaction open (`prepare`d, not committed) with `cwd` as its
 /// working directory and `args` before `update-ref`, locking what `commands` name.
-fn live_git(env: &TestEnv, cwd: &Path, args: &[&str], commands: &str) -> Child {
+pub(crate) fn live_git(env: &TestEnv, cwd: &Path, args: &[&str], commands: &str) -> Child {
     let mut c = Command::new("git");
     c.current_dir(cwd)
         .env_clear()
@@ -83,27 +83,9 @@ fn live_git(env: &TestEnv, cwd: &Path, args: &[&str], commands: &str) -> Child {
     child
 }
 
-fn end_live_git(mut child: Child) {
+pub(crate) fn end_live_git(mut child: Child) {
     drop(child.stdin.take());
     let _ = child.wait();
-}
-
-/// Wait (bounded) until the git recorded by a killed apply has exited.
-fn wait_for_orphaned_git(env: &TestEnv) {
-    for dir in std::fs::read_dir(env.repo.join(".git/guardctl/plans")).unwrap() {
-        let Ok(pid) = std::fs::read_to_string(dir.unwrap().path().join("git.pid")) else {
-            continue;
-        };
-        let proc =
-            std::path::PathBuf::from(format!("/proc/{}", pid.lines().next().unwrap_or_default().trim()));
-        for _ in 0..500 {
-            if !proc.exists() || std::fs::read_to_string(proc.join("stat")).is_ok_and(|s| s.contains(") Z "))
-            {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
 }
 
 /// An apply killed after it consumed the plan (its git aborted), then a git deleting an
@@ -322,35 +304,38 @@ fn recover_never_reapplies_a_plan_that_was_rolled_back_when_its_journal_is_cut_b
     assert_eq!(run(alice(&env, None, &["apply", "plan.json"])).code, 0);
     let r = run(alice(&env, None, &["rollback", "plan.json"]));
     assert_eq!(r.code, 0, "{}", r.transcript());
-    let id = crate::fixtures::plan_id_of(&env.repo.join("plan.json"));
-    let journal = env
-        .repo
-        .join(".git/guardctl/plans")
-        .join(id.trim_start_matches("sha256:"))
-        .join("journal");
-    let text = std::fs::read_to_string(&journal).unwrap();
-    let cut: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
-    assert!(cut.contains("consumed") && !cut.contains("committed"), "{text}");
-    std::fs::write(&journal, cut).unwrap();
+    let dir = cut_journal_to_consumed(&env);
     // What the plan's directory still holds (its signed receipt among them) is in the message.
-    let mut files: Vec<String> = std::fs::read_dir(journal.parent().unwrap())
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
     let r = run(alice(&env, None, &["recover"]));
     for (refname, oid) in &oids {
-        let now = std::process::Command::new("git")
-            .current_dir(&env.repo)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .args(["rev-parse", "--verify", "-q", refname])
-            .output()
-            .unwrap();
+        let now = crate::fixtures::git_out(&env.repo, &["rev-parse", "--verify", "-q", refname]);
         assert_eq!(
-            String::from_utf8_lossy(&now.stdout).trim(),
+            now.trim(),
             oid,
             "{refname}, rolled back, was deleted again by recover (the plan's directory held {files:?}):\n{}",
             r.transcript()
         );
     }
+}
+
+/// Cut the journal of `plan.json`'s plan in `env` back to its first two steps
+/// (`before-image-written`, `consumed`), as a teammate who can write `.git` might after the
+/// plan was applied; returns the plan's state directory.
+pub(crate) fn cut_journal_to_consumed(env: &TestEnv) -> std::path::PathBuf {
+    let id = crate::fixtures::plan_id_of(&env.repo.join("plan.json"));
+    let dir = env
+        .repo
+        .join(".git/guardctl/plans")
+        .join(id.trim_start_matches("sha256:"));
+    let journal = dir.join("journal");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let cut: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
+    assert!(cut.contains("consumed") && !cut.contains("committed"), "{text}");
+    std::fs::write(&journal, cut).unwrap();
+    dir
 }

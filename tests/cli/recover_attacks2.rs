@@ -7,16 +7,8 @@
 
 use crate::fixtures::{TestEnv, run, standard_repo};
 use crate::recover::{alice, planned_and_approved};
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, SystemTime};
-
-fn backdate(path: &Path, secs: u64) {
-    let f = std::fs::File::options().write(true).open(path).unwrap();
-    f.set_modified(SystemTime::now() - Duration::from_secs(secs))
-        .unwrap();
-}
+use crate::recover_attacks::{backdate, cut_journal_to_consumed, end_live_git, live_git};
+use std::time::Duration;
 
 /// A teammate who can write `.git` replaces the `mutating` marker by a symbolic link to a
 /// file of the next person's (here their shell profile). Taking the lock then "writes the
@@ -103,13 +95,9 @@ fn taking_the_lock_never_removes_a_file_outside_the_repository_through_a_symlink
 }
 
 fn rev(env: &TestEnv, refname: &str) -> String {
-    let now = Command::new("git")
-        .current_dir(&env.repo)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .args(["rev-parse", "--verify", "-q", refname])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&now.stdout).trim().to_string()
+    crate::fixtures::git_out(&env.repo, &["rev-parse", "--verify", "-q", refname])
+        .trim()
+        .to_string()
 }
 
 /// The fix for the first review's "journal cut back after rollback" looks for
@@ -125,16 +113,7 @@ fn recover_never_reapplies_a_rolled_back_plan_whose_receipt_and_rollback_record_
     assert_eq!(run(alice(&env, None, &["apply", "plan.json"])).code, 0);
     let r = run(alice(&env, None, &["rollback", "plan.json"]));
     assert_eq!(r.code, 0, "{}", r.transcript());
-    let id = crate::fixtures::plan_id_of(&env.repo.join("plan.json"));
-    let dir = env
-        .repo
-        .join(".git/guardctl/plans")
-        .join(id.trim_start_matches("sha256:"));
-    let journal = dir.join("journal");
-    let text = std::fs::read_to_string(&journal).unwrap();
-    let cut: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
-    assert!(cut.contains("consumed") && !cut.contains("committed"), "{text}");
-    std::fs::write(&journal, cut).unwrap();
+    let dir = cut_journal_to_consumed(&env);
     for done in ["receipt.json", "result.json", "rollback.json"] {
         let _ = std::fs::remove_file(dir.join(done));
     }
@@ -152,40 +131,6 @@ fn recover_never_reapplies_a_rolled_back_plan_whose_receipt_and_rollback_record_
             r.transcript()
         );
     }
-}
-
-/// A git holding a ref transaction open (`prepare`d) in `cwd`, locking what `commands` name.
-fn live_git(env: &TestEnv, cwd: &Path, commands: &str) -> Child {
-    let mut c = Command::new("git");
-    c.current_dir(cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &env.home)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .args(["update-ref", "--stdin"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(format!("start\n{commands}prepare\n").as_bytes())
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "the live git did not prepare"
-        );
-        if line.trim_end() == "prepare: ok" {
-            break;
-        }
-    }
-    child.stdin = Some(stdin);
-    child
 }
 
 /// `git clone --separate-git-dir` (or `git init --separate-git-dir`): the git dir is not named
@@ -212,15 +157,18 @@ fn taking_the_lock_never_removes_the_live_lock_of_a_git_in_the_main_work_tree_of
     env.git(&["worktree", "add", "-q", "--detach", wt.to_str().unwrap(), "main"]);
     let lock = store.join("packed-refs.lock");
     let oid = env.git(&["rev-parse", "unrelated"]);
-    let git = live_git(&env, &env.repo, &format!("delete refs/heads/unrelated {oid}\n"));
+    let git = live_git(
+        &env,
+        &env.repo,
+        &[],
+        &format!("delete refs/heads/unrelated {oid}\n"),
+    );
     assert!(lock.exists(), "the live git holds packed-refs.lock");
     let mut c = alice(&env, None, &["recover"]);
     c.current_dir(&wt);
     let r = run(c);
     let kept = lock.exists();
-    let mut git = git;
-    drop(git.stdin.take());
-    let _ = git.wait();
+    end_live_git(git);
     assert!(
         kept,
         "guardctl (run from a linked worktree of a separate git dir) removed the live packed-refs.lock of a git in the main work tree:\n{}",
@@ -235,30 +183,14 @@ fn taking_the_lock_never_removes_the_live_lock_of_a_git_in_the_main_work_tree_of
 /// with the victim's credentials, signing a receipt for it.
 #[test]
 fn recover_never_pushes_again_the_deletions_of_a_rolled_back_remote_plan_whose_records_were_removed() {
-    let env = crate::fixtures::remote_repo();
-    let r = env.run(
-        "alice",
-        &["plan", "remote-branches", "--remote", "origin", "--json"],
-    );
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
-    assert_eq!(r.code, 0, "{}", r.transcript());
+    let env = approved_remote_plan();
     let before = env.remote_branches();
     let r = env.run("alice", &["apply", "plan.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     let r = env.run("alice", &["rollback", "plan.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(env.remote_branches(), before);
-    let id = crate::fixtures::plan_id_of(&env.repo.join("plan.json"));
-    let dir = env
-        .repo
-        .join(".git/guardctl/plans")
-        .join(id.trim_start_matches("sha256:"));
-    let journal = dir.join("journal");
-    let text = std::fs::read_to_string(&journal).unwrap();
-    let cut: String = text.lines().take(2).map(|l| format!("{l}\n")).collect();
-    assert!(cut.contains("consumed") && !cut.contains("committed"), "{text}");
-    std::fs::write(&journal, cut).unwrap();
+    let dir = cut_journal_to_consumed(&env);
     for done in ["receipt.json", "result.json", "rollback.json"] {
         let _ = std::fs::remove_file(dir.join(done));
     }
@@ -281,14 +213,7 @@ fn recover_never_pushes_again_the_deletions_of_a_rolled_back_remote_plan_whose_r
 /// finished. Only a rollback a principal started is finished.
 #[test]
 fn recover_never_finishes_a_rollback_nobody_started() {
-    let env = crate::fixtures::remote_repo();
-    let r = env.run(
-        "alice",
-        &["plan", "remote-branches", "--remote", "origin", "--json"],
-    );
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
-    assert_eq!(r.code, 0, "{}", r.transcript());
+    let env = approved_remote_plan();
     let r = env.run("alice", &["apply", "plan.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     let applied = env.remote_branches();
@@ -329,4 +254,18 @@ fn a_marker_that_is_not_a_regular_file_does_not_stop_every_mutating_command() {
     std::fs::create_dir_all(state.join("mutating")).unwrap();
     let r = run(alice(&env, None, &["recover"]));
     assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+/// A remote's plan (`plan.json`, the merged branches of `origin`) planned by Alice and
+/// approved by Bob.
+fn approved_remote_plan() -> TestEnv {
+    let env = crate::fixtures::remote_repo();
+    let r = env.run(
+        "alice",
+        &["plan", "remote-branches", "--remote", "origin", "--json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env
 }
