@@ -1421,7 +1421,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__whoami)
-            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-C -q -h -V --generate --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -293,9 +293,10 @@ always\t''
 never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l generate -d 'Make guardctl a signing key of its own (an unprotected ed25519 key in its data directory), only when no key is configured; guardctl never makes one unasked'
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s q -l quiet -d 'Only print data and errors, no status lines'
-complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s h -l help -d 'Print help'
+complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s V -l version -d 'Print version'
 complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''

@@ -12,7 +12,7 @@ use crate::plan::model::{PolicySource, PolicySourceKind};
 use crate::policy::file::PolicyError;
 use crate::policy::{InForce, Policy};
 use crate::repo::Repo;
-use crate::sign::key::{KeyLookup, KeySource};
+use crate::sign::key::KeyLookup;
 use crate::sign::{AllowedSigners, SigningKey};
 use crate::store::published::{Remote, Scope, Snapshot};
 use crate::text::safe;
@@ -110,11 +110,10 @@ impl Ctx {
         self.repo().ok()
     }
 
-    /// The signing key per docs/trust-model.md, announcing a freshly generated default key, and
-    /// only if it can sign now without a prompt nobody can answer: no agent, a key not in the
+    /// The signing key per docs/trust-model.md, and only if it can sign now without a prompt nobody can answer: no agent, a key not in the
     /// agent, or a passphrase needed where no one may be asked fail here, before any work.
     pub fn signing_key(&self, ui: &mut Ui) -> Result<SigningKey> {
-        let key = self.signing_key_as_is(ui)?;
+        let key = self.signing_key_as_is()?;
         let ready = crate::sign::agent::readiness(&key, ui.may_prompt());
         match ready {
             crate::sign::agent::Readiness::Ready | crate::sign::agent::Readiness::WillPrompt => Ok(key),
@@ -135,7 +134,17 @@ impl Ctx {
     }
 
     /// The signing key per docs/trust-model.md, whether or not it can sign now (`whoami` says).
-    pub fn signing_key_as_is(&self, ui: &mut Ui) -> Result<SigningKey> {
+    pub fn signing_key_as_is(&self) -> Result<SigningKey> {
+        self.resolve_key()?.map_err(|e| match e {
+            crate::sign::key::KeyError::NotConfigured => no_key_configured(),
+            e => Error::usage("no usable signing key")
+                .caused_by(e)
+                .with_hint("pass --key <path>, set GUARDCTL_KEY, or configure git's user.signingKey"),
+        })
+    }
+
+    /// The key lookup's own answer (git's config read on the way may fail first).
+    fn resolve_key(&self) -> Result<std::result::Result<SigningKey, crate::sign::key::KeyError>> {
         let env = std::env::var_os("GUARDCTL_KEY").map(PathBuf::from);
         // git's config is consulted only when it can matter: reading it means a process.
         // Outside a repository the user's own (system and global) config still says which
@@ -150,25 +159,32 @@ impl Ctx {
             }
             _ => None,
         };
-        let key = crate::sign::key::resolve(KeyLookup {
+        Ok(crate::sign::key::resolve(KeyLookup {
             flag: self.key_flag.as_deref(),
             env,
             git_signing_key,
             data_dir: self.data_dir.clone(),
-        })
-        .map_err(|e| {
-            Error::usage("no usable signing key")
-                .caused_by(e)
-                .with_hint("pass --key <path>, set GUARDCTL_KEY, or configure git's user.signingKey")
-        })?;
-        if key.source == (KeySource::Default { generated: true }) {
-            ui.notice(&format!(
-                "generated a signing key for you at {} ({}); add it to your allowed-signers file to give it a principal",
+        }))
+    }
+
+    /// `whoami --generate`: make guardctl's per-user key, only when nothing names a key (a
+    /// key named by `--key`, `GUARDCTL_KEY` or git's config would outrank it, unused). `true`
+    /// when it was made now, `false` when it already existed.
+    pub fn generate_key(&self) -> Result<bool> {
+        match self.resolve_key()? {
+            Ok(key) if key.source == crate::sign::key::KeySource::Default => Ok(false),
+            Ok(key) => Err(Error::usage(format!(
+                "a signing key is already configured: {} (from {})",
                 key.path.display(),
-                crate::sign::sshsig::fingerprint(&key.public)
-            ));
+                key.source.describe()
+            ))
+            .with_hint("--generate makes guardctl a key of its own only when no key is configured")),
+            Err(crate::sign::key::KeyError::NotConfigured) => {
+                crate::sign::key::generate_default(self.data_dir.as_deref())
+                    .map_err(|e| Error::usage("cannot make a signing key").caused_by(e))
+            }
+            Err(_) => self.signing_key_as_is().map(|_| false),
         }
-        Ok(key)
     }
 
     /// Locate the trusted identities (docs/trust-model.md), never from anything the planner can
@@ -255,8 +271,13 @@ impl Ctx {
                 "system or global git config gpg.ssh.allowedSignersFile",
             );
         }
-        // As the policy: on the shared remote's default branch as the remote reports it, never
-        // a ref or setting of this clone that the planner can move.
+        self.committed_signers(repo)
+    }
+
+    /// The team's identities, `.guardctl/allowed_signers` as committed on the default branch:
+    /// as the policy, on the shared remote's default branch as the remote reports it, never a
+    /// ref or setting of this clone that the planner can move.
+    fn committed_signers(&self, repo: &Repo) -> Result<Option<(String, &'static str, Vec<u8>)>> {
         if let Some(name) = policy_remote(repo)? {
             return Ok(
                 committed_on_remote(repo, &name, SIGNERS_PATH, SIGNERS_MAX_BYTES, Kind::Usage)?
@@ -271,6 +292,27 @@ impl Ctx {
             return Ok(Some((format!("{base}:{SIGNERS_PATH}"), COMMITTED_LOCAL, bytes)));
         }
         Ok(None)
+    }
+
+    /// The committed team file (location, sha256) when a higher-ranked source (a flag, the
+    /// environment, global git config) is in force instead and says something else: the team
+    /// file is then not read at all, which nobody should learn from a refused approval.
+    pub fn shadowed_team_file(&self) -> Option<(String, String)> {
+        let (_, source) = self.signers().ok()?;
+        let source = source.as_ref()?;
+        if source.how == COMMITTED || source.how == COMMITTED_LOCAL {
+            return None;
+        }
+        let (location, _, bytes) = self.committed_signers(self.try_repo()?).ok()??;
+        let sha = crate::plan::envelope::sha256_id(&bytes);
+        (sha != source.sha256).then_some((location, sha))
+    }
+
+    /// Whether the repository has a committed team file (whoami's advice names it).
+    pub fn has_team_file(&self) -> bool {
+        self.try_repo()
+            .and_then(|repo| self.committed_signers(repo).ok().flatten())
+            .is_some()
     }
 
     /// The principal `key` speaks for in `namespace` now, required by commands that record a
@@ -332,14 +374,24 @@ impl Ctx {
                 crate::text::safe(&p)
             ));
         }
+        let shadowed = self.shadowed_team_file();
+        if let (Some((team, _)), Some(s)) = (&shadowed, source) {
+            ui.warn(&format!(
+                "the trusted identities are {} (from {}), which shadows the team's committed {}: approvals are judged by the first file only; add your line to the team file and remove the other source, or keep the two the same",
+                crate::text::safe(&s.location),
+                s.how,
+                crate::text::safe(team),
+            ));
+        }
         if let Ok(in_tree) = std::fs::read(repo.display_path().join(SIGNERS_PATH)) {
-            let same_as_committed = source.as_ref().is_some_and(|s| {
-                (s.how == COMMITTED || s.how == COMMITTED_LOCAL)
-                    && s.sha256 == crate::plan::envelope::sha256_id(&in_tree)
-            });
-            if !same_as_committed {
+            // The work-tree copy is worth a word only when it says something the trusted
+            // identities do not: a copy of the committed (or the shadowing) file is expected.
+            let sha = crate::plan::envelope::sha256_id(&in_tree);
+            let known = source.as_ref().is_some_and(|s| s.sha256 == sha)
+                || shadowed.as_ref().is_some_and(|(_, team)| *team == sha);
+            if !known {
                 ui.warn(&format!(
-                    "{SIGNERS_PATH} in the work tree is not a trusted source and is ignored (only what is committed on the default branch counts, when no other source is set)"
+                    "{SIGNERS_PATH} in the work tree differs from the trusted identities and is ignored: only what is committed on the default branch counts (commit and push it), when no other source is set"
                 ));
             }
         }
@@ -802,4 +854,42 @@ fn clock() -> OffsetDateTime {
 /// Whether this build honours test hooks (the CLI tests check it before relying on them).
 pub fn test_hooks_enabled() -> bool {
     cfg!(feature = "test-hooks")
+}
+
+/// No key anywhere: the keys ssh-agent holds and the exact `git config` lines that sign with
+/// one (git's own SSH signing set-up, which guardctl then shares), else how to make one.
+fn no_key_configured() -> Error {
+    let agent = crate::sign::agent::listed_keys();
+    let mut hint = String::new();
+    if agent.is_empty() {
+        hint.push_str(
+            "ssh-agent holds no key. Sign with a key you have (git's own SSH signing set-up):\n  \
+             git config --global gpg.format ssh\n  \
+             git config --global user.signingKey ~/.ssh/id_ed25519.pub\n\
+             or make guardctl a key of its own: guardctl whoami --generate",
+        );
+    } else {
+        hint.push_str(&format!(
+            "ssh-agent holds {} {}; to sign with one, as git signs commits:\n  git config --global gpg.format ssh",
+            agent.len(),
+            crate::plan::derive::plural(agent.len() as u64, "key", "keys")
+        ));
+        for line in &agent {
+            let mut parts = line.split_whitespace();
+            let (kind, blob) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+            let comment: Vec<&str> = parts.collect();
+            let comment = if comment.is_empty() {
+                String::new()
+            } else {
+                format!("   # {}", crate::text::safe(&comment.join(" ")))
+            };
+            hint.push_str(&format!(
+                "\n  git config --global user.signingKey 'key::{kind} {blob}'{comment}"
+            ));
+        }
+        hint.push_str("\nor pass --key <path> / set GUARDCTL_KEY; `guardctl whoami --generate` makes a key of guardctl's own");
+    }
+    Error::usage("no signing key is configured: guardctl never makes one unasked")
+        .with_hint(hint)
+        .with_details(serde_json::json!({ "agent_keys": agent }))
 }

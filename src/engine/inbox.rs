@@ -25,7 +25,7 @@ pub fn inbox(ctx: &Ctx, ui: &mut Ui) -> Result<InboxView> {
         .ok_or_else(|| Error::internal("the team remote went away while reading it"))?;
     let (signers, _) = ctx.allowed_signers()?;
     // The key in use, as `whoami` finds it; inbox lists plans without one.
-    let key = ctx.signing_key_as_is(ui).ok();
+    let key = ctx.signing_key_as_is().ok();
     let principal = key.as_ref().and_then(|k| {
         match signers
             .principals_at(k.signer(), APPROVAL_NAMESPACE, &[ctx.now])

@@ -15,7 +15,7 @@ const NAMESPACES: [&str; 3] = ["guardctl-plan", "guardctl-approval", "guardctl-a
 
 /// The key in use, as `whoami` shows it.
 pub fn whoami(ctx: &Ctx, ui: &mut Ui) -> Result<WhoamiView> {
-    let key = ctx.signing_key_as_is(ui)?;
+    let key = ctx.signing_key_as_is()?;
     let ready = crate::sign::agent::readiness(&key, ui.may_prompt());
     let (signers, source) = ctx.allowed_signers()?;
     ctx.report_signers(ui, false)?;
@@ -27,19 +27,32 @@ pub fn whoami(ctx: &Ctx, ui: &mut Ui) -> Result<WhoamiView> {
         Some(p) => p.clone(),
         None => your_email(ctx),
     };
+    let team = ctx.has_team_file();
     let public = key.public.to_openssh().unwrap_or_default();
     // The key type and base64 only: a comment would be read as part of the line's key.
     let public: String = public.split_whitespace().take(2).collect::<Vec<_>>().join(" ");
     Ok(WhoamiView {
         ready: ready.describe(),
         allowed_signers_line: format!("{principal} {public}"),
+        // The team's committed file when the repository has one, even when another source
+        // shadows it (that source is named, and warned about, separately): a line in a
+        // personal file would count for this person's commands only.
         allowed_signers_file: match &source {
-            Some(s) if s.how.contains("default branch") => format!(
-                "{} (commit it to the default branch and push)",
-                crate::context::SIGNERS_PATH
-            ),
+            _ if team => crate::context::SIGNERS_PATH.to_string(),
+            Some(s) if s.how.contains("default branch") => crate::context::SIGNERS_PATH.to_string(),
             Some(s) => s.location.clone(),
-            None => "~/.config/git/allowed_signers, then: git config --global gpg.ssh.allowedSignersFile ~/.config/git/allowed_signers".to_string(),
+            None => "~/.config/git/allowed_signers".to_string(),
+        },
+        allowed_signers_then: match &source {
+            _ if team => Some("commit it to the default branch and push".to_string()),
+            Some(s) if s.how.contains("default branch") => {
+                Some("commit it to the default branch and push".to_string())
+            }
+            Some(_) => None,
+            None => Some(
+                "git config --global gpg.ssh.allowedSignersFile ~/.config/git/allowed_signers (or commit the line to .guardctl/allowed_signers on the default branch, for the whole team)"
+                    .to_string(),
+            ),
         },
         key: key.path.display().to_string(),
         key_source: key.source.describe(),
@@ -68,7 +81,26 @@ pub fn whoami(ctx: &Ctx, ui: &mut Ui) -> Result<WhoamiView> {
             KeyKind::Private
         },
         has_principal: !known.is_empty(),
+        refusal: match ready {
+            crate::sign::agent::Readiness::Ready | crate::sign::agent::Readiness::WillPrompt => None,
+            _ => Some(ctx.signing_key(ui).err().unwrap_or_else(|| {
+                crate::error::Error::usage(format!("this key cannot sign: {}", ready.describe()))
+            })),
+        },
     })
+}
+
+/// `whoami --generate`: make guardctl's own key when no key is configured, and say so.
+pub fn generate(ctx: &Ctx, ui: &mut Ui) -> Result<()> {
+    let made = ctx.generate_key()?;
+    let key = ctx.signing_key_as_is()?;
+    ui.notice(&format!(
+        "{} signing key at {} ({}); its allowed-signers line is below",
+        if made { "made a" } else { "guardctl already has a" },
+        key.path.display(),
+        fingerprint(&key.public)
+    ));
+    Ok(())
 }
 
 /// The principal to suggest for a key that has none: git's user.email, as people name

@@ -21,8 +21,10 @@ pub struct WhoamiView {
     pub ready: &'static str,
     /// The allowed-signers line that maps this key to its principal.
     pub allowed_signers_line: String,
-    /// Where that line belongs (and how to make guardctl read it, when nothing is configured).
+    /// Where that line belongs: the team's committed file when the repository has one.
     pub allowed_signers_file: String,
+    /// What to do once the line is in that file (commit and push it, or point git at it).
+    pub allowed_signers_then: Option<String>,
     /// What the key file is: a certificate, a public key whose private key is in ssh-agent, a
     /// passphrase-protected or a plain private key.
     #[serde(skip)]
@@ -30,6 +32,10 @@ pub struct WhoamiView {
     /// Whether the key maps to a principal in any namespace.
     #[serde(skip)]
     pub has_principal: bool,
+    /// Why the key cannot sign now, as the error every signing command would give (`whoami`
+    /// then exits with its code).
+    #[serde(skip)]
+    pub refusal: Option<crate::error::Error>,
 }
 
 /// What the key file holds.
@@ -80,5 +86,10 @@ pub fn render(view: &WhoamiView, _color: bool, w: &mut dyn Write) -> io::Result<
     };
     writeln!(w, "{verb} {}:", safe(&view.allowed_signers_file))?;
     writeln!(w, "  {}", safe(&view.allowed_signers_line))?;
+    if let Some(then) = &view.allowed_signers_then
+        && !view.has_principal
+    {
+        writeln!(w, "then: {}", safe(then))?;
+    }
     Ok(())
 }

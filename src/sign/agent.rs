@@ -91,6 +91,22 @@ pub fn readiness(key: &SigningKey, may_prompt: bool) -> Readiness {
     }
 }
 
+/// The keys ssh-agent holds, as `<type> <base64> [comment]` lines (none when there is no
+/// agent or it cannot be reached): what a user with no configured key could sign with.
+pub fn listed_keys() -> Vec<String> {
+    if agent_keys().is_err() {
+        return Vec::new();
+    }
+    match Process::new("ssh-add").arg("-L").output(None) {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| ssh_key::PublicKey::from_openssh(l.trim()).is_ok())
+            .map(|l| l.trim().to_string())
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn holds(keys: &[ssh_key::PublicKey], key: &SigningKey) -> bool {
     keys.iter().any(|k| k.key_data() == key.public.key_data())
 }

@@ -1,6 +1,7 @@
 //! Which key signs: `--key`, then `GUARDCTL_KEY`, then git's `user.signingKey` (when
-//! `gpg.format=ssh`), else a per-user ed25519 key that guardctl generates once in its data
-//! directory. A key may be a private key file, a public key file whose private half is in
+//! `gpg.format=ssh`), else the per-user ed25519 key in guardctl's data directory when one was
+//! made (`guardctl whoami --generate`). A key is never generated implicitly: a user who signs
+//! commits with a key in ssh-agent would otherwise get a second, unprotected key nobody asked for. A key may be a private key file, a public key file whose private half is in
 //! ssh-agent, or git's `key::<public key>` literal.
 
 use ssh_key::{PrivateKey, PublicKey};
@@ -37,10 +38,8 @@ pub enum KeySource {
     Flag,
     Env,
     GitConfig,
-    /// Generated (now, if `true`) in guardctl's data directory.
-    Default {
-        generated: bool,
-    },
+    /// The per-user key in guardctl's data directory (`whoami --generate` made it).
+    Default,
 }
 
 impl KeySource {
@@ -49,7 +48,7 @@ impl KeySource {
             KeySource::Flag => "--key",
             KeySource::Env => "GUARDCTL_KEY",
             KeySource::GitConfig => "git config user.signingKey",
-            KeySource::Default { .. } => "guardctl's per-user default key",
+            KeySource::Default => "guardctl's per-user key (whoami --generate)",
         }
     }
 }
@@ -62,6 +61,9 @@ pub enum KeyError {
     Generate { path: String, reason: String },
     #[error("no data directory for the default key (is HOME set?)")]
     NoDataDir,
+    /// Nothing names a key and `whoami --generate` never made one.
+    #[error("no signing key is configured")]
+    NotConfigured,
 }
 
 /// Inputs of the lookup, gathered by the caller (the git config comes through `repo/`).
@@ -84,15 +86,26 @@ pub fn resolve(lookup: KeyLookup) -> Result<SigningKey, KeyError> {
     if let Some(value) = lookup.git_signing_key.filter(|v| !v.is_empty()) {
         return from_git_config(&value, lookup.data_dir.as_deref());
     }
-    let dir = lookup.data_dir.ok_or(KeyError::NoDataDir)?;
-    let path = dir.join("id_ed25519");
-    let generated = if path.exists() {
-        false
-    } else {
-        generate(&path)?;
-        true
-    };
-    load(&path, KeySource::Default { generated })
+    let path = default_path(lookup.data_dir.as_deref())?;
+    if !path.exists() {
+        return Err(KeyError::NotConfigured);
+    }
+    load(&path, KeySource::Default)
+}
+
+/// Where `whoami --generate` keeps the per-user key.
+pub fn default_path(data_dir: Option<&Path>) -> Result<PathBuf, KeyError> {
+    Ok(data_dir.ok_or(KeyError::NoDataDir)?.join("id_ed25519"))
+}
+
+/// `whoami --generate`: make the per-user key unless it exists; `true` when it was made now.
+pub fn generate_default(data_dir: Option<&Path>) -> Result<bool, KeyError> {
+    let path = default_path(data_dir)?;
+    if path.exists() {
+        return Ok(false);
+    }
+    generate(&path)?;
+    Ok(true)
 }
 
 fn from_git_config(value: &str, data_dir: Option<&Path>) -> Result<SigningKey, KeyError> {

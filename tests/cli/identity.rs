@@ -90,12 +90,30 @@ fn whoami_prints_the_exact_allowed_signers_line_and_its_file() {
         &[],
         &["--key", env.key("mallory").to_str().unwrap(), "--json", "whoami"],
     );
+    let v = r.json();
+    assert_eq!(v["allowed_signers_file"], "~/.config/git/allowed_signers");
     assert!(
-        r.json()["allowed_signers_file"]
+        v["allowed_signers_then"]
             .as_str()
             .unwrap()
-            .contains("gpg.ssh.allowedSignersFile")
+            .starts_with("git config --global gpg.ssh.allowedSignersFile ~/.config/git/allowed_signers")
     );
+    // The command comes after the line it refers to (issue 34 item 13).
+    let r = bare(
+        &env,
+        &env.repo,
+        &[],
+        &["--key", env.key("mallory").to_str().unwrap(), "whoami"],
+    );
+    assert!(
+        r.stdout
+            .contains("add this line to ~/.config/git/allowed_signers:\n"),
+        "{}",
+        r.stdout
+    );
+    let line_at = r.stdout.find("ssh-ed25519").unwrap();
+    let then_at = r.stdout.find("then: git config").unwrap();
+    assert!(line_at < then_at, "{}", r.stdout);
 }
 
 fn public_without_comment(env: &TestEnv, name: &str) -> String {
@@ -140,7 +158,9 @@ fn a_public_key_without_an_agent_fails_at_once_and_whoami_says_why() {
     let mut who: Vec<&str> = args.to_vec();
     who.push("whoami");
     let r = bare(&env, &env.repo, &[], &who);
-    assert_eq!(r.code, 0, "{}", r.transcript());
+    // What whoami shows, then the error a signing command would give, with its code.
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(r.stderr.contains("cannot sign"), "{}", r.stderr);
     assert!(
         r.stdout.contains("the private key must be in ssh-agent"),
         "{}",
@@ -264,4 +284,59 @@ fn approving_outside_a_repository_says_the_teams_identities_could_not_be_read() 
     assert!(!r.stderr.contains("namespaces="), "{}", r.stderr);
     let r = approve(true);
     assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
+/// Issue 34 item 9: with no key configured and keys in ssh-agent, the error lists the agent's
+/// keys and the exact git config lines that sign with one; nothing is generated.
+#[test]
+fn no_configured_key_lists_the_agents_keys_and_the_git_config_lines_to_use_one() {
+    let env = standard_repo();
+    let sock = env.path().join("agent.sock");
+    let mut agent = Command::new("ssh-agent")
+        .arg("-D")
+        .arg("-a")
+        .arg(&sock)
+        .spawn()
+        .expect("ssh-agent");
+    for _ in 0..100 {
+        if sock.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let added = Command::new("ssh-add")
+        .arg(env.key("bob"))
+        .env("SSH_AUTH_SOCK", &sock)
+        .output()
+        .unwrap();
+    let vars = [("SSH_AUTH_SOCK", sock.as_os_str())];
+    let r = bare(&env, &env.repo, &vars, &["whoami"]);
+    let json = bare(&env, &env.repo, &vars, &["--json", "plan", "stale-branches"]);
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert!(added.status.success(), "{added:?}");
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    let blob = public_without_comment(&env, "bob");
+    assert!(r.stderr.contains("ssh-agent holds 1 key"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("git config --global user.signingKey 'key::{blob}'")),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("git config --global gpg.format ssh"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(json.code, 64, "{}", json.transcript());
+    let v = json.json();
+    assert!(
+        v["error"]["details"]["agent_keys"][0]
+            .as_str()
+            .unwrap()
+            .starts_with(&blob),
+        "{v:#}"
+    );
+    assert!(!env.home.join(".local/share/guardctl/id_ed25519").exists());
 }

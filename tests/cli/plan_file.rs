@@ -288,7 +288,7 @@ fn signs_through_ssh_agent_with_a_passphrase_protected_key() {
 }
 
 #[test]
-fn key_lookup_order_is_flag_env_git_config_then_generated_default() {
+fn key_lookup_order_is_flag_env_git_config_then_a_key_made_only_when_asked() {
     let env = standard_repo();
     let signers = env.allowed_signers();
     let who = |c: &mut Command| {
@@ -315,30 +315,68 @@ fn key_lookup_order_is_flag_env_git_config_then_generated_default() {
         .arg("--key")
         .arg(env.key("alice"));
     assert_eq!(who(&mut c)["principals"][0]["principals"][0], "alice@example.com");
-    // git's `key::` literal means the private half is in ssh-agent.
+    // git's `key::` literal means the private half is in ssh-agent; with no agent running,
+    // whoami says so and exits as every signing command would (issue 34 item 9), its view in
+    // the error's details.
     env.git(&[
         "config",
         "user.signingKey",
         &format!("key::{}", env.public_key("alice")),
     ]);
-    let v = who(&mut env.command());
-    assert_eq!(v["in_agent"], true);
-    assert_eq!(v["principals"][0]["principals"][0], "alice@example.com");
-    // Nothing configured: a per-user key is generated once, with a notice.
-    env.git(&["config", "--unset", "gpg.format"]);
     let mut c = env.command();
-    c.args(["whoami"]);
+    c.env_remove("SSH_AUTH_SOCK")
+        .arg("--allowed-signers")
+        .arg(&signers)
+        .args(["--json", "whoami"]);
+    let r = run(c);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    let v = r.json();
+    assert_eq!(v["error"]["details"]["whoami"]["in_agent"], true);
+    assert_eq!(
+        v["error"]["details"]["whoami"]["principals"][0]["principals"][0],
+        "alice@example.com"
+    );
+    // Nothing configured: no key is made unasked; the error says how to use one.
+    env.git(&["config", "--unset", "gpg.format"]);
+    let generated = env.home.join(".local/share/guardctl/id_ed25519");
+    for args in [&["whoami"][..], &["plan", "stale-branches"][..]] {
+        let mut c = env.command();
+        c.env_remove("SSH_AUTH_SOCK").args(args);
+        let r = run(c);
+        assert_eq!(r.code, 64, "{}", r.transcript());
+        assert!(r.stderr.contains("no signing key is configured"), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("git config --global gpg.format ssh"),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("guardctl whoami --generate"), "{}", r.stderr);
+        assert!(!generated.exists(), "made unasked by {args:?}");
+    }
+    assert!(!env.repo.join("plan.json").exists());
+    // Asked for: made once, then used.
+    let mut c = env.command();
+    c.args(["whoami", "--generate"]);
     let r = run(c);
     assert_eq!(r.code, 0, "{}", r.transcript());
-    assert!(r.stderr.contains("generated a signing key"), "{}", r.stderr);
-    let generated = env.home.join(".local/share/guardctl/id_ed25519");
+    assert!(r.stderr.contains("made a signing key"), "{}", r.stderr);
     assert!(generated.exists());
+    let v = who(&mut env.command());
+    assert_eq!(v["key_source"], "guardctl's per-user key (whoami --generate)");
     let mut c = env.command();
-    c.args(["whoami"]);
+    c.args(["whoami", "--generate"]);
     let r = run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(r.stderr.contains("already has a signing key"), "{}", r.stderr);
+    // A configured key outranks a generated one: --generate refuses to make an unused key.
+    let mut c = env.command();
+    c.env("GUARDCTL_KEY", env.key("carol"))
+        .args(["whoami", "--generate"]);
+    let r = run(c);
+    assert_eq!(r.code, 64, "{}", r.transcript());
     assert!(
-        !r.stderr.contains("generated"),
-        "generated only once: {}",
+        r.stderr.contains("a signing key is already configured"),
+        "{}",
         r.stderr
     );
 }

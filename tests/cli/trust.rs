@@ -79,7 +79,8 @@ fn a_work_tree_edit_of_the_allowed_signers_file_does_not_make_an_approver() {
     let r = run_bare(&env, "mallory", &["approve", "plan.json", "--yes"]);
     assert_eq!(r.code, 12, "{}", r.transcript());
     assert!(
-        r.stderr.contains("in the work tree is not a trusted source"),
+        r.stderr
+            .contains("in the work tree differs from the trusted identities and is ignored"),
         "{}",
         r.stderr
     );

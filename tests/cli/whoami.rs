@@ -104,18 +104,20 @@ fn identities_come_from_flag_env_admin_config_or_the_default_branch_only() {
     assert_eq!(v["principals"][0]["principals"].as_array().unwrap().len(), 0);
     assert!(stderr.contains("repository's own config"), "{stderr}");
     assert!(
-        stderr.contains("in the work tree is not a trusted source"),
+        stderr.contains("in the work tree differs from the trusted identities"),
         "{stderr}"
     );
     // Committed on the default branch of a repository with no remote: trusted (like the
     // policy), and said to be the planner's to change.
     env.git(&["add", ".guardctl/allowed_signers"]);
     env.git(&["commit", "-q", "-m", "identities"]);
-    let (v, _) = whoami(&mut env.command());
+    let (v, stderr) = whoami(&mut env.command());
     assert_eq!(
         v["allowed_signers_source"],
         "the local default branch (local: the planner controls it)"
     );
+    // The work-tree copy is the committed file: nothing to warn about.
+    assert!(!stderr.contains("work tree"), "{stderr}");
     assert_eq!(v["allowed_signers"], "refs/heads/main:.guardctl/allowed_signers");
     assert_eq!(v["principals"][0]["principals"][0], "alice@example.com");
     // System or global git config wins over the committed file.
@@ -129,17 +131,37 @@ fn identities_come_from_flag_env_admin_config_or_the_default_branch_only() {
     .unwrap();
     let mut c = env.command();
     c.env("GIT_CONFIG_GLOBAL", &global);
-    let (v, _) = whoami(&mut c);
+    let (v, stderr) = whoami(&mut c);
     assert_eq!(
         v["allowed_signers_source"],
         "system or global git config gpg.ssh.allowedSignersFile"
     );
     assert_eq!(v["principals"][0]["principals"][0], "ops@example.com");
+    // Issue 34 item 1: the global file silently replaced the team's; now it is said, once,
+    // naming both, and whoami advises the team file, not the personal one.
+    assert_eq!(
+        stderr.matches("shadows the team's committed").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains(&admin.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains("refs/heads/main:.guardctl/allowed_signers"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("work tree"), "{stderr}");
+    assert_eq!(v["allowed_signers_file"], ".guardctl/allowed_signers");
+    assert_eq!(
+        v["allowed_signers_then"],
+        "commit it to the default branch and push"
+    );
     // The caller's own choice wins over everything.
     let mut c = env.command();
     c.env("GIT_CONFIG_GLOBAL", &global)
         .env("GUARDCTL_ALLOWED_SIGNERS", &file);
-    let (v, _) = whoami(&mut c);
+    let (v, stderr) = whoami(&mut c);
     assert_eq!(v["allowed_signers_source"], "GUARDCTL_ALLOWED_SIGNERS");
     assert_eq!(v["principals"][0]["principals"][0], "alice@example.com");
+    // The same bytes as the team file: nothing is shadowed.
+    assert!(!stderr.contains("shadows"), "{stderr}");
 }
