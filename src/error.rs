@@ -81,13 +81,19 @@ impl Kind {
             }
             Kind::NotFound => "a plan or approval file named on the command line does not exist",
             Kind::Drift => {
-                "refused: the repository no longer matches the plan (each drifted resource is listed)"
+                "refused: the repository no longer matches the plan (each drifted resource is listed) and nothing was changed; plan again and have the new plan approved"
             }
-            Kind::Expired => "refused: the plan or an approval expired",
-            Kind::Unapproved => "refused: approvals insufficient, or a rejection",
+            Kind::Expired => {
+                "refused: the plan or an approval expired; plan again and have the new plan approved"
+            }
+            Kind::Unapproved => {
+                "refused: approvals insufficient, or a rejection; a person other than the planner approves with `guardctl approve`"
+            }
             Kind::WrongPrincipal => "refused: the key applying is not the plan's executor",
             Kind::Policy => "refused: the policy changed since planning, or forbids the plan",
-            Kind::Unverified => "applied, but the observed effect differs from the plan",
+            Kind::Unverified => {
+                "applied, but the observed effect differs from the plan; recorded for `guardctl recover`: tell a person"
+            }
             Kind::NeedsRecovery => {
                 "an interrupted apply must be recovered first, or the repository is locked"
             }
@@ -192,18 +198,23 @@ impl Error {
         self.hint.as_deref().unwrap_or(self.kind.default_hint())
     }
 
-    /// `{"error": {"kind", "message", "details"}}` as the contract prints it with `--json`.
+    /// The one error document, wherever an error is shown as data (`--json` on every command,
+    /// MCP tool errors, argument errors included): `{"error": {"kind", "exit_code",
+    /// "meaning", "message", "hint", "details"}}`, `details.hint` repeating the hint (the
+    /// contract's first shape, kept for the callers that read it there).
     pub fn to_json(&self) -> Value {
-        let mut message = self.message.clone();
-        for cause in &self.causes {
-            message.push_str(": ");
-            message.push_str(cause);
-        }
         let mut details = self.details.clone();
         if let Value::Object(map) = &mut details {
             map.insert("hint".into(), Value::String(self.hint().to_string()));
         }
-        serde_json::json!({"error": {"kind": self.kind.as_str(), "message": message, "details": details}})
+        serde_json::json!({"error": {
+            "kind": self.kind.as_str(),
+            "exit_code": self.exit_code(),
+            "meaning": self.kind.meaning(),
+            "message": self.chain(),
+            "hint": self.hint(),
+            "details": details,
+        }})
     }
 }
 
@@ -247,6 +258,20 @@ mod tests {
     fn every_error_has_a_hint_even_when_none_was_given() {
         let v = Error::usage("bad").to_json();
         assert_eq!(v["error"]["details"]["hint"], Kind::Usage.default_hint());
+    }
+
+    #[test]
+    fn the_error_document_carries_kind_exit_code_meaning_message_and_hint() {
+        let v = Error::new(Kind::Drift, "moved")
+            .caused_by("refs/heads/x")
+            .to_json();
+        assert_eq!(v["error"]["kind"], "drift");
+        assert_eq!(v["error"]["exit_code"], 10);
+        assert_eq!(v["error"]["meaning"], Kind::Drift.meaning());
+        assert_eq!(v["error"]["message"], "moved: refs/heads/x");
+        assert_eq!(v["error"]["hint"], Kind::Drift.default_hint());
+        let keys: Vec<&String> = v["error"].as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 6, "{keys:?}");
     }
 
     #[test]

@@ -125,46 +125,10 @@ impl IntoCallToolResult for ToolError {
     }
 }
 
-/// `{"error": {"kind", "exit_code", "meaning", "message", "hint", "details"}}`: the `--json`
-/// error document, with the exit code the CLI would give, what it means, and the hint.
+/// The error document every `--json` command prints ([`Error::to_json`]): kind, exit code,
+/// meaning, message, hint and details.
 pub fn error_document(e: &Error) -> Value {
-    let mut doc = e.to_json();
-    doc["error"]["exit_code"] = json!(e.exit_code());
-    doc["error"]["meaning"] = json!(meaning(e.kind));
-    doc["error"]["hint"] = json!(e.hint());
-    doc
-}
-
-/// What an error kind means for the caller, and what to do about it (docs/exit-codes.md).
-pub fn meaning(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Internal => "unexpected failure (I/O, git, internal)",
-        Kind::Declined => "a prompt was declined",
-        Kind::Usage => "usage error: bad arguments; fix them and call again",
-        Kind::InvalidPlan => {
-            "bad input: a malformed, tampered or unsigned plan or approval, an unknown format, or a plan for another repository"
-        }
-        Kind::NotFound => "the plan or approval file named does not exist; check the path",
-        Kind::Drift => {
-            "refused: the repository no longer matches the plan and nothing was changed; plan again and have the new plan approved"
-        }
-        Kind::Expired => {
-            "refused: the plan or an approval expired; plan again and have the new plan approved"
-        }
-        Kind::Unapproved => {
-            "refused: approvals insufficient (none, self-approval, unknown approver, or a rejection); a human must run the approve command"
-        }
-        Kind::WrongPrincipal => "refused: this server's key is not the plan's executor",
-        Kind::Policy => {
-            "refused: the policy changed since planning, or forbids the plan; plan again within the policy"
-        }
-        Kind::Unverified => {
-            "applied, but the observed effect differs from the plan; recorded for `guardctl recover`, tell a human"
-        }
-        Kind::NeedsRecovery => {
-            "refused: an interrupted apply must be recovered first (`guardctl recover`), or the repository is locked"
-        }
-    }
+    e.to_json()
 }
 
 // ---- tool inputs ---------------------------------------------------------------------------
@@ -608,6 +572,13 @@ impl Server {
             // Not listed, not callable: it runs the agent's command by design.
             tool_router.remove_route("plan_exec");
         }
+        for route in tool_router.map.values_mut() {
+            let tool = &mut route.attr;
+            tool.input_schema = Arc::new(host_schema(&tool.input_schema));
+            if let Some(out) = &tool.output_schema {
+                tool.output_schema = Some(Arc::new(host_schema(out)));
+            }
+        }
         Server {
             settings: Arc::new(settings),
             tool_router,
@@ -639,7 +610,8 @@ impl Server {
         title = "Plan deleting stale local branches",
         read_only_hint = true,
         destructive_hint = false,
-        open_world_hint = false
+        // The policy and identities in force come from the team remote's default branch.
+        open_world_hint = true
     ))]
     async fn plan_stale_branches(
         &self,
@@ -769,7 +741,8 @@ impl Server {
         title = "Show a plan",
         read_only_hint = true,
         destructive_hint = false,
-        open_world_hint = false
+        // A published plan, its approvals and the trusted files are read from the team remote.
+        open_world_hint = true
     ))]
     async fn show_plan(&self, Parameters(p): Parameters<ShowParams>) -> Result<Json<ShowOutput>, ToolError> {
         self.blocking(move |s| show(s, p)).await
@@ -783,7 +756,8 @@ impl Server {
         title = "A plan's approvals and expiry",
         read_only_hint = true,
         destructive_hint = false,
-        open_world_hint = false
+        // Approvals, rejections and receipts published on the team remote count.
+        open_world_hint = true
     ))]
     async fn plan_status(
         &self,
@@ -798,7 +772,10 @@ impl Server {
     #[tool(annotations(
         title = "Check a plan as apply would",
         read_only_hint = true,
-        destructive_hint = false
+        destructive_hint = false,
+        idempotent_hint = true,
+        // A remote plan is judged against the remote as it is now.
+        open_world_hint = true
     ))]
     async fn verify_plan(
         &self,
@@ -817,7 +794,9 @@ impl Server {
         title = "Apply an approved plan",
         read_only_hint = false,
         destructive_hint = true,
-        idempotent_hint = true
+        idempotent_hint = true,
+        // It may delete a remote's refs and publishes its receipt on the team remote.
+        open_world_hint = true
     ))]
     async fn apply_plan(
         &self,
@@ -827,12 +806,75 @@ impl Server {
     }
 }
 
+/// A schema as MCP hosts read it: schemars writes Rust's integer widths as formats (`uint`,
+/// `uint32`, `int64`), which are not JSON Schema formats and which hosts warn about (the MCP
+/// Inspector, once per field); an unsigned integer is `integer` with `minimum: 0`.
+fn host_schema(schema: &rmcp::model::JsonObject) -> rmcp::model::JsonObject {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                let integer = match map.get("type") {
+                    Some(Value::String(t)) => t == "integer",
+                    Some(Value::Array(ts)) => ts.iter().any(|t| t == "integer"),
+                    _ => false,
+                };
+                // The format goes whatever it says; an unsigned width leaves its lower bound.
+                if integer
+                    && let Some(Value::String(format)) = map.remove("format")
+                    && format.starts_with("uint")
+                    && !map.contains_key("minimum")
+                {
+                    map.insert("minimum".into(), json!(0));
+                }
+                map.values_mut().for_each(walk);
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    let mut v = Value::Object(schema.clone());
+    walk(&mut v);
+    match v {
+        Value::Object(map) => map,
+        _ => schema.clone(),
+    }
+}
+
+/// rmcp answers arguments that do not deserialize with a plain-text tool error
+/// (`failed to deserialize parameters: …`); a model reads every other failure as the error
+/// document, so this one is one too: `usage`, exit code 64, naming the tool.
+fn argument_error(tool: &str, response: CallToolResponse) -> CallToolResponse {
+    let CallToolResponse::Complete(result) = &response else {
+        return response;
+    };
+    let text = match (result.is_error, result.content.first().and_then(|c| c.as_text())) {
+        (Some(true), Some(t)) => t.text.clone(),
+        _ => return response,
+    };
+    let Some(why) = text.strip_prefix("failed to deserialize parameters:") else {
+        return response;
+    };
+    let e = Error::usage(format!("invalid arguments for {tool}: {}", why.trim()))
+        .with_hint("the tool's input schema (tools/list) names every argument it takes and its type");
+    ToolError(e).into_call_tool_result().unwrap_or(response)
+}
+
 #[tool_handler(router = self.tool_router, name = "guardctl", instructions = "guardctl puts a two-person gate in front of destructive git operations. \
 Plan with a plan_* tool (it writes a signed plan and changes nothing), then ask a human to run the \
 returned approve_command in a terminal: there is no approve tool, and this server's key cannot \
 approve its own plans. Poll plan_status; when its state is approved, call apply_plan. Errors carry \
 error.kind: on drift or expired, plan again and ask for a new approval.")]
-impl ServerHandler for Server {}
+impl ServerHandler for Server {
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: rmcp::service::RequestContext<rmcp::RoleServer>,
+    ) -> std::result::Result<CallToolResponse, ErrorData> {
+        let tool = request.name.to_string();
+        let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        Ok(argument_error(&tool, self.tool_router.call(tcc).await?))
+    }
+}
 
 // ---- the tools' bodies (blocking) ----------------------------------------------------------
 
@@ -1178,12 +1220,7 @@ mod tests {
         assert_eq!(doc["error"]["kind"], "drift");
         assert_eq!(doc["error"]["exit_code"], 10);
         assert_eq!(doc["error"]["hint"], "re-run `guardctl plan`");
-        assert!(
-            doc["error"]["meaning"]
-                .as_str()
-                .unwrap_or_default()
-                .contains("plan again")
-        );
+        assert_eq!(doc["error"]["meaning"], Kind::Drift.meaning());
         assert!(
             doc["error"]["message"]
                 .as_str()

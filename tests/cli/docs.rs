@@ -65,7 +65,7 @@ fn with_man_sections(page: &str) -> String {
     for (_, term, text) in &codes {
         s += &item(term, text);
     }
-    s += ".PP\nWith \\-\\-json every failure prints one JSON document {\"error\": {\"kind\", \"message\", \"details\"}} on stdout (docs/json.md).\n";
+    s += ".PP\nWith \\-\\-json every failure prints one JSON document {\"error\": {\"kind\", \"exit_code\", \"meaning\", \"message\", \"hint\", \"details\"}} on stdout (docs/json.md); MCP tool errors are the same document.\n";
     s += ".SH ENVIRONMENT\n";
     for (var, text) in [
         (

@@ -34,6 +34,16 @@ fn usage_error_as(env: &TestEnv, user: &str, args: &[&str]) -> serde_json::Value
     assert_eq!(v["error"]["kind"], "usage", "{}", r.transcript());
     let hint = v["error"]["details"]["hint"].as_str().unwrap_or_default();
     assert!(!hint.is_empty(), "no hint: {}", r.transcript());
+    // The one error document (issue 34 item 8): what MCP tool errors carry, the CLI too.
+    assert_eq!(v["error"]["exit_code"], 64, "{}", r.transcript());
+    assert_eq!(v["error"]["hint"], hint);
+    assert!(
+        v["error"]["meaning"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("usage error")),
+        "{}",
+        r.transcript()
+    );
     v
 }
 
@@ -45,6 +55,7 @@ fn a_missing_plan_file_is_not_found_66_not_invalid() {
         assert_eq!(r.code, 66, "{cmd}: {}", r.transcript());
         let v = one_document(&r);
         assert_eq!(v["error"]["kind"], "not_found", "{cmd}");
+        assert_eq!(v["error"]["exit_code"], 66, "{cmd}");
         assert!(v["error"]["details"]["hint"].is_string());
     }
     // A tampered file is still 65.

@@ -196,10 +196,22 @@ async fn lists_exactly_the_gate_tools_with_strict_schemas_and_annotations() {
             .unwrap_or_else(|| panic!("{} has no output schema", t.name));
         assert_eq!(output.get("type"), Some(&json!("object")), "{}", t.name);
 
+        // Formats hosts understand: schemars' Rust widths (`uint32`) are not JSON Schema
+        // formats (issue 34 item 11); an unsigned integer says `minimum: 0` instead.
+        let mut formats = Vec::new();
+        walk_formats(&Value::Object((*t.input_schema).clone()), &mut formats);
+        if let Some(out) = &t.output_schema {
+            walk_formats(&Value::Object((**out).clone()), &mut formats);
+        }
+        assert!(formats.is_empty(), "{}: integer formats {formats:?}", t.name);
+
         let a = t
             .annotations
             .as_ref()
             .unwrap_or_else(|| panic!("{} has no annotations", t.name));
+        // Every tool may reach the team remote (policy, identities, published plans,
+        // approvals, receipts): none may say it does not.
+        assert_eq!(a.open_world_hint, Some(true), "{}", t.name);
         match t.name.as_ref() {
             "apply_plan" => {
                 assert_eq!(a.read_only_hint, Some(false));
@@ -436,15 +448,47 @@ async fn show_plan_is_the_document_show_json_prints() {
     client.cancel().await.unwrap();
 }
 
+/// Integer fields that carry a `format`, and unsigned ones without a `minimum`.
+fn walk_formats(v: &Value, found: &mut Vec<String>) {
+    match v {
+        Value::Object(map) => {
+            let integer = match map.get("type") {
+                Some(Value::String(t)) => t == "integer",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "integer"),
+                _ => false,
+            };
+            if integer && let Some(f) = map.get("format") {
+                found.push(f.to_string());
+            }
+            map.values().for_each(|v| walk_formats(v, found));
+        }
+        Value::Array(items) => items.iter().for_each(|v| walk_formats(v, found)),
+        _ => {}
+    }
+}
+
 #[tokio::test]
 async fn bad_arguments_and_unknown_plans_are_errors_never_a_crash() {
     let env = agent_repo();
     let (client, _stderr) = connect(&env, "mallory").await;
-    // An unknown field is refused as the strict input schema says (rmcp's own tool error).
-    let unknown = call(&client, "plan_stale_branches", json!({"approve": true})).await;
-    assert_eq!(unknown.is_error, Some(true), "{unknown:?}");
-    let text = &unknown.content[0].as_text().unwrap().text;
-    assert!(text.contains("unknown field `approve`"), "{text}");
+    // An unknown field is refused as the strict input schema says, in the same error
+    // document as every other failure (issue 34 item 8), not rmcp's plain text.
+    let unknown = tool_error(&call(&client, "plan_stale_branches", json!({"approve": true})).await);
+    assert_eq!(unknown["error"]["kind"], "usage", "{unknown:#}");
+    assert_eq!(unknown["error"]["exit_code"], 64);
+    assert!(unknown["error"]["meaning"].is_string(), "{unknown:#}");
+    assert!(
+        unknown["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("input schema"),
+        "{unknown:#}"
+    );
+    let message = unknown["error"]["message"].as_str().unwrap();
+    assert!(message.contains("unknown field `approve`"), "{message}");
+    assert!(message.contains("plan_stale_branches"), "{message}");
+    let typed = tool_error(&call(&client, "show_plan", json!({"plan": 7})).await);
+    assert_eq!(typed["error"]["kind"], "usage", "{typed:#}");
     let bad = tool_error(&call(&client, "plan_stale_branches", json!({"older_than": "soon"})).await);
     assert_eq!(bad["error"]["kind"], "usage");
     assert_eq!(bad["error"]["exit_code"], 64);
