@@ -24,6 +24,7 @@ mod kill_soak;
 mod layers;
 mod ledger;
 mod mcp;
+mod mcp_official;
 mod plan;
 mod plan_file;
 mod policy;
