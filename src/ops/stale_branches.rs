@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::ops::progress::Progress;
 use crate::plan::model::{
     BranchFacts, ConfigEntry, Criterion, History, Person, Resource, ResourceFacts, SkipReason, Skipped,
-    StaleBranchesInputs, TagFacts, TagObject, Upstream,
+    SquashedInto, StaleBranchesInputs, TagFacts, TagObject, Upstream,
 };
 use crate::repo::{BranchRef, CheckedOut, CommitFacts, Reachable, Reader, Reads, RemoteRefs, Repo};
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
@@ -158,6 +158,8 @@ pub struct Observed {
     pub commits_not_in_base: u64,
     /// `Some` only when squash detection was requested and the branch is not merged.
     pub squash_merged: Option<bool>,
+    /// The base commit that carries a squash-merged branch's change.
+    pub squashed_into: Option<SquashedInto>,
     pub upstream: Option<Upstream>,
     pub config: Vec<ConfigEntry>,
     /// For a tag (see `ops::tags`): its kind and the commit it names.
@@ -238,6 +240,7 @@ fn resource_facts(o: &Observed, commits_not_in_base: u64, loses_work: bool) -> R
             upstream: o.upstream.clone(),
             config: o.config.clone(),
             people_not_in_base: vec![],
+            squashed_into: o.squashed_into.clone(),
         }),
     }
 }
@@ -532,6 +535,7 @@ fn observe_one(
         merged: tip.merged,
         commits_not_in_base: tip.commits_not_in_base,
         squash_merged: None,
+        squashed_into: None,
         upstream,
         config,
         tag: None,
@@ -750,7 +754,19 @@ pub fn compare(planned: &Resource, now: &Resource) -> Vec<Drift> {
                 config,
                 // Re-derived by `recheck_people_not_in_base` (one walk for all branches).
                 people_not_in_base: _,
+                squashed_into,
             } = p;
+            // The evidence the reviewer read must be what guardctl finds now, while the branch
+            // is still judged squash-merged (merged for real since: no evidence needed).
+            if planned.reasons.contains(&Criterion::SquashMerged)
+                && now.reasons.contains(&Criterion::SquashMerged)
+            {
+                let show = |s: &Option<SquashedInto>| {
+                    s.as_ref()
+                        .map_or("(none)".to_string(), |s| format!("{} {}", s.commit, s.subject))
+                };
+                differ("squashed_into", show(squashed_into), show(&n.squashed_into));
+            }
             let show_config = |c: &[ConfigEntry]| {
                 c.iter()
                     .map(|e| format!("{}={}", e.key, e.value))
@@ -921,27 +937,37 @@ fn detect_squash_merges(
         }
     }
     progress.begin("compared branches with the base", todo.len() as u64);
+    // Each verdict is the base commit that carries the branch's change: the first in the
+    // window's (history) order, so planning and re-deriving name the same one.
     let verdicts = repo.in_parallel(&todo, Reader::Libgit2, |r, &(_, fork, tip)| {
         progress.advance(1);
         let Some(id) = r.change_ids(fork, tip)? else {
-            return Ok(false);
+            return Ok(None);
         };
         let after_fork = |c: &&crate::repo::Oid| !reachable.is_ancestor(**c, fork);
-        if exact
+        if let Some(&c) = exact
             .get(&id.exact)
-            .is_some_and(|found| found.iter().any(|c| after_fork(&c)))
+            .and_then(|found| found.iter().find(|c| after_fork(c)))
         {
-            return Ok(true);
+            return Ok(Some(c));
         }
         for &c in added.get(&id.added).into_iter().flatten().filter(after_fork) {
             if r.merge_changes_nothing(fork, c, tip)? || r.change_is_in(fork, tip, c)? {
-                return Ok(true);
+                return Ok(Some(c));
             }
         }
-        Ok(false)
+        Ok(None)
     })?;
-    for ((i, _, _), squash) in todo.into_iter().zip(verdicts) {
-        observed[i].0.squash_merged = Some(squash);
+    for ((i, _, _), found) in todo.into_iter().zip(verdicts) {
+        let o = &mut observed[i].0;
+        o.squash_merged = Some(found.is_some());
+        o.squashed_into = match found {
+            Some(c) => Some(SquashedInto {
+                commit: c.to_string(),
+                subject: repo.commit_facts(c)?.subject,
+            }),
+            None => None,
+        };
     }
     Ok(())
 }
@@ -1025,6 +1051,7 @@ mod tests {
             merged,
             commits_not_in_base: unmerged,
             squash_merged: None,
+            squashed_into: None,
             upstream: gone.map(|g| Upstream {
                 remote: "origin".into(),
                 merge: "refs/heads/x".into(),

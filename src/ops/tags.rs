@@ -167,6 +167,7 @@ fn observe(
         merged,
         commits_not_in_base,
         squash_merged: None,
+        squashed_into: None,
         upstream: None,
         config: vec![],
         tag: Some(TagObject {

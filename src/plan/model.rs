@@ -434,6 +434,18 @@ pub struct BranchFacts {
     /// just the tip's author: one commit by someone else on top does not re-route the work
     /// underneath. Empty for merged branches, which route by the tip's author.
     pub people_not_in_base: Vec<String>,
+    /// For a squash-merged branch: the base commit that carries its change, the evidence a
+    /// reviewer checks (re-derived by `verify` and `apply`, like every other fact).
+    pub squashed_into: Option<SquashedInto>,
+}
+
+/// The base commit a squash-merged branch's change landed as (wire `squashed_into`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SquashedInto {
+    pub commit: String,
+    /// Its subject line, as the repository holds it (escaped when shown).
+    pub subject: String,
 }
 
 /// What a plan records of a tag beyond the neutral part.
@@ -511,6 +523,14 @@ impl Resource {
         }
     }
 
+    /// The base commit a squash-merged branch's change landed as.
+    pub fn squashed_into(&self) -> Option<&SquashedInto> {
+        match &self.facts {
+            ResourceFacts::Branch(b) => b.squashed_into.as_ref(),
+            ResourceFacts::Tag(_) => None,
+        }
+    }
+
     pub fn main_reason(&self) -> Option<Criterion> {
         self.reasons.first().copied()
     }
@@ -536,6 +556,8 @@ struct WireResource {
     tag: Option<TagObject>,
     #[serde(default)]
     people_not_in_base: Vec<String>,
+    #[serde(default)]
+    squashed_into: Option<SquashedInto>,
 }
 
 /// `WireResource` borrowed from a `Resource`, for writing (same names, order and omissions).
@@ -557,6 +579,8 @@ struct WireResourceRef<'a> {
     tag: Option<&'a TagObject>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     people_not_in_base: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    squashed_into: Option<&'a SquashedInto>,
 }
 
 impl TryFrom<WireResource> for Resource {
@@ -576,6 +600,8 @@ impl TryFrom<WireResource> for Resource {
                     Some("config")
                 } else if !w.people_not_in_base.is_empty() {
                     Some("people_not_in_base")
+                } else if w.squashed_into.is_some() {
+                    Some("squashed_into")
                 } else {
                     None
                 };
@@ -591,6 +617,7 @@ impl TryFrom<WireResource> for Resource {
                 upstream: w.upstream,
                 config: w.config,
                 people_not_in_base: w.people_not_in_base,
+                squashed_into: w.squashed_into,
             }),
         };
         Ok(Resource {
@@ -607,17 +634,18 @@ impl TryFrom<WireResource> for Resource {
 
 impl Serialize for Resource {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (history, upstream, config, tag, people): (_, _, &[ConfigEntry], _, &[String]) = match &self.facts
-        {
-            ResourceFacts::Branch(b) => (
-                b.history,
-                b.upstream.as_ref(),
-                &b.config,
-                None,
-                &b.people_not_in_base,
-            ),
-            ResourceFacts::Tag(t) => (t.history, None, &[], Some(&t.object), &[]),
-        };
+        let (history, upstream, config, tag, people, squashed_into): (_, _, &[ConfigEntry], _, &[String], _) =
+            match &self.facts {
+                ResourceFacts::Branch(b) => (
+                    b.history,
+                    b.upstream.as_ref(),
+                    &b.config,
+                    None,
+                    &b.people_not_in_base,
+                    b.squashed_into.as_ref(),
+                ),
+                ResourceFacts::Tag(t) => (t.history, None, &[], Some(&t.object), &[], None),
+            };
         WireResourceRef {
             refname: &self.refname,
             oid: &self.oid,
@@ -631,6 +659,7 @@ impl Serialize for Resource {
             config,
             tag,
             people_not_in_base: people,
+            squashed_into,
         }
         .serialize(s)
     }
@@ -1027,6 +1056,10 @@ mod tests {
             value: "origin".into(),
         }];
         b.people_not_in_base = vec!["b@x".into()];
+        b.squashed_into = Some(SquashedInto {
+            commit: "2".repeat(40),
+            subject: "Land x (#1)".into(),
+        });
         a
     }
 
@@ -1042,7 +1075,8 @@ mod tests {
                 r#""author":{"name":"A","email":"a@x"},"subject":"s","commits_not_in_base":2,"#,
                 r#""loses_work":true,"upstream":{"remote":"origin","merge":"refs/heads/feature/x","#,
                 r#""tracking_ref":null,"gone":true},"config":[{"key":"branch.feature/x.remote","#,
-                r#""value":"origin"}],"people_not_in_base":["b@x"]}"#
+                r#""value":"origin"}],"people_not_in_base":["b@x"],"#,
+                r#""squashed_into":{"commit":"2222222222222222222222222222222222222222","subject":"Land x (#1)"}}"#
             )
         );
         assert_eq!(serde_json::from_str::<Resource>(&text).unwrap(), a);
@@ -1095,7 +1129,7 @@ mod tests {
     fn a_tag_carrying_branch_facts_does_not_parse() {
         let branch = serde_json::to_value(full_branch()).unwrap();
         let tag = serde_json::to_value(test_data::tag("v1")).unwrap();
-        for field in ["upstream", "config", "people_not_in_base"] {
+        for field in ["upstream", "config", "people_not_in_base", "squashed_into"] {
             let mut v = tag.clone();
             v[field] = branch[field].clone();
             let e = serde_json::from_value::<Resource>(v).unwrap_err();

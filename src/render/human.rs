@@ -212,6 +212,29 @@ fn affected(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()> {
             super::view::PAGE_SIZE
         )?;
     }
+    squash_evidence(&view.rows.items, w)
+}
+
+/// Where each shown squash-merged branch's change landed: the base commit a reviewer can
+/// open (`git show <id>`) to check it, outside the table so that long subjects cost no width.
+fn squash_evidence(rows: &[Row], w: &mut dyn Write) -> io::Result<()> {
+    let squashed: Vec<(&Row, &super::view::SquashedView)> = rows
+        .iter()
+        .filter_map(|r| Some((r, r.squashed_into.as_ref()?)))
+        .collect();
+    if squashed.is_empty() {
+        return Ok(());
+    }
+    writeln!(w, "  Squash-merged: the base commit that carries each change:")?;
+    let width = squashed
+        .iter()
+        .map(|(r, _)| r.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (r, s) in squashed {
+        let id: String = s.commit.chars().take(12).collect();
+        writeln!(w, "    {:<width$}  {id}  {}", r.name, s.subject)?;
+    }
     Ok(())
 }
 
@@ -749,6 +772,7 @@ mod tests {
             loses_work: unmerged > 0,
             reasons: vec!["merged"],
             flags: vec![],
+            squashed_into: None,
         }
     }
 

@@ -317,6 +317,16 @@ pub struct Row {
     pub loses_work: bool,
     pub reasons: Vec<&'static str>,
     pub flags: Vec<Flag>,
+    /// A squash-merged branch's evidence: the base commit that carries its change.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub squashed_into: Option<SquashedView>,
+}
+
+/// The base commit a squash-merged branch landed as, its subject escaped.
+#[derive(Debug, Clone, Serialize)]
+pub struct SquashedView {
+    pub commit: String,
+    pub subject: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -432,6 +442,10 @@ fn row(a: &Resource, kind: &'static str, now: OffsetDateTime, protected: &[&str]
         loses_work: a.loses_work(),
         reasons: a.reasons.iter().map(|r| r.as_str()).collect(),
         flags: flags(a.name(), protected),
+        squashed_into: a.squashed_into().map(|s| SquashedView {
+            commit: s.commit.clone(),
+            subject: safe(&s.subject),
+        }),
     }
 }
 

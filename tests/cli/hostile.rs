@@ -212,6 +212,62 @@ fn a_misstated_author_or_subject_is_drift() {
     assert!(r.stderr.contains("subject: planned harmless"), "{}", r.stderr);
 }
 
+/// Issue 34 item 7: the evidence a reviewer reads for a squash-merged branch (the base commit
+/// carrying its change) is re-derived: a re-signed plan naming another commit, or none, is
+/// drift; the honest plan shows the commit guardctl found.
+#[test]
+fn misstated_squash_evidence_is_drift() {
+    let env = standard_repo();
+    let r = env.run("alice", &["plan", "stale-branches", "--squash-merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let squash = env.git(&[
+        "log",
+        "-1",
+        "--format=%H",
+        "--grep=^Squashed feature/squashed",
+        "main",
+    ]);
+    let squash = squash.trim();
+    let shown = env.run("bob", &["--json", "show", "plan.json"]).json();
+    let row = shown["rows"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "feature/squashed")
+        .unwrap()
+        .clone();
+    assert_eq!(row["squashed_into"]["commit"], squash, "{row:#}");
+    assert_eq!(row["squashed_into"]["subject"], "Squashed feature/squashed");
+    let human = env.run("bob", &["show", "plan.json"]);
+    assert!(
+        human.stdout.contains(&format!(
+            "feature/squashed  {}  Squashed feature/squashed",
+            &squash[..12]
+        )),
+        "{}",
+        human.stdout
+    );
+    let clean = fs::read(env.repo.join("plan.json")).unwrap();
+    let other = env.git(&["rev-parse", "main~1"]);
+    for forged in [Some(other.trim().to_string()), None] {
+        fs::write(env.repo.join("plan.json"), &clean).unwrap();
+        forge(&env, |p| {
+            for a in &mut p.affected {
+                if let guardctl::plan::ResourceFacts::Branch(b) = &mut a.facts
+                    && b.squashed_into.is_some()
+                {
+                    b.squashed_into = forged.clone().map(|commit| guardctl::plan::model::SquashedInto {
+                        commit,
+                        subject: "Squashed feature/squashed".into(),
+                    });
+                }
+            }
+        });
+        let r = approved_then_refused(&env, 10);
+        assert!(r.stderr.contains("squashed_into: planned"), "{}", r.stderr);
+    }
+}
+
 #[test]
 fn control_sequences_in_every_planner_written_string_never_reach_the_terminal() {
     let env = planned();
