@@ -133,6 +133,28 @@ impl Ctx {
         }
     }
 
+    /// The signing key of a command that signs more than once, unlocked for the whole command
+    /// before its first write: a passphrase-protected key that no agent holds is asked for
+    /// once, here, and every signature goes through the command's own agent (`sign::unlock`).
+    pub fn unlocked_signing_key(&self, ui: &mut Ui) -> Result<SigningKey> {
+        let mut key = self.signing_key(ui)?;
+        self.unlock(&mut key, ui)?;
+        Ok(key)
+    }
+
+    /// Unlock `key` for the rest of the command (see [`Ctx::unlocked_signing_key`]): for a
+    /// command whose checks come first, so that nobody types a passphrase for a refusal.
+    pub fn unlock(&self, key: &mut SigningKey, ui: &mut Ui) -> Result<()> {
+        if key.unlocked.is_none()
+            && crate::sign::agent::readiness(key, ui.may_prompt())
+                == crate::sign::agent::Readiness::WillPrompt
+        {
+            let dir = self.data_dir.clone().unwrap_or_else(std::env::temp_dir);
+            key.unlocked = Some(std::sync::Arc::new(crate::sign::unlock::unlock(key, &dir)?));
+        }
+        Ok(())
+    }
+
     /// The signing key per docs/trust-model.md, whether or not it can sign now (`whoami` says).
     pub fn signing_key_as_is(&self) -> Result<SigningKey> {
         self.resolve_key()?.map_err(|e| match e {

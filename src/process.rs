@@ -139,6 +139,20 @@ impl Process {
         })
     }
 
+    /// Run to the end with guardctl's own stdin (the person's terminal), collecting stdout
+    /// and stderr: the one exception to "a child never waits on the user's terminal", for a
+    /// program that must ask that person something (`ssh-add`'s passphrase prompt), run only
+    /// where guardctl may prompt. Any exit status is returned.
+    pub fn on_terminal(mut self) -> Result<Output, Error> {
+        self.cmd
+            .stdin(Stdio::inherit())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        self.cmd.output().map_err(|e| {
+            Error::internal(format!("cannot run `{}`", crate::text::safe(&self.line))).caused_by(e)
+        })
+    }
+
     /// Run to the end with stdin closed and stdout/stderr shared with guardctl's own (the
     /// demo shows what each step prints as it happens). Any exit status is returned.
     pub fn status(mut self) -> Result<std::process::ExitStatus, Error> {

@@ -134,9 +134,12 @@ fn unverified(plan_id: &str, command: bool) -> Error {
 /// The checks, then in a session: recovery, then the journaled apply, or nothing when the
 /// plan was applied before. Prints only notices and warnings (stderr).
 pub fn apply(ctx: &Ctx, ui: &mut Ui, request: &ApplyRequest) -> Result<ApplyOutcome> {
-    let key = ctx.signing_key(ui)?;
+    let mut key = ctx.signing_key(ui)?;
     ctx.report_signers(ui, false)?;
     let mut cleared = crate::gate::preflight(ctx, &request.target, Some(&key))?;
+    // Every signature this apply makes (records, receipt, audit entries) is one passphrase,
+    // asked here, after the checks and before the first write.
+    ctx.unlock(&mut key, ui)?;
     let repo = ctx.repo()?;
     let store = super::session::store(ctx)?;
     let locked = Session::lock(ctx, &store)?;

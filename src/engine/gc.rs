@@ -101,7 +101,7 @@ pub fn gc(ctx: &Ctx, ui: &mut Ui, _request: &GcRequest) -> Result<Vec<Collected>
     let key = if due.is_empty() {
         None
     } else {
-        let k = ctx.signing_key(ui)?;
+        let k = ctx.unlocked_signing_key(ui)?;
         let principal = ctx.require_principal(&k, crate::plan::approval::APPLY_NAMESPACE, "gc")?;
         Some((k, principal))
     };

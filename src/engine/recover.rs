@@ -19,7 +19,7 @@ pub fn recover(ctx: &Ctx, ui: &mut Ui, _request: &RecoverRequest) -> Result<Vec<
     let checked = Session::lock(ctx, &store)?.check_log(ui, AuditLog::MustBeIntact)?;
     // Without a key, what needs none is still recovered (an apply abandoned, a rollback
     // finished); a receipt needs the key that consumed the plan.
-    let key = ctx.signing_key(ui).ok();
+    let key = ctx.unlocked_signing_key(ui).ok();
     let principal = match &key {
         Some(k) => Some(ctx.require_principal(k, crate::plan::approval::APPLY_NAMESPACE, "recover")?),
         None => None,

@@ -72,7 +72,7 @@ pub fn decide(
         .with_hint("pass --out FILE for a detached file, or leave --no-publish out"));
     }
     let plan = &loaded.plan;
-    let key = ctx.signing_key(ui)?;
+    let mut key = ctx.signing_key(ui)?;
     let fingerprint = crate::sign::sshsig::fingerprint(&key.public);
     let (signers, source) = ctx.allowed_signers()?;
     ctx.report_signers(ui, false)?;
@@ -150,12 +150,6 @@ pub fn decide(
     };
     present(ui, &presented)?;
 
-    // A reviewed plan is one of its planner's live plans here: the bulk class of their
-    // other plans counts it (`bulk.across_plans`).
-    if let Some(repo) = plans_repo(ctx, plan) {
-        crate::store::seen::record(&repo.state_dir(), &loaded, None, ctx.now)?;
-    }
-
     let approval = Approval {
         plan_id: loaded.plan_id.clone(),
         plan_hash: plan.plan_hash.clone(),
@@ -171,9 +165,43 @@ pub fn decide(
     let groups_recorded = approval.groups.clone();
     let payload =
         serde_json::to_vec(&approval).map_err(|e| Error::internal("cannot encode approval").caused_by(e))?;
+    let event = match decision {
+        Decision::Approve => "approve",
+        Decision::Reject => "reject",
+        Decision::Withdraw => "withdraw",
+    };
+    // Everything this decision signs is signed before its first write, with one passphrase
+    // for a key that needs one (`Ctx::unlock`): its audit entry, prepared under the store's
+    // lock (held until the entry is appended, so the chain it extends cannot move), then the
+    // decision itself. A key that cannot sign leaves nothing behind to retry over.
+    ctx.unlock(&mut key, ui)?;
+    let repo = plans_repo(ctx, plan);
+    let store = repo.map(|r| crate::store::Store::new(r.state_dir()));
+    let mut audit = match (repo, &store) {
+        (Some(repo), Some(store)) => {
+            let locked = store.lock(repo)?;
+            let entry = audit_entry(
+                ctx,
+                store,
+                &locked,
+                &loaded,
+                &key,
+                event,
+                &principal,
+                approval.comment.as_deref(),
+            )?;
+            Some((locked, entry))
+        }
+        _ => None,
+    };
     let env = dsse::sign(APPROVAL_PAYLOAD_TYPE, APPROVAL_NAMESPACE, &payload, &key)
         .map_err(|e| Error::internal("cannot sign the approval").caused_by(e))?;
     let env_copy = env.clone();
+    // A reviewed plan is one of its planner's live plans here: the bulk class of their
+    // other plans counts it (`bulk.across_plans`).
+    if let Some(repo) = repo {
+        crate::store::seen::record(&repo.state_dir(), &loaded, None, ctx.now)?;
+    }
     let standing = crate::gate::approval_status_with(ctx, &loaded, std::slice::from_ref(&env))?;
     // Published first: what the remote refuses is recorded nowhere, so a retry starts clean.
     let published = match &publish_to {
@@ -216,11 +244,6 @@ pub fn decide(
         }
         None => None,
     };
-    let event = match decision {
-        Decision::Approve => "approve",
-        Decision::Reject => "reject",
-        Decision::Withdraw => "withdraw",
-    };
     // A veto (or its withdrawal) also goes into the repository's state, where stripping it
     // from the plan file cannot reach it.
     if decision != Decision::Approve {
@@ -240,7 +263,9 @@ pub fn decide(
             ),
         }
     }
-    audit(ctx, &loaded, &key, event, &principal, approval.comment.as_deref())?;
+    if let (Some((locked, entry)), Some(store)) = (audit.take(), &store) {
+        store.append_prepared(&locked, entry)?;
+    }
     Ok(DecisionView {
         approvals: standing,
         decision: event,
@@ -278,28 +303,26 @@ fn publish_decision(
     published::publish_decision(remote, loaded.id_hex(), env, plan, known.as_deref())
 }
 
-/// Record an event in this repository's audit log, signed with `key`, when run inside the
-/// plan's repository.
-fn audit(
+/// The audit entry recording this decision, signed with `key` for the log as it stands under
+/// `locked` (appended by the caller once the decision is recorded).
+#[allow(clippy::too_many_arguments)]
+fn audit_entry(
     ctx: &Ctx,
+    store: &crate::store::Store,
+    locked: &crate::repo::mutate::RepoMut,
     loaded: &Loaded,
     key: &crate::sign::SigningKey,
     event: &str,
     principal: &str,
     comment: Option<&str>,
-) -> Result<()> {
-    let Some(repo) = plans_repo(ctx, &loaded.plan) else {
-        return Ok(());
-    };
+) -> Result<crate::store::audit::Prepared> {
     // The log keeps why, not only who: a veto's reason is part of the record.
     let detail = match comment.filter(|c| !c.trim().is_empty()) {
         Some(c) => format!("{}; comment: {c}", loaded.plan.summary),
         None => loaded.plan.summary.clone(),
     };
-    let store = crate::store::Store::new(repo.state_dir());
-    let locked = store.lock(repo)?;
-    store.audit(
-        &locked,
+    store.prepare_audit(
+        locked,
         key,
         crate::store::audit::Event {
             now: ctx.now,

@@ -57,7 +57,7 @@ pub fn rollback(ctx: &Ctx, ui: &mut Ui, request: &RollbackRequest) -> Result<Rol
     let checked = Session::lock(ctx, &store)?.check_log(ui, AuditLog::MayBeBroken)?;
     // The rollback's audit entry, and a receipt of an interrupted apply finished here, are
     // signed with the caller's key.
-    let key = ctx.signing_key(ui)?;
+    let key = ctx.unlocked_signing_key(ui)?;
     let principal = ctx.require_principal(&key, crate::plan::approval::APPLY_NAMESPACE, "rollback")?;
     // An interrupted apply is still only recovered with a working log (recovery may finish
     // deleting): that refuses in the session as before.

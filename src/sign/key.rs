@@ -21,6 +21,9 @@ pub struct SigningKey {
     /// `path` is a passphrase-protected private key: signing needs it in ssh-agent, or a
     /// prompt on a terminal.
     pub encrypted: bool,
+    /// The command's private agent holding this key, once unlocked (`sign::unlock`): every
+    /// signature goes through it, so the passphrase is asked once per command.
+    pub unlocked: Option<std::sync::Arc<super::unlock::Unlocked>>,
 }
 
 impl SigningKey {
@@ -143,6 +146,7 @@ fn from_git_config(value: &str, data_dir: Option<&Path>) -> Result<SigningKey, K
         source: KeySource::GitConfig,
         certificate: None,
         encrypted: false,
+        unlocked: None,
     })
 }
 
@@ -169,6 +173,7 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
             source,
             certificate: None,
             encrypted: private.is_encrypted(),
+            unlocked: None,
         });
     }
     if let Ok(public) = PublicKey::from_openssh(text.trim()) {
@@ -179,6 +184,7 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
             source,
             certificate: None,
             encrypted: false,
+            unlocked: None,
         });
     }
     // An OpenSSH user certificate (`id_ed25519-cert.pub`): ssh-keygen signs with it and the
@@ -197,6 +203,7 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
             // The private key beside a certificate is checked when signing (ssh-keygen's own
             // message): guardctl does not read it.
             encrypted: false,
+            unlocked: None,
         });
     }
     Err(unreadable(

@@ -8,6 +8,7 @@ pub mod allowed_signers;
 pub mod dsse;
 pub mod key;
 pub mod sshsig;
+pub mod unlock;
 
 pub use allowed_signers::AllowedSigners;
 pub use key::SigningKey;

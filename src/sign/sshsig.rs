@@ -31,6 +31,11 @@ pub fn sign(key: &SigningKey, namespace: &str, data: &[u8]) -> Result<String, Si
         // The file holds only the public half: the private key is in ssh-agent.
         cmd = cmd.arg("-U");
     }
+    if let Some(unlocked) = &key.unlocked {
+        // The command's own agent holds the key (unlocked once): ssh-keygen signs with the
+        // agent's copy of a key file it is given, without asking for the passphrase again.
+        cmd = cmd.env("SSH_AUTH_SOCK", unlocked.socket());
+    }
     // The data (a plan's PAE bytes: megabytes) goes in while the signature comes out, and
     // is hashed here meanwhile, on the other core, for the check below (what ssh-keygen
     // signs is the namespace and that hash: `ssh-keygen -Y sign` uses SHA-512).

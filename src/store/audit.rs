@@ -452,6 +452,26 @@ pub struct Event<'a> {
 
 /// Sign an entry with `key` and append it (the caller holds the store lock).
 pub fn append(repo: &RepoMut, path: &Path, key: &SigningKey, e: Event) -> Result<()> {
+    prepare(repo, path, key, e)?.append(repo, path)
+}
+
+/// An entry signed for the log as it stands, to append once what it records is done: a
+/// command signs everything before its first write (`approve`: the entry, then the decision,
+/// then the writes). Valid while the caller keeps holding the store lock it was made under.
+pub struct Prepared {
+    log: Log,
+    env: crate::plan::envelope::Envelope,
+}
+
+impl Prepared {
+    /// Append the signed entry and move the anchor (the same lock still held).
+    pub fn append(self, repo: &RepoMut, path: &Path) -> Result<()> {
+        append_envelope(repo, path, &self.log, &self.env).map(|_| ())
+    }
+}
+
+/// Sign the entry that [`append`] would append now, without appending it.
+pub fn prepare(repo: &RepoMut, path: &Path, key: &SigningKey, e: Event) -> Result<Prepared> {
     let log = open_for_append(repo, path)?;
     let link = log.next();
     let entry = Entry {
@@ -473,7 +493,7 @@ pub fn append(repo: &RepoMut, path: &Path, key: &SigningKey, e: Event) -> Result
         .map_err(|err| Error::internal("cannot encode an audit entry").caused_by(err))?;
     let env = dsse::sign(AUDIT_PAYLOAD_TYPE, namespace, &payload, key)
         .map_err(|err| Error::internal("cannot sign the audit entry").caused_by(err))?;
-    append_envelope(repo, path, &log, &env).map(|_| ())
+    Ok(Prepared { log, env })
 }
 
 #[cfg(test)]

@@ -131,6 +131,22 @@ impl Store {
         audit::append(repo, &self.audit_path(), key, e)
     }
 
+    /// Sign an entry for the audit log without appending it yet ([`audit::Prepared`]); the
+    /// caller holds the store lock until it appends it.
+    pub fn prepare_audit(
+        &self,
+        repo: &RepoMut,
+        key: &crate::sign::SigningKey,
+        e: audit::Event,
+    ) -> Result<audit::Prepared> {
+        audit::prepare(repo, &self.audit_path(), key, e)
+    }
+
+    /// Append an entry signed by [`Store::prepare_audit`] under the same lock.
+    pub fn append_prepared(&self, repo: &RepoMut, prepared: audit::Prepared) -> Result<()> {
+        prepared.append(repo, &self.audit_path())
+    }
+
     /// `audit.log`: see [`audit`].
     pub fn audit_path(&self) -> PathBuf {
         self.dir.join("audit.log")

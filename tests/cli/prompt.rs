@@ -58,13 +58,24 @@ impl Drop for Pane {
 /// `guardctl approve plan.json` as Bob in a tmux pane: press `keys`, return the screen once
 /// the command has exited.
 fn approve_on_a_terminal(env: &TestEnv, name: &str, keys: &[&str]) -> String {
+    let pane = guardctl_on_a_terminal(env, name, &env.key("bob"), "approve plan.json");
+    pane.wait_for("type the first 8 hex digits of its id:");
+    for k in keys {
+        pane.tmux(&["send-keys", "-t", "t", k]);
+    }
+    pane.wait_for("EXIT=")
+}
+
+/// `guardctl --key KEY … ARGS` started in a tmux pane of its own (no ssh-agent), its exit
+/// status printed as `EXIT=<code>` when it ends.
+fn guardctl_on_a_terminal(env: &TestEnv, name: &str, key: &Path, args: &str) -> Pane {
     let q = |p: &Path| format!("'{}'", p.display());
     let command = format!(
-        "cd {} && env -i PATH=\"$PATH\" HOME={} TZ=UTC GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 GUARDCTL_TEST_NOW={NOW} {} --key {} --allowed-signers {} approve plan.json; echo \"EXIT=$?\"; sleep 60",
+        "cd {} && env -i PATH=\"$PATH\" HOME={} TZ=UTC GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 GUARDCTL_TEST_NOW={NOW} {} --key {} --allowed-signers {} {args}; echo \"EXIT=$?\"; sleep 60",
         q(&env.repo),
         q(&env.home),
         q(Path::new(env!("CARGO_BIN_EXE_guardctl"))),
-        q(&env.key("bob")),
+        q(key),
         q(&env.allowed_signers()),
     );
     let pane = Pane {
@@ -83,11 +94,7 @@ fn approve_on_a_terminal(env: &TestEnv, name: &str, keys: &[&str]) -> String {
         "50",
         &command,
     ]);
-    pane.wait_for("type the first 8 hex digits of its id:");
-    for k in keys {
-        pane.tmux(&["send-keys", "-t", "t", k]);
-    }
-    pane.wait_for("EXIT=")
+    pane
 }
 
 /// The lines from the prompt on: the prompt line ends (a newline), then the error.
@@ -145,4 +152,72 @@ fn ctrl_c_ctrl_d_and_a_wrong_answer_end_the_prompt_cleanly_and_record_nothing() 
     let screen = approve_on_a_terminal(&env, "right", &[&digits, "Enter"]);
     assert!(screen.contains("EXIT=0"), "{screen}");
     assert_eq!(approvals(&env), 1);
+}
+
+/// A copy of `user`'s test key protected by the passphrase `secret` (the same public key, so
+/// the same principal).
+fn locked_key(env: &TestEnv, user: &str) -> std::path::PathBuf {
+    let copy = env.path().join(format!("{user}_locked"));
+    std::fs::copy(env.key(user), &copy).unwrap();
+    let ok = Command::new("ssh-keygen")
+        .args(["-q", "-p", "-P", "", "-N", "secret", "-f"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{ok:?}");
+    copy
+}
+
+fn audit_entries(env: &TestEnv) -> usize {
+    let log = env.run("carol", &["--json", "log"]).json();
+    log["entries"].as_array().map_or(0, Vec::len)
+}
+
+/// Issue 34 item 3: a passphrase-protected key that no agent holds is asked for once per
+/// command, however many signatures the command makes (approve: the decision and its audit
+/// entry; apply: its records, receipt and audit entries); a passphrase that is not given
+/// leaves nothing behind, so a retry starts clean.
+#[test]
+fn a_passphrase_is_asked_once_per_command_and_nothing_is_recorded_without_it() {
+    let env = planned();
+    let digits: String = plan_id_of(&env.repo.join("plan.json"))["sha256:".len()..][..8].to_string();
+
+    // No passphrase (an empty answer ends ssh-add's prompt): no approval, no audit entry.
+    let bob = locked_key(&env, "bob");
+    let pane = guardctl_on_a_terminal(&env, "no-passphrase", &bob, "approve plan.json");
+    pane.wait_for("type the first 8 hex digits of its id:");
+    pane.tmux(&["send-keys", "-t", "t", &digits, "Enter"]);
+    pane.wait_for("Enter passphrase");
+    pane.tmux(&["send-keys", "-t", "t", "Enter"]);
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=1"), "{screen}");
+    assert!(screen.contains("was not unlocked"), "{screen}");
+    assert_eq!(approvals(&env), 0, "{screen}");
+    assert_eq!(audit_entries(&env), 0, "{screen}");
+    drop(pane);
+
+    // The passphrase once: the approval and its audit entry.
+    let pane = guardctl_on_a_terminal(&env, "approve-once", &bob, "approve plan.json");
+    pane.wait_for("type the first 8 hex digits of its id:");
+    pane.tmux(&["send-keys", "-t", "t", &digits, "Enter"]);
+    pane.wait_for("Enter passphrase");
+    pane.tmux(&["send-keys", "-t", "t", "secret", "Enter"]);
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert_eq!(screen.matches("Enter passphrase").count(), 1, "{screen}");
+    assert_eq!(approvals(&env), 1);
+    assert_eq!(audit_entries(&env), 1);
+    drop(pane);
+
+    // Apply signs several records, the receipt and audit entries: one prompt.
+    let alice = locked_key(&env, "alice");
+    let pane = guardctl_on_a_terminal(&env, "apply-once", &alice, "apply plan.json");
+    pane.wait_for("Enter passphrase");
+    pane.tmux(&["send-keys", "-t", "t", "secret", "Enter"]);
+    let screen = pane.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert_eq!(screen.matches("Enter passphrase").count(), 1, "{screen}");
+    assert!(audit_entries(&env) >= 2, "{screen}");
+    let left = env.git(&["for-each-ref", "--format=%(refname:short)", "refs/heads"]);
+    assert!(!left.lines().any(|b| b == "fix/old"), "{left}");
 }
