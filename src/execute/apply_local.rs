@@ -100,7 +100,7 @@ impl Executor<'_> {
         };
         self.consume(id, key)?;
         let journal = journal.consumed()?;
-        if let Err(e) = prepared.commit() {
+        if let Err(e) = self.git_exited(id, prepared.commit()) {
             self.abort(journal, &e)?;
             return Err(e);
         }

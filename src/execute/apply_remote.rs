@@ -214,9 +214,7 @@ impl Executor<'_> {
                 }
             }
             let via = prepared.as_ref().map(|p| p.scratch.as_ref());
-            let Err(e) = self
-                .repo
-                .push_atomic(url, &all, via, &mut |pid| self.record_git(id, pid))
+            let Err(e) = self.watched_git(id, |spawned| self.repo.push_atomic(url, &all, via, spawned))
             else {
                 // The receipt that follows builds on the tip this push made.
                 if let (Some(s), Some(p)) = (known, &prepared) {

@@ -209,8 +209,7 @@ impl Executor<'_> {
             ));
         }
         if !ops.is_empty() {
-            self.repo
-                .push_atomic(url, &ops, None, &mut |pid| self.record_git(id, pid))?;
+            self.watched_git(id, |spawned| self.repo.push_atomic(url, &ops, None, spawned))?;
         }
         Ok(ops.len())
     }
@@ -389,8 +388,7 @@ impl Executor<'_> {
             }
             Some(url) => {
                 let ops = super::rollback::remote_creates(&still);
-                self.repo
-                    .push_atomic(&url, &ops, None, &mut |pid| self.record_git(id, pid))?;
+                self.watched_git(id, |spawned| self.repo.push_atomic(&url, &ops, None, spawned))?;
             }
         }
         self.config_restored(journal.rollback_refs_found_restored()?, image)?;

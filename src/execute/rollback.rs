@@ -139,8 +139,7 @@ impl Executor<'_> {
                 if ops.is_empty() {
                     Ok(())
                 } else {
-                    self.repo
-                        .push_atomic(&url, &ops, None, &mut |pid| self.record_git(id, pid))
+                    self.watched_git(id, |spawned| self.repo.push_atomic(&url, &ops, None, spawned))
                 }
             }
         };

@@ -109,8 +109,29 @@ impl Executor<'_> {
     /// Run a ref transaction, recording git's process id durably first: if we are killed,
     /// git may still be committing, and recovery must wait for it rather than guess.
     pub(super) fn transaction(&self, id: &str, ops: &[RefOp]) -> Result<()> {
-        self.repo
-            .ref_transaction_watched(ops, &mut |pid| self.record_git(id, pid))
+        self.watched_git(id, |spawned| self.repo.ref_transaction_watched(ops, spawned))
+    }
+
+    /// Run a git that `run` starts through the callback it is given (`record_git`), and forget
+    /// its process id once `run` has returned: git has exited then (whatever it did), and a
+    /// stale id would only make a later recovery wait on whatever process reuses it.
+    pub(super) fn watched_git<T>(
+        &self,
+        id: &str,
+        run: impl FnOnce(&mut dyn FnMut(u32) -> Result<()>) -> Result<T>,
+    ) -> Result<T> {
+        let out = run(&mut |pid| self.record_git(id, pid));
+        self.git_exited(id, out)
+    }
+
+    /// `out`, once the git recorded for plan `id` has exited: its process id is removed (a
+    /// failure to remove it is the result's only when the git itself succeeded).
+    pub(super) fn git_exited<T>(&self, id: &str, out: Result<T>) -> Result<T> {
+        let removed = self.store.remove_file(id, "git.pid");
+        match (out, removed) {
+            (Ok(v), Ok(())) => Ok(v),
+            (Ok(_), Err(e)) | (Err(e), _) => Err(e),
+        }
     }
 
     pub(super) fn record_git(&self, id: &str, pid: u32) -> Result<()> {

@@ -204,6 +204,14 @@ fn sixteen_clones_applying_one_remote_branches_plan_delete_once() {
     for d in winner["receipt"]["deleted"].as_array().unwrap() {
         assert!(kept.contains(d["oid"].as_str().unwrap()), "{kept:?}");
     }
+    // No clone keeps the process id of a git that has exited, winner or loser (issue 34
+    // item 13): a stale one makes a later recovery wait on whatever process reuses it.
+    for clone in &clones {
+        let plans = clone.join(".git/guardctl/plans");
+        for dir in std::fs::read_dir(&plans).into_iter().flatten().flatten() {
+            assert!(!dir.path().join("git.pid").exists(), "{}", dir.path().display());
+        }
+    }
     human_replays_agree(&env, &clones, &plan);
 }
 
