@@ -196,13 +196,28 @@ _guardctl() {
             ;;
         guardctl__subcmd__apply)
             opts="-C -q -h -V --approval --wait --repo --json --color --quiet --key --allowed-signers --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+            if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            if [[ ${COMP_CWORD} -eq 2 ]] ; then
+                _guardctl_plans
                 return 0
             fi
             case "${prev}" in
                 --approval)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 --wait)
@@ -238,8 +253,12 @@ _guardctl() {
             ;;
         guardctl__subcmd__approve)
             opts="-C -q -h -V --yes --comment --out --group --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+            if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            if [[ ${COMP_CWORD} -eq 2 ]] ; then
+                _guardctl_plans
                 return 0
             fi
             case "${prev}" in
@@ -1266,8 +1285,12 @@ _guardctl() {
             ;;
         guardctl__subcmd__reject)
             opts="-C -q -h -V --comment --withdraw --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+            if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            if [[ ${COMP_CWORD} -eq 2 ]] ; then
+                _guardctl_plans
                 return 0
             fi
             case "${prev}" in
@@ -1308,8 +1331,12 @@ _guardctl() {
             ;;
         guardctl__subcmd__rollback)
             opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+            if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            if [[ ${COMP_CWORD} -eq 2 ]] ; then
+                _guardctl_plans
                 return 0
             fi
             case "${prev}" in
@@ -1342,8 +1369,12 @@ _guardctl() {
             ;;
         guardctl__subcmd__show)
             opts="-C -q -h -V --all --page --since --repo --json --color --quiet --key --allowed-signers --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+            if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            if [[ ${COMP_CWORD} -eq 2 ]] ; then
+                _guardctl_plans
                 return 0
             fi
             case "${prev}" in
@@ -1384,13 +1415,28 @@ _guardctl() {
             ;;
         guardctl__subcmd__verify)
             opts="-C -q -h -V --approval --repo --json --color --quiet --key --allowed-signers --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+            if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            if [[ ${COMP_CWORD} -eq 2 ]] ; then
+                _guardctl_plans
                 return 0
             fi
             case "${prev}" in
                 --approval)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 --repo)
@@ -1462,3 +1508,15 @@ if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERS
 else
     complete -F _guardctl -o bashdefault -o default guardctl
 fi
+
+_guardctl_plans() {
+    local IFS=$'\n' dir
+    COMPREPLY=( $(compgen -f -- "${cur}") )
+    dir="$(git rev-parse --git-common-dir 2>/dev/null)/guardctl/plans"
+    if [[ -d "${dir}" ]]; then
+        COMPREPLY+=( $(compgen -W "$(ls -1 "${dir}" 2>/dev/null)" -- "${cur}") )
+    fi
+    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+        compopt -o filenames
+    fi
+}

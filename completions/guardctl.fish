@@ -28,7 +28,7 @@ complete -c guardctl -n "__fish_guardctl_needs_command" -s C -l repo -d 'Run as 
 complete -c guardctl -n "__fish_guardctl_needs_command" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_needs_command" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_needs_command" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_needs_command" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_needs_command" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_needs_command" -s q -l quiet -d 'Only print data and errors, no status lines'
@@ -58,7 +58,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_s
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and not __fish_seen_subcommand_from stale-branches remote-branches tags exec help" -l force -d 'Replace FILE even when it is not a guardctl plan, or holds a plan with approvals (guardctl\'s own state and trust files are refused whatever is given)'
@@ -85,7 +85,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l gone -d 'Branches whose upstream is configured but no longer exists'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from stale-branches" -l merged -d 'Branches whose tip is reachable from the base'
@@ -112,7 +112,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l merged -d 'Branches whose tip is reachable from the base'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from remote-branches" -l squash-merged -d 'Branches whose combined change is already in the base (squash or rebase merged)'
@@ -137,7 +137,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l annotated -d 'Only annotated tags'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from tags" -l lightweight -d 'Only lightweight tags'
@@ -166,7 +166,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l detailed-exitcode -d 'Exit 2 when the plan has changes, 0 when it has none'
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from exec" -l force -d 'Replace FILE even when it is not a guardctl plan, or holds a plan with approvals (guardctl\'s own state and trust files are refused whatever is given)'
@@ -186,7 +186,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s C -l repo -d 
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l all -d 'List every affected and skipped branch'
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
@@ -201,7 +201,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -s C -l repo 
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l yes -d 'Do not ask for confirmation (required when stdin is not a terminal)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand approve" -l no-publish -d 'Do not publish, even where `guardctl.remote` makes publishing the default'
@@ -215,7 +215,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -s C -l repo -
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l withdraw -d 'Withdraw your own earlier rejection(s) of this plan instead (signed, like a rejection)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand reject" -l no-publish -d 'Do not publish, even where `guardctl.remote` makes publishing the default'
@@ -228,7 +228,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -s C -l repo -
 complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand verify" -s q -l quiet -d 'Only print data and errors, no status lines'
@@ -238,7 +238,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -s C -l repo -d
 complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand inbox" -s q -l quiet -d 'Only print data and errors, no status lines'
@@ -250,7 +250,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -s C -l repo -d
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand apply" -s q -l quiet -d 'Only print data and errors, no status lines'
@@ -260,7 +260,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -s C -l repo
 complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand rollback" -s q -l quiet -d 'Only print data and errors, no status lines'
@@ -270,7 +270,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -s C -l repo 
 complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand recover" -s q -l quiet -d 'Only print data and errors, no status lines'
@@ -280,7 +280,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand log" -s C -l repo -d '
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l verify -d 'Also check each entry\'s key against the trusted identities, each receipt\'s approvers, and that every apply the state, the backups and the team remote know of is in the log'
 complete -c guardctl -n "__fish_guardctl_using_subcommand log" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
@@ -291,7 +291,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -s C -l repo -
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l generate -d 'Make guardctl a signing key of its own (an unprotected ed25519 key in its data directory), only when no key is configured; guardctl never makes one unasked'
 complete -c guardctl -n "__fish_guardctl_using_subcommand whoami" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
@@ -302,7 +302,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -s C -l repo -d 'R
 complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand gc" -s q -l quiet -d 'Only print data and errors, no status lines'
@@ -312,7 +312,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -s C -l r
 complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand completions" -s q -l quiet -d 'Only print data and errors, no status lines'
@@ -322,7 +322,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -s C -l repo -d 
 complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l keep -d 'Keep the temporary directory and print its path'
 complete -c guardctl -n "__fish_guardctl_using_subcommand demo" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
@@ -333,7 +333,7 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -s C -l repo -d '
 complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else a per-user key]' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand mcp" -s q -l quiet -d 'Only print data and errors, no status lines'

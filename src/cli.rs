@@ -33,7 +33,7 @@ pub struct Cli {
     pub quiet: bool,
 
     /// Signing key: a private key, or a public key whose private half is in ssh-agent
-    /// [default: $GUARDCTL_KEY, git's user.signingKey with gpg.format=ssh, else a per-user key]
+    /// [default: $GUARDCTL_KEY, git's user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]
     #[arg(long, value_name = "PATH", global = true)]
     pub key: Option<PathBuf>,
 

@@ -23,9 +23,10 @@ use std::path::PathBuf;
 pub struct Target {
     /// The plan file, or the id (or a unique prefix of 8+ hex digits) of a plan published on
     /// the team remote
+    #[arg(value_hint = clap::ValueHint::FilePath)]
     pub plan: PathBuf,
     /// A detached approval file (repeatable)
-    #[arg(long = "approval", value_name = "FILE")]
+    #[arg(long = "approval", value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     pub approvals: Vec<PathBuf>,
 }
 

@@ -25,6 +25,7 @@ use std::path::PathBuf;
 pub struct Args {
     /// The plan file, or the id (or a unique prefix of 8+ hex digits) of a plan published on
     /// the team remote
+    #[arg(value_hint = clap::ValueHint::FilePath)]
     pub plan: PathBuf,
     /// Do not ask for confirmation (required when stdin is not a terminal)
     #[arg(long)]

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 pub struct Args {
     /// The plan file, or the id (or a unique prefix of 8+ hex digits) of a plan published on
     /// the team remote
+    #[arg(value_hint = clap::ValueHint::FilePath)]
     pub plan: PathBuf,
     /// Why the plan is rejected
     #[arg(long, value_name = "TEXT")]

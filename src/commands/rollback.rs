@@ -12,7 +12,7 @@ use crate::ui::Ui;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The applied plan file, or its id (`sha256:<hex>`, or a unique hex prefix of 8+ digits)
-    #[arg(value_name = "PLAN_OR_ID")]
+    #[arg(value_name = "PLAN_OR_ID", value_hint = clap::ValueHint::FilePath)]
     pub plan: String,
 }
 

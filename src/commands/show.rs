@@ -15,7 +15,7 @@ use std::path::PathBuf;
 pub struct Args {
     /// The plan file, or the id (or a unique prefix of 8+ hex digits) of a plan published on
     /// the team remote
-    #[arg(default_value = "plan.json")]
+    #[arg(default_value = "plan.json", value_hint = clap::ValueHint::FilePath)]
     pub plan: PathBuf,
     /// List every affected and skipped branch
     #[arg(long, conflicts_with = "page")]

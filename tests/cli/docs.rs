@@ -15,9 +15,8 @@ fn generated() -> Vec<(PathBuf, Vec<u8>)> {
         (Shell::Zsh, "_guardctl"),
         (Shell::Fish, "guardctl.fish"),
     ] {
-        let mut buf = Vec::new();
-        clap_complete::generate(shell, &mut guardctl::cli::command(), "guardctl", &mut buf);
-        out.push((root.join("completions").join(file), buf));
+        let script = guardctl::commands::completions::script(shell, guardctl::cli::command());
+        out.push((root.join("completions").join(file), script.into_bytes()));
     }
     let dir = tempfile::tempdir().unwrap();
     clap_mangen::generate_to(guardctl::cli::command(), dir.path()).unwrap();
@@ -363,4 +362,45 @@ fn every_error_kind_and_exit_code_is_in_the_exit_codes_doc() {
         missing.is_empty(),
         "rows missing from docs/exit-codes.md: {missing:?}"
     );
+}
+
+/// Issue 34 item 13: `guardctl apply <TAB>` in bash offers plan files (clap's script offered
+/// only flags there) and the ids of the plans this clone's state knows; flags after `-`.
+#[test]
+fn bash_completes_plan_files_and_known_plan_ids_where_a_plan_goes() {
+    let env = crate::apply::planned();
+    let r = env.run("bob", &["approve", "plan.json", "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("alice", &["apply", "plan.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let id = crate::fixtures::plan_id_of(&env.repo.join("plan.json"))["sha256:".len()..].to_string();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("completions/guardctl.bash");
+    let complete = |words: &str| -> Vec<String> {
+        let out = std::process::Command::new("bash")
+            .current_dir(&env.repo)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .arg("-c")
+            .arg(format!(
+                "source '{}'; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); \
+                 _guardctl guardctl \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+                 printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+                script.display()
+            ))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(String::from)
+            .collect()
+    };
+    for command in ["apply", "show", "verify", "approve", "reject"] {
+        assert_eq!(
+            complete(&format!("guardctl {command} pla")),
+            ["plan.json"],
+            "{command}"
+        );
+    }
+    assert_eq!(complete(&format!("guardctl rollback {}", &id[..6])), [id.clone()]);
+    assert!(complete("guardctl apply --").contains(&"--approval".to_string()));
 }
