@@ -401,6 +401,6 @@ fn bash_completes_plan_files_and_known_plan_ids_where_a_plan_goes() {
             "{command}"
         );
     }
-    assert_eq!(complete(&format!("guardctl rollback {}", &id[..6])), [id.clone()]);
+    assert_eq!(complete(&format!("guardctl rollback {}", &id[..6])), [id]);
     assert!(complete("guardctl apply --").contains(&"--approval".to_string()));
 }
