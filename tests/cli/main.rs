@@ -12,6 +12,7 @@ mod audit_evidence;
 mod bulk;
 mod consumed;
 mod docs;
+mod docs_commands;
 mod exec;
 mod exec_pins;
 mod fixtures;
