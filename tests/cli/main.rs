@@ -30,6 +30,7 @@ mod plan;
 mod plan_file;
 mod policy;
 mod prompt;
+mod readme_walkthrough;
 mod readonly;
 mod recover;
 mod recover_attacks;

@@ -8,11 +8,38 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-struct Pane {
+/// A tmux pane on a private tmux server (its own socket), killed on drop.
+pub(crate) struct Pane {
     socket: std::path::PathBuf,
 }
 
 impl Pane {
+    /// A pane of 200×50 running the shell line `command`, on the server at `socket`.
+    pub(crate) fn start(socket: std::path::PathBuf, command: &str) -> Pane {
+        let pane = Pane { socket };
+        pane.tmux(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "200",
+            "-y",
+            "50",
+            command,
+        ]);
+        pane
+    }
+
+    /// Type `keys` (tmux key names: "Enter", "C-c", or text).
+    pub(crate) fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "t"];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
     fn tmux(&self, args: &[&str]) -> String {
         let out = Command::new("tmux")
             .arg("-S")
@@ -28,7 +55,7 @@ impl Pane {
     }
 
     /// Wait until the pane shows `text`; the screen then.
-    fn wait_for(&self, text: &str) -> String {
+    pub(crate) fn wait_for(&self, text: &str) -> String {
         let start = Instant::now();
         loop {
             let screen = self.screen();
@@ -78,23 +105,7 @@ fn guardctl_on_a_terminal(env: &TestEnv, name: &str, key: &Path, args: &str) -> 
         q(key),
         q(&env.allowed_signers()),
     );
-    let pane = Pane {
-        socket: env.path().join(format!("tmux-{name}")),
-    };
-    pane.tmux(&[
-        "-f",
-        "/dev/null",
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "200",
-        "-y",
-        "50",
-        &command,
-    ]);
-    pane
+    Pane::start(env.path().join(format!("tmux-{name}")), &command)
 }
 
 /// The lines from the prompt on: the prompt line ends (a newline), then the error.
