@@ -405,7 +405,21 @@ impl Ctx {
                 crate::text::safe(team),
             ));
         }
-        if let Ok(in_tree) = std::fs::read(repo.display_path().join(SIGNERS_PATH)) {
+        // Read as any file anyone may have put there: not through a link, a regular file of
+        // bounded size (a FIFO, or a link to /dev/zero, would hang every command here).
+        let in_tree =
+            crate::fsutil::read_bounded(&repo.display_path().join(SIGNERS_PATH), SIGNERS_MAX_BYTES as u64);
+        if let Err(
+            crate::fsutil::ReadError::Symlink(_)
+            | crate::fsutil::ReadError::NotFile(_)
+            | crate::fsutil::ReadError::TooLarge { .. },
+        ) = &in_tree
+        {
+            ui.warn(&format!(
+                "{SIGNERS_PATH} in the work tree is not a regular file of at most {SIGNERS_MAX_BYTES} bytes and is ignored: only what is committed on the default branch counts, when no other source is set"
+            ));
+        }
+        if let Ok(in_tree) = in_tree {
             // The work-tree copy is worth a word only when it says something the trusted
             // identities do not: a copy of the committed (or the shadowing) file is expected.
             let sha = crate::plan::envelope::sha256_id(&in_tree);

@@ -50,7 +50,9 @@ impl Executor<'_> {
             ));
         }
         if let Some(script) = &inputs.before_image {
-            let out = exec::run_script(&staged, Script::BeforeImage, script, &dir, &env)?;
+            let out = without_signing(key, || {
+                exec::run_script(&staged, Script::BeforeImage, script, &dir, &env)
+            })??;
             self.store.write_file(id, "before-image-output", &out.stdout)?;
             if !out.status.success() {
                 // Nothing destructive ran and the plan is not used: it can be applied again.
@@ -94,7 +96,8 @@ impl Executor<'_> {
             crash_point("pushed");
         }
         let journal = journal.command_started()?;
-        let mut result = match exec::run_command(&staged, &inputs.command, &dir, &env) {
+        let ran = without_signing(key, || exec::run_command(&staged, &inputs.command, &dir, &env))?;
+        let mut result = match ran {
             Ok(out) => {
                 self.store.write_file(id, "command-stdout", &out.stdout)?;
                 self.store.write_file(id, "command-stderr", &out.stderr)?;
@@ -129,4 +132,17 @@ impl Executor<'_> {
         let journal = journal.command_finished()?;
         self.settle(journal, &image, key)
     }
+}
+
+/// Run `f` (a program that runs unsandboxed, as this user) with the command's own agent, if
+/// the key is unlocked in one, locked meanwhile: the program can reach its socket, and must
+/// not sign with the key (`sign::unlock`).
+fn without_signing<T>(key: &SigningKey, f: impl FnOnce() -> T) -> Result<T> {
+    let Some(unlocked) = key.unlocked.as_deref() else {
+        return Ok(f());
+    };
+    let suspended = unlocked.suspend()?;
+    let out = f();
+    suspended.resume()?;
+    Ok(out)
 }

@@ -160,6 +160,21 @@ fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), I
                 return Err(invalid("affected", "an exec plan lists no refs"));
             }
         }
+        // Squash evidence is a squash-merged branch's, and names a commit: guardctl writes it
+        // nowhere else, and `compare` re-derives it only where the branch is squash-merged.
+        if let ResourceFacts::Branch(b) = &a.facts
+            && let Some(s) = &b.squashed_into
+        {
+            if !a.reasons.contains(&Criterion::SquashMerged) {
+                return Err(invalid(
+                    field("squashed_into"),
+                    "only a squash-merged branch names the base commit that carries its change",
+                ));
+            }
+            if !is_oid(&s.commit) {
+                return Err(invalid(field("squashed_into.commit"), "is not an object id"));
+            }
+        }
         let history = a.history();
         if history.loses_work && history.commits_not_in_base == 0 {
             return Err(invalid(

@@ -443,7 +443,7 @@ fn row(a: &Resource, kind: &'static str, now: OffsetDateTime, protected: &[&str]
         reasons: a.reasons.iter().map(|r| r.as_str()).collect(),
         flags: flags(a.name(), protected),
         squashed_into: a.squashed_into().map(|s| SquashedView {
-            commit: s.commit.clone(),
+            commit: safe(&s.commit),
             subject: safe(&s.subject),
         }),
     }

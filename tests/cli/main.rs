@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod apply;
+mod attack_findings;
 mod audit_evidence;
 mod bulk;
 mod consumed;

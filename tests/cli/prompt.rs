@@ -40,7 +40,7 @@ impl Pane {
         self.tmux(&args);
     }
 
-    fn tmux(&self, args: &[&str]) -> String {
+    pub(crate) fn tmux(&self, args: &[&str]) -> String {
         let out = Command::new("tmux")
             .arg("-S")
             .arg(&self.socket)
@@ -95,7 +95,7 @@ fn approve_on_a_terminal(env: &TestEnv, name: &str, keys: &[&str]) -> String {
 
 /// `guardctl --key KEY … ARGS` started in a tmux pane of its own (no ssh-agent), its exit
 /// status printed as `EXIT=<code>` when it ends.
-fn guardctl_on_a_terminal(env: &TestEnv, name: &str, key: &Path, args: &str) -> Pane {
+pub(crate) fn guardctl_on_a_terminal(env: &TestEnv, name: &str, key: &Path, args: &str) -> Pane {
     let q = |p: &Path| format!("'{}'", p.display());
     let command = format!(
         "cd {} && env -i PATH=\"$PATH\" HOME={} TZ=UTC GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 GUARDCTL_TEST_NOW={NOW} {} --key {} --allowed-signers {} {args}; echo \"EXIT=$?\"; sleep 60",
@@ -167,7 +167,7 @@ fn ctrl_c_ctrl_d_and_a_wrong_answer_end_the_prompt_cleanly_and_record_nothing() 
 
 /// A copy of `user`'s test key protected by the passphrase `secret` (the same public key, so
 /// the same principal).
-fn locked_key(env: &TestEnv, user: &str) -> std::path::PathBuf {
+pub(crate) fn locked_key(env: &TestEnv, user: &str) -> std::path::PathBuf {
     let copy = env.path().join(format!("{user}_locked"));
     std::fs::copy(env.key(user), &copy).unwrap();
     let ok = Command::new("ssh-keygen")
