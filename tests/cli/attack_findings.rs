@@ -4,7 +4,7 @@
 //! failed before their fixes; those marked "Held" pin an attack that found nothing.
 
 use crate::fixtures::standard_repo;
-use crate::hostile::forge;
+use crate::hostile::{forge, refused_everywhere};
 use std::fs;
 
 /// A hostile planner re-signs the plan of the merged branches with squash "evidence" on a
@@ -27,23 +27,8 @@ fn squash_evidence_on_a_merged_branch_is_refused() {
             }
         }
     });
-    let before = env.repository_state();
-    for (who, args) in [
-        ("bob", &["show", "plan.json"][..]),
-        ("bob", &["approve", "plan.json", "--yes"][..]),
-        ("alice", &["verify", "plan.json"][..]),
-        ("alice", &["apply", "plan.json"][..]),
-    ] {
-        let r = env.run(who, args);
-        assert_eq!(
-            r.code,
-            65,
-            "{args:?} accepted invented evidence: {}",
-            r.transcript()
-        );
-        assert!(r.stderr.contains("squashed_into"), "{args:?}: {}", r.stderr);
-    }
-    assert_eq!(before, env.repository_state());
+    // Each of show, approve, verify and apply: 65 naming the field, the repository as it was.
+    refused_everywhere(&env, 65, "squashed_into");
 }
 
 /// The commit id of the squash evidence is planner-written text like its subject, but `show`

@@ -1045,3 +1045,22 @@ impl Lcg {
         self.next() % n
     }
 }
+
+/// An ssh-agent of the test's own, listening on `socket` (in the foreground, `-D`: the test
+/// kills and reaps the child), returned once its socket exists.
+pub fn ssh_agent(socket: &Path) -> std::process::Child {
+    let agent = Command::new("ssh-agent")
+        .arg("-D")
+        .arg("-a")
+        .arg(socket)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("ssh-agent");
+    for _ in 0..200 {
+        if socket.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    agent
+}

@@ -73,7 +73,7 @@ fn affected_for(env: &TestEnv, branch: &str) -> guardctl::plan::Resource {
 
 /// Every way the plan reaches a person or the repository refuses it with `code`, and nothing
 /// in the repository changed.
-fn refused_everywhere(env: &TestEnv, code: i32, says: &str) {
+pub(crate) fn refused_everywhere(env: &TestEnv, code: i32, says: &str) {
     let before = env.repository_state();
     for (who, args) in [
         ("bob", &["show", "plan.json"][..]),

@@ -173,18 +173,7 @@ fn a_public_key_without_an_agent_fails_at_once_and_whoami_says_why() {
 fn a_key_missing_from_a_running_agent_fails_at_once() {
     let env = standard_repo();
     let sock = env.path().join("agent.sock");
-    let mut agent = Command::new("ssh-agent")
-        .arg("-D")
-        .arg("-a")
-        .arg(&sock)
-        .spawn()
-        .expect("ssh-agent");
-    for _ in 0..100 {
-        if sock.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let mut agent = crate::fixtures::ssh_agent(&sock);
     let public = format!("{}.pub", env.key("alice").display());
     let vars = [("SSH_AUTH_SOCK", sock.as_os_str())];
     let signers = env.allowed_signers();
@@ -292,18 +281,7 @@ fn approving_outside_a_repository_says_the_teams_identities_could_not_be_read() 
 fn no_configured_key_lists_the_agents_keys_and_the_git_config_lines_to_use_one() {
     let env = standard_repo();
     let sock = env.path().join("agent.sock");
-    let mut agent = Command::new("ssh-agent")
-        .arg("-D")
-        .arg("-a")
-        .arg(&sock)
-        .spawn()
-        .expect("ssh-agent");
-    for _ in 0..100 {
-        if sock.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let mut agent = crate::fixtures::ssh_agent(&sock);
     let added = Command::new("ssh-add")
         .arg(env.key("bob"))
         .env("SSH_AUTH_SOCK", &sock)

@@ -234,19 +234,7 @@ fn signs_through_ssh_agent_with_a_passphrase_protected_key() {
         .unwrap();
     assert!(ok.success());
     let socket = dir.join("agent.sock");
-    let mut agent = Command::new("ssh-agent")
-        .arg("-D")
-        .arg("-a")
-        .arg(&socket)
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    for _ in 0..100 {
-        if socket.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    let mut agent = crate::fixtures::ssh_agent(&socket);
     // ssh-add reads the passphrase from an askpass program, never a terminal.
     let askpass = dir.join("askpass.sh");
     fs::write(&askpass, "#!/bin/sh\necho 'correct horse'\n").unwrap();

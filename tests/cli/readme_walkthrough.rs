@@ -64,19 +64,7 @@ impl Person {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&askpass, std::fs::Permissions::from_mode(0o700)).unwrap();
         let socket = env.path().join(format!("agent-{name}.sock"));
-        let agent = Command::new("ssh-agent")
-            .arg("-D")
-            .arg("-a")
-            .arg(&socket)
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("ssh-agent");
-        for _ in 0..200 {
-            if socket.exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        let agent = crate::fixtures::ssh_agent(&socket);
         Person {
             name,
             home,
