@@ -96,8 +96,17 @@ def cherry_upstream(repo, main, branch):
     return out[:1] == ["-"]
 
 
+def corpus_name(mirror):
+    """`cargo` for `cargo.git`, and for the search tool's `rust-lang+cargo/repo` layout."""
+    path = os.path.normpath(mirror)
+    name = os.path.basename(path).removesuffix(".git")
+    if name == "repo":
+        name = os.path.basename(os.path.dirname(path)).split("+")[-1]
+    return name
+
+
 def bench(mirror, tmp, runs, squash, keyset, signers, rows, notes):
-    name = os.path.basename(os.path.normpath(mirror)).removesuffix(".git")
+    name = corpus_name(mirror)
     repo = os.path.join(tmp, f"corpus-{name}")
     main = build_corpus(mirror, repo)
     heads = len(scale.sh(["git", "for-each-ref", "refs/heads/pr"], cwd=repo).stdout.splitlines())

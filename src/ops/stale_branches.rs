@@ -155,7 +155,10 @@ pub struct Observed {
     pub oid: String,
     pub facts: CommitFacts,
     pub merged: bool,
-    pub commits_not_in_base: u64,
+    /// `None` when not counted: a branch that is not merged and that no selected criterion
+    /// selects (skipped as `not_stale`; nothing shows or decides on the count, and counting
+    /// reads every commit beyond the base that any such branch reaches).
+    pub commits_not_in_base: Option<u64>,
     /// `Some` only when squash detection was requested and the branch is not merged.
     pub squash_merged: Option<bool>,
     /// The base commit that carries a squash-merged branch's change.
@@ -198,11 +201,16 @@ pub fn criteria_met(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateT
 pub fn classify(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateTime) -> Verdict {
     let squash = o.squash_merged == Some(true);
     let reasons = criteria_met(inputs, o, now);
-    let unmerged = o.commits_not_in_base;
     if reasons.is_empty() {
-        let detail = (!o.merged).then(|| not_in_base(unmerged));
+        let detail = (!o.merged).then(not_merged);
         return Verdict::Skip(SkipReason::NotStale, detail);
     }
+    let unmerged = match (o.merged, o.commits_not_in_base) {
+        (true, _) => 0,
+        (false, Some(n)) => n,
+        // `run` counts every branch a criterion selects; one it did not is never planned.
+        (false, None) => return Verdict::Skip(SkipReason::Unmerged, Some(not_merged())),
+    };
     let loses_work = !o.merged && !squash && unmerged > 0;
     if loses_work && !inputs.include_unmerged {
         return Verdict::Skip(SkipReason::Unmerged, Some(not_in_base(unmerged)));
@@ -243,6 +251,11 @@ fn resource_facts(o: &Observed, commits_not_in_base: u64, loses_work: bool) -> R
             squashed_into: o.squashed_into.clone(),
         }),
     }
+}
+
+/// A branch left alone as `not_stale` that is not merged: how far it is ahead is not counted.
+fn not_merged() -> String {
+    "not merged into base".to_string()
 }
 
 fn not_in_base(n: u64) -> String {
@@ -311,22 +324,23 @@ pub fn run(
     // Planning reads fast (the commit-graph); `recheck` re-derives with the objects.
     let mut lookups = Lookups::new(repo, source, base_oid, &tips, want_squash, Reads::Fast)?;
     let all_facts = needs_facts_unmerged(inputs);
-    let readings = read_tips(&lookups, &tips, all_facts, progress)?;
+    // Squash detection needs every unmerged branch's fork point, so it walks them all; else
+    // only the branches a criterion selects are counted, after classification's screens.
+    let count = if want_squash { Count::All } else { Count::Later };
+    let readings = read_tips(&lookups, &tips, all_facts, count, progress)?;
     // Every commit gix reads for the plan has been read: what its mapping touched need not
     // stay resident under squash detection's libgit2 diffs.
-    repo.release_fast_reads();
+    if want_squash {
+        repo.release_fast_reads();
+    }
     let mut observed = Vec::new();
     for ((refname, oid), reading) in candidates.into_iter().zip(readings) {
         match reading {
-            Ok(Tip {
-                facts: None,
-                commits_not_in_base,
-                ..
-            }) => skipped.push(Skipped {
+            Ok(Tip { facts: None, .. }) => skipped.push(Skipped {
                 refname: refname.to_string(),
                 oid: Some(oid.to_string()),
                 reason: SkipReason::NotStale,
-                detail: Some(not_in_base(commits_not_in_base)),
+                detail: Some(not_merged()),
             }),
             Ok(tip) => observed.push(observe_one(&mut lookups, refname, oid, tip)?),
             Err(e) => skipped.push(Skipped {
@@ -341,6 +355,7 @@ pub fn run(
     if want_squash {
         detect_squash_merges(repo, &lookups.reachable, &mut observed, progress)?;
     }
+    count_selected(&lookups, inputs, &mut observed, now)?;
 
     let mut affected = Vec::new();
     for (o, _) in &observed {
@@ -448,13 +463,24 @@ fn needs_facts_unmerged(inputs: &StaleBranchesInputs) -> bool {
     inputs.criteria.iter().any(|c| *c != Criterion::Merged)
 }
 
+/// Which unmerged branches `read_tips` counts the commits of.
+#[derive(Clone, Copy, PartialEq)]
+enum Count {
+    /// Every one (squash detection, which needs their fork points; a re-derivation, whose
+    /// branches are all planned).
+    All,
+    /// None: `count_selected` counts those a criterion selects, once they are observed.
+    Later,
+}
+
 /// What the history says about one branch tip: the part of observing that reads objects.
 struct Tip {
     /// `None` for a branch that is not merged when its facts are not needed (see
     /// [`needs_facts_unmerged`]).
     facts: Option<CommitFacts>,
     merged: bool,
-    commits_not_in_base: u64,
+    /// `None`: not merged, and not counted ([`Count::Later`]).
+    commits_not_in_base: Option<u64>,
     /// Where its own history meets the base (squash detection only).
     fork: Option<crate::repo::Oid>,
 }
@@ -466,6 +492,7 @@ fn read_tips(
     l: &Lookups,
     tips: &[crate::repo::Oid],
     all_facts: bool,
+    count: Count,
     progress: &dyn Progress,
 ) -> Result<Vec<Result<Tip>>> {
     let (reachable, want_squash, reads, beyond) = (&l.reachable, l.want_squash, l.reads, &l.beyond);
@@ -483,22 +510,38 @@ fn read_tips(
             Some(Ok(f)) => Some(f),
             Some(Err(e)) => return Ok(Err(e)),
         };
-        let unmerged = if merged {
-            Default::default()
-        } else {
-            let parents = repo.parents(reads)?;
-            // Without its facts, the tip must still be a readable commit: one that is not is
-            // skipped as unreadable, with the same words, whatever the criteria.
-            let first = match parents.of(oid) {
-                Ok(ps) => ps,
-                Err(e) => match facts {
-                    Some(_) => return Err(e),
-                    None => return Ok(Err(repo.commit_facts(oid).err().unwrap_or(e))),
-                },
-            };
-            crate::repo::unmerged_after(&parents, beyond, oid, first, reachable)?
+        if merged {
+            return Ok(Ok(Tip {
+                facts,
+                merged,
+                commits_not_in_base: Some(0),
+                fork: None,
+            }));
+        }
+        // Without its facts, the tip must still be a commit: one that is not is skipped as
+        // unreadable, with the same words, whatever the criteria.
+        if count == Count::Later {
+            let known = facts.is_some() || (reads == Reads::Fast && repo.is_commit_fast(oid) == Some(true));
+            if !known && let Err(e) = repo.commit_facts(oid) {
+                return Ok(Err(e));
+            }
+            return Ok(Ok(Tip {
+                facts,
+                merged,
+                commits_not_in_base: None,
+                fork: None,
+            }));
+        }
+        let parents = repo.parents(reads)?;
+        let first = match parents.of(oid) {
+            Ok(ps) => ps,
+            Err(e) => match facts {
+                Some(_) => return Err(e),
+                None => return Ok(Err(repo.commit_facts(oid).err().unwrap_or(e))),
+            },
         };
-        let fork = if want_squash && !merged {
+        let unmerged = crate::repo::unmerged_after(&parents, beyond, oid, first, reachable)?;
+        let fork = if want_squash {
             repo.fork_point(reachable, oid, &unmerged.boundary)
         } else {
             None
@@ -506,10 +549,41 @@ fn read_tips(
         Ok(Ok(Tip {
             facts,
             merged,
-            commits_not_in_base: unmerged.commits,
+            commits_not_in_base: Some(unmerged.commits),
             fork,
         }))
     })
+}
+
+/// Count the commits not in the base of every observed branch left uncounted
+/// ([`Count::Later`]) that a selected criterion selects: whether deleting it loses work,
+/// and how much, decides its verdict and is what the reviewer reads. The others stay
+/// uncounted (`not_stale`, "not merged into base").
+fn count_selected(
+    l: &Lookups,
+    inputs: &StaleBranchesInputs,
+    observed: &mut [(Observed, Option<crate::repo::Oid>)],
+    now: OffsetDateTime,
+) -> Result<()> {
+    let todo: Vec<(usize, crate::repo::Oid)> = observed
+        .iter()
+        .enumerate()
+        .filter(|(_, (o, _))| o.commits_not_in_base.is_none() && !criteria_met(inputs, o, now).is_empty())
+        .map(|(i, (o, _))| Ok((i, crate::repo::Oid::from_str(&o.oid)?)))
+        .collect::<Result<_>>()?;
+    if todo.is_empty() {
+        return Ok(());
+    }
+    let (reachable, reads, beyond) = (&l.reachable, l.reads, &l.beyond);
+    let counts = l.repo.in_parallel(&todo, reads.into(), |repo, &(_, oid)| {
+        let parents = repo.parents(reads)?;
+        let first = parents.of(oid)?;
+        Ok(crate::repo::unmerged_after(&parents, beyond, oid, first, reachable)?.commits)
+    })?;
+    for ((i, _), n) in todo.into_iter().zip(counts) {
+        observed[i].0.commits_not_in_base = Some(n);
+    }
+    Ok(())
 }
 
 /// Observe one branch that passed `screen`: its history (read by `read_tips`), its config.
@@ -609,7 +683,7 @@ pub fn recheck(
     }
     let tips: Vec<crate::repo::Oid> = candidates.iter().map(|(_, oid)| *oid).collect();
     let mut lookups = Lookups::new(repo, source, base_oid, &tips, want_squash, Reads::Verified)?;
-    let readings = read_tips(&lookups, &tips, true, &crate::ops::progress::Silent)?;
+    let readings = read_tips(&lookups, &tips, true, Count::All, &crate::ops::progress::Silent)?;
     let mut observed = Vec::new();
     for ((refname, oid), reading) in candidates.into_iter().zip(readings) {
         observed.push(observe_one(&mut lookups, refname, oid, reading?)?);
@@ -1049,7 +1123,7 @@ mod tests {
                 subject: "s".into(),
             },
             merged,
-            commits_not_in_base: unmerged,
+            commits_not_in_base: Some(unmerged),
             squash_merged: None,
             squashed_into: None,
             upstream: gone.map(|g| Upstream {
@@ -1094,7 +1168,7 @@ mod tests {
                 match classify(&i, &obs(false, n, age, gone), NOW) {
                     Verdict::Skip(reason, detail) => {
                         assert_eq!(reason, SkipReason::NotStale);
-                        assert_eq!(detail, Some(not_in_base(n)));
+                        assert_eq!(detail, Some(not_merged()));
                     }
                     Verdict::Delete(a) => panic!("planned: {:?}", a.reasons),
                 }
@@ -1104,6 +1178,24 @@ mod tests {
             assert!(needs_facts_unmerged(&inputs(&[Criterion::Merged, other], false)));
             assert!(needs_facts_unmerged(&inputs(&[other], false)));
         }
+    }
+
+    /// `count_selected` counts every unmerged branch a criterion selects; one it missed must
+    /// still never be planned (deleting it would lose an unknown amount of work).
+    #[test]
+    fn an_uncounted_unmerged_branch_is_never_planned() {
+        let i = inputs(&[Criterion::Gone, Criterion::OlderThan], true);
+        let mut o = obs(false, 3, 400, Some(true));
+        o.commits_not_in_base = None;
+        match classify(&i, &o, NOW) {
+            Verdict::Skip(reason, detail) => {
+                assert_eq!(reason, SkipReason::Unmerged);
+                assert_eq!(detail.as_deref(), Some("not merged into base"));
+            }
+            Verdict::Delete(a) => panic!("planned: {:?}", a.reasons),
+        }
+        o.commits_not_in_base = Some(3);
+        assert!(matches!(classify(&i, &o, NOW), Verdict::Delete(_)));
     }
 
     #[test]

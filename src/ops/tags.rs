@@ -165,7 +165,7 @@ fn observe(
             subject: t.subject,
         },
         merged,
-        commits_not_in_base,
+        commits_not_in_base: Some(commits_not_in_base),
         squash_merged: None,
         squashed_into: None,
         upstream: None,

@@ -291,6 +291,20 @@ impl Repo {
             .as_deref()
     }
 
+    /// Whether `oid` names a commit, known without inflating it (the commit-graph holds it,
+    /// or gix reads its kind from the pack entry's header); `None` where neither can tell.
+    /// For [`Reads::Fast`] only: a plan's look at a branch nothing reads further.
+    pub fn is_commit_fast(&self, oid: Oid) -> Option<bool> {
+        if self.commit_graph().is_some_and(|g| g.parents(oid).is_some()) {
+            return Some(true);
+        }
+        let mut reader = self.fast_reader.borrow_mut();
+        if reader.is_none() {
+            *reader = self.fast_objects().clone();
+        }
+        reader.as_mut()?.is_commit(oid)
+    }
+
     /// `f` over the bytes of commit `oid` as gix reads them (`objects.rs`, for
     /// [`Reads::Fast`] only), or `None` where gix cannot answer: the caller asks libgit2.
     pub(super) fn fast_commit<R>(&self, oid: Oid, f: impl FnOnce(&[u8]) -> R) -> Option<R> {

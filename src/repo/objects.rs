@@ -74,6 +74,25 @@ impl FastObjects {
     /// The raw bytes of commit `oid`, or `None` where this reader does not have it as a commit
     /// (missing, another kind, or an error reading it): the caller then asks libgit2.
     pub fn commit(&mut self, oid: Oid) -> Option<&[u8]> {
+        let id = gix_hash::oid::try_from_bytes(oid.as_bytes()).ok()?;
+        self.ready()?;
+        let data = self.handle.as_ref()?.try_find(id, &mut self.buf).ok()??;
+        (data.kind == gix_object::Kind::Commit).then_some(data.data)
+    }
+
+    /// Whether `oid` is a commit, from its header alone: a packed object's kind is in its
+    /// entry's first bytes, so nothing is inflated (a delta's kind is its base's). `None`
+    /// where this reader does not have it or cannot tell.
+    pub fn is_commit(&mut self, oid: Oid) -> Option<bool> {
+        use gix_object::FindHeader;
+        let id = gix_hash::oid::try_from_bytes(oid.as_bytes()).ok()?;
+        self.ready()?;
+        let header = self.handle.as_ref()?.try_header(id).ok()??;
+        Some(header.kind == gix_object::Kind::Commit)
+    }
+
+    /// A store open for one more read, reopened every READS_PER_MAPPING reads.
+    fn ready(&mut self) -> Option<()> {
         if self.reads >= READS_PER_MAPPING {
             // Unmaps what the last reads touched (see READS_PER_MAPPING).
             self.handle = None;
@@ -83,9 +102,7 @@ impl FastObjects {
             self.reads = 0;
         }
         self.reads += 1;
-        let id = gix_hash::oid::try_from_bytes(oid.as_bytes()).ok()?;
-        let data = self.handle.as_ref()?.try_find(id, &mut self.buf).ok()??;
-        (data.kind == gix_object::Kind::Commit).then_some(data.data)
+        Some(())
     }
 }
 
@@ -182,5 +199,8 @@ mod tests {
         assert_eq!(fast.commit(Oid::from_bytes(&[0xab; 20]).unwrap()), None);
         let tree = repo.find_commit(oids[0]).unwrap().tree_id();
         assert_eq!(fast.commit(tree), None);
+        assert_eq!(fast.is_commit(tree), Some(false));
+        assert_eq!(fast.is_commit(oids[0]), Some(true));
+        assert_eq!(fast.is_commit(Oid::from_bytes(&[0xab; 20]).unwrap()), None);
     }
 }
