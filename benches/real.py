@@ -48,7 +48,7 @@ def default_branch(mirror):
     return head[len("refs/heads/"):]
 
 
-def build_corpus(mirror, path):
+def build_corpus(mirror, path, copies=1):
     """A new repository holding the mirror's default branch and its pull-request heads.
 
     The mirror's packs are copied as they are (a clone keeps the pack the host sent) and the
@@ -68,6 +68,11 @@ def build_corpus(mirror, path):
     txn = "".join(
         f"create refs/heads/{main if r == 'refs/heads/' + main else 'pr/' + r.split('/')[2]} {o}\n"
         for o, r in (line.split() for line in refs.splitlines()))
+    # --copies: every head again under copyK/, so the branches outnumber the commits as a
+    # project with five times the pull requests would, over the same real history.
+    heads = [line.split() for line in refs.splitlines() if not line.endswith(f"refs/heads/{main}")]
+    txn += "".join(f"create refs/heads/copy{k}/pr/{r.split('/')[2]} {o}\n"
+                   for k in range(2, copies + 1) for o, r in heads)
     scale.sh(["git", "update-ref", "--stdin"], cwd=path, stdin=txn.encode())
     scale.sh(["git", "pack-refs", "--all"], cwd=path)
     return main
@@ -105,16 +110,16 @@ def corpus_name(mirror):
     return name
 
 
-def bench(mirror, tmp, runs, squash, keyset, signers, rows, notes):
-    name = corpus_name(mirror)
-    repo = os.path.join(tmp, f"corpus-{name}")
-    main = build_corpus(mirror, repo)
-    heads = len(scale.sh(["git", "for-each-ref", "refs/heads/pr"], cwd=repo).stdout.splitlines())
+def bench(mirror, tmp, runs, squash, keyset, signers, rows, notes, copies=1):
+    name = corpus_name(mirror) + (f" x{copies}" if copies > 1 else "")
+    repo = os.path.join(tmp, f"corpus-{name.replace(' ', '')}")
+    main = build_corpus(mirror, repo, copies)
+    heads = len(scale.sh(["git", "for-each-ref", "refs/heads/"], cwd=repo).stdout.splitlines()) - 1
     commits = scale.sh(["git", "rev-list", "--count", main], cwd=repo).stdout.decode().strip()
     notes.append(f"{name}: {heads} pull-request heads, {commits} commits on {main}")
     print(f"# {notes[-1]}", file=sys.stderr)
     alice, bob = keyset["alice"], keyset["bob"]
-    plan_json = os.path.join(tmp, f"plan-{name}.json")
+    plan_json = os.path.join(tmp, f"plan-{name.replace(' ', '')}.json")
     plan_cmd = scale.g(alice, signers, "plan", "stale-branches", "-o", plan_json)
     git_cmd = ["git", "for-each-ref", f"--merged={main}", f"--format={FMT}", "refs/heads"]
     for graph in (False, True):
@@ -135,7 +140,7 @@ def bench(mirror, tmp, runs, squash, keyset, signers, rows, notes):
     notes.append(f"{name}: plan lists {len(planned)} merged heads, exactly git's --merged set")
     if not squash:
         return
-    sq_json = os.path.join(tmp, f"squash-{name}.json")
+    sq_json = os.path.join(tmp, f"squash-{name.replace(' ', '')}.json")
     sq_t, sq_m = scale.timed(scale.g(alice, signers, "plan", "stale-branches", "--squash-merged", "-o", sq_json),
                              repo, runs=1)
     rows.append((name, "plan --squash-merged (commit-graph)", sq_t, None, sq_m, None, scale.timed.cpu, None))
@@ -158,6 +163,9 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--squash", action="store_true", help="also time plan --squash-merged, once")
     ap.add_argument("--keep", help="keep the corpora in this directory")
+    ap.add_argument("--copies", type=int, default=1,
+                    help="each pull-request head this many times (copyK/pr/N): the same history with "
+                    "K times the branches, where git's --merged grows with commits x branches")
     ap.add_argument("--no-build", action="store_true", help="use target/release/guardctl as it is")
     ap.add_argument("--guardctl", help="measure this guardctl binary instead (implies --no-build): "
                     "an earlier build, for a before/after in one session")
@@ -171,7 +179,7 @@ def main():
     keyset, signers = scale.keys(tmp)
     rows, notes = [], []
     for m in a.mirrors:
-        bench(m, tmp, a.runs, a.squash, keyset, signers, rows, notes)
+        bench(m, tmp, a.runs, a.squash, keyset, signers, rows, notes, a.copies)
     print("| corpus | measurement | guardctl | git / baseline | ratio | guardctl CPU | guardctl peak RSS |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for name, what, ours, theirs, om, _tm, cpu, ratio in rows:

@@ -123,7 +123,7 @@ impl Kind {
 }
 
 /// A user-visible failure.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Error {
     pub kind: Kind,
     pub message: String,

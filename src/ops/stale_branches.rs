@@ -474,6 +474,7 @@ enum Count {
 }
 
 /// What the history says about one branch tip: the part of observing that reads objects.
+#[derive(Clone)]
 struct Tip {
     /// `None` for a branch that is not merged when its facts are not needed (see
     /// [`needs_facts_unmerged`]).
@@ -497,8 +498,18 @@ fn read_tips(
 ) -> Result<Vec<Result<Tip>>> {
     let (reachable, want_squash, reads, beyond) = (&l.reachable, l.want_squash, l.reads, &l.beyond);
     let noted = &l.tip_facts;
-    progress.begin("observed branches", tips.len() as u64);
-    l.repo.in_parallel(tips, reads.into(), |repo, &oid| {
+    // Branches at one commit (a release's branches, copies, ones never committed to) read it
+    // once.
+    let mut index: HashMap<crate::repo::Oid, usize> = HashMap::with_capacity(tips.len());
+    let mut unique = Vec::with_capacity(tips.len());
+    for &oid in tips {
+        index.entry(oid).or_insert_with(|| {
+            unique.push(oid);
+            unique.len() - 1
+        });
+    }
+    progress.begin("observed branches", unique.len() as u64);
+    let readings = l.repo.in_parallel(&unique, reads.into(), |repo, &oid| {
         progress.advance(1);
         let merged = reachable.contains(oid);
         let read = || match noted.get(&oid) {
@@ -552,7 +563,8 @@ fn read_tips(
             commits_not_in_base: Some(unmerged.commits),
             fork,
         }))
-    })
+    })?;
+    Ok(tips.iter().map(|oid| readings[index[oid]].clone()).collect())
 }
 
 /// Count the commits not in the base of every observed branch left uncounted

@@ -768,3 +768,80 @@ fn an_age_in_months_is_understood_and_a_bare_m_is_refused() {
         );
     }
 }
+
+/// The skipped entry of `refname` (short name) in the last plan: reason and detail.
+fn skipped_detail(env: &TestEnv, name: &str) -> (String, String) {
+    let plan = read_payload(env, "plan.json");
+    let s = plan["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["ref"] == format!("refs/heads/{name}"))
+        .unwrap_or_else(|| panic!("{name} not skipped"))
+        .clone();
+    (
+        s["reason"].as_str().unwrap().to_string(),
+        s["detail"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+/// Branches at one commit are read once (planning dedupes their tips), and each is still
+/// judged and recorded as itself; an unmerged branch that no criterion selects is left
+/// uncounted, one a criterion selects says how many commits it holds.
+#[test]
+fn branches_at_one_commit_are_each_judged_and_unmerged_work_is_counted_where_selected() {
+    let env = standard_repo();
+    env.git(&["branch", "copy/done", "feature/done"]);
+    env.git(&["branch", "copy/old", "fix/old"]);
+    env.branch("old/unmerged", "main", 3, "Bob", 500);
+    env.git(&["branch", "copy/unmerged", "old/unmerged"]);
+
+    let (affected, skipped) = classify(&env, &["--merged"]);
+    assert_eq!(affected["copy/done"], affected["feature/done"]);
+    for name in ["old/unmerged", "copy/unmerged"] {
+        assert_eq!(skipped[name], "not_stale");
+        assert_eq!(
+            skipped_detail(&env, name),
+            ("not_stale".into(), "not merged into base".into())
+        );
+    }
+    let plan = read_payload(&env, "plan.json");
+    let tip = |name: &str| {
+        plan["affected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["ref"] == format!("refs/heads/{name}"))
+            .map(|a| {
+                (
+                    a["oid"].clone(),
+                    a["subject"].clone(),
+                    a["last_commit_time"].clone(),
+                )
+            })
+            .unwrap()
+    };
+    assert_eq!(tip("copy/done"), tip("feature/done"));
+
+    let (_, skipped) = classify(&env, &["--older-than", "250d"]);
+    for name in ["old/unmerged", "copy/unmerged"] {
+        assert_eq!(skipped[name], "unmerged");
+        assert_eq!(
+            skipped_detail(&env, name),
+            ("unmerged".into(), "3 commits not in base".into())
+        );
+    }
+    let (affected, _) = classify(&env, &["--older-than", "250d", "--include-unmerged"]);
+    assert_eq!(affected["copy/unmerged"], ["older-than"]);
+    let plan = read_payload(&env, "plan.json");
+    for name in ["old/unmerged", "copy/unmerged"] {
+        let a = plan["affected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["ref"] == format!("refs/heads/{name}"))
+            .unwrap();
+        assert_eq!(a["commits_not_in_base"], 3, "{name}");
+        assert_eq!(a["loses_work"], true, "{name}");
+    }
+}
