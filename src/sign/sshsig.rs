@@ -86,7 +86,7 @@ fn sign_in_process(key: &SigningKey, namespace: &str, data: &[u8]) -> Option<Str
     if key.in_agent || key.encrypted || key.certificate.is_some() || key.unlocked.is_some() {
         return None;
     }
-    let private = ssh_key::PrivateKey::read_openssh_file(&key.path).ok()?;
+    let private = read_plain_key_file(&key.path)?;
     let supported = matches!(
         private.algorithm(),
         ssh_key::Algorithm::Ed25519 | ssh_key::Algorithm::Ecdsa { .. }
@@ -104,6 +104,40 @@ fn sign_in_process(key: &SigningKey, namespace: &str, data: &[u8]) -> Option<Str
     // What ssh-keygen's would be checked for: the right key, a valid signature.
     let signer = verify_sha512(&armored, namespace, &digest.ok()?, data).ok()?;
     (signer.key_data() == key.public.key_data()).then_some(armored)
+}
+
+/// The private key file at `path`, read as ssh-keygen reads one it would sign with, or `None`
+/// (ssh-keygen then signs, or refuses in its own words): a regular file of at most 1 MiB
+/// (not a FIFO, a device or a process substitution, which would block or never end) that,
+/// when it is the user's own, no one else may read. ssh-keygen ignores such a key file
+/// ("UNPROTECTED PRIVATE KEY FILE!"); signing with it here would quietly accept a key that
+/// is in a shared directory, a checkout or a world-readable home. Checked on the open file,
+/// so a file swapped after the check is not the one read. The bytes are zeroed once parsed.
+fn read_plain_key_file(path: &std::path::Path) -> Option<ssh_key::PrivateKey> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    const MAX: u64 = 1 << 20;
+    let plain = |m: &std::fs::Metadata| {
+        m.is_file() && m.len() <= MAX && !(m.uid() == nix::unistd::getuid().as_raw() && m.mode() & 0o077 != 0)
+    };
+    // Before opening: opening a FIFO waits for a writer.
+    if !plain(&std::fs::metadata(path).ok()?) {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    if !plain(&meta) {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
+    let read = file.take(MAX + 1).read_to_end(&mut bytes);
+    let private = match read {
+        Ok(n) if n as u64 <= MAX => ssh_key::PrivateKey::from_openssh(&bytes).ok(),
+        _ => None,
+    };
+    bytes.fill(0);
+    std::hint::black_box(&bytes);
+    private
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -389,6 +423,92 @@ mod tests {
             super::super::key::load(&dir.path().join("user"), super::super::key::KeySource::Flag).unwrap();
         std::fs::copy(dir.path().join("ca"), dir.path().join("user")).unwrap();
         assert!(sign_in_process(&key, "guardctl-plan", b"x").is_none());
+    }
+
+    /// Attack on the in-process path: ssh-keygen refuses a key file of the user's that others
+    /// may read ("UNPROTECTED PRIVATE KEY FILE!"), and the in-process path must not quietly
+    /// sign with one; nor may it read what is not a regular file (a FIFO would block it).
+    #[test]
+    fn a_key_file_others_may_read_is_not_signed_in_process_and_ssh_keygen_refuses_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        keygen(dir.path(), &["-q", "-t", "ed25519", "-N", "", "-f", "ed"]);
+        keygen(
+            dir.path(),
+            &["-q", "-t", "ecdsa", "-b", "384", "-N", "", "-f", "ec"],
+        );
+        for name in ["ed", "ec"] {
+            let path = dir.path().join(name);
+            let key = super::super::key::load(&path, super::super::key::KeySource::Flag).unwrap();
+            for mode in [0o644, 0o640, 0o604, 0o700 | 0o004] {
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+                assert!(
+                    sign_in_process(&key, "guardctl-plan", b"x").is_none(),
+                    "{name} {mode:o}"
+                );
+                let err = sign(&key, "guardctl-plan", b"x").unwrap_err().to_string();
+                assert!(
+                    err.contains("UNPROTECTED PRIVATE KEY FILE"),
+                    "{name} {mode:o}: {err}"
+                );
+            }
+            for mode in [0o600, 0o400] {
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+                assert!(
+                    sign_in_process(&key, "guardctl-plan", b"x").is_some(),
+                    "{name} {mode:o}"
+                );
+            }
+        }
+        // The loaded key's file replaced by a FIFO: not read here (it would wait for a writer).
+        let path = dir.path().join("ed");
+        let key = super::super::key::load(&path, super::super::key::KeySource::Flag).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        assert!(sign_in_process(&key, "guardctl-plan", b"x").is_none());
+    }
+
+    /// ECDSA signatures made in-process carry r and s as SSH mpints (a leading zero byte
+    /// when the high bit is set, none when the value is shorter): ssh-keygen -Y verify
+    /// accepts every one, on both curves, over many messages (so both cases occur).
+    #[test]
+    fn ecdsa_signatures_made_in_process_all_verify_with_ssh_keygen() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, bits) in [("p256", "256"), ("p384", "384")] {
+            keygen(
+                dir.path(),
+                &["-q", "-t", "ecdsa", "-b", bits, "-N", "", "-C", "a@x", "-f", name],
+            );
+            let key =
+                super::super::key::load(&dir.path().join(name), super::super::key::KeySource::Flag).unwrap();
+            let pubkey = std::fs::read_to_string(dir.path().join(format!("{name}.pub"))).unwrap();
+            std::fs::write(
+                dir.path().join(format!("{name}.signers")),
+                format!("a@x {pubkey}"),
+            )
+            .unwrap();
+            let mut script = String::from("set -e\n");
+            for i in 0..40 {
+                let data = format!("message {i}\n");
+                let sig = sign_in_process(&key, "guardctl-plan", data.as_bytes()).expect("in-process");
+                std::fs::write(dir.path().join(format!("{name}.{i}.sig")), &sig).unwrap();
+                std::fs::write(dir.path().join(format!("{name}.{i}")), &data).unwrap();
+                script += &format!(
+                    "ssh-keygen -Y verify -f {name}.signers -I a@x -n guardctl-plan \
+                     -s {name}.{i}.sig < {name}.{i} >/dev/null\n"
+                );
+            }
+            let out = Command::new("sh")
+                .current_dir(dir.path())
+                .args(["-c", &script])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{name}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 
     #[test]

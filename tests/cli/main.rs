@@ -9,6 +9,7 @@
 
 mod apply;
 mod attack_findings;
+mod attack_signing;
 mod audit_evidence;
 mod bulk;
 mod consumed;
