@@ -25,6 +25,9 @@ pub enum Readiness {
     /// A passphrase-protected key not in the agent, where no one may be asked (no terminal,
     /// `--json`, or CI).
     PassphraseNeeded,
+    /// A private key file its group or others may read: ssh-keygen refuses to sign with one
+    /// ("UNPROTECTED PRIVATE KEY FILE!"), and so does guardctl.
+    Unprotected,
 }
 
 impl Readiness {
@@ -42,6 +45,9 @@ impl Readiness {
             Readiness::NotInAgent => "its private half must be in ssh-agent, but the agent does not hold it",
             Readiness::PassphraseNeeded => {
                 "passphrase-protected and not in ssh-agent, and guardctl does not prompt here"
+            }
+            Readiness::Unprotected => {
+                "its private key file may be read by others, and ssh-keygen signs with no such file"
             }
         }
     }
@@ -64,6 +70,9 @@ impl Readiness {
             Readiness::NotInAgent | Readiness::PassphraseNeeded => {
                 format!("add the key to your agent: ssh-add {private}")
             }
+            Readiness::Unprotected => format!(
+                "make it readable by you alone: chmod 600 {private} (and replace the key if others may have read it)"
+            ),
             Readiness::Ready | Readiness::WillPrompt => String::new(),
         }
     }
@@ -73,7 +82,14 @@ impl Readiness {
 /// not CI). Runs `ssh-add -L` only for keys that need the agent (or may).
 pub fn readiness(key: &SigningKey, may_prompt: bool) -> Readiness {
     if !key.in_agent && !key.encrypted {
-        return Readiness::Ready;
+        // A plain private key file (a certificate's path is the public certificate).
+        let unprotected = key.certificate.is_none()
+            && std::fs::metadata(&key.path).is_ok_and(|m| super::sshsig::others_may_read(&m));
+        return if unprotected {
+            Readiness::Unprotected
+        } else {
+            Readiness::Ready
+        };
     }
     let listed = agent_keys();
     if key.in_agent {

@@ -106,6 +106,13 @@ fn sign_in_process(key: &SigningKey, namespace: &str, data: &[u8]) -> Option<Str
     (signer.key_data() == key.public.key_data()).then_some(armored)
 }
 
+/// ssh-keygen's rule for a private key file (`sshkey_perm_ok`): the user's own file must not
+/// grant its group or others any access.
+pub fn others_may_read(m: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    m.uid() == nix::unistd::getuid().as_raw() && m.mode() & 0o077 != 0
+}
+
 /// The private key file at `path`, read as ssh-keygen reads one it would sign with, or `None`
 /// (ssh-keygen then signs, or refuses in its own words): a regular file of at most 1 MiB
 /// (not a FIFO, a device or a process substitution, which would block or never end) that,
@@ -115,11 +122,8 @@ fn sign_in_process(key: &SigningKey, namespace: &str, data: &[u8]) -> Option<Str
 /// so a file swapped after the check is not the one read. The bytes are zeroed once parsed.
 fn read_plain_key_file(path: &std::path::Path) -> Option<ssh_key::PrivateKey> {
     use std::io::Read;
-    use std::os::unix::fs::MetadataExt;
     const MAX: u64 = 1 << 20;
-    let plain = |m: &std::fs::Metadata| {
-        m.is_file() && m.len() <= MAX && !(m.uid() == nix::unistd::getuid().as_raw() && m.mode() & 0o077 != 0)
-    };
+    let plain = |m: &std::fs::Metadata| m.is_file() && m.len() <= MAX && !others_may_read(m);
     // Before opening: opening a FIFO waits for a writer.
     if !plain(&std::fs::metadata(path).ok()?) {
         return None;

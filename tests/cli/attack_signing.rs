@@ -28,12 +28,20 @@ fn a_key_file_others_may_read_signs_no_plan_and_no_approval() {
         "alice",
         &["plan", "stale-branches", "--merged", "-o", out.to_str().unwrap()],
     );
-    assert_ne!(r.code, 0, "{}", r.transcript());
-    assert!(r.stderr.contains("UNPROTECTED PRIVATE KEY FILE"), "{}", r.stderr);
+    // Refused before any work, as ssh-keygen would refuse the file, saying what to do.
+    let refused = |r: &crate::fixtures::Run, user: &str| {
+        assert_eq!(r.code, 64, "{}", r.transcript());
+        assert!(r.stderr.contains("may be read by others"), "{}", r.stderr);
+        let fix = format!("chmod 600 {}", env.key(user).display());
+        assert!(r.stderr.contains(&fix), "{}", r.stderr);
+    };
+    refused(&r, "alice");
     assert!(!out.exists(), "a plan was signed with a key others may read");
     let r = env.run("carol", &["approve", "plan.json", "--yes"]);
-    assert_ne!(r.code, 0, "{}", r.transcript());
-    assert!(r.stderr.contains("UNPROTECTED PRIVATE KEY FILE"), "{}", r.stderr);
+    refused(&r, "carol");
+    // whoami says so too (it said "ready" while every signature failed).
+    let r = env.run("carol", &["whoami"]);
+    refused(&r, "carol");
     assert_eq!(
         plan,
         fs::read(env.repo.join("plan.json")).unwrap(),
