@@ -353,7 +353,7 @@ pub fn run(
     }
 
     if want_squash {
-        detect_squash_merges(repo, &lookups.reachable, &mut observed, progress)?;
+        detect_squash_merges(repo, Reads::Fast, &lookups.reachable, &mut observed, progress)?;
     }
     count_selected(&lookups, inputs, &mut observed, now)?;
 
@@ -703,6 +703,7 @@ pub fn recheck(
     if want_squash {
         detect_squash_merges(
             repo,
+            Reads::Verified,
             &lookups.reachable,
             &mut observed,
             &crate::ops::progress::Silent,
@@ -985,11 +986,13 @@ fn refuse_partial_clone(repo: &Repo) -> Result<()> {
 ///
 /// The base's patch-ids are computed once for all branches, for the commits at or above the
 /// lowest fork point's level (a squash commit descends from the fork it was forked at), in
-/// history order, on one thread (libgit2's diffs: see `repo::parallel`); then one diff per
-/// branch. Cost: the base's history since the oldest fork plus
+/// history order; then one diff per branch. A plan ([`Reads::Fast`]) reads trees and blobs
+/// through gix on every core; a re-derivation ([`Reads::Verified`]) through libgit2 on one
+/// (`repo::change`, `repo::parallel`). Cost: the base's history since the oldest fork plus
 /// the branches' own changes, never branches × history.
 fn detect_squash_merges(
     repo: &Repo,
+    reads: Reads,
     reachable: &Reachable,
     observed: &mut [(Observed, Option<crate::repo::Oid>)],
     progress: &dyn Progress,
@@ -1010,10 +1013,11 @@ fn detect_squash_merges(
     };
     let window = reachable.single_parent_commits_from(min_level);
     progress.begin("patch-ids of base commits", window.len() as u64);
-    // Tree and blob diffs go through libgit2.
-    let ids = repo.in_parallel(&window, Reader::Libgit2, |r, &(commit, parent)| {
+    // A plan reads trees and blobs through gix, on every core; a re-derivation through
+    // libgit2, on one (`repo::change`).
+    let ids = repo.in_parallel(&window, Reader::from(reads), |r, &(commit, parent)| {
         progress.advance(1);
-        r.change_ids(parent, commit)
+        r.change_ids(parent, commit, reads)
     })?;
     let (mut exact, mut added): (HashMap<_, Vec<_>>, HashMap<_, Vec<_>>) = Default::default();
     for (&(commit, _), id) in window.iter().zip(ids) {
@@ -1025,9 +1029,9 @@ fn detect_squash_merges(
     progress.begin("compared branches with the base", todo.len() as u64);
     // Each verdict is the base commit that carries the branch's change: the first in the
     // window's (history) order, so planning and re-deriving name the same one.
-    let verdicts = repo.in_parallel(&todo, Reader::Libgit2, |r, &(_, fork, tip)| {
+    let verdicts = repo.in_parallel(&todo, Reader::from(reads), |r, &(_, fork, tip)| {
         progress.advance(1);
-        let Some(id) = r.change_ids(fork, tip)? else {
+        let Some(id) = r.change_ids(fork, tip, reads)? else {
             return Ok(None);
         };
         let after_fork = |c: &&crate::repo::Oid| !reachable.is_ancestor(**c, fork);

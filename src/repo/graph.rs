@@ -421,35 +421,6 @@ impl Repo {
         }
     }
 
-    /// Two ids of the change from commit `old` to commit `new`: a patch-id in libgit2's
-    /// manner (3 lines of context; see [`ChangeIds::exact`]) and one of what it puts in place
-    /// (see [`ChangeIds::added`]). `None` for an empty change.
-    ///
-    /// One tree diff and one pass over its patch give both: the lines added and removed are
-    /// the same whatever the context (context only groups them into hunks), so the second,
-    /// context-free diff this once made, and libgit2's own patch-id pass over the first,
-    /// were the same work done three times (measured: plan --squash-merged at 5k
-    /// real-shaped branches 4.5 s -> see docs/performance.md).
-    pub fn change_ids(&self, old: Oid, new: Oid) -> Result<Option<ChangeIds>> {
-        let old = self.git.find_commit(old)?.tree_id();
-        let new = self.git.find_commit(new)?.tree_id();
-        if old == new {
-            return Ok(None);
-        }
-        let old = self.git.find_tree(old)?;
-        let new = self.git.find_tree(new)?;
-        let diff = self.git.diff_tree_to_tree(Some(&old), Some(&new), None)?;
-        if diff.deltas().len() == 0 {
-            return Ok(None);
-        }
-        let mut ids = ChangeHasher::default();
-        diff.print(git2::DiffFormat::PatchId, |delta, _, line| {
-            ids.line(&delta, &line);
-            true
-        })?;
-        Ok(Some(ids.finish()))
-    }
-
     /// Whether merging `tip` into commit `into` (from the tip's fork point `fork`) changes
     /// nothing: no conflict, and the merged tree is `into`'s. In memory: nothing is written.
     pub fn merge_changes_nothing(&self, fork: Oid, into: Oid, tip: Oid) -> Result<bool> {
@@ -461,102 +432,6 @@ impl Repo {
         }
         let diff = self.git.diff_tree_to_index(Some(&into), Some(&merged), None)?;
         Ok(diff.deltas().len() == 0)
-    }
-}
-
-/// Two ids of one change (see [`Repo::change_ids`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChangeIds {
-    /// The change with 3 lines of context, hashed as libgit2's `git_diff_patchid` does
-    /// (white space removed from every line, hunk headers included, one hash per file,
-    /// summed so that file order does not matter), with SHA-256 cut to 20 bytes where
-    /// libgit2 uses SHA-1: both sides of every comparison are computed here.
-    pub exact: Oid,
-    /// Which files, how many lines removed, and exactly which lines added: equal for a
-    /// squash commit whose base had changed the lines the branch replaced (or the lines
-    /// next to them) since the branch forked. Only ever a candidate, never a verdict.
-    pub added: Oid,
-}
-
-/// Both [`ChangeIds`] from one pass over a patch's lines (`DiffFormat::PatchId`).
-#[derive(Default)]
-struct ChangeHasher {
-    /// The current file's patch-id hash, and whether a file has started.
-    file: sha2::Sha256,
-    in_file: bool,
-    /// The sum of the finished files' hashes (little-endian with carry, as libgit2's
-    /// `flush_hunk`).
-    sum: [u8; 20],
-    added: sha2::Sha256,
-}
-
-impl ChangeHasher {
-    fn line(&mut self, delta: &git2::DiffDelta, line: &git2::DiffLine) {
-        use sha2::Digest;
-        let origin = line.origin();
-        // libgit2's patch-id leaves out the "\ No newline at end of file" markers.
-        if matches!(origin, '=' | '>' | '<') {
-            return;
-        }
-        if origin == 'F' {
-            if self.in_file {
-                self.flush();
-            }
-            self.in_file = true;
-            let path = |f: git2::DiffFile| f.path_bytes().map(<[u8]>::to_vec).unwrap_or_default();
-            self.added.update(b"\0file\0");
-            self.added.update(path(delta.old_file()));
-            self.added.update(b"\0");
-            self.added.update(path(delta.new_file()));
-        }
-        match origin {
-            '+' => {
-                self.added.update(b"\0+");
-                self.added.update(line.content());
-            }
-            '-' => self.added.update(b"\0-"),
-            _ => {}
-        }
-        // The line as `git_diff_print_callback__to_buf` writes it (origin, then content),
-        // without white space (so a context line's ' ' goes too), up to a NUL (libgit2
-        // strips it as a C string).
-        if matches!(origin, '+' | '-') {
-            self.file.update([origin as u8]);
-        }
-        let content = line.content();
-        let content = content
-            .iter()
-            .position(|&b| b == 0)
-            .map_or(content, |i| &content[..i]);
-        let kept: Vec<u8> = content
-            .iter()
-            .copied()
-            .filter(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\x0c' | b'\r' | b'\x0b'))
-            .collect();
-        self.file.update(&kept);
-    }
-
-    fn flush(&mut self) {
-        use sha2::Digest;
-        let hash = std::mem::take(&mut self.file).finalize();
-        let mut carry = 0u16;
-        for (sum, h) in self.sum.iter_mut().zip(hash.iter()) {
-            carry += u16::from(*sum) + u16::from(*h);
-            *sum = carry as u8;
-            carry >>= 8;
-        }
-    }
-
-    fn finish(mut self) -> ChangeIds {
-        use sha2::Digest;
-        self.flush();
-        let added = self.added.finalize();
-        let mut a = [0u8; 20];
-        a.copy_from_slice(&added[..20]);
-        ChangeIds {
-            exact: Oid::from_bytes(&self.sum).unwrap_or(Oid::ZERO_SHA1),
-            added: Oid::from_bytes(&a).unwrap_or(Oid::ZERO_SHA1),
-        }
     }
 }
 

@@ -10,6 +10,7 @@
 //! invalid ones are reported as such, never used as a ref to act on.
 
 pub mod backups;
+mod change;
 mod commit;
 mod commit_graph;
 mod config;
@@ -313,6 +314,16 @@ impl Repo {
             *reader = self.fast_objects().clone();
         }
         reader.as_mut()?.commit(oid).map(f)
+    }
+
+    /// `f` over the kind and bytes of object `oid` as gix reads them (for [`Reads::Fast`]
+    /// only), or `None` where gix cannot answer: the caller asks libgit2.
+    pub(super) fn fast_object<R>(&self, oid: Oid, f: impl FnOnce(gix_object::Kind, &[u8]) -> R) -> Option<R> {
+        let mut reader = self.fast_reader.borrow_mut();
+        if reader.is_none() {
+            *reader = self.fast_objects().clone();
+        }
+        reader.as_mut()?.object(oid).map(|(kind, data)| f(kind, data))
     }
 
     /// Drop this handle's gix reader and with it the pages its mapping touched (the next

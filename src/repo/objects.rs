@@ -74,10 +74,19 @@ impl FastObjects {
     /// The raw bytes of commit `oid`, or `None` where this reader does not have it as a commit
     /// (missing, another kind, or an error reading it): the caller then asks libgit2.
     pub fn commit(&mut self, oid: Oid) -> Option<&[u8]> {
+        match self.object(oid)? {
+            (gix_object::Kind::Commit, data) => Some(data),
+            _ => None,
+        }
+    }
+
+    /// The kind and raw bytes of object `oid`, or `None` where this reader does not have it
+    /// (missing, or an error reading it): the caller then asks libgit2.
+    pub fn object(&mut self, oid: Oid) -> Option<(gix_object::Kind, &[u8])> {
         let id = gix_hash::oid::try_from_bytes(oid.as_bytes()).ok()?;
         self.ready()?;
         let data = self.handle.as_ref()?.try_find(id, &mut self.buf).ok()??;
-        (data.kind == gix_object::Kind::Commit).then_some(data.data)
+        Some((data.kind, data.data))
     }
 
     /// Whether `oid` is a commit, from its header alone: a packed object's kind is in its
