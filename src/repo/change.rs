@@ -29,10 +29,6 @@ const MAX_LINE_DIFF_BYTES: usize = 1 << 20;
 const BINARY_PROBE_BYTES: usize = 8000;
 /// Lines of context around each change, as in `git diff` and libgit2's patch-id.
 const CONTEXT: u32 = 3;
-/// Deeper trees are refused rather than walked: git itself refuses trees deeper than 4096
-/// (`core.maxTreeDepth`), and each level is a stack frame here.
-const MAX_TREE_DEPTH: usize = 4096;
-
 const MODE_TREE: u32 = 0o040000;
 const MODE_SUBMODULE: u32 = 0o160000;
 
@@ -78,8 +74,7 @@ impl Repo {
         if old == new {
             return Ok(None);
         }
-        let mut files = Vec::new();
-        self.diff_trees(reads, Some(old), Some(new), &mut Vec::new(), &mut files, 0)?;
+        let files = self.diff_trees(reads, old, new)?;
         if files.is_empty() {
             return Ok(None);
         }
@@ -121,76 +116,66 @@ impl Repo {
         Ok(obj.data().to_vec())
     }
 
-    /// Every file that differs between trees `old` and `new` (`None`: empty), under `path`,
-    /// appended to `out` in the trees' order. A path that is a file on one side and a
-    /// directory on the other is a file removed and files added, as in git.
-    fn diff_trees(
-        &self,
-        reads: Reads,
-        old: Option<Oid>,
-        new: Option<Oid>,
-        path: &mut Vec<u8>,
-        out: &mut Vec<FileChange>,
-        depth: usize,
-    ) -> Result<()> {
-        if depth > MAX_TREE_DEPTH {
-            return Err(Error::internal(format!(
-                "a tree is nested deeper than {MAX_TREE_DEPTH} levels at {}",
-                String::from_utf8_lossy(path)
-            )));
-        }
-        let read = |t: Option<Oid>| -> Result<(Option<Oid>, Vec<u8>)> {
-            Ok((
-                t,
-                t.map(|t| self.read(t, Kind::Tree, reads))
+    /// Every file that differs between trees `old` and `new`, sorted by path. A path that
+    /// is a file on one side and a directory on the other is a file removed and files
+    /// added, as in git. Walked with a stack of its own, not by recursion: a repository is
+    /// input, and a tree nested thousands deep must not overflow a worker thread's stack.
+    fn diff_trees(&self, reads: Reads, old: Oid, new: Oid) -> Result<Vec<FileChange>> {
+        let mut out = Vec::new();
+        let mut todo: Vec<(Vec<u8>, Option<Oid>, Option<Oid>)> = vec![(Vec::new(), Some(old), Some(new))];
+        while let Some((dir, old, new)) = todo.pop() {
+            let read = |t: Option<Oid>| -> Result<Vec<u8>> {
+                Ok(t.map(|t| self.read(t, Kind::Tree, reads))
                     .transpose()?
-                    .unwrap_or_default(),
-            ))
-        };
-        let (old_id, old_data) = read(old)?;
-        let (new_id, new_data) = read(new)?;
-        let olds = parse_tree(old_id, &old_data)?;
-        let news = parse_tree(new_id, &new_data)?;
-        let (mut i, mut j) = (0, 0);
-        while i < olds.len() || j < news.len() {
-            let order = match (olds.get(i), news.get(j)) {
-                (Some(a), Some(b)) => gix_object::tree::name_order(a.name, a.is_tree(), b.name, b.is_tree()),
-                (Some(_), None) => std::cmp::Ordering::Less,
-                _ => std::cmp::Ordering::Greater,
+                    .unwrap_or_default())
             };
-            let (a, b) = match order {
-                std::cmp::Ordering::Less => (olds.get(i), None),
-                std::cmp::Ordering::Greater => (None, news.get(j)),
-                std::cmp::Ordering::Equal => (olds.get(i), news.get(j)),
-            };
-            i += usize::from(a.is_some());
-            j += usize::from(b.is_some());
-            if let (Some(a), Some(b)) = (a, b)
-                && a.oid == b.oid
-                && a.mode == b.mode
-            {
-                continue;
+            let (old_data, new_data) = (read(old)?, read(new)?);
+            let olds = parse_tree(old, &old_data)?;
+            let news = parse_tree(new, &new_data)?;
+            let (mut i, mut j) = (0, 0);
+            while i < olds.len() || j < news.len() {
+                let order = match (olds.get(i), news.get(j)) {
+                    (Some(a), Some(b)) => {
+                        gix_object::tree::name_order(a.name, a.is_tree(), b.name, b.is_tree())
+                    }
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    _ => std::cmp::Ordering::Greater,
+                };
+                let (a, b) = match order {
+                    std::cmp::Ordering::Less => (olds.get(i), None),
+                    std::cmp::Ordering::Greater => (None, news.get(j)),
+                    std::cmp::Ordering::Equal => (olds.get(i), news.get(j)),
+                };
+                i += usize::from(a.is_some());
+                j += usize::from(b.is_some());
+                if let (Some(a), Some(b)) = (a, b)
+                    && a.oid == b.oid
+                    && a.mode == b.mode
+                {
+                    continue;
+                }
+                let mut path = dir.clone();
+                if !path.is_empty() {
+                    path.push(b'/');
+                }
+                path.extend_from_slice(a.or(b).map(|e| e.name).unwrap_or_default());
+                if a.or(b).is_some_and(Entry::is_tree) {
+                    // Same name and both trees (name order puts a file and a directory of
+                    // one name apart), or a tree on one side only.
+                    todo.push((path, a.map(|e| e.oid), b.map(|e| e.oid)));
+                } else {
+                    out.push(FileChange {
+                        path,
+                        old: a.map(|e| (e.mode, e.oid)),
+                        new: b.map(|e| (e.mode, e.oid)),
+                    });
+                }
             }
-            let name = a.or(b).map(|e| e.name).unwrap_or_default();
-            let len = path.len();
-            if !path.is_empty() {
-                path.push(b'/');
-            }
-            path.extend_from_slice(name);
-            if a.or(b).is_some_and(Entry::is_tree) {
-                // Same name and both trees (name order puts a file and a directory of one
-                // name apart), or a tree on one side only.
-                self.diff_trees(reads, a.map(|e| e.oid), b.map(|e| e.oid), path, out, depth + 1)?;
-            } else {
-                out.push(FileChange {
-                    path: path.clone(),
-                    old: a.map(|e| (e.mode, e.oid)),
-                    new: b.map(|e| (e.mode, e.oid)),
-                });
-            }
-            path.truncate(len);
         }
-        Ok(())
+        // One order for every pair of trees with these changes (the added id hashes files
+        // in sequence).
+        out.sort_unstable_by(|x, y| x.path.cmp(&y.path));
+        Ok(out)
     }
 
     /// Feed one file's change to both ids.
@@ -547,6 +532,43 @@ mod tests {
                 assert_ne!(a, b, "two different changes hashed alike");
             }
         }
+    }
+
+    /// A commit whose only file is `depth` directories down.
+    fn nested(f: &Fixture, depth: usize, content: &[u8]) -> Oid {
+        let mut b = f.git.treebuilder(None).unwrap();
+        b.insert("f", f.git.blob(content).unwrap(), 0o100644).unwrap();
+        let mut tree = b.write().unwrap();
+        for _ in 0..depth {
+            let mut b = f.git.treebuilder(None).unwrap();
+            b.insert("d", tree, 0o040000).unwrap();
+            tree = b.write().unwrap();
+        }
+        let tree = f.git.find_tree(tree).unwrap();
+        let sig = git2::Signature::new("t", "t@example.com", &git2::Time::new(1_700_000_000, 0)).unwrap();
+        f.git.commit(None, &sig, &sig, "c", &tree, &[]).unwrap()
+    }
+
+    /// A repository is input: a tree nested deeper than git allows is diffed on a worker
+    /// thread's stack (what squash detection runs on) like any other, never overflowing it.
+    #[test]
+    fn a_tree_nested_thousands_deep_is_diffed_without_overflowing_a_thread_stack() {
+        let f = fixture();
+        let (a, b) = (nested(&f, 5000, b"1\n"), nested(&f, 5000, b"2\n"));
+        let shallow = f.ids(nested(&f, 1, b"1\n"), nested(&f, 1, b"2\n")).unwrap();
+        let path = f._dir.path().to_path_buf();
+        // A thread of its own, with the default stack of the worker threads.
+        let got = std::thread::spawn(move || {
+            let repo = Repo::open(Some(&path)).unwrap();
+            [Reads::Fast, Reads::Verified].map(|reads| repo.change_ids(a, b, reads).unwrap())
+        })
+        .join()
+        .unwrap();
+        assert_eq!(got[0], got[1]);
+        assert!(
+            got[0].is_some_and(|ids| ids != shallow),
+            "the path is part of the change"
+        );
     }
 
     #[test]
