@@ -93,18 +93,20 @@ fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), I
     let mut seen = HashSet::with_capacity(plan.affected.len());
     for (i, a) in plan.affected.iter().enumerate() {
         let field = |name: &str| format!("affected[{i}].{name}");
-        let name = crate::text::safe(&a.refname);
+        // Escaped only for a message: escaping every name cost a tenth of `show` at 20,000.
+        let name = || crate::text::safe(&a.refname);
         if !a.refname.starts_with(namespace) || !valid_refname(&a.refname) {
             return Err(invalid(
                 field("ref"),
                 format!(
-                    "{name} is not a valid ref under {namespace}, the only refs a {} plan deletes",
+                    "{} is not a valid ref under {namespace}, the only refs a {} plan deletes",
+                    name(),
                     op.kind()
                 ),
             ));
         }
         if !seen.insert(a.refname.as_str()) {
-            return Err(invalid(field("ref"), format!("{name} is listed twice")));
+            return Err(invalid(field("ref"), format!("{} is listed twice", name())));
         }
         if !is_oid(&a.oid) {
             return Err(invalid(field("oid"), "is not an object id"));
@@ -134,8 +136,9 @@ fn structure(plan: &Plan, valid_refname: &impl Fn(&str) -> bool) -> Result<(), I
                     return Err(invalid(
                         field("config"),
                         format!(
-                            "{} is not a key of {name}'s own section",
-                            crate::text::safe(&c.key)
+                            "{} is not a key of {}'s own section",
+                            crate::text::safe(&c.key),
+                            name()
                         ),
                     ));
                 }
@@ -274,16 +277,19 @@ fn exec(x: &ExecInputs) -> Result<(), Invalid> {
 fn skipped(plan: &Plan, namespace: &str, affected: &HashSet<&str>) -> Result<(), Invalid> {
     let mut seen = HashSet::with_capacity(plan.skipped.len());
     for (i, s) in plan.skipped.iter().enumerate() {
-        let field = format!("skipped[{i}].ref");
-        let name = crate::text::safe(&s.refname);
+        let field = || format!("skipped[{i}].ref");
+        let name = || crate::text::safe(&s.refname);
         if !s.refname.starts_with(namespace) {
-            return Err(invalid(field, format!("{name} is not under {namespace}")));
+            return Err(invalid(field(), format!("{} is not under {namespace}", name())));
         }
         if affected.contains(s.refname.as_str()) {
-            return Err(invalid(field, format!("{name} is both deleted and left alone")));
+            return Err(invalid(
+                field(),
+                format!("{} is both deleted and left alone", name()),
+            ));
         }
         if !seen.insert(s.refname.as_str()) {
-            return Err(invalid(field, format!("{name} is listed twice")));
+            return Err(invalid(field(), format!("{} is listed twice", name())));
         }
         if s.oid.as_deref().is_some_and(|o| !is_oid(o)) {
             return Err(invalid(format!("skipped[{i}].oid"), "is not an object id"));

@@ -590,11 +590,13 @@ fn extremes(plan: &Plan, now: OffsetDateTime, protected: &[&str]) -> Extremes {
         most_recent: by_time.iter().take(EXTREMES).map(row).collect(),
         oldest: by_time.iter().rev().take(EXTREMES).map(row).collect(),
         most_unmerged: by_unmerged.iter().take(EXTREMES).map(row).collect(),
+        // Flags first, rows only for the flagged: a row escapes and formats every field,
+        // and building one per resource was a sixth of `show`'s time at 20,000 branches.
         suspicious_names: plan
             .affected
             .iter()
+            .filter(|a| !flags(a.name(), protected).is_empty())
             .map(|a| row(&a))
-            .filter(|r| !r.flags.is_empty())
             .collect(),
     }
 }
