@@ -61,15 +61,22 @@ impl PlanFile {
 /// DSSE's pre-authentication encoding:
 /// `"DSSEv1" SP len(type) SP type SP len(body) SP body`.
 pub fn pae(payload_type: &str, body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len() + payload_type.len() + 32);
+    let mut out = pae_prefix(payload_type, body.len());
+    out.extend_from_slice(body);
+    out
+}
+
+/// What [`pae`] puts before the body: the PAE is this, then the body, so a signature over it
+/// can be checked without copying a body of megabytes after it.
+pub fn pae_prefix(payload_type: &str, body_len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body_len + payload_type.len() + 32);
     out.extend_from_slice(b"DSSEv1 ");
     out.extend_from_slice(payload_type.len().to_string().as_bytes());
     out.push(b' ');
     out.extend_from_slice(payload_type.as_bytes());
     out.push(b' ');
-    out.extend_from_slice(body.len().to_string().as_bytes());
+    out.extend_from_slice(body_len.to_string().as_bytes());
     out.push(b' ');
-    out.extend_from_slice(body);
     out
 }
 

@@ -76,7 +76,9 @@ pub fn verify_decoded(
     let [Signature { keyid, sig }] = signatures else {
         return Err(EnvelopeError::SignatureCount(signatures.len()));
     };
-    let signer = sshsig::verify(sig, namespace, &envelope::pae(payload_type, payload))?;
+    // The PAE in two pieces, not one copy: a plan's payload is megabytes (`verify_pieces`).
+    let prefix = envelope::pae_prefix(payload_type, payload.len());
+    let signer = sshsig::verify_pieces(sig, namespace, &[&prefix, payload])?;
     let fingerprint = sshsig::fingerprint(&signer);
     if *keyid != fingerprint {
         return Err(EnvelopeError::KeyId);
