@@ -572,6 +572,125 @@ mod tests {
     }
 
     #[test]
+    /// Attack review of the change walk (a hostile repository's trees): each of these pairs is
+    /// a different change and must hash differently, and odd trees must be read alike by gix
+    /// (plan) and libgit2 (verify), or a plan would be refused as drift, or worse, a change
+    /// taken for another's.
+    fn hostile_trees_are_distinct_changes_and_both_readers_agree_on_them() {
+        let f = fixture();
+        let raw_tree = |entries: &[(&[u8], &[u8], Oid)]| {
+            let mut data = Vec::new();
+            for (mode, name, oid) in entries {
+                data.extend_from_slice(mode);
+                data.push(b' ');
+                data.extend_from_slice(name);
+                data.push(0);
+                data.extend_from_slice(oid.as_bytes());
+            }
+            f.git.odb().unwrap().write(git2::ObjectType::Tree, &data).unwrap()
+        };
+        let commit_of = |tree: Oid| {
+            let data = format!(
+                "tree {tree}\nauthor t <t@example.com> 1700000000 +0000\ncommitter t <t@example.com> 1700000000 +0000\n\nc\n"
+            );
+            f.git
+                .odb()
+                .unwrap()
+                .write(git2::ObjectType::Commit, data.as_bytes())
+                .unwrap()
+        };
+        let blob = |b: &[u8]| f.git.blob(b).unwrap();
+        let one =
+            |mode: &[u8], name: &[u8], content: &[u8]| commit_of(raw_tree(&[(mode, name, blob(content))]));
+        let empty = commit_of(raw_tree(&[]));
+        // 1. mode-only changes
+        let base = one(b"100644", b"f", b"x\n");
+        let exe = f.ids(base, one(b"100755", b"f", b"x\n")).unwrap();
+        let link = f.ids(base, one(b"120000", b"f", b"x\n")).unwrap();
+        let content = f.ids(base, one(b"100644", b"f", b"y\n")).unwrap();
+        assert_ne!(exe.exact, link.exact);
+        assert_ne!(exe.exact, content.exact);
+        // 2. symlink vs file added, same content
+        assert_ne!(
+            f.ids(empty, one(b"120000", b"f", b"x")).unwrap().exact,
+            f.ids(empty, one(b"100644", b"f", b"x")).unwrap().exact
+        );
+        // 3. submodule vs file holding its text
+        let c = Oid::from_str("1111111111111111111111111111111111111111").unwrap();
+        let sub = commit_of(raw_tree(&[(b"160000", b"s", c)]));
+        let text = one(b"100644", b"s", format!("Subproject commit {c}\n").as_bytes());
+        assert_ne!(
+            f.ids(empty, sub).unwrap().exact,
+            f.ids(empty, text).unwrap().exact
+        );
+        // 5. big files
+        let big = |b: u8| vec![b; (1 << 20) + 10];
+        let b0 = one(b"100644", b"big", &big(b'a'));
+        assert_ne!(
+            f.ids(b0, one(b"100644", b"big", &big(b'b'))).unwrap().exact,
+            f.ids(b0, one(b"100644", b"big", &big(b'c'))).unwrap().exact
+        );
+        // 6. NUL after 8000 bytes: text, diffed by lines, readers agree
+        let mut late = vec![b'a'; 8100];
+        late.extend_from_slice(b"\n\0one\nx\n");
+        let l0 = one(b"100644", b"n", &late);
+        let l1 = one(b"100644", b"n", &[&late[..], b"y\n"].concat());
+        let l2 = one(b"100644", b"n", &[&late[..], b"z\n"].concat());
+        assert_ne!(f.ids(l0, l1).unwrap().exact, f.ids(l0, l2).unwrap().exact);
+        // 7. rename vs copy
+        let a = one(b"100644", b"a", b"x\n");
+        let renamed = one(b"100644", b"b", b"x\n");
+        let copied = commit_of(raw_tree(&[
+            (b"100644", b"a", blob(b"x\n")),
+            (b"100644", b"b", blob(b"x\n")),
+        ]));
+        assert_ne!(f.ids(a, renamed).unwrap().exact, f.ids(a, copied).unwrap().exact);
+        // 11. split across files
+        let two = commit_of(raw_tree(&[
+            (b"100644", b"a", blob(b"1\n")),
+            (b"100644", b"b", blob(b"1\n")),
+        ]));
+        let both = commit_of(raw_tree(&[
+            (b"100644", b"a", blob(b"2\n")),
+            (b"100644", b"b", blob(b"2\n")),
+        ]));
+        let only_a = commit_of(raw_tree(&[
+            (b"100644", b"a", blob(b"2\n")),
+            (b"100644", b"b", blob(b"1\n")),
+        ]));
+        assert_ne!(f.ids(two, both).unwrap().exact, f.ids(two, only_a).unwrap().exact);
+        // 12. unsorted and duplicate entries: no panic, readers agree
+        let (x, y) = (blob(b"x\n"), blob(b"y\n"));
+        let unsorted = commit_of(raw_tree(&[(b"100644", b"b", x), (b"100644", b"a", y)]));
+        let dup = commit_of(raw_tree(&[(b"100644", b"a", x), (b"100644", b"a", y)]));
+        let sorted = commit_of(raw_tree(&[(b"100644", b"a", y), (b"100644", b"b", x)]));
+        let _ = (f.ids(sorted, unsorted), f.ids(sorted, dup), f.ids(dup, unsorted));
+        // 14. "040000" vs "40000"
+        let sub = raw_tree(&[(b"100644", b"f", x)]);
+        assert_eq!(
+            f.ids(
+                commit_of(raw_tree(&[(b"40000", b"d", sub)])),
+                commit_of(raw_tree(&[(b"040000", b"d", sub)]))
+            ),
+            None
+        );
+        // 15. odd directory mode, blob mode on a tree, tree mode on a blob: errors, no panic
+        for (m, o) in [
+            (&b"40755"[..], sub),
+            (b"100644", sub),
+            (b"40000", x),
+            (b"160000", sub),
+        ] {
+            let r = [Reads::Fast, Reads::Verified].map(|r| {
+                f.repo
+                    .change_ids(empty, commit_of(raw_tree(&[(m, b"d", o)])), r)
+                    .is_ok()
+            });
+            assert_eq!(r[0], r[1]);
+        }
+    }
+
+    #[test]
     fn a_malformed_tree_is_an_error_not_a_panic() {
         for bad in [
             &b"100644 a"[..],
