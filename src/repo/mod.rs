@@ -326,6 +326,16 @@ impl Repo {
         reader.as_mut()?.object(oid).map(|(kind, data)| f(kind, data))
     }
 
+    /// The kind and size of object `oid` from its header as gix reads it (for
+    /// [`Reads::Fast`] only), or `None` where gix cannot answer.
+    pub(super) fn fast_header(&self, oid: Oid) -> Option<(gix_object::Kind, u64)> {
+        let mut reader = self.fast_reader.borrow_mut();
+        if reader.is_none() {
+            *reader = self.fast_objects().clone();
+        }
+        reader.as_mut()?.header(oid)
+    }
+
     /// Drop this handle's gix reader and with it the pages its mapping touched (the next
     /// [`Repo::fast_commit`] opens a new one): for a step that reads nothing through gix.
     pub fn release_fast_reads(&self) {

@@ -89,6 +89,16 @@ impl FastObjects {
         Some((data.kind, data.data))
     }
 
+    /// The kind and size of object `oid`, from its header alone (nothing inflated beyond
+    /// it), or `None` where this reader does not have it or cannot tell.
+    pub fn header(&mut self, oid: Oid) -> Option<(gix_object::Kind, u64)> {
+        use gix_object::FindHeader;
+        let id = gix_hash::oid::try_from_bytes(oid.as_bytes()).ok()?;
+        self.ready()?;
+        let header = self.handle.as_ref()?.try_header(id).ok()??;
+        Some((header.kind, header.size))
+    }
+
     /// Whether `oid` is a commit, from its header alone: a packed object's kind is in its
     /// entry's first bytes, so nothing is inflated (a delta's kind is its base's). `None`
     /// where this reader does not have it or cannot tell.

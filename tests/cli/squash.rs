@@ -313,3 +313,91 @@ fn plan_works_on_a_blobless_clone_and_squash_detection_refuses_at_once_saying_wh
     assert_eq!(r.code, 64, "{}", r.transcript());
     assert!(r.stderr.contains("this is a partial clone"), "{}", r.stderr);
 }
+
+// ---- review attacks: wrong deletion verdicts from the exact id ----
+
+/// plan, then approve and verify the plan it wrote: verify re-derives the same verdict (both
+/// readers run the same hashing), so the approver's check passes.
+fn plan_and_verify(env: &TestEnv, branch: &str) -> String {
+    let v = verdict(env, branch);
+    let plan = env.repo.join("plan.json");
+    let plan = if plan.exists() {
+        plan
+    } else {
+        env.path().join("plan.json")
+    };
+    let plan = plan.to_str().unwrap();
+    let r = env.run("bob", &["approve", plan, "--yes"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("alice", &["verify", plan]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    v
+}
+
+/// The exact id hashes each line's text (white space removed) with nothing between one line
+/// and the next and no hunk header, so a base commit can be written whose change hashes like
+/// any branch's: here one that removes a line reading `five+topic five`, amid the branch's
+/// context. Main never holds "topic five" after the commit, yet the branch is squash-merged.
+#[test]
+fn attack_a_base_commit_whose_lines_run_together_like_the_branchs_change_is_not_its_squash() {
+    let env = forked();
+    // Someone with push access to main (the planner: untrusted) sets the line up...
+    env.commit("shared.txt", &shared(&[(4, "five+topic five")]), "Mallory", 20);
+    // ...and removes it: "two three four -five+topicfive six seven eight", as the branch's.
+    env.commit(
+        "shared.txt",
+        &LINES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != 4)
+            .map(|(_, l)| *l)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        "Mallory",
+        10,
+    );
+    let main = env.git(&["show", "main:shared.txt"]);
+    assert!(!main.contains("topic five"), "the branch's line is not in main");
+    assert_eq!(plan_and_verify(&env, "topic"), "skipped: not_stale");
+}
+
+/// A Makefile's recipe must start with a tab: the branch's fix replaces four spaces with one.
+/// A later main commit re-indents the same line with two spaces (still broken). The exact id
+/// strips white space from removed and added lines, so the two changes hash alike and the
+/// branch with the only working Makefile is deleted. (`git cherry` would mark it `-` too: it
+/// is advice there, a deletion here.)
+#[test]
+fn attack_a_white_space_fix_is_not_squash_merged_by_another_white_space_change() {
+    let env = TestEnv::new();
+    env.commit("Makefile", "all: app\napp:\n    cc -o app main.c", "Alice", 40);
+    env.git(&["checkout", "-q", "-b", "topic"]);
+    env.commit("Makefile", "all: app\napp:\n\tcc -o app main.c", "Bob", 30);
+    env.git(&["checkout", "-q", "main"]);
+    env.commit("Makefile", "all: app\napp:\n  cc -o app main.c", "Alice", 20);
+    assert!(!env.git(&["show", "main:Makefile"]).contains('\t'));
+    assert_eq!(plan_and_verify(&env, "topic"), "skipped: not_stale");
+}
+
+/// Python: the branch moves `return` out of the `if` (a behaviour change); main's commit
+/// only trims the same line's trailing space.
+#[test]
+fn attack_an_indentation_change_in_python_is_not_squash_merged_by_a_trailing_space_fix() {
+    let env = TestEnv::new();
+    let before = "def f(x):\n    if x:\n        x += 1\n        return x \n    return 0";
+    env.commit("f.py", before, "Alice", 40);
+    env.git(&["checkout", "-q", "-b", "topic"]);
+    env.commit(
+        "f.py",
+        "def f(x):\n    if x:\n        x += 1\n    return x \n    return 0",
+        "Bob",
+        30,
+    );
+    env.git(&["checkout", "-q", "main"]);
+    env.commit(
+        "f.py",
+        "def f(x):\n    if x:\n        x += 1\n        return x\n    return 0",
+        "Alice",
+        20,
+    );
+    assert_eq!(plan_and_verify(&env, "topic"), "skipped: not_stale");
+}
