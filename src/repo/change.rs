@@ -622,27 +622,8 @@ mod tests {
     /// taken for another's.
     fn hostile_trees_are_distinct_changes_and_both_readers_agree_on_them() {
         let f = fixture();
-        let raw_tree = |entries: &[(&[u8], &[u8], Oid)]| {
-            let mut data = Vec::new();
-            for (mode, name, oid) in entries {
-                data.extend_from_slice(mode);
-                data.push(b' ');
-                data.extend_from_slice(name);
-                data.push(0);
-                data.extend_from_slice(oid.as_bytes());
-            }
-            f.git.odb().unwrap().write(git2::ObjectType::Tree, &data).unwrap()
-        };
-        let commit_of = |tree: Oid| {
-            let data = format!(
-                "tree {tree}\nauthor t <t@example.com> 1700000000 +0000\ncommitter t <t@example.com> 1700000000 +0000\n\nc\n"
-            );
-            f.git
-                .odb()
-                .unwrap()
-                .write(git2::ObjectType::Commit, data.as_bytes())
-                .unwrap()
-        };
+        let raw_tree = |entries: &[(&[u8], &[u8], Oid)]| write_raw_tree(&f, entries);
+        let commit_of = |tree: Oid| commit_tree(&f, tree);
         let blob = |b: &[u8]| f.git.blob(b).unwrap();
         let one =
             |mode: &[u8], name: &[u8], content: &[u8]| commit_of(raw_tree(&[(mode, name, blob(content))]));

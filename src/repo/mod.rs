@@ -299,41 +299,35 @@ impl Repo {
         if self.commit_graph().is_some_and(|g| g.parents(oid).is_some()) {
             return Some(true);
         }
-        let mut reader = self.fast_reader.borrow_mut();
-        if reader.is_none() {
-            *reader = self.fast_objects().clone();
-        }
-        reader.as_mut()?.is_commit(oid)
+        self.with_fast_reader(|r| r.is_commit(oid))
     }
 
     /// `f` over the bytes of commit `oid` as gix reads them (`objects.rs`, for
     /// [`Reads::Fast`] only), or `None` where gix cannot answer: the caller asks libgit2.
     pub(super) fn fast_commit<R>(&self, oid: Oid, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
-        let mut reader = self.fast_reader.borrow_mut();
-        if reader.is_none() {
-            *reader = self.fast_objects().clone();
-        }
-        reader.as_mut()?.commit(oid).map(f)
+        self.with_fast_reader(|r| r.commit(oid).map(f))
     }
 
     /// `f` over the kind and bytes of object `oid` as gix reads them (for [`Reads::Fast`]
     /// only), or `None` where gix cannot answer: the caller asks libgit2.
     pub(super) fn fast_object<R>(&self, oid: Oid, f: impl FnOnce(gix_object::Kind, &[u8]) -> R) -> Option<R> {
-        let mut reader = self.fast_reader.borrow_mut();
-        if reader.is_none() {
-            *reader = self.fast_objects().clone();
-        }
-        reader.as_mut()?.object(oid).map(|(kind, data)| f(kind, data))
+        self.with_fast_reader(|r| r.object(oid).map(|(kind, data)| f(kind, data)))
     }
 
     /// The kind and size of object `oid` from its header as gix reads it (for
     /// [`Reads::Fast`] only), or `None` where gix cannot answer.
     pub(super) fn fast_header(&self, oid: Oid) -> Option<(gix_object::Kind, u64)> {
+        self.with_fast_reader(|r| r.header(oid))
+    }
+
+    /// `f` with this handle's gix reader, made from `fast_objects` on first use; `None`
+    /// where gix cannot open the repository's objects.
+    fn with_fast_reader<R>(&self, f: impl FnOnce(&mut objects::FastObjects) -> Option<R>) -> Option<R> {
         let mut reader = self.fast_reader.borrow_mut();
         if reader.is_none() {
             *reader = self.fast_objects().clone();
         }
-        reader.as_mut()?.header(oid)
+        f(reader.as_mut()?)
     }
 
     /// Drop this handle's gix reader and with it the pages its mapping touched (the next

@@ -103,11 +103,7 @@ impl FastObjects {
     /// entry's first bytes, so nothing is inflated (a delta's kind is its base's). `None`
     /// where this reader does not have it or cannot tell.
     pub fn is_commit(&mut self, oid: Oid) -> Option<bool> {
-        use gix_object::FindHeader;
-        let id = gix_hash::oid::try_from_bytes(oid.as_bytes()).ok()?;
-        self.ready()?;
-        let header = self.handle.as_ref()?.try_header(id).ok()??;
-        Some(header.kind == gix_object::Kind::Commit)
+        Some(self.header(oid)?.0 == gix_object::Kind::Commit)
     }
 
     /// A store open for one more read, reopened every READS_PER_MAPPING reads.
