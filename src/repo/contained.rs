@@ -28,14 +28,16 @@
 //! removed next to it, is not contained, and is kept (a miss, never a false positive).
 //! Binary files, symbolic links and submodules are contained only when identical.
 
-use super::Repo;
+use super::graph::Reads;
+use super::{Repo, diff_budget};
 use crate::error::Result;
 use git2::{ErrorCode, Oid};
 use similar::{Algorithm, DiffTag, capture_diff_slices};
 use std::ops::Range;
 
-/// Files larger than this are contained only when identical (the line diff is quadratic in
-/// the worst case).
+/// Files larger than this, or whose diffs are over the line diff budget
+/// (`diff_budget.rs`), are contained only when identical: a line diff is quadratic in the
+/// worst case.
 const MAX_TEXT: usize = 1 << 20;
 
 impl Repo {
@@ -78,9 +80,14 @@ impl Repo {
     }
 
     fn text_contained(&self, base: Option<Oid>, theirs: Oid, ours: Oid) -> Result<bool> {
+        // The size from the object's header first: a loose object of 1 MiB can inflate to
+        // gigabytes, and a file too large is never read.
         let read = |oid: Oid| -> Result<Option<git2::Blob<'_>>> {
+            if self.blob_size(oid, Reads::Verified)? > MAX_TEXT as u64 {
+                return Ok(None);
+            }
             let blob = self.git.find_blob(oid)?;
-            Ok((blob.size() <= MAX_TEXT && !blob.is_binary()).then_some(blob))
+            Ok((!blob.is_binary()).then_some(blob))
         };
         let (Some(t), Some(o)) = (read(theirs)?, read(ours)?) else {
             return Ok(false);
@@ -140,6 +147,10 @@ pub(super) fn lines_contained(base: &[u8], theirs: &[u8], ours: &[u8]) -> bool {
         return true;
     }
     let (b, t, o) = (lines(base), lines(theirs), lines(ours));
+    // Too costly to diff: kept, as any file this criterion cannot show contained.
+    if !diff_budget::affordable(&b, &t) || !diff_budget::affordable(&b, &o) {
+        return false;
+    }
     let branch = edits(&b, &t);
     let main = edits(&b, &o);
     // Each of the branch's edits, in order, inside one of main's regions.
@@ -268,5 +279,35 @@ mod tests {
         assert!(!contained(&branch, &ours));
         ours.pop();
         assert!(contained(&branch, &ours));
+    }
+
+    /// Main changed a line between two the branch changed, far apart: contained, unless
+    /// the lines between are more than the line diff budget allows to align.
+    fn far_apart(lines: usize) -> (String, String, String) {
+        let base: Vec<String> = (0..lines).map(|i| format!("line {i}")).collect();
+        let edit = |at: &[usize], to: &str| {
+            let mut v = base.clone();
+            for &i in at {
+                v[i] = format!("{to} {i}");
+            }
+            text(&v.iter().map(String::as_str).collect::<Vec<_>>())
+        };
+        let (last, mid) = (lines - 10, lines / 2);
+        let theirs = edit(&[10, last], "branch");
+        let mut ours: Vec<String> = theirs.lines().map(str::to_string).collect();
+        ours[mid] = format!("main {mid}");
+        (
+            edit(&[], ""),
+            theirs,
+            text(&ours.iter().map(String::as_str).collect::<Vec<_>>()),
+        )
+    }
+
+    #[test]
+    fn a_diff_over_the_line_budget_is_not_contained() {
+        let (b, t, o) = far_apart(1000);
+        assert!(lines_contained(b.as_bytes(), t.as_bytes(), o.as_bytes()));
+        let (b, t, o) = far_apart(2 * crate::repo::diff_budget::MAX_DIFF_LINES);
+        assert!(!lines_contained(b.as_bytes(), t.as_bytes(), o.as_bytes()));
     }
 }

@@ -15,6 +15,7 @@ mod commit;
 mod commit_graph;
 mod config;
 mod contained;
+mod diff_budget;
 pub mod gitenv;
 mod graph;
 pub mod ledger;
