@@ -176,6 +176,19 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
             unlocked: None,
         });
     }
+    // A private key file the crate will not parse whole: its public half is in clear, and
+    // ssh-keygen signs with it (`sshsig::sign`).
+    if let Some((public, encrypted)) = private_key_header(&text) {
+        return Ok(SigningKey {
+            path: path.to_path_buf(),
+            public,
+            in_agent: false,
+            source,
+            certificate: None,
+            encrypted,
+            unlocked: None,
+        });
+    }
     if let Ok(public) = PublicKey::from_openssh(text.trim()) {
         return Ok(SigningKey {
             path: path.to_path_buf(),
@@ -209,6 +222,41 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
     Err(unreadable(
         "not an OpenSSH private key, public key or certificate".into(),
     ))
+}
+
+/// The public key and whether the private half is encrypted, from the clear header of an
+/// OpenSSH private key file (PROTOCOL.key: `openssh-key-v1\0`, then the cipher, KDF and its
+/// options, the number of keys, and the first public key). Only for files the `ssh-key`
+/// crate refuses although OpenSSH wrote them: about one ECDSA P-384 key in 256 (and P-256
+/// likewise), whose private scalar begins with a zero byte that OpenSSH's mpint encoding
+/// drops, where the crate wants the full width.
+fn private_key_header(text: &str) -> Option<(PublicKey, bool)> {
+    use base64::Engine;
+    const BEGIN: &str = "-----BEGIN OPENSSH PRIVATE KEY-----";
+    const END: &str = "-----END OPENSSH PRIVATE KEY-----";
+    let body = text.trim().strip_prefix(BEGIN)?.strip_suffix(END)?;
+    let b64: String = body.split_whitespace().collect();
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b64).ok()?;
+    let mut rest = bytes.strip_prefix(b"openssh-key-v1\0")?;
+    fn u32_at(rest: &mut &[u8]) -> Option<usize> {
+        let (n, tail) = rest.split_first_chunk::<4>()?;
+        *rest = tail;
+        Some(u32::from_be_bytes(*n) as usize)
+    }
+    fn field<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+        let len = u32_at(rest)?;
+        let (value, tail) = (rest.get(..len)?, &rest[len..]);
+        *rest = tail;
+        Some(value)
+    }
+    let cipher = field(&mut rest)?;
+    let (_kdf, _options) = (field(&mut rest)?, field(&mut rest)?);
+    if u32_at(&mut rest)? != 1 {
+        return None;
+    }
+    let blob = field(&mut rest)?;
+    let public = PublicKey::from_bytes(blob).ok()?;
+    Some((public, cipher != b"none"))
 }
 
 /// An OpenSSH certificate file (`<type>-cert-v01@openssh.com <base64> [comment]`), read as
@@ -246,4 +294,58 @@ fn generate(path: &Path) -> Result<(), KeyError> {
         return Err(err(String::from_utf8_lossy(&out.stderr).trim().to_string()));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::private_key_header;
+    use ssh_key::{PrivateKey, PublicKey};
+
+    fn fixture(name: &str) -> String {
+        std::fs::read_to_string(format!("{}/fixtures/keys/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+    }
+
+    #[test]
+    fn the_header_gives_the_public_key_the_crate_reads_from_the_whole_file() {
+        for name in ["alice_ed25519", "carol_ecdsa"] {
+            let text = fixture(name);
+            let (public, encrypted) = private_key_header(&text).unwrap();
+            assert_eq!(
+                public.key_data(),
+                PrivateKey::from_openssh(&text).unwrap().public_key().key_data()
+            );
+            assert!(!encrypted);
+        }
+        let (public, _) = private_key_header(&fixture("dave_ecdsa_p384")).unwrap();
+        let expected = PublicKey::from_openssh(fixture("dave_ecdsa_p384.pub").trim()).unwrap();
+        assert_eq!(public.key_data(), expected.key_data());
+    }
+
+    #[test]
+    fn a_truncated_or_garbled_key_file_has_no_header_and_no_panic() {
+        use base64::Engine;
+        let text = fixture("dave_ecdsa_p384");
+        let b64: String = text.lines().filter(|l| !l.starts_with("-----")).collect();
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+        let file = |bytes: &[u8]| {
+            let body = base64::engine::general_purpose::STANDARD.encode(bytes);
+            format!("-----BEGIN OPENSSH PRIVATE KEY-----\n{body}\n-----END OPENSSH PRIVATE KEY-----\n")
+        };
+        // The clear header: magic, cipher, KDF, options, the count, the public key blob.
+        let header = 15 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 136;
+        assert!(private_key_header(&file(&bytes[..header])).is_some());
+        for cut in 0..header {
+            assert!(private_key_header(&file(&bytes[..cut])).is_none(), "cut at {cut}");
+        }
+        let mut two_keys = bytes.clone();
+        two_keys[15 + 4 + 4 + 4 + 4 + 4 + 3] = 2;
+        assert!(private_key_header(&file(&two_keys)).is_none());
+        let mut lengths_past_the_end = bytes.clone();
+        lengths_past_the_end[15..19].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(private_key_header(&file(&lengths_past_the_end)).is_none());
+        assert!(
+            private_key_header("-----BEGIN OPENSSH PRIVATE KEY-----\n!!\n-----END OPENSSH PRIVATE KEY-----")
+                .is_none()
+        );
+    }
 }

@@ -496,10 +496,20 @@ mod tests {
     fn ecdsa_signatures_made_in_process_all_verify_with_ssh_keygen() {
         let dir = tempfile::tempdir().unwrap();
         for (name, bits) in [("p256", "256"), ("p384", "384")] {
-            keygen(
-                dir.path(),
-                &["-q", "-t", "ecdsa", "-b", bits, "-N", "", "-C", "a@x", "-f", name],
-            );
+            // A fresh key, one the crate parses: about one in 256 has a private scalar
+            // OpenSSH writes short, which ssh-keygen signs with (the next test).
+            loop {
+                keygen(
+                    dir.path(),
+                    &["-q", "-t", "ecdsa", "-b", bits, "-N", "", "-C", "a@x", "-f", name],
+                );
+                let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+                if ssh_key::PrivateKey::from_openssh(&text).is_ok() {
+                    break;
+                }
+                std::fs::remove_file(dir.path().join(name)).unwrap();
+                std::fs::remove_file(dir.path().join(format!("{name}.pub"))).unwrap();
+            }
             let key =
                 super::super::key::load(&dir.path().join(name), super::super::key::KeySource::Flag).unwrap();
             let pubkey = std::fs::read_to_string(dir.path().join(format!("{name}.pub"))).unwrap();
@@ -530,6 +540,44 @@ mod tests {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
+    }
+
+    /// fixtures/keys/dave_ecdsa_p384: a P-384 key whose private scalar OpenSSH wrote in 47
+    /// bytes (it begins with a zero byte). The crate refuses the file; guardctl used to call
+    /// it "not an OpenSSH private key", one fresh ECDSA key in 256.
+    #[test]
+    fn an_ecdsa_key_the_crate_cannot_parse_loads_from_its_header_and_signs_through_ssh_keygen() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/keys");
+        let text = std::fs::read_to_string(fixtures.join("dave_ecdsa_p384")).unwrap();
+        assert!(
+            ssh_key::PrivateKey::from_openssh(&text).is_err(),
+            "the fixture must be one the crate refuses"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("dave");
+        std::fs::write(&path, &text).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+        let key = super::super::key::load(&path, super::super::key::KeySource::Flag).unwrap();
+        let public = std::fs::read_to_string(fixtures.join("dave_ecdsa_p384.pub")).unwrap();
+        assert_eq!(
+            key.public.key_data(),
+            PublicKey::from_openssh(public.trim()).unwrap().key_data()
+        );
+        assert!(!key.in_agent && !key.encrypted);
+        assert!(sign_in_process(&key, "guardctl-plan", b"x").is_none());
+        let sig = sign(&key, "guardctl-plan", b"data\n").unwrap();
+        std::fs::write(dir.path().join("signers"), format!("d@x {public}")).unwrap();
+        std::fs::write(dir.path().join("sig"), &sig).unwrap();
+        std::fs::write(dir.path().join("data"), "data\n").unwrap();
+        let out = Command::new("sh")
+            .current_dir(dir.path())
+            .args([
+                "-c",
+                "ssh-keygen -Y verify -f signers -I d@x -n guardctl-plan -s sig < data",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
 
     #[test]
