@@ -160,6 +160,11 @@ impl Repo {
             let (old_data, new_data) = (read(old)?, read(new)?);
             let olds = parse_tree(old, &old_data)?;
             let news = parse_tree(new, &new_data)?;
+            // A tree git would not write has no path-by-path change (a name `a/b` would
+            // read as file `b` in directory `a`): the root trees stand for it.
+            if !well_formed(&olds) || !well_formed(&news) {
+                return Ok(None);
+            }
             walked += olds.len() + news.len();
             if walked > MAX_WALK_ENTRIES || out.len() > MAX_CHANGED_FILES {
                 return Ok(None);
@@ -310,6 +315,19 @@ fn parse_tree(tree: Option<Oid>, mut data: &[u8]) -> Result<Vec<Entry<'_>>> {
         data = &data[20..];
     }
     Ok(out)
+}
+
+/// Whether a tree's entries are as git writes them and `git fsck` accepts: each name
+/// non-empty, neither `.` nor `..`, without `/`, and the entries in strictly increasing
+/// tree order (so no name twice). The walk's merge of two trees relies on that order, and a
+/// path is unambiguous only if no name holds a `/`.
+fn well_formed(entries: &[Entry<'_>]) -> bool {
+    let name_ok =
+        |e: &Entry<'_>| !e.name.is_empty() && e.name != b"." && e.name != b".." && !e.name.contains(&b'/');
+    entries.iter().all(name_ok)
+        && entries.windows(2).all(|w| {
+            gix_object::tree::name_order(w[0].name, w[0].is_tree(), w[1].name, w[1].is_tree()).is_lt()
+        })
 }
 
 /// Both [`ChangeIds`], fed file by file (in path order: see `diff_trees`).
@@ -916,5 +934,44 @@ mod tests {
             f.commit(&[("f", edit(&moved, 500).as_bytes())]),
         );
         assert_eq!(x.unwrap().exact, y.unwrap().exact);
+    }
+
+    /// Trees `git fsck` rejects (a name with `/`, entries out of order or twice, `..`)
+    /// change as their root trees: never as the well-formed tree whose paths they mimic.
+    #[test]
+    fn attack_a_tree_git_would_not_write_changes_as_its_root_trees() {
+        let f = fixture();
+        let blob = |s: &[u8]| f.git.blob(s).unwrap();
+        let (one, two) = (blob(b"one\n"), blob(b"two\n"));
+        let base = commit_tree(&f, write_raw_tree(&f, &[(b"100644", b"z", one)]));
+        // The honest change: file b in directory a.
+        let dir = write_raw_tree(&f, &[(b"100644", b"b", two)]);
+        let honest = commit_tree(
+            &f,
+            write_raw_tree(&f, &[(b"40000", b"a", dir), (b"100644", b"z", one)]),
+        );
+        let hostile = [
+            write_raw_tree(&f, &[(b"100644", b"a/b", two), (b"100644", b"z", one)]),
+            write_raw_tree(&f, &[(b"100644", b"z", one), (b"100644", b"a", two)]),
+            write_raw_tree(
+                &f,
+                &[
+                    (b"100644", b"a", two),
+                    (b"100644", b"a", two),
+                    (b"100644", b"z", one),
+                ],
+            ),
+            write_raw_tree(&f, &[(b"100644", b"..", two), (b"100644", b"z", one)]),
+            write_raw_tree(&f, &[(b"100644", b"", two), (b"100644", b"z", one)]),
+        ];
+        let honest_ids = f.ids(base, honest).unwrap();
+        let base_tree = f.git.find_commit(base).unwrap().tree_id();
+        for tree in hostile {
+            let ids = f.ids(base, commit_tree(&f, tree)).unwrap();
+            let mut roots = Hasher::default();
+            roots.trees(base_tree, tree);
+            assert_eq!(ids, roots.finish(), "tree {tree}");
+            assert_ne!(ids.exact, honest_ids.exact);
+        }
     }
 }
