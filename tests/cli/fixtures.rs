@@ -398,6 +398,30 @@ impl TestEnv {
         c
     }
 
+    /// [`Self::run`], started by `sh` after `prelude` (a `ulimit`, say): limits set there
+    /// hold for guardctl and every child it starts, and for nothing else in the test.
+    pub fn run_after(&self, prelude: &str, user: &str, args: &[&str]) -> Run {
+        let mut c = self.command();
+        let bin = env!("CARGO_BIN_EXE_guardctl");
+        let mut sh = Command::new("sh");
+        sh.current_dir(&self.repo).env_clear();
+        for (k, v) in c.get_envs() {
+            if let Some(v) = v {
+                sh.env(k, v);
+            }
+        }
+        sh.arg("-c")
+            .arg(format!("{prelude} && exec \"$0\" \"$@\""))
+            .arg(bin)
+            .arg("--key")
+            .arg(self.key(user))
+            .arg("--allowed-signers")
+            .arg(self.allowed_signers())
+            .args(args);
+        c = sh;
+        run(c)
+    }
+
     /// Run guardctl as `user` (their test key, the test allowed-signers file).
     pub fn run(&self, user: &str, args: &[&str]) -> Run {
         let key = self.key(user);

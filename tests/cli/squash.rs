@@ -401,3 +401,41 @@ fn attack_an_indentation_change_in_python_is_not_squash_merged_by_a_trailing_spa
     );
     assert_eq!(plan_and_verify(&env, "topic"), "skipped: not_stale");
 }
+
+/// A branch that adds a file of 512 MiB of zeros, stored as a loose object of half a
+/// megabyte: squash detection must judge it by its size from the object's header, never
+/// inflate it, in plan and in verify (which re-derive through different readers). Run with
+/// 256 MiB of data segment (`ulimit -d`): inflating the file would abort the process.
+#[test]
+fn a_huge_file_that_compresses_to_little_is_never_inflated_by_plan_or_verify() {
+    let env = TestEnv::new();
+    env.commit("a.txt", "a", "Alice", 40);
+    env.git(&["checkout", "-q", "-b", "topic"]);
+    let out = std::process::Command::new("sh")
+        .current_dir(&env.repo)
+        .args(["-c", "head -c 536870912 /dev/zero | git hash-object -w --stdin"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let blob = String::from_utf8(out.stdout).unwrap();
+    env.git(&[
+        "update-index",
+        "--add",
+        "--cacheinfo",
+        &format!("100644,{},big.bin", blob.trim()),
+    ]);
+    env.git_full(&env.repo, &["commit", "-q", "-m", "big"], 30, "Bob");
+    env.git(&["checkout", "-q", "-f", "main"]);
+    env.commit("a.txt", "b", "Alice", 20);
+    let limit = "ulimit -d 262144";
+    let plan = env.path().join("plan.json");
+    let plan = plan.to_str().unwrap();
+    let r = env.run_after(
+        limit,
+        "alice",
+        &["plan", "stale-branches", "--squash-merged", "-o", plan],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run_after(limit, "alice", &["verify", plan]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
