@@ -93,7 +93,35 @@ fn refuse_splitting_in(is_set: impl Fn(&str) -> bool) -> Result<()> {
 
 /// `git`, with exactly the environment described above.
 pub fn git() -> Process {
-    environment(Process::new("git"))
+    static RESOLVED: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    let program = RESOLVED.get_or_init(|| resolve("git", std::env::var_os("PATH").as_deref()));
+    match program {
+        Some(path) => environment(Process::new(path).arg0("git")),
+        None => environment(Process::new("git")),
+    }
+}
+
+/// Where `execvp` would find `program` in `path`, when every entry it looks at is absolute
+/// (a relative entry would be read from the child's directory, not ours): `None` leaves the
+/// search to the child as before.
+///
+/// Why: the standard library starts a child with `posix_spawn` (no copy of the parent)
+/// only when it need not search a `PATH` it was given, and every git child is given one (it
+/// is in [`PASSED`]). Otherwise it forks: `show` of a 50,000-branch plan forked its 78 MB
+/// three times to read config, a copy of its page tables each time.
+fn resolve(program: &str, path: Option<&std::ffi::OsStr>) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    for dir in std::env::split_paths(path?) {
+        if !dir.is_absolute() {
+            return None;
+        }
+        let candidate = dir.join(program);
+        match std::fs::metadata(&candidate) {
+            Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => return Some(candidate),
+            _ => continue,
+        }
+    }
+    None
 }
 
 /// `p` (git, or a shell that execs git) with exactly the environment described above.
@@ -116,6 +144,32 @@ fn with_environment(p: Process, get: impl Fn(&str) -> Option<std::ffi::OsString>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn git_is_found_where_execvp_would_find_it_or_left_to_the_child() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        // Not executable in a: skipped, as execvp skips it.
+        std::fs::write(a.join("git"), "").unwrap();
+        std::fs::write(b.join("git"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(b.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::join_paths([&a, &b]).unwrap();
+        assert_eq!(resolve("git", Some(&path)), Some(b.join("git")));
+        // A relative entry first: it would be searched from the child's directory.
+        let path = std::env::join_paths([std::path::Path::new("bin"), &b]).unwrap();
+        assert_eq!(resolve("git", Some(&path)), None);
+        let path = std::ffi::OsString::from(format!(":{}", b.display()));
+        assert_eq!(
+            resolve("git", Some(&path)),
+            None,
+            "an empty entry is the current directory"
+        );
+        assert_eq!(resolve("git", None), None);
+        assert_eq!(resolve("git", Some(a.as_os_str())), None);
+    }
 
     #[test]
     fn a_git_child_gets_only_the_allowlist_and_guardctls_own_settings() {
