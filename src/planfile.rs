@@ -48,7 +48,8 @@ pub fn read_untrusted(path: &Path) -> Result<Vec<u8>> {
 pub fn load(path: &Path) -> Result<Loaded> {
     // The raw bytes go as soon as they are parsed: at 50,000 branches every copy of a plan
     // costs tens of megabytes.
-    let file = plan_file(path, &read_untrusted(path)?)?;
+    let file = envelope::parse_plan_file_owned(read_untrusted(path)?)
+        .map_err(|e| invalid(path, format!("not a guardctl plan file ({e})")))?;
     from_file(path, file)
 }
 
