@@ -31,10 +31,14 @@ impl Repo {
         if let Some(s) = self.settings.get() {
             return Ok(s);
         }
-        let out = self.read_config(&["--list"])?.unwrap_or_default();
-        // `[branch]` sections are read live, and there may be 50,000 of them: not kept here.
-        let kept = entries(&out).filter(|(k, _)| !k.starts_with("branch."));
-        Ok(self.settings.get_or_init(|| kept.collect()))
+        let read = settings_from(self.read_config(&["--list"])?);
+        Ok(self.settings.get_or_init(|| read))
+    }
+
+    /// The `git config` run [`Repo::settings`] reads (its output goes through
+    /// [`config_output`] and [`settings_from`]), for a read started ahead on another thread.
+    pub(super) fn settings_reader(&self) -> crate::process::Process {
+        self.config_process(&["--list"])
     }
 
     /// Every `branch.<name>.*` entry of the repository's local config, grouped by branch name,
@@ -167,8 +171,15 @@ impl Repo {
     }
 }
 
+/// The settings among a `git config --null --list` output: `[branch]` sections are read
+/// live, and there may be 50,000 of them: not kept.
+pub(super) fn settings_from(out: Option<Vec<u8>>) -> Vec<(String, String)> {
+    let out = out.unwrap_or_default();
+    entries(&out).filter(|(k, _)| !k.starts_with("branch.")).collect()
+}
+
 /// What `git` (a `git config` read) printed: `None` when nothing matched (exit status 1).
-fn config_output(git: crate::process::Process) -> Result<Option<Vec<u8>>> {
+pub(super) fn config_output(git: crate::process::Process) -> Result<Option<Vec<u8>>> {
     let out = git.output(None)?;
     match out.status.code() {
         Some(0) => Ok(Some(out.stdout)),

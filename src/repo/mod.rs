@@ -636,7 +636,26 @@ impl Repo {
         if let Some(value) = known(self) {
             return Ok(value);
         }
-        let value = self.read_system_config(key)?;
+        // The admin settings and the repository's settings are read next by every command
+        // that reads the system config: the three `git config` children run at once rather
+        // than one after the other (about 6 ms of every plan, a tenth of a small
+        // repository's). Each is the same read as when asked for on its own; a failed one
+        // is dropped here, to be run again and reported when asked for.
+        let value = std::thread::scope(|s| {
+            let admin = self.admin.get().is_none().then(|| s.spawn(admin_entries));
+            let settings = self.settings.get().is_none().then(|| {
+                let git = self.settings_reader();
+                s.spawn(move || config::config_output(git).map(config::settings_from))
+            });
+            let value = self.read_system_config(key);
+            if let Some(Ok(Ok(read))) = admin.map(|h| h.join()) {
+                let _ = self.admin.set(read);
+            }
+            if let Some(Ok(Ok(read))) = settings.map(|h| h.join()) {
+                let _ = self.settings.set(read);
+            }
+            value
+        })?;
         if let Ok(mut m) = self.system.lock() {
             m.insert(key.to_string(), value.clone());
         }
