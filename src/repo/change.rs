@@ -16,8 +16,9 @@
 //! cost too much to diff line by line (over 1 MiB, or over the line diff budget of
 //! `diff_budget.rs`) is compared by its blob ids.
 
+use super::Repo;
+use super::diff_budget::Budget;
 use super::graph::Reads;
-use super::{Repo, diff_budget};
 use crate::error::{Error, Result};
 use git2::Oid;
 use sha2::{Digest, Sha256};
@@ -90,8 +91,11 @@ impl Repo {
         if files.is_empty() {
             return Ok(None);
         }
+        // One budget for the whole change: each file within it is not enough when a change
+        // may hold 65,536 of them.
+        let mut budget = Budget::default();
         for f in &files {
-            self.hash_file(reads, f, &mut ids)?;
+            self.hash_file(reads, f, &mut ids, &mut budget)?;
         }
         Ok(Some(ids.finish()))
     }
@@ -219,7 +223,7 @@ impl Repo {
     }
 
     /// Feed one file's change to both ids.
-    fn hash_file(&self, reads: Reads, f: &FileChange, ids: &mut Hasher) -> Result<()> {
+    fn hash_file(&self, reads: Reads, f: &FileChange, ids: &mut Hasher, budget: &mut Budget) -> Result<()> {
         let mode = |side: Option<(u32, Oid)>| side.map_or_else(|| "-".to_string(), |(m, _)| format!("{m:o}"));
         ids.start_file(&f.path, &mode(f.old), &mode(f.new));
         let content = |side: Option<(u32, Oid)>| -> Result<Vec<u8>> {
@@ -232,14 +236,17 @@ impl Repo {
         };
         let id = |side: Option<(u32, Oid)>| side.map_or(Oid::ZERO_SHA1, |(_, oid)| oid);
         // A file too large to diff is compared by id from its header: never read whole (a
-        // loose object of 1 MiB can inflate to gigabytes).
-        let too_large = |side: Option<(u32, Oid)>| -> Result<bool> {
+        // loose object of 1 MiB can inflate to gigabytes). So is every file once the
+        // change has read its budget of bytes (65,536 changed files of 1 MiB each).
+        let size = |side: Option<(u32, Oid)>| -> Result<u64> {
             match side {
-                None | Some((MODE_SUBMODULE, _)) => Ok(false),
-                Some((_, oid)) => Ok(self.blob_size(oid, reads)? > MAX_LINE_DIFF_BYTES as u64),
+                None | Some((MODE_SUBMODULE, _)) => Ok(0),
+                Some((_, oid)) => self.blob_size(oid, reads),
             }
         };
-        if too_large(f.old)? || too_large(f.new)? {
+        let (old_size, new_size) = (size(f.old)?, size(f.new)?);
+        let too_large = old_size.max(new_size) > MAX_LINE_DIFF_BYTES as u64;
+        if too_large || !budget.read(old_size + new_size) {
             ids.whole(id(f.old), id(f.new));
             return Ok(());
         }
@@ -251,7 +258,7 @@ impl Repo {
             ids.whole(id(f.old), id(f.new));
             return Ok(());
         }
-        if !ids.lines(&old, &new) {
+        if !ids.lines(&old, &new, budget) {
             ids.whole(id(f.old), id(f.new));
         }
         Ok(())
@@ -318,13 +325,22 @@ fn parse_tree(tree: Option<Oid>, mut data: &[u8]) -> Result<Vec<Entry<'_>>> {
 }
 
 /// Whether a tree's entries are as git writes them and `git fsck` accepts: each name
-/// non-empty, neither `.` nor `..`, without `/`, and the entries in strictly increasing
-/// tree order (so no name twice). The walk's merge of two trees relies on that order, and a
-/// path is unambiguous only if no name holds a `/`.
+/// non-empty, neither `.` nor `..`, without `/`, each mode one git writes, and the entries
+/// in strictly increasing tree order (so no name twice). The walk's merge of two trees
+/// relies on that order, and a path is unambiguous only if no name holds a `/`.
 fn well_formed(entries: &[Entry<'_>]) -> bool {
     let name_ok =
         |e: &Entry<'_>| !e.name.is_empty() && e.name != b"." && e.name != b".." && !e.name.contains(&b'/');
-    entries.iter().all(name_ok)
+    // The modes git writes (and 100664, which early git wrote): git reads any mode with the
+    // directory bits as a tree, where the walk would read 040755 as a file and stop at a
+    // tree that is not a blob.
+    let mode_ok = |e: &Entry<'_>| {
+        matches!(
+            e.mode,
+            0o100644 | 0o100755 | 0o100664 | 0o120000 | MODE_TREE | MODE_SUBMODULE
+        )
+    };
+    entries.iter().all(|e| name_ok(e) && mode_ok(e))
         && entries.windows(2).all(|w| {
             gix_object::tree::name_order(w[0].name, w[0].is_tree(), w[1].name, w[1].is_tree()).is_lt()
         })
@@ -376,12 +392,12 @@ impl Hasher {
     }
 
     /// A text file's lines, diffed and grouped into hunks with [`CONTEXT`] lines around.
-    /// False, with nothing hashed, for a pair the line diff budget does not afford (the
-    /// caller compares it whole).
-    fn lines(&mut self, old: &[u8], new: &[u8]) -> bool {
+    /// False, with nothing hashed, for a pair the change's line diff budget does not
+    /// afford (the caller compares it whole).
+    fn lines(&mut self, old: &[u8], new: &[u8], budget: &mut Budget) -> bool {
         use imara_diff::{Algorithm, Diff, InternedInput};
         let input = InternedInput::new(old, new);
-        if !diff_budget::affordable(&input.before, &input.after) {
+        if !budget.diff(&input.before, &input.after) {
             return false;
         }
         let mut diff = Diff::compute(Algorithm::Histogram, &input);
@@ -460,6 +476,7 @@ impl Hasher {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repo::diff_budget;
 
     struct Fixture {
         _dir: tempfile::TempDir,
@@ -963,6 +980,8 @@ mod tests {
             ),
             write_raw_tree(&f, &[(b"100644", b"..", two), (b"100644", b"z", one)]),
             write_raw_tree(&f, &[(b"100644", b"", two), (b"100644", b"z", one)]),
+            // A directory's mode with other permission bits: a tree to git.
+            write_raw_tree(&f, &[(b"40755", b"a", dir), (b"100644", b"z", one)]),
         ];
         let honest_ids = f.ids(base, honest).unwrap();
         let base_tree = f.git.find_commit(base).unwrap().tree_id();
@@ -973,5 +992,48 @@ mod tests {
             assert_eq!(ids, roots.finish(), "tree {tree}");
             assert_ne!(ids.exact, honest_ids.exact);
         }
+    }
+
+    /// A change of many files, each within the line diff budget: one budget for the whole
+    /// change (the attack review's: 65,536 paths all going from blob A to blob B, a shape
+    /// quadratic to diff, took hours). Files diffed until it is spent, in path order, the
+    /// rest compared whole, in plan and verify alike.
+    #[test]
+    fn attack_many_files_each_within_the_line_budget_share_one_budget() {
+        let f = fixture();
+        // Every line replaced: 2^15 lines to align, a cost of 2^30 (cheap to diff, as costly
+        // to the budget as the worst shape).
+        let half = diff_budget::MAX_DIFF_LINES as u32 / 2;
+        let a: String = (0..half).map(|i| format!("{i}\n")).collect();
+        let b: String = (0..half).map(|i| format!("{}\n", i + half)).collect();
+        let names: Vec<String> = (0..6).map(|i| format!("f{i}")).collect();
+        let old = f.commit(
+            &names
+                .iter()
+                .map(|p| (p.as_str(), a.as_bytes()))
+                .collect::<Vec<_>>(),
+        );
+        let new = f.commit(
+            &names
+                .iter()
+                .map(|p| (p.as_str(), b.as_bytes()))
+                .collect::<Vec<_>>(),
+        );
+        let (blob_a, blob_b) = (
+            f.git.blob(a.as_bytes()).unwrap(),
+            f.git.blob(b.as_bytes()).unwrap(),
+        );
+        let mut expected = Hasher::default();
+        let mut spent = Budget::default();
+        for (i, name) in names.iter().enumerate() {
+            expected.start_file(name.as_bytes(), "100644", "100644");
+            // 2^31 affords two such files.
+            if i < 2 {
+                assert!(expected.lines(a.as_bytes(), b.as_bytes(), &mut spent));
+            } else {
+                expected.whole(blob_a, blob_b);
+            }
+        }
+        assert_eq!(f.ids(old, new).unwrap(), expected.finish());
     }
 }

@@ -28,8 +28,9 @@
 //! removed next to it, is not contained, and is kept (a miss, never a false positive).
 //! Binary files, symbolic links and submodules are contained only when identical.
 
+use super::Repo;
+use super::diff_budget::Budget;
 use super::graph::Reads;
-use super::{Repo, diff_budget};
 use crate::error::Result;
 use git2::{ErrorCode, Oid};
 use similar::{Algorithm, DiffTag, capture_diff_slices};
@@ -47,6 +48,8 @@ impl Repo {
         let tree = |c: Oid| -> Result<git2::Tree<'_>> { Ok(self.git.find_commit(c)?.tree()?) };
         let (fork, tip, into) = (tree(fork)?, tree(tip)?, tree(into)?);
         let diff = self.git.diff_tree_to_tree(Some(&fork), Some(&tip), None)?;
+        // One budget for every file of the change (see `diff_budget`).
+        let mut budget = Budget::default();
         for delta in diff.deltas() {
             let Some(path) = delta.new_file().path().or(delta.old_file().path()) else {
                 return Ok(false);
@@ -72,18 +75,19 @@ impl Repo {
                 Some(_) => return Ok(false),
                 None => None,
             };
-            if !self.text_contained(b, t, o)? {
+            if !self.text_contained(b, t, o, &mut budget)? {
                 return Ok(false);
             }
         }
         Ok(true)
     }
 
-    fn text_contained(&self, base: Option<Oid>, theirs: Oid, ours: Oid) -> Result<bool> {
+    fn text_contained(&self, base: Option<Oid>, theirs: Oid, ours: Oid, budget: &mut Budget) -> Result<bool> {
         // The size from the object's header first: a loose object of 1 MiB can inflate to
         // gigabytes, and a file too large is never read.
-        let read = |oid: Oid| -> Result<Option<git2::Blob<'_>>> {
-            if self.blob_size(oid, Reads::Verified)? > MAX_TEXT as u64 {
+        let mut read = |oid: Oid| -> Result<Option<git2::Blob<'_>>> {
+            let size = self.blob_size(oid, Reads::Verified)?;
+            if size > MAX_TEXT as u64 || !budget.read(size) {
                 return Ok(None);
             }
             let blob = self.git.find_blob(oid)?;
@@ -100,7 +104,7 @@ impl Repo {
             None => None,
         };
         let b = b.as_ref().map_or(&[][..], |b| b.content());
-        Ok(lines_contained(b, t.content(), o.content()))
+        Ok(lines_contained(b, t.content(), o.content(), budget))
     }
 }
 
@@ -142,13 +146,13 @@ fn edits(old: &[&[u8]], new: &[&[u8]]) -> Vec<Edit> {
 
 /// Whether the branch's change of one text (`base` → `theirs`) is in `ours`, by the
 /// module's criterion. Pure.
-pub(super) fn lines_contained(base: &[u8], theirs: &[u8], ours: &[u8]) -> bool {
+pub(super) fn lines_contained(base: &[u8], theirs: &[u8], ours: &[u8], budget: &mut Budget) -> bool {
     if theirs == ours {
         return true;
     }
     let (b, t, o) = (lines(base), lines(theirs), lines(ours));
     // Too costly to diff: kept, as any file this criterion cannot show contained.
-    if !diff_budget::affordable(&b, &t) || !diff_budget::affordable(&b, &o) {
+    if !budget.diff(&b, &t) || !budget.diff(&b, &o) {
         return false;
     }
     let branch = edits(&b, &t);
@@ -195,6 +199,7 @@ fn inside(e: &Range<usize>, r: &Range<usize>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::lines_contained;
+    use crate::repo::diff_budget::Budget;
 
     fn text(lines: &[&str]) -> String {
         lines.iter().map(|l| format!("{l}\n")).collect()
@@ -211,7 +216,12 @@ mod tests {
     }
 
     fn contained(theirs: &str, ours: &str) -> bool {
-        lines_contained(text(&BASE).as_bytes(), theirs.as_bytes(), ours.as_bytes())
+        lines_contained(
+            text(&BASE).as_bytes(),
+            theirs.as_bytes(),
+            ours.as_bytes(),
+            &mut Budget::default(),
+        )
     }
 
     #[test]
@@ -304,10 +314,31 @@ mod tests {
     }
 
     #[test]
+    fn a_change_whose_files_together_are_over_the_budget_is_not_contained() {
+        // Each text alone within the budget; the third is past what the change has left.
+        let (b, t, o) = far_apart(crate::repo::diff_budget::MAX_DIFF_LINES / 4);
+        let mut budget = Budget::default();
+        let mut contained = || lines_contained(b.as_bytes(), t.as_bytes(), o.as_bytes(), &mut budget);
+        let verdicts: Vec<bool> = (0..12).map(|_| contained()).collect();
+        assert!(verdicts[0], "within the budget: contained");
+        assert!(!verdicts[11], "past the change's budget: kept");
+    }
+
+    #[test]
     fn a_diff_over_the_line_budget_is_not_contained() {
         let (b, t, o) = far_apart(1000);
-        assert!(lines_contained(b.as_bytes(), t.as_bytes(), o.as_bytes()));
+        assert!(lines_contained(
+            b.as_bytes(),
+            t.as_bytes(),
+            o.as_bytes(),
+            &mut Budget::default()
+        ));
         let (b, t, o) = far_apart(2 * crate::repo::diff_budget::MAX_DIFF_LINES);
-        assert!(!lines_contained(b.as_bytes(), t.as_bytes(), o.as_bytes()));
+        assert!(!lines_contained(
+            b.as_bytes(),
+            t.as_bytes(),
+            o.as_bytes(),
+            &mut Budget::default()
+        ));
     }
 }

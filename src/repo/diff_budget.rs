@@ -15,11 +15,63 @@
 /// diff in milliseconds.
 pub(super) const MAX_DIFF_LINES: usize = 1 << 15;
 
-/// Whether diffing `old` against `new` (as lines, or interned line tokens) is within
-/// [`MAX_DIFF_LINES`]. What is left of one side once the shared start and end are set
-/// aside may be empty: lines only added, or only removed, cost nothing to align. Linear in
-/// the texts.
-pub(super) fn affordable<T: PartialEq>(old: &[T], new: &[T]) -> bool {
+/// The most one change's line diffs may cost together, each file's cost the square of its
+/// lines to align (see [`lines_to_align`]): the worst inputs are quadratic in them, and a
+/// change may hold 65,536 files, each within [`MAX_DIFF_LINES`] (an attack made one of two
+/// blobs, A → B at every path: hours). At 2^31 the worst change measured costs about 1.6 s
+/// (two files of unique lines with each adjacent pair swapped, 0.6-0.8 s each); past it,
+/// the rest of the change's files are compared by blob id, in path order, so plan and
+/// verify decide alike.
+pub(super) const MAX_CHANGE_COST: u64 = 1 << 31;
+/// The most bytes of files one change's diffs may read; past them, files are compared by
+/// blob id without being read.
+pub(super) const MAX_CHANGE_BYTES: u64 = 64 << 20;
+
+/// What is left of one change's budgets ([`MAX_CHANGE_COST`], [`MAX_CHANGE_BYTES`]).
+pub(super) struct Budget {
+    cost: u64,
+    bytes: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget {
+            cost: MAX_CHANGE_COST,
+            bytes: MAX_CHANGE_BYTES,
+        }
+    }
+}
+
+impl Budget {
+    /// Whether `bytes` more may be read, taking them if so.
+    pub(super) fn read(&mut self, bytes: u64) -> bool {
+        let ok = bytes <= self.bytes;
+        if ok {
+            self.bytes -= bytes;
+        }
+        ok
+    }
+
+    /// Whether diffing `old` against `new` is affordable on its own ([`lines_to_align`]) and
+    /// within what the change has left, taking its cost if so.
+    pub(super) fn diff<T: PartialEq>(&mut self, old: &[T], new: &[T]) -> bool {
+        let Some(lines) = lines_to_align(old, new) else {
+            return false;
+        };
+        let cost = (lines as u64).pow(2);
+        let ok = cost <= self.cost;
+        if ok {
+            self.cost -= cost;
+        }
+        ok
+    }
+}
+
+/// The lines a diff of `old` against `new` (lines, or interned line tokens) must align, both
+/// sides together, or `None` past [`MAX_DIFF_LINES`]. What is left of one side once the
+/// shared start and end are set aside may be empty: lines only added, or only removed, cost
+/// nothing to align (0). Linear in the texts.
+fn lines_to_align<T: PartialEq>(old: &[T], new: &[T]) -> Option<usize> {
     let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
     let (old, new) = (&old[prefix..], &new[prefix..]);
     let suffix = old
@@ -29,12 +81,38 @@ pub(super) fn affordable<T: PartialEq>(old: &[T], new: &[T]) -> bool {
         .take_while(|(a, b)| a == b)
         .count();
     let (old, new) = (old.len() - suffix, new.len() - suffix);
-    old == 0 || new == 0 || old + new <= MAX_DIFF_LINES
+    match old == 0 || new == 0 {
+        true => Some(0),
+        false => (old + new <= MAX_DIFF_LINES).then_some(old + new),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_DIFF_LINES, affordable};
+    use super::{Budget, MAX_CHANGE_BYTES, MAX_CHANGE_COST, MAX_DIFF_LINES, lines_to_align};
+
+    fn affordable<T: PartialEq>(old: &[T], new: &[T]) -> bool {
+        lines_to_align(old, new).is_some()
+    }
+
+    #[test]
+    fn a_change_spends_one_budget_across_its_files() {
+        let a: Vec<u32> = (0..MAX_DIFF_LINES as u32 / 2).collect();
+        let b: Vec<u32> = a.iter().map(|i| i + 1_000_000).collect();
+        // Each pair costs (2^15)^2 = 2^30: two fit in 2^31, the third does not.
+        assert_eq!((MAX_DIFF_LINES as u64).pow(2) * 2, MAX_CHANGE_COST);
+        let mut budget = Budget::default();
+        assert!(budget.diff(&a, &b));
+        assert!(budget.diff(&a, &b));
+        assert!(!budget.diff(&a, &b), "the change's budget is spent");
+        assert!(budget.diff(&[] as &[u32], &b), "lines only added cost nothing");
+        assert!(!budget.diff(&a[..10], &b[..10]), "nothing is left");
+        let mut budget = Budget::default();
+        assert!(budget.read(MAX_CHANGE_BYTES - 1));
+        assert!(!budget.read(2));
+        assert!(budget.read(1));
+        assert!(!budget.read(1));
+    }
 
     #[test]
     fn only_the_lines_between_the_shared_start_and_end_count() {
