@@ -101,25 +101,44 @@ pub fn git() -> Process {
     }
 }
 
-/// Where `execvp` would find `program` in `path`, when every entry it looks at is absolute
-/// (a relative entry would be read from the child's directory, not ours): `None` leaves the
-/// search to the child as before.
+/// Where `execvp` would find `program` in `path`, when the search is plain: every entry it
+/// looks at absolute (a relative one would be read from the child's directory, not ours),
+/// every candidate before the one found missing, not a directory we may enter, or not
+/// ours to run (the errors `execvp` skips), and that one a program `posix_spawn` runs as
+/// `execvp` would (an ELF file or a `#!` script: `execvp` runs any other file through
+/// `/bin/sh`). Otherwise `None` leaves the search to the child, as before.
 ///
 /// Why: the standard library starts a child with `posix_spawn` (no copy of the parent)
 /// only when it need not search a `PATH` it was given, and every git child is given one (it
 /// is in [`PASSED`]). Otherwise it forks: `show` of a 50,000-branch plan forked its 78 MB
 /// three times to read config, a copy of its page tables each time.
 fn resolve(program: &str, path: Option<&std::ffi::OsStr>) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
+    use nix::errno::Errno;
+    use nix::unistd::{AccessFlags, access};
+    use std::io::Read;
     for dir in std::env::split_paths(path?) {
         if !dir.is_absolute() {
             return None;
         }
         let candidate = dir.join(program);
-        match std::fs::metadata(&candidate) {
-            Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => return Some(candidate),
-            _ => continue,
+        match access(&candidate, AccessFlags::X_OK) {
+            Ok(()) => {}
+            Err(Errno::ENOENT | Errno::ENOTDIR | Errno::EACCES) => continue,
+            Err(_) => return None,
         }
+        // A directory is EACCES to execvp: skipped.
+        match std::fs::metadata(&candidate) {
+            Ok(m) if m.is_dir() => continue,
+            Ok(m) if m.is_file() => {}
+            _ => return None,
+        }
+        let mut head = [0u8; 4];
+        let read = std::fs::File::open(&candidate).and_then(|f| f.take(4).read(&mut head));
+        return match read {
+            Ok(4) if head == *b"\x7fELF" || head.starts_with(b"#!") => Some(candidate),
+            Ok(n) if n >= 2 && head.starts_with(b"#!") => Some(candidate),
+            _ => None,
+        };
     }
     None
 }
@@ -144,6 +163,40 @@ fn with_environment(p: Process, get: impl Fn(&str) -> Option<std::ffi::OsString>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The attack review's: a `git` we may not run is skipped, as execvp skips it; a
+    /// symlink loop or a file without `#!` is left to the child (execvp fails on the
+    /// first and runs the second through /bin/sh), never resolved to a later git.
+    #[test]
+    fn attack_git_in_path_is_resolved_only_where_execvp_would_agree() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        std::fs::write(b.join("git"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(b.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::join_paths([&a, &b]).unwrap();
+        // Executable only by others (root bypasses the check: then it is ours to run).
+        std::fs::write(a.join("git"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(a.join("git"), std::fs::Permissions::from_mode(0o611)).unwrap();
+        let runnable = nix::unistd::access(&a.join("git"), nix::unistd::AccessFlags::X_OK).is_ok();
+        let expected = if runnable { a.join("git") } else { b.join("git") };
+        assert_eq!(resolve("git", Some(&path)), Some(expected));
+        // A symlink loop: execvp stops with ELOOP.
+        std::fs::remove_file(a.join("git")).unwrap();
+        std::os::unix::fs::symlink(a.join("git"), a.join("git")).unwrap();
+        assert_eq!(resolve("git", Some(&path)), None);
+        // A script without `#!`: execvp runs it through /bin/sh, posix_spawn would not.
+        std::fs::remove_file(a.join("git")).unwrap();
+        std::fs::write(a.join("git"), "exit 0\n").unwrap();
+        std::fs::set_permissions(a.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(resolve("git", Some(&path)), None);
+        // A directory named git: skipped.
+        std::fs::remove_file(a.join("git")).unwrap();
+        std::fs::create_dir(a.join("git")).unwrap();
+        assert_eq!(resolve("git", Some(&path)), Some(b.join("git")));
+    }
 
     #[test]
     fn git_is_found_where_execvp_would_find_it_or_left_to_the_child() {
