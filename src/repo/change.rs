@@ -325,8 +325,9 @@ fn parse_tree(tree: Option<Oid>, mut data: &[u8]) -> Result<Vec<Entry<'_>>> {
 }
 
 /// Whether a tree's entries are as git writes them and `git fsck` accepts: each name
-/// non-empty, neither `.` nor `..`, without `/`, each mode one git writes, and the entries
-/// in strictly increasing tree order (so no name twice). The walk's merge of two trees
+/// non-empty, neither `.` nor `..`, without `/`, each mode one git writes, the entries in
+/// strictly increasing tree order (so no name twice), and no name both a file and a
+/// directory. The walk's merge of two trees
 /// relies on that order, and a path is unambiguous only if no name holds a `/`.
 fn well_formed(entries: &[Entry<'_>]) -> bool {
     let name_ok =
@@ -340,9 +341,15 @@ fn well_formed(entries: &[Entry<'_>]) -> bool {
             0o100644 | 0o100755 | 0o100664 | 0o120000 | MODE_TREE | MODE_SUBMODULE
         )
     };
+    let order =
+        |a: &Entry<'_>, b: &Entry<'_>| gix_object::tree::name_order(a.name, a.is_tree(), b.name, b.is_tree());
     entries.iter().all(|e| name_ok(e) && mode_ok(e))
-        && entries.windows(2).all(|w| {
-            gix_object::tree::name_order(w[0].name, w[0].is_tree(), w[1].name, w[1].is_tree()).is_lt()
+        && entries.windows(2).all(|w| order(&w[0], &w[1]).is_lt())
+        // A file and a directory of one name are apart in tree order ("a", "a-b", "a/"):
+        // `git fsck` calls them duplicate entries too. Sorted, a file is found by search.
+        && entries.iter().filter(|d| d.is_tree()).all(|d| {
+            let file = Entry { name: d.name, mode: 0o100644, oid: d.oid };
+            entries.binary_search_by(|e| order(e, &file)).is_err()
         })
 }
 
@@ -982,6 +989,16 @@ mod tests {
             write_raw_tree(&f, &[(b"100644", b"", two), (b"100644", b"z", one)]),
             // A directory's mode with other permission bits: a tree to git.
             write_raw_tree(&f, &[(b"40755", b"a", dir), (b"100644", b"z", one)]),
+            // A file and a directory of one name, in tree order.
+            write_raw_tree(
+                &f,
+                &[
+                    (b"100644", b"a", one),
+                    (b"100644", b"a-b", one),
+                    (b"40000", b"a", dir),
+                    (b"100644", b"z", one),
+                ],
+            ),
         ];
         let honest_ids = f.ids(base, honest).unwrap();
         let base_tree = f.git.find_commit(base).unwrap().tree_id();
