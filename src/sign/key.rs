@@ -164,7 +164,7 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
         path: path.display().to_string(),
         reason,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))?;
+    let text = read_key_file(path).map_err(unreadable)?;
     if let Ok(private) = PrivateKey::from_openssh(&text) {
         return Ok(SigningKey {
             path: path.to_path_buf(),
@@ -222,6 +222,39 @@ pub fn load(path: &Path, source: KeySource) -> Result<SigningKey, KeyError> {
     Err(unreadable(
         "not an OpenSSH private key, public key or certificate".into(),
     ))
+}
+
+/// A key file's text: a regular file (a symbolic link to one is fine) of at most 1 MiB.
+/// A FIFO would block with no writer and a device such as /dev/zero never end; neither could
+/// ssh-keygen read it again when signing. Opened without blocking, and checked again once
+/// open, so a file swapped after the first check is still refused.
+fn read_key_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    const MAX: u64 = 1 << 20;
+    let regular = |m: std::fs::Metadata| -> Result<(), String> {
+        match m.is_file() {
+            true => Ok(()),
+            false => {
+                Err("not a regular file (a key is a file ssh-keygen can read again when signing)".into())
+            }
+        }
+    };
+    regular(std::fs::metadata(path).map_err(|e| e.to_string())?)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| e.to_string())?;
+    regular(file.metadata().map_err(|e| e.to_string())?)?;
+    let mut text = String::new();
+    file.take(MAX + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX {
+        return Err("larger than 1 MiB: not a key file".into());
+    }
+    Ok(text)
 }
 
 /// The public key and whether the private half is encrypted, from the clear header of an
@@ -319,6 +352,33 @@ mod tests {
         let (public, _) = private_key_header(&fixture("dave_ecdsa_p384")).unwrap();
         let expected = PublicKey::from_openssh(fixture("dave_ecdsa_p384.pub").trim()).unwrap();
         assert_eq!(public.key_data(), expected.key_data());
+    }
+
+    #[test]
+    fn a_key_that_is_a_fifo_a_device_or_huge_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let huge = dir.path().join("huge");
+        std::fs::write(&huge, vec![b'a'; (1 << 20) + 1]).unwrap();
+        for path in [fifo, std::path::PathBuf::from("/dev/zero"), huge] {
+            // A thread, so that a regression blocks this test, not the whole suite.
+            let (tx, rx) = std::sync::mpsc::channel();
+            let p = path.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(super::load(&p, super::KeySource::Flag).is_err());
+            });
+            let refused = rx.recv_timeout(std::time::Duration::from_secs(30));
+            assert_eq!(refused, Ok(true), "{}", path.display());
+        }
+        // A symbolic link to a key file is a key file.
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(
+            format!("{}/fixtures/keys/alice_ed25519", env!("CARGO_MANIFEST_DIR")),
+            &link,
+        )
+        .unwrap();
+        assert!(super::load(&link, super::KeySource::Flag).is_ok());
     }
 
     #[test]
