@@ -7,6 +7,8 @@ branch that rewrites `f` in a shape that is quadratic for a line diff's worst ca
   rhythms      lines `x`/`y` in two rhythms (i%3 against i%5): every line frequent
   interleaved  unique lines, the branch's with a line `Z` after each one
   tokens60     60 distinct lines, shuffled differently on each side
+  swapped      unique lines, the branch's with each adjacent pair swapped (the attack
+               review's worst shape within the per-file budget)
 
 at sizes under and over the line diff budget (src/repo/diff_budget.rs, MAX_DIFF_LINES,
 2^15 lines both sides together: under it the file is diffed line by line, over it compared
@@ -16,7 +18,7 @@ by blob id). Timed, alternately with its baseline:
   git     git diff --histogram <fork> <branch> (the algorithm squash detection uses), and
           git diff (Myers), same pair
 
-Usage: python3 benches/hostile_diff.py [--runs 3] [--no-build]. Needs a release build, git,
+Usage: python3 benches/hostile_diff.py [--runs 3] [--no-build] [--shapes rhythms,swapped]. Needs a release build, git,
 ssh-keygen. Never run by the test suite: timings are reported, not asserted.
 """
 
@@ -36,6 +38,8 @@ SHAPES = {
                               "".join(f"{i:x}\nZ\n" for i in range(n // 3))),
     "tokens60": lambda n: ("".join(f"{i % 60}\n" for i in range(n)),
                            "".join(f"{(i * 7) % 60}\n" for i in range(n))),
+    "swapped": lambda n: ("".join(f"{i}\n" for i in range(n)),
+                          "".join(f"{i ^ 1}\n" for i in range(n))),
 }
 # Lines per side: 16k sides sit at the budget (32k together), 100k and 300k far over it.
 SIZES = [8_000, 16_000, 100_000, 300_000]
@@ -67,6 +71,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--shapes", default=",".join(SHAPES), help="comma-separated, of: " + ", ".join(SHAPES))
     a = ap.parse_args()
     if not a.no_build:
         scale.sh(["cargo", "build", "--release", "-q"], cwd=scale.ROOT)
@@ -76,7 +81,8 @@ def main():
     print("| shape | lines per side | bytes | plan --squash-merged | git diff --histogram | ratio | git diff (Myers) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     try:
-        for shape, gen in SHAPES.items():
+        for shape in a.shapes.split(","):
+            gen = SHAPES[shape]
             for n in SIZES:
                 before, after = gen(n)
                 repo = os.path.join(tmp, f"{shape}{n}")

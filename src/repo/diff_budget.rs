@@ -10,9 +10,11 @@
 //! "not contained", which only ever makes a branch kept, never deleted.
 
 /// The most lines, both sides together, a line diff may have to align after the lines
-/// the two texts share at their start and end are set aside. At this size the worst inputs
-/// measured (benches/README.md, "Line diff budget") take about 0.2 s; real source files
-/// diff in milliseconds.
+/// the two texts share at their start and end are set aside. At this size the worst input
+/// measured (unique lines with each adjacent pair swapped) takes 0.6-0.8 s and the shapes
+/// of `benches/hostile_diff.py` about 0.2 s (docs/performance.md, "Files made to be
+/// expensive to diff"); real source files diff in milliseconds. vite's `pnpm-lock.yaml`
+/// (14,474 lines) changed at both ends must still diff, hence not 2^14.
 pub(super) const MAX_DIFF_LINES: usize = 1 << 15;
 
 /// The most one change's line diffs may cost together, each file's cost the square of its
