@@ -439,3 +439,38 @@ fn a_huge_file_that_compresses_to_little_is_never_inflated_by_plan_or_verify() {
     let r = env.run_after(limit, "alice", &["verify", plan]);
     assert_eq!(r.code, 0, "{}", r.transcript());
 }
+
+/// A branch whose change is over the per-change diff budget (six files, each with every
+/// line replaced: two fill the budget, the other four are compared by blob id) and that
+/// landed as one squash commit: still squash-merged, and verify re-derives the same
+/// verdict through the other reader, whose budget is spent the same way. A branch whose
+/// last file differs from the squash by one line is kept.
+#[test]
+fn a_change_over_the_diff_budget_is_judged_alike_by_plan_and_verify() {
+    let env = TestEnv::new();
+    let old: String = (0..16_384).map(|i| format!("old {i}\n")).collect();
+    let new: String = (0..16_384).map(|i| format!("new {i}\n")).collect();
+    let names: Vec<String> = (0..6).map(|i| format!("f{i}.txt")).collect();
+    for n in &names {
+        std::fs::write(env.repo.join(n), &old).unwrap();
+    }
+    env.git_full(&env.repo, &["add", "-A"], 40, "Alice");
+    env.git_full(&env.repo, &["commit", "-q", "-m", "files"], 40, "Alice");
+    let fork = env.git(&["rev-parse", "HEAD"]);
+    for (branch, last) in [("topic", new.clone()), ("other", format!("{new}one more\n"))] {
+        env.git(&["checkout", "-q", "-b", branch, &fork]);
+        for n in &names {
+            std::fs::write(env.repo.join(n), &new).unwrap();
+        }
+        std::fs::write(env.repo.join(&names[5]), &last).unwrap();
+        env.git_full(&env.repo, &["add", "-A"], 30, "Bob");
+        env.git_full(&env.repo, &["commit", "-q", "-m", "rewrite"], 30, "Bob");
+    }
+    env.git(&["checkout", "-q", "main"]);
+    env.commit("unrelated.txt", "x", "Alice", 25);
+    // The squash of topic: the same six files.
+    env.git(&["checkout", "-q", "topic", "--", "."]);
+    env.git_full(&env.repo, &["commit", "-q", "-m", "rewrite (#1)"], 20, "Alice");
+    assert_eq!(verdict(&env, "other"), "skipped: not_stale");
+    assert_eq!(plan_and_verify(&env, "topic"), "squash-merged");
+}
