@@ -48,8 +48,7 @@ pub fn read_untrusted(path: &Path) -> Result<Vec<u8>> {
 pub fn load(path: &Path) -> Result<Loaded> {
     // The raw bytes go as soon as they are parsed: at 50,000 branches every copy of a plan
     // costs tens of megabytes.
-    let file = envelope::parse_plan_file_owned(read_untrusted(path)?)
-        .map_err(|e| invalid(path, format!("not a guardctl plan file ({e})")))?;
+    let file = plan_file(path, read_untrusted(path)?)?;
     from_file(path, file)
 }
 
@@ -62,7 +61,7 @@ pub fn load_bytes(name: &Path, bytes: &[u8]) -> Result<Loaded> {
             format!("larger than {} bytes", envelope::MAX_FILE_BYTES),
         ));
     }
-    from_file(name, plan_file(name, bytes)?)
+    from_file(name, plan_file(name, bytes.to_vec())?)
 }
 
 /// How many approvals the file at `path` carries when it is a plan file: the plan envelope,
@@ -73,7 +72,7 @@ pub fn load_bytes(name: &Path, bytes: &[u8]) -> Result<Loaded> {
 /// parse and checks). A payload the planner's own key re-signed is a plan here; what it
 /// says is judged by every command that reads it.
 pub fn peek_approvals(path: &Path) -> Option<usize> {
-    let file = plan_file(path, &read_untrusted(path).ok()?).ok()?;
+    let file = plan_file(path, read_untrusted(path).ok()?).ok()?;
     let payload = plan_payload(&file).ok()?;
     dsse::verify_decoded(&file.payload_type, &file.signatures, &payload, PLAN_NAMESPACE).ok()?;
     Some(file.approvals.len())
@@ -89,8 +88,10 @@ fn plan_payload(file: &PlanFile) -> std::result::Result<Vec<u8>, dsse::EnvelopeE
     envelope::decode_payload(&file.payload).map_err(|e| dsse::EnvelopeError::Base64(e.to_string()))
 }
 
-fn plan_file(path: &Path, bytes: &[u8]) -> Result<PlanFile> {
-    envelope::parse_plan_file(bytes).map_err(|e| invalid(path, format!("not a guardctl plan file ({e})")))
+/// A plan file's bytes parsed (the payload kept in them: `envelope::parse_plan_file_owned`).
+fn plan_file(path: &Path, bytes: Vec<u8>) -> Result<PlanFile> {
+    envelope::parse_plan_file_owned(bytes)
+        .map_err(|e| invalid(path, format!("not a guardctl plan file ({e})")))
 }
 
 fn from_file(path: &Path, file: PlanFile) -> Result<Loaded> {
