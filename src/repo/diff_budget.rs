@@ -47,11 +47,7 @@ impl Default for Budget {
 impl Budget {
     /// Whether `bytes` more may be read, taking them if so.
     pub(super) fn read(&mut self, bytes: u64) -> bool {
-        let ok = bytes <= self.bytes;
-        if ok {
-            self.bytes -= bytes;
-        }
-        ok
+        take(&mut self.bytes, bytes)
     }
 
     /// Whether diffing `old` against `new` is affordable on its own ([`lines_to_align`]) and
@@ -60,12 +56,18 @@ impl Budget {
         let Some(lines) = lines_to_align(old, new) else {
             return false;
         };
-        let cost = (lines as u64).pow(2);
-        let ok = cost <= self.cost;
-        if ok {
-            self.cost -= cost;
+        take(&mut self.cost, (lines as u64).pow(2))
+    }
+}
+
+/// Whether `amount` is within what is `left`, taken from it if so.
+fn take(left: &mut u64, amount: u64) -> bool {
+    match left.checked_sub(amount) {
+        Some(rest) => {
+            *left = rest;
+            true
         }
-        ok
+        None => false,
     }
 }
 

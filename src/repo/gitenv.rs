@@ -164,11 +164,8 @@ fn with_environment(p: Process, get: impl Fn(&str) -> Option<std::ffi::OsString>
 mod tests {
     use super::*;
 
-    /// The attack review's: a `git` we may not run is skipped, as execvp skips it; a
-    /// symlink loop or a file without `#!` is left to the child (execvp fails on the
-    /// first and runs the second through /bin/sh), never resolved to a later git.
-    #[test]
-    fn attack_git_in_path_is_resolved_only_where_execvp_would_agree() {
+    /// Two directories for a PATH, `a` empty and `b` holding an executable `git` script.
+    fn two_path_dirs() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
@@ -176,6 +173,16 @@ mod tests {
         std::fs::create_dir_all(&b).unwrap();
         std::fs::write(b.join("git"), "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(b.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        (dir, a, b)
+    }
+
+    /// The attack review's: a `git` we may not run is skipped, as execvp skips it; a
+    /// symlink loop or a file without `#!` is left to the child (execvp fails on the
+    /// first and runs the second through /bin/sh), never resolved to a later git.
+    #[test]
+    fn attack_git_in_path_is_resolved_only_where_execvp_would_agree() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, a, b) = two_path_dirs();
         let path = std::env::join_paths([&a, &b]).unwrap();
         // Executable only by others (root bypasses the check: then it is ours to run).
         std::fs::write(a.join("git"), "#!/bin/sh\n").unwrap();
@@ -200,15 +207,9 @@ mod tests {
 
     #[test]
     fn git_is_found_where_execvp_would_find_it_or_left_to_the_child() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        std::fs::create_dir_all(&a).unwrap();
-        std::fs::create_dir_all(&b).unwrap();
+        let (_dir, a, b) = two_path_dirs();
         // Not executable in a: skipped, as execvp skips it.
         std::fs::write(a.join("git"), "").unwrap();
-        std::fs::write(b.join("git"), "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(b.join("git"), std::fs::Permissions::from_mode(0o755)).unwrap();
         let path = std::env::join_paths([&a, &b]).unwrap();
         assert_eq!(resolve("git", Some(&path)), Some(b.join("git")));
         // A relative entry first: it would be searched from the child's directory.

@@ -361,19 +361,31 @@ fn attack_a_base_commit_whose_lines_run_together_like_the_branchs_change_is_not_
     assert_eq!(plan_and_verify(&env, "topic"), "skipped: not_stale");
 }
 
+/// `file` as `fork` on main, `topic` forked from it writing `theirs`, then main writing
+/// `ours` over it.
+fn diverged(file: &str, fork: &str, theirs: &str, ours: &str) -> TestEnv {
+    let env = TestEnv::new();
+    env.commit(file, fork, "Alice", 40);
+    env.git(&["checkout", "-q", "-b", "topic"]);
+    env.commit(file, theirs, "Bob", 30);
+    env.git(&["checkout", "-q", "main"]);
+    env.commit(file, ours, "Alice", 20);
+    env
+}
+
 /// A Makefile's recipe must start with a tab: the branch's fix replaces four spaces with one.
 /// A later main commit re-indents the same line with two spaces (still broken). The exact id
-/// strips white space from removed and added lines, so the two changes hash alike and the
-/// branch with the only working Makefile is deleted. (`git cherry` would mark it `-` too: it
-/// is advice there, a deletion here.)
+/// used to strip white space from removed and added lines, so the two changes hashed alike
+/// and the branch with the only working Makefile was deleted. (`git cherry` would mark it `-`
+/// too: it is advice there, a deletion here.)
 #[test]
 fn attack_a_white_space_fix_is_not_squash_merged_by_another_white_space_change() {
-    let env = TestEnv::new();
-    env.commit("Makefile", "all: app\napp:\n    cc -o app main.c", "Alice", 40);
-    env.git(&["checkout", "-q", "-b", "topic"]);
-    env.commit("Makefile", "all: app\napp:\n\tcc -o app main.c", "Bob", 30);
-    env.git(&["checkout", "-q", "main"]);
-    env.commit("Makefile", "all: app\napp:\n  cc -o app main.c", "Alice", 20);
+    let env = diverged(
+        "Makefile",
+        "all: app\napp:\n    cc -o app main.c",
+        "all: app\napp:\n\tcc -o app main.c",
+        "all: app\napp:\n  cc -o app main.c",
+    );
     assert!(!env.git(&["show", "main:Makefile"]).contains('\t'));
     assert_eq!(plan_and_verify(&env, "topic"), "skipped: not_stale");
 }
@@ -382,22 +394,11 @@ fn attack_a_white_space_fix_is_not_squash_merged_by_another_white_space_change()
 /// only trims the same line's trailing space.
 #[test]
 fn attack_an_indentation_change_in_python_is_not_squash_merged_by_a_trailing_space_fix() {
-    let env = TestEnv::new();
-    let before = "def f(x):\n    if x:\n        x += 1\n        return x \n    return 0";
-    env.commit("f.py", before, "Alice", 40);
-    env.git(&["checkout", "-q", "-b", "topic"]);
-    env.commit(
+    let env = diverged(
         "f.py",
+        "def f(x):\n    if x:\n        x += 1\n        return x \n    return 0",
         "def f(x):\n    if x:\n        x += 1\n    return x \n    return 0",
-        "Bob",
-        30,
-    );
-    env.git(&["checkout", "-q", "main"]);
-    env.commit(
-        "f.py",
         "def f(x):\n    if x:\n        x += 1\n        return x\n    return 0",
-        "Alice",
-        20,
     );
     assert_eq!(plan_and_verify(&env, "topic"), "skipped: not_stale");
 }
