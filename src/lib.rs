@@ -89,6 +89,7 @@ pub mod render;
 pub mod repo;
 pub mod review;
 pub mod sandbox;
+pub mod shell;
 pub mod sign;
 pub mod store;
 pub mod text;

@@ -1,0 +1,243 @@
+//! The rules that say which shell commands are destructive and what guardctl makes of each:
+//! data, not code (`rules.toml` is the built-in set; a trusted policy's `[[hook.rule]]`
+//! entries come first). Parsed strictly: an unknown key or a rule that could never match is
+//! an error, never a rule silently ignored.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The built-in rules, compiled in: what a fresh install enforces with no policy at all.
+pub const BUILT_IN: &str = include_str!("rules.toml");
+
+/// What guardctl plans natively for a matched command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Native {
+    /// `git branch -d/-D`: a stale-branches plan of the names given.
+    Branches,
+    /// `git tag -d`: a tags plan of the names given.
+    Tags,
+    /// `git push`: deletions become remote-branches or tags plans; force pushes an exec plan.
+    Push,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub program: String,
+    #[serde(default)]
+    pub subcommand: Vec<String>,
+    #[serde(default)]
+    pub when: Vec<String>,
+    #[serde(default)]
+    pub unless: Vec<String>,
+    pub native: Option<Native>,
+    pub preview: Option<String>,
+    #[serde(default)]
+    pub replace: BTreeMap<String, String>,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rules {
+    #[serde(default, rename = "rule")]
+    pub rules: Vec<Rule>,
+}
+
+impl Rules {
+    /// The built-in set (a unit test checks that it parses).
+    pub fn built_in() -> Result<Rules, String> {
+        parse(BUILT_IN).map_err(|e| format!("guardctl's built-in hook rules: {e}"))
+    }
+
+    /// `first` (a policy's rules) ahead of `self`.
+    pub fn after(mut self, first: Vec<Rule>) -> Rules {
+        let mut rules = first;
+        rules.append(&mut self.rules);
+        Rules { rules }
+    }
+
+    /// The first rule for `program` whose subcommand starts `operands` and whose `when` and
+    /// `unless` hold for `args` (every argument after the program).
+    pub fn find<'r>(
+        &'r self,
+        program: &str,
+        subcommand_at: &dyn Fn(&[String]) -> Option<usize>,
+        args: &[String],
+    ) -> Option<(&'r Rule, usize)> {
+        self.rules.iter().find_map(|r| {
+            if !program_matches(&r.program, program) {
+                return None;
+            }
+            let at = subcommand_at(&r.subcommand)?;
+            let rest = &args[at..];
+            let hit = |set: &[String], loose: bool| {
+                set.iter().any(|p| {
+                    rest.iter()
+                        .enumerate()
+                        .any(|(i, a)| arg_matches(p, a, i, rest, loose))
+                })
+            };
+            let destructive = (r.when.is_empty() || hit(&r.when, true)) && !hit(&r.unless, false);
+            destructive.then_some((r, at))
+        })
+    }
+}
+
+/// Rules from TOML text, checked.
+pub fn parse(text: &str) -> Result<Rules, String> {
+    let rules: Rules = toml::from_str(text).map_err(|e| e.to_string())?;
+    for r in &rules.rules {
+        check(r)?;
+    }
+    Ok(rules)
+}
+
+/// A rule that could never match, or that says two things at once, is refused.
+pub fn check(r: &Rule) -> Result<(), String> {
+    let name = format!("the rule for `{}`", r.program);
+    if r.program.is_empty() || r.program.contains('/') {
+        return Err(format!(
+            "{name}: `program` is a command name, without a directory"
+        ));
+    }
+    if r.native.is_some() && r.preview.is_some() {
+        return Err(format!("{name}: `native` and `preview` exclude each other"));
+    }
+    if r.reason.trim().is_empty() {
+        return Err(format!("{name}: `reason` says what the command destroys"));
+    }
+    for p in r.when.iter().chain(&r.unless) {
+        if p.is_empty() || p == "-" || p == "--*" {
+            return Err(format!("{name}: `{p}` matches nothing or everything"));
+        }
+    }
+    if let Some(preview) = &r.preview {
+        let mut rest = preview.as_str();
+        while let Some(i) = rest.find('{') {
+            let end = rest[i..]
+                .find('}')
+                .ok_or_else(|| format!("{name}: an unclosed `{{` in the preview"))?;
+            let field = &rest[i + 1..i + end];
+            if !matches!(field, "args" | "rest" | "operands") {
+                return Err(format!(
+                    "{name}: the preview's `{{{field}}}` is none of {{args}}, {{rest}}, {{operands}}"
+                ));
+            }
+            rest = &rest[i + end + 1..];
+        }
+    }
+    Ok(())
+}
+
+fn program_matches(pattern: &str, program: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => program.starts_with(prefix),
+        None => pattern == program,
+    }
+}
+
+/// Whether argument `a` (the `i`th of `all`) is what `pattern` names. Arguments after `--`
+/// are operands. `loose` (for `when`) also takes an unambiguous-looking abbreviation of a
+/// long option, as git's option parser does: a command guardctl misses is worse than one it
+/// plans needlessly.
+fn arg_matches(pattern: &str, a: &str, i: usize, all: &[String], loose: bool) -> bool {
+    let after_dashes = all[..i].iter().any(|x| x == "--");
+    let is_option = !after_dashes && a.starts_with('-') && a != "-" && a != "--";
+    if pattern == "--" {
+        return a == "--" && !after_dashes;
+    }
+    if let Some(long) = pattern.strip_prefix("--") {
+        if !is_option || !a.starts_with("--") {
+            return false;
+        }
+        let given = a[2..].split('=').next().unwrap_or("");
+        return match long.strip_suffix('*') {
+            Some(prefix) => given.starts_with(prefix),
+            None => given == long || (loose && given.len() >= 3 && long.starts_with(given)),
+        };
+    }
+    if let Some(short) = pattern.strip_prefix('-') {
+        if !is_option || a.starts_with("--") {
+            return false;
+        }
+        // A single-letter option, alone or in a cluster (`-fdx`); a longer single-dash
+        // option (`-destroy`, `-delete`) as itself.
+        return if short.chars().count() == 1 {
+            a[1..].contains(short) && a[1..].chars().all(|c| c.is_ascii_alphanumeric())
+        } else {
+            a == pattern || a.starts_with(&format!("{pattern}="))
+        };
+    }
+    if is_option {
+        return false;
+    }
+    match pattern.strip_suffix('*') {
+        Some(prefix) => a.starts_with(prefix),
+        None => a == pattern,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn first(program: &str, a: &[&str]) -> Option<String> {
+        let rules = Rules::built_in().unwrap();
+        let a = args(a);
+        let at = |sub: &[String]| (a.len() >= sub.len() && a[..sub.len()] == *sub).then_some(sub.len());
+        rules.find(program, &at, &a).map(|(r, _)| r.reason.clone())
+    }
+
+    #[test]
+    fn the_built_in_rules_parse_and_pass_their_checks() {
+        let rules = Rules::built_in().unwrap();
+        assert!(rules.rules.len() > 30);
+    }
+
+    #[test]
+    fn options_match_alone_in_clusters_and_as_abbreviations() {
+        assert!(first("git", &["clean", "-fdx"]).is_some());
+        assert!(first("git", &["clean", "--forc"]).is_some());
+        assert!(
+            first("git", &["clean", "-fdn"]).is_none(),
+            "-n in the cluster is a dry run"
+        );
+        assert!(first("git", &["clean", "-f", "--dry-run"]).is_none());
+        assert!(first("git", &["clean", "-x"]).is_none(), "git refuses without -f");
+        assert!(
+            first("git", &["clean", "--", "-f"]).is_none(),
+            "after --, -f is a path"
+        );
+        assert!(first("find", &[".", "-name", "x", "-delete"]).is_some());
+        assert!(first("find", &[".", "-name", "-delete.txt"]).is_none());
+    }
+
+    #[test]
+    fn a_rule_without_when_always_matches_and_unless_exempts() {
+        assert!(first("rm", &["x"]).is_some());
+        assert!(first("git", &["restore", "src/a.rs"]).is_some());
+        assert!(first("git", &["restore", "--staged", "src/a.rs"]).is_none());
+        assert!(first("mkfs.ext4", &["/dev/sdb1"]).is_some());
+        assert!(first("ls", &["-la"]).is_none());
+    }
+
+    #[test]
+    fn rules_that_cannot_work_are_refused() {
+        for bad in [
+            "[[rule]]\nprogram = \"x\"\nreason = \"r\"\nnative = \"branches\"\npreview = \"p\"\n",
+            "[[rule]]\nprogram = \"/bin/x\"\nreason = \"r\"\n",
+            "[[rule]]\nprogram = \"x\"\nreason = \"\"\n",
+            "[[rule]]\nprogram = \"x\"\nreason = \"r\"\npreview = \"ls {paths}\"\n",
+            "[[rule]]\nprogram = \"x\"\nreason = \"r\"\nwhen = [\"\"]\n",
+            "[[rule]]\nprogram = \"x\"\nreason = \"r\"\ncolour = \"red\"\n",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+}

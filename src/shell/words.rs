@@ -1,0 +1,515 @@
+//! From a shell command line to the simple commands it would run, through a real shell parser
+//! (`brush-parser`, a bash-compatible one): quotes, `&&`, `||`, `;`, pipes, subshells,
+//! compound commands, assignments and redirections are the parser's business, not ours.
+//!
+//! What comes out is every simple command the line may run (the bodies of `if`, loops and
+//! functions included, and every command substitution `$(...)`, backquote and process
+//! substitution wherever it appears), each with its words and the directory it runs in as far
+//! as a literal `cd` tells. A word whose value is only known when the shell runs (a variable,
+//! a substitution, a glob, a tilde, brace expansion) is [`Word::Dynamic`]: guardctl never
+//! guesses what it expands to.
+
+use brush_parser::ast;
+use brush_parser::word::{WordPiece, WordPieceWithSource};
+use std::path::PathBuf;
+
+/// How deep substitutions and `sh -c` scripts may nest before the line is called unparseable:
+/// a bound on work for input that is, in the end, an attacker's.
+pub const MAX_DEPTH: usize = 8;
+
+/// One word of a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Word {
+    /// Its value after quote removal: what the program receives.
+    Literal(String),
+    /// Known only when the shell expands it; the text as written.
+    Dynamic(String),
+}
+
+impl Word {
+    pub fn literal(&self) -> Option<&str> {
+        match self {
+            Word::Literal(s) => Some(s),
+            Word::Dynamic(_) => None,
+        }
+    }
+
+    /// As written (dynamic) or as the program receives it (literal), for messages.
+    pub fn text(&self) -> &str {
+        match self {
+            Word::Literal(s) | Word::Dynamic(s) => s,
+        }
+    }
+}
+
+/// The directory a command runs in, relative to where the line starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dir {
+    /// The starting directory joined with this (empty: the starting directory itself).
+    Known(PathBuf),
+    /// A `cd` whose target is dynamic, `cd -`, or one inside a pipeline.
+    Unknown,
+}
+
+/// A simple command as the shell would run it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Simple {
+    /// The variables the command line assigns for this command (`NAME=value cmd`).
+    pub assigns: Vec<String>,
+    /// The command word and its arguments.
+    pub words: Vec<Word>,
+    pub dir: Dir,
+}
+
+/// Why a line cannot be read with confidence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unparseable(pub String);
+
+/// Every simple command of `line`, in order.
+pub fn commands(line: &str) -> Result<Vec<Simple>, Unparseable> {
+    let mut walker = Walker {
+        out: Vec::new(),
+        depth: 0,
+    };
+    walker.script(line, Dir::Known(PathBuf::new()))?;
+    Ok(walker.out)
+}
+
+/// The simple commands of a script run by `sh -c SCRIPT` or `eval`, in `dir`: nested one
+/// level deeper than `depth`.
+pub fn nested(script: &str, dir: Dir, depth: usize) -> Result<Vec<Simple>, Unparseable> {
+    let mut walker = Walker {
+        out: Vec::new(),
+        depth: depth + 1,
+    };
+    if walker.depth > MAX_DEPTH {
+        return Err(Unparseable("commands nested too deep".into()));
+    }
+    walker.script(script, dir)?;
+    Ok(walker.out)
+}
+
+fn options() -> brush_parser::ParserOptions {
+    brush_parser::ParserOptions {
+        // `@(...)` and friends are globs: an agent's line is read as bash reads it.
+        enable_extended_globbing: true,
+        ..Default::default()
+    }
+}
+
+struct Walker {
+    out: Vec<Simple>,
+    depth: usize,
+}
+
+impl Walker {
+    fn script(&mut self, text: &str, dir: Dir) -> Result<Dir, Unparseable> {
+        let mut parser = brush_parser::Parser::new(std::io::Cursor::new(text), &options());
+        let program = parser
+            .parse_program()
+            .map_err(|e| Unparseable(format!("the shell parser refuses it: {e}")))?;
+        let mut dir = dir;
+        for list in &program.complete_commands {
+            dir = self.list(list, dir)?;
+        }
+        Ok(dir)
+    }
+
+    fn list(&mut self, list: &ast::CompoundList, mut dir: Dir) -> Result<Dir, Unparseable> {
+        for ast::CompoundListItem(and_or, _) in &list.0 {
+            dir = self.pipeline(&and_or.first, dir)?;
+            for next in &and_or.additional {
+                let (ast::AndOr::And(p) | ast::AndOr::Or(p)) = next;
+                dir = self.pipeline(p, dir)?;
+            }
+        }
+        Ok(dir)
+    }
+
+    fn pipeline(&mut self, p: &ast::Pipeline, dir: Dir) -> Result<Dir, Unparseable> {
+        if p.seq.len() == 1 {
+            return self.command(&p.seq[0], dir);
+        }
+        // Each part of a pipeline runs in a subshell: a `cd` there moves nothing after it,
+        // but where the later parts run is then not worth guessing.
+        let mut after = dir.clone();
+        for c in &p.seq {
+            if self.command(c, dir.clone())? != dir {
+                after = Dir::Unknown;
+            }
+        }
+        Ok(after)
+    }
+
+    fn command(&mut self, c: &ast::Command, dir: Dir) -> Result<Dir, Unparseable> {
+        match c {
+            ast::Command::Simple(s) => self.simple(s, dir),
+            ast::Command::Compound(compound, redirects) => {
+                if let Some(r) = redirects {
+                    for redirect in &r.0 {
+                        self.redirect(redirect, &dir)?;
+                    }
+                }
+                self.compound(compound, dir)
+            }
+            ast::Command::Function(f) => {
+                // Defined here, maybe called later: its body counts as run, where it is.
+                self.compound(&f.body.0, dir.clone())?;
+                Ok(dir)
+            }
+            ast::Command::ExtendedTest(test, _) => {
+                self.opaque(&test.expr.to_string(), &dir)?;
+                Ok(dir)
+            }
+        }
+    }
+
+    fn compound(&mut self, c: &ast::CompoundCommand, dir: Dir) -> Result<Dir, Unparseable> {
+        use ast::CompoundCommand as C;
+        match c {
+            C::BraceGroup(g) => self.list(&g.list, dir),
+            // A subshell's `cd` ends with it.
+            C::Subshell(s) => self.list(&s.list, dir.clone()).map(|_| dir),
+            C::IfClause(i) => {
+                let mut d = self.list(&i.condition, dir.clone())?;
+                d = merge(d, self.list(&i.then, dir.clone())?);
+                for e in i.elses.iter().flatten() {
+                    if let Some(cond) = &e.condition {
+                        d = merge(d, self.list(cond, dir.clone())?);
+                    }
+                    d = merge(d, self.list(&e.body, dir.clone())?);
+                }
+                Ok(merge(d, dir))
+            }
+            C::ForClause(f) => {
+                for w in f.values.iter().flatten() {
+                    self.word(w, &dir)?;
+                }
+                let d = self.list(&f.body.list, dir.clone())?;
+                Ok(merge(d, dir))
+            }
+            C::WhileClause(w) | C::UntilClause(w) => {
+                let d = self.list(&w.0, dir.clone())?;
+                let d = merge(d, self.list(&w.1.list, dir.clone())?);
+                Ok(merge(d, dir))
+            }
+            C::CaseClause(c) => {
+                self.word(&c.value, &dir)?;
+                let mut d = dir.clone();
+                for item in &c.cases {
+                    for p in &item.patterns {
+                        self.word(p, &dir)?;
+                    }
+                    if let Some(cmd) = &item.cmd {
+                        d = merge(d, self.list(cmd, dir.clone())?);
+                    }
+                }
+                Ok(d)
+            }
+            C::ArithmeticForClause(f) => {
+                for e in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
+                    self.opaque(&e.to_string(), &dir)?;
+                }
+                let d = self.list(&f.body.list, dir.clone())?;
+                Ok(merge(d, dir))
+            }
+            C::Arithmetic(a) => {
+                self.opaque(&a.expr.to_string(), &dir)?;
+                Ok(dir)
+            }
+            C::Coprocess(c) => {
+                self.command(&c.body, dir.clone())?;
+                Ok(dir)
+            }
+        }
+    }
+
+    /// Text the walker does not take apart (arithmetic, `[[ ]]`): it runs nothing unless it
+    /// holds a substitution, which is then beyond what guardctl reads with confidence.
+    fn opaque(&mut self, text: &str, _dir: &Dir) -> Result<(), Unparseable> {
+        if text.contains("$(") || text.contains('`') || text.contains("<(") || text.contains(">(") {
+            return Err(Unparseable(
+                "a command substitution inside an arithmetic or `[[ ]]` expression".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn simple(&mut self, s: &ast::SimpleCommand, dir: Dir) -> Result<Dir, Unparseable> {
+        let mut assigns = Vec::new();
+        let mut words = Vec::new();
+        let items = s.prefix.iter().flat_map(|p| p.0.iter());
+        let suffix = s.suffix.iter().flat_map(|p| p.0.iter());
+        for item in items {
+            self.item(item, &dir, &mut assigns, &mut words)?;
+        }
+        if let Some(w) = &s.word_or_name {
+            words.push(self.word(w, &dir)?);
+        }
+        for item in suffix {
+            self.item(item, &dir, &mut assigns, &mut words)?;
+        }
+        if words.is_empty() {
+            // Only assignments (`X=$(...)`): their substitutions were collected.
+            return Ok(dir);
+        }
+        let next = match words[0].literal() {
+            Some("cd" | "pushd") => cd(&dir, &words[1..]),
+            Some("popd") => Dir::Unknown,
+            _ => dir.clone(),
+        };
+        self.out.push(Simple { assigns, words, dir });
+        Ok(next)
+    }
+
+    fn item(
+        &mut self,
+        item: &ast::CommandPrefixOrSuffixItem,
+        dir: &Dir,
+        assigns: &mut Vec<String>,
+        words: &mut Vec<Word>,
+    ) -> Result<(), Unparseable> {
+        use ast::CommandPrefixOrSuffixItem as I;
+        match item {
+            I::IoRedirect(r) => self.redirect(r, dir),
+            I::Word(w) => {
+                words.push(self.word(w, dir)?);
+                Ok(())
+            }
+            I::AssignmentWord(a, w) => {
+                if words.is_empty() {
+                    let name = match &a.name {
+                        ast::AssignmentName::VariableName(n) => n.clone(),
+                        ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
+                    };
+                    assigns.push(name);
+                    match &a.value {
+                        ast::AssignmentValue::Scalar(v) => {
+                            self.word(v, dir)?;
+                        }
+                        ast::AssignmentValue::Array(items) => {
+                            for (k, v) in items {
+                                if let Some(k) = k {
+                                    self.word(k, dir)?;
+                                }
+                                self.word(v, dir)?;
+                            }
+                        }
+                    }
+                    Ok(())
+                } else {
+                    // After the command word, `a=b` is an argument (`env X=1 cmd`).
+                    words.push(self.word(w, dir)?);
+                    Ok(())
+                }
+            }
+            I::ProcessSubstitution(_, sub) => {
+                self.list(&sub.list, dir.clone())?;
+                words.push(Word::Dynamic("<(...)".into()));
+                Ok(())
+            }
+        }
+    }
+
+    fn redirect(&mut self, r: &ast::IoRedirect, dir: &Dir) -> Result<(), Unparseable> {
+        match r {
+            ast::IoRedirect::File(_, _, target) => match target {
+                ast::IoFileRedirectTarget::Filename(w) | ast::IoFileRedirectTarget::Duplicate(w) => {
+                    self.word(w, dir).map(|_| ())
+                }
+                ast::IoFileRedirectTarget::Fd(_) => Ok(()),
+                ast::IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
+                    self.list(&sub.list, dir.clone()).map(|_| ())
+                }
+            },
+            ast::IoRedirect::HereDocument(_, doc) => {
+                if doc.requires_expansion {
+                    self.word(&doc.doc, dir)?;
+                }
+                Ok(())
+            }
+            ast::IoRedirect::HereString(_, w) | ast::IoRedirect::OutputAndError(w, _) => {
+                self.word(w, dir).map(|_| ())
+            }
+        }
+    }
+
+    /// A word's value, collecting the commands its substitutions run.
+    fn word(&mut self, w: &ast::Word, dir: &Dir) -> Result<Word, Unparseable> {
+        let pieces = brush_parser::word::parse(&w.value, &options())
+            .map_err(|e| Unparseable(format!("cannot read the word `{}`: {e}", w.value)))?;
+        let mut value = String::new();
+        let literal = self.pieces(&pieces, dir, false, &mut value)?;
+        Ok(if literal {
+            Word::Literal(value)
+        } else {
+            Word::Dynamic(w.value.clone())
+        })
+    }
+
+    /// Appends the pieces' literal value to `value`; false when any part is dynamic.
+    fn pieces(
+        &mut self,
+        pieces: &[WordPieceWithSource],
+        dir: &Dir,
+        quoted: bool,
+        value: &mut String,
+    ) -> Result<bool, Unparseable> {
+        let mut literal = true;
+        for p in pieces {
+            match &p.piece {
+                WordPiece::Text(t) => {
+                    // Unquoted, these make a glob or a brace expansion: the shell decides.
+                    if !quoted && t.contains(['*', '?', '[', '{']) {
+                        literal = false;
+                    }
+                    value.push_str(t);
+                }
+                WordPiece::SingleQuotedText(t) => value.push_str(t),
+                WordPiece::EscapeSequence(e) => value.push_str(e.strip_prefix('\\').unwrap_or(e)),
+                WordPiece::DoubleQuotedSequence(inner) | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                    literal &= self.pieces(inner, dir, true, value)?;
+                }
+                WordPiece::CommandSubstitution(script) | WordPiece::BackquotedCommandSubstitution(script) => {
+                    let found = nested(script, dir.clone(), self.depth)?;
+                    self.out.extend(found);
+                    literal = false;
+                }
+                WordPiece::ParameterExpansion(e) => {
+                    // `${x:-$(cmd)}` runs cmd: what the expansion holds is read as a script.
+                    // Its inner words are kept as text: look for a substitution there.
+                    let text = format!("{e:?}");
+                    if text.contains("$(") || text.contains('`') || text.contains("<(") || text.contains(">(")
+                    {
+                        return Err(Unparseable(
+                            "a command substitution inside a parameter expansion".into(),
+                        ));
+                    }
+                    literal = false;
+                }
+                WordPiece::AnsiCQuotedText(_) | WordPiece::TildeExpansion(_) => literal = false,
+                WordPiece::ArithmeticExpression(e) => {
+                    self.opaque(&e.to_string(), dir)?;
+                    literal = false;
+                }
+            }
+        }
+        Ok(literal)
+    }
+}
+
+/// Where a later command runs after a branch that may or may not have run.
+fn merge(a: Dir, b: Dir) -> Dir {
+    if a == b { a } else { Dir::Unknown }
+}
+
+/// Where `cd ARGS` leaves the shell.
+fn cd(dir: &Dir, args: &[Word]) -> Dir {
+    let Dir::Known(base) = dir else {
+        return Dir::Unknown;
+    };
+    let operands: Vec<&Word> = args
+        .iter()
+        .filter(|w| !matches!(w.literal(), Some("-L" | "-P" | "-e" | "--")))
+        .collect();
+    match operands.as_slice() {
+        [Word::Literal(target)] if target != "-" && !target.is_empty() => Dir::Known(base.join(target)),
+        // `cd` alone goes home; `cd -` back; a dynamic target anywhere.
+        _ => Dir::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lit(words: &[&str]) -> Vec<Word> {
+        words.iter().map(|w| Word::Literal(w.to_string())).collect()
+    }
+
+    fn words_of(line: &str) -> Vec<Vec<Word>> {
+        commands(line).unwrap().into_iter().map(|s| s.words).collect()
+    }
+
+    #[test]
+    fn quotes_are_removed_and_operators_split_commands() {
+        assert_eq!(
+            words_of(r#"git branch -D 'a b' "c" d\ e && rm -rf x; ls | wc -l || true"#),
+            vec![
+                lit(&["git", "branch", "-D", "a b", "c", "d e"]),
+                lit(&["rm", "-rf", "x"]),
+                lit(&["ls"]),
+                lit(&["wc", "-l"]),
+                lit(&["true"]),
+            ]
+        );
+    }
+
+    #[test]
+    fn substitutions_are_commands_too_and_make_their_word_dynamic() {
+        let found = words_of("echo $(rm -rf build) `git tag -d v1` \"$(git branch -D x)\"");
+        assert_eq!(found[0], lit(&["rm", "-rf", "build"]));
+        assert_eq!(found[1], lit(&["git", "tag", "-d", "v1"]));
+        assert_eq!(found[2], lit(&["git", "branch", "-D", "x"]));
+        assert_eq!(found[3][0], Word::Literal("echo".into()));
+        assert!(found[3][1..].iter().all(|w| matches!(w, Word::Dynamic(_))));
+    }
+
+    #[test]
+    fn variables_globs_tildes_and_braces_are_dynamic() {
+        for line in [
+            "rm -rf $X",
+            "rm -rf *.o",
+            "rm -rf ~/x",
+            "rm -rf {a,b}",
+            "rm -rf \"$X\"",
+            "rm ${X}",
+        ] {
+            let found = words_of(line);
+            assert!(
+                matches!(found[0][2.min(found[0].len() - 1)], Word::Dynamic(_)),
+                "{line}: {found:?}"
+            );
+        }
+        // Quoted, a star is a star.
+        assert_eq!(words_of("rm '*.o'")[0], lit(&["rm", "*.o"]));
+    }
+
+    #[test]
+    fn cd_moves_later_commands_until_a_subshell_ends() {
+        let found = commands("cd x && git push origin --delete y; (cd z; rm a); rm b").unwrap();
+        let dirs: Vec<Dir> = found.iter().map(|s| s.dir.clone()).collect();
+        assert_eq!(
+            dirs,
+            vec![
+                Dir::Known("".into()),
+                Dir::Known("x".into()),
+                Dir::Known("x".into()),
+                Dir::Known("x/z".into()),
+                Dir::Known("x".into()),
+            ]
+        );
+        let after_dynamic = commands("cd \"$D\"; rm -rf x").unwrap();
+        assert_eq!(after_dynamic[1].dir, Dir::Unknown);
+    }
+
+    #[test]
+    fn bodies_of_loops_conditions_and_functions_are_read() {
+        let found = words_of("if true; then rm a; fi; for f in x; do git tag -d $f; done; f() { rm b; }");
+        let programs: Vec<&str> = found.iter().map(|w| w[0].text()).collect();
+        assert_eq!(programs, ["true", "rm", "git", "rm"]);
+    }
+
+    #[test]
+    fn assignments_are_kept_apart_from_words() {
+        let found = commands("GIT_DIR=/x git branch -D y").unwrap();
+        assert_eq!(found[0].assigns, ["GIT_DIR"]);
+        assert_eq!(found[0].words, lit(&["git", "branch", "-D", "y"]));
+    }
+
+    #[test]
+    fn what_the_parser_refuses_is_unparseable() {
+        assert!(commands("rm -rf 'unterminated").is_err());
+        assert!(commands("if then fi (").is_err());
+    }
+}
