@@ -31,8 +31,14 @@ _guardctl() {
             guardctl,gc)
                 cmd="guardctl__subcmd__gc"
                 ;;
+            guardctl,guard)
+                cmd="guardctl__subcmd__guard"
+                ;;
             guardctl,help)
                 cmd="guardctl__subcmd__help"
+                ;;
+            guardctl,hook)
+                cmd="guardctl__subcmd__hook"
                 ;;
             guardctl,inbox)
                 cmd="guardctl__subcmd__inbox"
@@ -61,6 +67,9 @@ _guardctl() {
             guardctl,verify)
                 cmd="guardctl__subcmd__verify"
                 ;;
+            guardctl,wait)
+                cmd="guardctl__subcmd__wait"
+                ;;
             guardctl,whoami)
                 cmd="guardctl__subcmd__whoami"
                 ;;
@@ -79,8 +88,14 @@ _guardctl() {
             guardctl__subcmd__help,gc)
                 cmd="guardctl__subcmd__help__subcmd__gc"
                 ;;
+            guardctl__subcmd__help,guard)
+                cmd="guardctl__subcmd__help__subcmd__guard"
+                ;;
             guardctl__subcmd__help,help)
                 cmd="guardctl__subcmd__help__subcmd__help"
+                ;;
+            guardctl__subcmd__help,hook)
+                cmd="guardctl__subcmd__help__subcmd__hook"
                 ;;
             guardctl__subcmd__help,inbox)
                 cmd="guardctl__subcmd__help__subcmd__inbox"
@@ -109,8 +124,20 @@ _guardctl() {
             guardctl__subcmd__help,verify)
                 cmd="guardctl__subcmd__help__subcmd__verify"
                 ;;
+            guardctl__subcmd__help,wait)
+                cmd="guardctl__subcmd__help__subcmd__wait"
+                ;;
             guardctl__subcmd__help,whoami)
                 cmd="guardctl__subcmd__help__subcmd__whoami"
+                ;;
+            guardctl__subcmd__help__subcmd__hook,claude-code)
+                cmd="guardctl__subcmd__help__subcmd__hook__subcmd__claude__subcmd__code"
+                ;;
+            guardctl__subcmd__help__subcmd__hook,gemini-cli)
+                cmd="guardctl__subcmd__help__subcmd__hook__subcmd__gemini__subcmd__cli"
+                ;;
+            guardctl__subcmd__help__subcmd__hook,install)
+                cmd="guardctl__subcmd__help__subcmd__hook__subcmd__install"
                 ;;
             guardctl__subcmd__help__subcmd__plan,exec)
                 cmd="guardctl__subcmd__help__subcmd__plan__subcmd__exec"
@@ -123,6 +150,30 @@ _guardctl() {
                 ;;
             guardctl__subcmd__help__subcmd__plan,tags)
                 cmd="guardctl__subcmd__help__subcmd__plan__subcmd__tags"
+                ;;
+            guardctl__subcmd__hook,claude-code)
+                cmd="guardctl__subcmd__hook__subcmd__claude__subcmd__code"
+                ;;
+            guardctl__subcmd__hook,gemini-cli)
+                cmd="guardctl__subcmd__hook__subcmd__gemini__subcmd__cli"
+                ;;
+            guardctl__subcmd__hook,help)
+                cmd="guardctl__subcmd__hook__subcmd__help"
+                ;;
+            guardctl__subcmd__hook,install)
+                cmd="guardctl__subcmd__hook__subcmd__install"
+                ;;
+            guardctl__subcmd__hook__subcmd__help,claude-code)
+                cmd="guardctl__subcmd__hook__subcmd__help__subcmd__claude__subcmd__code"
+                ;;
+            guardctl__subcmd__hook__subcmd__help,gemini-cli)
+                cmd="guardctl__subcmd__hook__subcmd__help__subcmd__gemini__subcmd__cli"
+                ;;
+            guardctl__subcmd__hook__subcmd__help,help)
+                cmd="guardctl__subcmd__hook__subcmd__help__subcmd__help"
+                ;;
+            guardctl__subcmd__hook__subcmd__help,install)
+                cmd="guardctl__subcmd__hook__subcmd__help__subcmd__install"
                 ;;
             guardctl__subcmd__plan,exec)
                 cmd="guardctl__subcmd__plan__subcmd__exec"
@@ -161,7 +212,7 @@ _guardctl() {
 
     case "${cmd}" in
         guardctl)
-            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help"
+            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version plan show approve reject verify inbox wait apply rollback recover log whoami gc completions demo mcp hook guard help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -407,8 +458,46 @@ _guardctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        guardctl__subcmd__guard)
+            opts="-C -q -h -V --rules --repo --json --color --quiet --key --allowed-signers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         guardctl__subcmd__help)
-            opts="plan show approve reject verify inbox apply rollback recover log whoami gc completions demo mcp help"
+            opts="plan show approve reject verify inbox wait apply rollback recover log whoami gc completions demo mcp hook guard help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -491,9 +580,79 @@ _guardctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        guardctl__subcmd__help__subcmd__guard)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         guardctl__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__help__subcmd__hook)
+            opts="claude-code gemini-cli install"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__help__subcmd__hook__subcmd__claude__subcmd__code)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__help__subcmd__hook__subcmd__gemini__subcmd__cli)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__help__subcmd__hook__subcmd__install)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -687,6 +846,20 @@ _guardctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        guardctl__subcmd__help__subcmd__wait)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         guardctl__subcmd__help__subcmd__whoami)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -694,6 +867,232 @@ _guardctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__hook)
+            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version claude-code gemini-cli install help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__hook__subcmd__claude__subcmd__code)
+            opts="-C -q -h -V --rules --timeout --repo --json --color --quiet --key --allowed-signers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__hook__subcmd__gemini__subcmd__cli)
+            opts="-C -q -h -V --rules --timeout --repo --json --color --quiet --key --allowed-signers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__hook__subcmd__help)
+            opts="claude-code gemini-cli install help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__hook__subcmd__help__subcmd__claude__subcmd__code)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__hook__subcmd__help__subcmd__gemini__subcmd__cli)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__hook__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__hook__subcmd__help__subcmd__install)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__hook__subcmd__install)
+            opts="-C -q -h -V --scope --write --repo --json --color --quiet --key --allowed-signers --help --version claude-code"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --scope)
+                    COMPREPLY=($(compgen -W "project user" -- "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1437,6 +1836,44 @@ _guardctl() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o filenames
                     fi
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__wait)
+            opts="-C -q -h -V --timeout --repo --json --color --quiet --key --allowed-signers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --repo)

@@ -56,6 +56,7 @@ pub enum Command {
     Reject(commands::reject::Args),
     Verify(commands::verify::Args),
     Inbox(commands::inbox::Args),
+    Wait(commands::wait::Args),
     Apply(commands::apply::Args),
     Rollback(commands::rollback::Args),
     Recover(commands::recover::Args),
@@ -65,6 +66,8 @@ pub enum Command {
     Completions(commands::completions::Args),
     Demo(commands::demo::Args),
     Mcp(crate::mcp::Args),
+    Hook(commands::hook::Args),
+    Guard(commands::guard::Args),
 }
 
 /// The clap definition, for completions, man pages and their staleness test.

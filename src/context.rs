@@ -831,6 +831,13 @@ fn parse_policy(bytes: Vec<u8>, kind: PolicySourceKind, location: String) -> Res
 pub const POLICY_PATH: &str = ".guardctl/policy.toml";
 const POLICY_MAX_BYTES: usize = 1024 * 1024;
 
+/// The default place for the plans an agent makes (the MCP server, the shell hook):
+/// guardctl's data directory, outside any repository (`~/.local/share/guardctl/plans` on
+/// Linux).
+pub fn default_plans_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "guardctl").map(|d| d.data_dir().join("plans"))
+}
+
 pub fn expand_home(p: &str) -> PathBuf {
     match (p.strip_prefix("~/"), std::env::var_os("HOME")) {
         (Some(rest), Some(home)) => PathBuf::from(home).join(rest),

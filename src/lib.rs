@@ -4,7 +4,7 @@
 //! # Architecture map
 //!
 //! The arrows point one way: (`cli`, `usage`, `mcp`) → `commands` → `engine` → (`gate`, `execute`,
-//! `consume`, `evidence`, `ops`, `policy`, `render`, `review`, `sign`, `store`, `planfile`,
+//! `consume`, `evidence`, `ops`, `policy`, `render`, `review`, `shell`, `sign`, `store`, `planfile`,
 //! `context`, `ui`)
 //! → (`plan`, `repo`) →
 //! leaves (`error`, `text`, `duration`, `fsutil`, `process`, `sandbox`). docs/architecture.md has the layers and
@@ -25,6 +25,8 @@
 //! - [`review`]: the decisions of `approve`/`reject` before signing: who decides, no
 //!   self-approval, eligibility for the review groups, expiry, what a withdrawal lifts.
 //! - [`policy`]: the policy in force and its hash.
+//! - [`shell`]: which parts of a shell command line destroy something (a real bash parser,
+//!   data-driven rules), for the agent-shell hook and `guard`. Pure.
 //! - [`sign`]: keys, allowed signers, SSHSIG sign (ssh-keygen) and verify (in-process).
 //! - [`gate`]: the checks `verify` and `apply` share: integrity, expiry, principal,
 //!   approvals, policy, then drift — the plan re-derived from its inputs and the repository now.
@@ -109,8 +111,10 @@ pub fn main() -> ExitCode {
     if let Some(e) = usage::single_dash_long_flag(&args, &cli::command()) {
         return usage_failure(&e, json);
     }
+    let hook = is_harness_hook(&args);
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
+        Err(e) if hook => return hook_failure(&e.to_string()),
         Err(e) => return clap_failure(e, &args, json),
     };
     // git's location variables would make git act on another repository than the one
@@ -118,6 +122,9 @@ pub fn main() -> ExitCode {
     if !matches!(cli.command, Command::Completions(_))
         && let Err(e) = repo::gitenv::refuse_splitting()
     {
+        if hook {
+            return hook_failure(&e.message);
+        }
         let mut ui = Ui::new(cli.json, cli.quiet, cli.color);
         ui.error(&e);
         let _ = ui.flush();
@@ -150,6 +157,9 @@ pub fn main() -> ExitCode {
         Command::Completions(a) => commands::completions::run(a, cli::command(), &mut ui),
         Command::Demo(a) => commands::demo::run(a, &mut ui),
         Command::Mcp(a) => mcp::run(a, &ctx, &mut ui),
+        Command::Wait(a) => commands::wait::run(a, &ctx, &mut ui),
+        Command::Guard(a) => commands::guard::run(a, &ctx, &mut ui),
+        Command::Hook(a) => commands::hook::run(a, &ctx, &mut ui),
     };
     let code = match result {
         Ok(code) => code,
@@ -160,6 +170,25 @@ pub fn main() -> ExitCode {
     };
     let _ = ui.flush();
     ExitCode::from(code)
+}
+
+/// Whether this run is an agent harness's hook (`guardctl … hook claude-code|gemini-cli`): such a run
+/// must block (exit 2) on every failure, its command line's included, since the harness lets
+/// a command through on any other status.
+fn is_harness_hook(args: &[std::ffi::OsString]) -> bool {
+    args.windows(2)
+        .any(|w| w[0] == "hook" && (w[1] == "claude-code" || w[1] == "gemini-cli"))
+}
+
+/// A hook run that failed before its command ran: denied, the reason on stderr.
+fn hook_failure(message: &str) -> ExitCode {
+    let mut ui = Ui::new(false, false, ui::ColorChoice::Never);
+    ui.reason(&format!(
+        "guardctl hook: denied, because guardctl could not decide: {}\nNothing ran. Do not run the command another way; ask the person you work for.\n",
+        message.trim_end()
+    ));
+    let _ = ui.flush();
+    ExitCode::from(commands::hook::BLOCK)
 }
 
 /// Help and version go to stdout with status 0; every other parse failure is a usage

@@ -28,11 +28,10 @@ use crate::engine::plan::{
 };
 use crate::engine::publish::Publish;
 use crate::engine::show::ShowRequest;
-use crate::engine::status::{PlanStatus, Used};
+use crate::engine::status::{PlanStatus, Standing};
 use crate::engine::verify::VerifyRequest;
 use crate::error::{Error, Kind, Result};
 use crate::gate::Target;
-use crate::plan::derive::shell_words;
 use crate::render::view::{GroupView, ShowView, rfc3339};
 use crate::ui::{ColorChoice, Ui};
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -82,12 +81,6 @@ impl Settings {
     fn ui(&self) -> Ui {
         Ui::without_stdout(self.quiet, self.color)
     }
-}
-
-/// The default place for the plans an agent makes: guardctl's data directory, outside any
-/// repository (`~/.local/share/guardctl/plans` on Linux).
-pub fn default_plans_dir() -> Option<PathBuf> {
-    directories::ProjectDirs::from("", "", "guardctl").map(|d| d.data_dir().join("plans"))
 }
 
 /// Serve the tools on stdin/stdout until the client closes stdin.
@@ -442,6 +435,20 @@ pub enum State {
     Aborted,
     /// Its apply was interrupted: a human must run `guardctl recover`
     Interrupted,
+}
+
+impl From<Standing> for State {
+    fn from(s: Standing) -> State {
+        match s {
+            Standing::AwaitingApproval => State::AwaitingApproval,
+            Standing::Approved => State::Approved,
+            Standing::Rejected => State::Rejected,
+            Standing::Expired => State::Expired,
+            Standing::Applied => State::Applied,
+            Standing::Aborted => State::Aborted,
+            Standing::Interrupted => State::Interrupted,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -902,6 +909,7 @@ fn branches(
     [match_globs, exclude, protect]: [Vec<String>; 3],
 ) -> Result<BranchesRequest> {
     Ok(BranchesRequest {
+        named: false,
         base,
         gone,
         merged,
@@ -948,20 +956,7 @@ fn plan_arg(ctx: &Ctx, arg: &str) -> Result<PathBuf> {
 
 /// The exact command a human runs in a terminal to review and approve the plan.
 pub fn approve_command(repo: &Path, plan: &Path) -> String {
-    guardctl_command(repo, "approve", &plan.display().to_string())
-}
-
-/// `guardctl -C <repo> <command> <arg>`, quoted for a POSIX shell.
-fn guardctl_command(repo: &Path, command: &str, arg: &str) -> String {
-    // Components drop the trailing `/` libgit2 gives a work tree.
-    let repo: PathBuf = repo.components().collect();
-    shell_words(&[
-        "guardctl".into(),
-        "-C".into(),
-        repo.display().to_string(),
-        command.into(),
-        arg.into(),
-    ])
+    crate::render::guard::guardctl_command(repo, "approve", &plan.display().to_string())
 }
 
 fn repo_path(ctx: &Ctx) -> Result<PathBuf> {
@@ -1059,22 +1054,16 @@ fn show(s: &Settings, p: ShowParams) -> Result<ShowOutput> {
 fn status(s: &Settings, plan: &str) -> Result<StatusOutput> {
     let ctx = s.ctx();
     let path = plan_arg(&ctx, plan)?;
+    let status = crate::engine::status::status(&ctx, &path)?;
+    let standing = status.standing(ctx.now);
     let PlanStatus {
         plan_id,
         plan: p,
         approvals,
-        used,
-    } = crate::engine::status::status(&ctx, &path)?;
+        ..
+    } = status;
     let expired = ctx.now >= p.expires_at;
-    let state = match used {
-        Some(Used::Applied) => State::Applied,
-        Some(Used::Aborted) => State::Aborted,
-        Some(Used::Interrupted) => State::Interrupted,
-        None if !approvals.rejected_by.is_empty() => State::Rejected,
-        None if expired => State::Expired,
-        None if approvals.groups.iter().all(|g| g.missing == 0) => State::Approved,
-        None => State::AwaitingApproval,
-    };
+    let state = State::from(standing);
     let repo = match ctx.repo() {
         Ok(r) => r.display_path(),
         Err(_) => ctx.start_dir()?,
@@ -1153,11 +1142,10 @@ fn apply(s: &Settings, p: ApplyParams) -> Result<ApplyOutput> {
     if outcome.replayed() {
         ui.notice("this plan was already applied; returning the recorded result (nothing was changed now)");
     }
-    let undo_command = outcome
-        .receipt
-        .exec
-        .is_none()
-        .then(|| guardctl_command(&repo.display_path(), "rollback", &outcome.plan_id));
+    let undo_command =
+        outcome.receipt.exec.is_none().then(|| {
+            crate::render::guard::guardctl_command(&repo.display_path(), "rollback", &outcome.plan_id)
+        });
     Ok(ApplyOutput {
         replayed: outcome.replayed(),
         verified: outcome.receipt.verified,
@@ -1201,7 +1189,7 @@ pub fn run(_args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         } else {
             ColorChoice::Never
         },
-        plans_dir: default_plans_dir(),
+        plans_dir: crate::context::default_plans_dir(),
         exec: agents.exec,
     })?;
     Ok(0)

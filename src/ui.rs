@@ -206,6 +206,12 @@ impl Ui {
         let _ = writeln!(self.stderr, "{}: {line}", self.paint_err("note", "1;36"));
     }
 
+    /// Text for whoever reads stderr, as it is and whatever `-q` says: an agent-harness
+    /// hook's reason for a denial (the harness hands stderr to the model).
+    pub fn reason(&mut self, text: &str) {
+        let _ = self.stderr.write_all(text.as_bytes());
+    }
+
     /// A warning on stderr, kept for the JSON document's `warnings`.
     pub fn warn(&mut self, line: &str) {
         self.warnings.push(line.to_string());

@@ -7,6 +7,9 @@ pub mod approve;
 pub mod completions;
 pub mod demo;
 pub mod gc;
+pub mod guard;
+pub mod hook;
+pub mod hook_install;
 pub mod inbox;
 pub mod log;
 pub mod plan;
@@ -15,6 +18,7 @@ pub mod reject;
 pub mod rollback;
 pub mod show;
 pub mod verify;
+pub mod wait;
 pub mod whoami;
 
 use crate::context::Ctx;

@@ -228,6 +228,7 @@ pub struct SelectionArgs {
 impl SelectionArgs {
     fn request(self, base: Option<String>, gone: bool) -> BranchesRequest {
         BranchesRequest {
+            named: false,
             base,
             merged: self.merged,
             squash_merged: self.squash_merged,

@@ -16,6 +16,7 @@
 
 pub mod apply;
 pub mod gc;
+pub mod guard;
 pub mod inbox;
 pub mod log;
 pub mod plan;
@@ -27,4 +28,5 @@ pub mod session;
 pub mod show;
 pub mod status;
 pub mod verify;
+pub mod wait;
 pub mod whoami;

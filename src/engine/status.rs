@@ -19,6 +19,39 @@ pub enum Used {
     Interrupted,
 }
 
+/// Where a plan stands, in one word: what `plan_status` reports and `wait` waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Approvals are missing.
+    AwaitingApproval,
+    /// Every review group is approved: apply would proceed (unless the repository drifted).
+    Approved,
+    /// A valid rejection vetoes it.
+    Rejected,
+    /// Past `expires_at`.
+    Expired,
+    /// Applied here.
+    Applied,
+    /// Its apply was refused under the lock (drift): the plan is used up.
+    Aborted,
+    /// Its apply was interrupted: `guardctl recover` first.
+    Interrupted,
+}
+
+impl Standing {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Standing::AwaitingApproval => "awaiting_approval",
+            Standing::Approved => "approved",
+            Standing::Rejected => "rejected",
+            Standing::Expired => "expired",
+            Standing::Applied => "applied",
+            Standing::Aborted => "aborted",
+            Standing::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// A plan's standing.
 pub struct PlanStatus {
     pub plan_id: String,
@@ -26,6 +59,22 @@ pub struct PlanStatus {
     pub approvals: ApprovalsView,
     /// `None`: not used here (or not run inside a repository).
     pub used: Option<Used>,
+}
+
+impl PlanStatus {
+    /// Where it stands at `now`: a use recorded here first, then a rejection (which no
+    /// approval outweighs), expiry, and approvals.
+    pub fn standing(&self, now: time::OffsetDateTime) -> Standing {
+        match self.used {
+            Some(Used::Applied) => Standing::Applied,
+            Some(Used::Aborted) => Standing::Aborted,
+            Some(Used::Interrupted) => Standing::Interrupted,
+            None if !self.approvals.rejected_by.is_empty() => Standing::Rejected,
+            None if now >= self.plan.expires_at => Standing::Expired,
+            None if self.approvals.groups.iter().all(|g| g.missing == 0) => Standing::Approved,
+            None => Standing::AwaitingApproval,
+        }
+    }
 }
 
 /// The standing of the plan at `plan` (a file, or a published plan's id or prefix).

@@ -121,11 +121,34 @@ fn your_email(ctx: &Ctx) -> String {
 /// `None` when there is no usable key or allowed-signers file (said on stderr: the tools
 /// fail until there is).
 pub fn check_server_key(ctx: &Ctx, ui: &mut Ui, agents: &crate::policy::Agents) -> Result<Option<String>> {
+    check_agent_key(ctx, ui, agents, AgentFront::Mcp)
+}
+
+/// Which agent front end holds the key, for the words of [`check_agent_key`].
+#[derive(Debug, Clone, Copy)]
+pub enum AgentFront {
+    /// `guardctl mcp`.
+    Mcp,
+    /// `guardctl hook` and `guardctl guard`.
+    Hook,
+}
+
+/// [`check_server_key`], in the words of the front end that holds the key.
+pub fn check_agent_key(
+    ctx: &Ctx,
+    ui: &mut Ui,
+    agents: &crate::policy::Agents,
+    front: AgentFront,
+) -> Result<Option<String>> {
+    let (holder, refusal, start) = match front {
+        AgentFront::Mcp => ("this server's key", "no tool is served", "start the server with"),
+        AgentFront::Hook => ("the hook's key", "it makes no plan", "run the hook with"),
+    };
     let key = match ctx.signing_key(ui) {
         Ok(k) => k,
         Err(e) => {
             ui.warn(&format!(
-                "no usable signing key ({}): the plan and apply tools will fail until one is configured",
+                "no usable signing key ({}): planning and applying will fail until one is configured",
                 e.message
             ));
             return Ok(None);
@@ -183,23 +206,23 @@ pub fn check_server_key(ctx: &Ctx, ui: &mut Ui, agents: &crate::policy::Agents) 
         return Err(crate::error::Error::new(
             crate::error::Kind::Policy,
             format!(
-                "this server's key {fp} may sign approvals (as {names}): an agent holding it could approve plans, its own included; no tool is served"
+                "{holder} {fp} may sign approvals (as {names}): an agent holding it could approve plans, its own included; {refusal}"
             ),
         )
-        .with_hint(
+        .with_hint(format!(
             "give the agent a key of its own that may only plan and apply: `ssh-keygen -t ed25519 -f ~/.ssh/agent_ed25519`, then in the allowed-signers file \
-             `<agent principal> namespaces=\"guardctl-plan,guardctl-apply\" <its public key>`, and start the server with `--key ~/.ssh/agent_ed25519` \
-             (to accept this key anyway, the trusted policy lists its principals in `[agents] may_approve`)",
-        ));
+             `<agent principal> namespaces=\"guardctl-plan,guardctl-apply\" <its public key>`, and {start} `--key ~/.ssh/agent_ed25519` \
+             (to accept this key anyway, the trusted policy lists its principals in `[agents] may_approve`)"
+        )));
     }
     if may(PLAN_NAMESPACE).is_empty() {
         ui.warn(&format!(
-            "this server's key {fp} maps to no principal for {PLAN_NAMESPACE}: its plans can be shown but never applied"
+            "{holder} {fp} maps to no principal for {PLAN_NAMESPACE}: its plans can be shown but never applied"
         ));
     }
     if may(APPLY_NAMESPACE).is_empty() {
         ui.warn(&format!(
-            "this server's key {fp} maps to no principal for {APPLY_NAMESPACE}: apply_plan will refuse"
+            "{holder} {fp} maps to no principal for {APPLY_NAMESPACE}: it cannot apply its plans"
         ));
     }
     Ok(Some(fp))

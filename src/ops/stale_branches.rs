@@ -32,6 +32,10 @@ pub struct Request {
     pub match_globs: Vec<String>,
     pub exclude: Vec<String>,
     pub protect: Vec<String>,
+    /// Select exactly the branches `match_globs` names, whatever their state (criterion
+    /// `matched`): the agent-shell hook's plan of `git branch -D NAMES`. Unmerged work is
+    /// still planned only with `include_unmerged`, flagged as lost.
+    pub named: bool,
 }
 
 /// Sorted, de-duplicated inputs: the same request always normalises to the same value, so
@@ -52,6 +56,9 @@ pub fn normalize(req: &Request, base_ref: String, policy_protected: &[String]) -
     }
     if criteria.is_empty() {
         criteria.push(Criterion::Merged);
+    }
+    if req.named {
+        criteria = vec![Criterion::Matched];
     }
     let sorted = |v: &[String]| {
         let mut v = v.to_vec();
@@ -186,7 +193,8 @@ pub fn criteria_met(inputs: &StaleBranchesInputs, o: &Observed, now: OffsetDateT
                 .older_than_secs
                 .and_then(|limit| i64::try_from(limit).ok())
                 .is_some_and(|limit| now.unix_timestamp().saturating_sub(o.facts.time) > limit),
-            // Only tags are selected by name alone; `screen` has already applied --match.
+            // Selected by name alone (tags; branches a command named): `screen` has already
+            // applied --match.
             Criterion::Matched => true,
         };
         if met {
@@ -1311,6 +1319,7 @@ mod tests {
     #[test]
     fn normalize_sorts_dedups_and_defaults_to_merged() {
         let req = Request {
+            named: false,
             protect: vec!["b".into(), "a".into(), "a".into()],
             exclude: vec!["z".into(), "y".into()],
             ..Default::default()

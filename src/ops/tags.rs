@@ -48,6 +48,7 @@ pub fn normalize(req: &Request, policy_protected: &[String]) -> Result<TagsInput
         match_globs: req.match_globs.clone(),
         exclude: req.exclude.clone(),
         protect: req.protect.clone(),
+        named: false,
     };
     let mut selection = stale_branches::normalize(&request, EVERY_BRANCH.into(), policy_protected);
     // An age alone is the criterion; a name alone, or with an age, selects by name too.

@@ -310,11 +310,17 @@ fn inputs(op: &Operation) -> Result<Option<&[Criterion]>, Invalid> {
                 Criterion::SquashMerged,
                 Criterion::Gone,
                 Criterion::OlderThan,
+                Criterion::Matched,
             ],
         ),
         Operation::RemoteBranches(r) => (
             &r.selection,
-            &[Criterion::Merged, Criterion::SquashMerged, Criterion::OlderThan],
+            &[
+                Criterion::Merged,
+                Criterion::SquashMerged,
+                Criterion::OlderThan,
+                Criterion::Matched,
+            ],
         ),
         Operation::Tags(t) => (&t.selection, &[Criterion::Matched, Criterion::OlderThan]),
         Operation::Exec(_) => return Ok(None),
@@ -364,6 +370,12 @@ fn inputs(op: &Operation) -> Result<Option<&[Criterion]>, Invalid> {
         }
     } else if !selection.base.starts_with("refs/") {
         return Err(invalid(field("base"), "is not a ref"));
+    } else if c.contains(&Criterion::Matched) && (c.len() > 1 || selection.match_globs.is_empty()) {
+        // Branches selected by name are selected by name alone, and by names given.
+        return Err(invalid(
+            field("criteria"),
+            "`matched` selects named branches, alone",
+        ));
     }
     for (name, globs) in [
         ("match", &selection.match_globs),

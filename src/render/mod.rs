@@ -7,6 +7,7 @@
 
 pub use crate::text as escape;
 pub mod gc;
+pub mod guard;
 pub mod human;
 pub mod log;
 pub mod receipt;
@@ -16,6 +17,7 @@ pub mod rollback;
 pub mod since;
 pub mod verify;
 pub mod view;
+pub mod wait;
 pub mod whoami;
 
 /// Serialize `value` with its keys in alphabetical order at every level, as a JSON document

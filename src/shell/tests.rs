@@ -212,7 +212,11 @@ fn a_policy_rule_comes_before_the_built_in_ones() {
         "[[rule]]\nprogram = \"prune-db\"\npreview = \"prune-db --list {args}\"\nreason = \"drops rows\"\n",
     )
     .unwrap();
-    let found = classify("prune-db --older 30d", &Rules::built_in().unwrap().after(custom.rules)).unwrap();
+    let found = classify(
+        "prune-db --older 30d",
+        &Rules::built_in().unwrap().after(custom.rules),
+    )
+    .unwrap();
     assert_eq!(
         found[0].action,
         Action::Exec {

@@ -38,9 +38,15 @@ struct Checker {
 impl Checker {
     /// `r` exited `code` and printed one document with `section`'s documented keys.
     fn check(&mut self, what: &str, r: &Run, code: i32, section: &str) {
+        let section = if code == 0 || code == 2 { section } else { "error" };
+        self.check_as(what, r, code, section);
+    }
+
+    /// [`Checker::check`] of a command whose non-zero `code` still prints its own document
+    /// (`guard` denying, `wait` ending on a rejection).
+    fn check_as(&mut self, what: &str, r: &Run, code: i32, section: &str) {
         assert_eq!(r.code, code, "{what}: {}", r.transcript());
         let v = one_document(r);
-        let section = if code == 0 || code == 2 { section } else { "error" };
         let shape = self
             .docs
             .get(section)
@@ -276,6 +282,42 @@ fn every_subcommand_prints_one_documented_json_document_on_success_and_failure()
         "inbox",
     );
 
+    // guard: allowed (0) and denied with a plan (3); wait: approved (0), timed out (75).
+    c.check(
+        "guard",
+        &json(&env2, "alice", &["guard", "--", "git", "status"]),
+        0,
+        "guard",
+    );
+    c.check_as(
+        "guard denied",
+        &json(&env2, "alice", &["guard", "--", "git branch -D feature/live"]),
+        3,
+        "guard",
+    );
+    c.check(
+        "guard bad rules",
+        &json(&env2, "alice", &["guard", "--rules", "missing.toml", "--", "ls"]),
+        64,
+        "guard",
+    );
+    let waited = planned();
+    assert_eq!(approve(&waited, "bob").code, 0);
+    c.check("wait", &json(&waited, "alice", &["wait", "plan.json"]), 0, "wait");
+    let pending = planned();
+    c.check_as(
+        "wait timed out",
+        &json(&pending, "alice", &["wait", "plan.json", "--timeout", "1s"]),
+        75,
+        "wait",
+    );
+    c.check(
+        "wait missing",
+        &json(&pending, "alice", &["wait", "missing.json"]),
+        66,
+        "wait",
+    );
+
     let mut demo = env.command();
     demo.args(["--json", "demo"]);
     c.check("demo", &crate::fixtures::run(demo), 0, "demo");
@@ -283,7 +325,8 @@ fn every_subcommand_prints_one_documented_json_document_on_success_and_failure()
     let all: BTreeSet<String> = guardctl::cli::command()
         .get_subcommands()
         .map(|s| s.get_name().to_string())
-        .filter(|n| n != "mcp" && n != "help")
+        // Protocol front ends: their output is their harness's protocol, not guardctl's JSON.
+        .filter(|n| n != "mcp" && n != "help" && n != "hook")
         .collect();
     let missing: Vec<&String> = all.difference(&c.seen).collect();
     assert!(

@@ -1,0 +1,415 @@
+//! `guardctl hook claude-code` fed Claude Code's PreToolUse payloads as the harness sends them
+//! (the recorded shape below), and `guardctl guard`: a command that destroys nothing passes
+//! untouched; one that does is denied with a plan of exactly what it would destroy, which a
+//! second key approves and the agent's `guardctl apply` carries out with the command's own
+//! effect. Every failure denies (exit 2): a hook that fails open is no gate.
+
+use crate::fixtures::{Run, TestEnv, affected_refs, git_out, remote_repo, standard_repo, tagged_repo};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+const AGENT: &str = "agent@example.com namespaces=\"guardctl-plan,guardctl-apply\"";
+
+/// A PreToolUse payload as Claude Code sends it for a Bash call (recorded shape: every field
+/// the harness sends, whether guardctl reads it or not).
+fn payload(command: &str, cwd: &Path) -> String {
+    json!({
+        "session_id": "5b1e2c3d-0a4f-4c8e-9d2a-7f6e5d4c3b2a",
+        "transcript_path": "/home/user/.claude/projects/repo/5b1e2c3d.jsonl",
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command, "description": "Clean up", "timeout": 120000},
+        "tool_use_id": "toolu_01ABCdef"
+    })
+    .to_string()
+}
+
+fn agent_env(env: TestEnv) -> TestEnv {
+    env.allow_signer(AGENT, "mallory");
+    env
+}
+
+/// The hook as the harness runs it: `guardctl --key <user> --allowed-signers <file> hook
+/// claude-code [extra]`, `stdin` on its standard input.
+fn hook_as(env: &TestEnv, user: Option<&str>, vars: &[(&str, &str)], extra: &[&str], stdin: &str) -> Run {
+    harness_hook(env, "claude-code", user, vars, extra, stdin)
+}
+
+/// `hook_as` for the hook of `harness` (`claude-code`, `gemini-cli`).
+fn harness_hook(
+    env: &TestEnv,
+    harness: &str,
+    user: Option<&str>,
+    vars: &[(&str, &str)],
+    extra: &[&str],
+    stdin: &str,
+) -> Run {
+    let mut c = env.command();
+    for (k, v) in vars {
+        c.env(k, v);
+    }
+    if let Some(user) = user {
+        c.arg("--key").arg(env.key(user));
+    }
+    c.arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["hook", harness])
+        .args(extra);
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The hook may deny before reading all of it: a closed pipe is not the test's failure.
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn hook(env: &TestEnv, command: &str) -> Run {
+    hook_as(env, Some("mallory"), &[], &[], &payload(command, &env.repo))
+}
+
+/// The plan files the denial names, in order.
+fn plan_files(r: &Run) -> Vec<PathBuf> {
+    r.stderr
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("then apply it:"))
+        .map(|l| PathBuf::from(l.trim().rsplit(' ').next().unwrap()))
+        .collect()
+}
+
+fn denied_with_one_plan(r: &Run) -> PathBuf {
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    let files = plan_files(r);
+    assert_eq!(files.len(), 1, "{}", r.stderr);
+    files.into_iter().next().unwrap()
+}
+
+/// Bob approves the plan and the agent applies it; the apply's run.
+fn approve_and_apply(env: &TestEnv, plan: &Path) -> Run {
+    let plan = plan.to_str().unwrap();
+    let approved = env.run("bob", &["approve", plan, "--yes"]);
+    assert_eq!(approved.code, 0, "{}", approved.transcript());
+    let verified = env.run("mallory", &["verify", plan]);
+    assert_eq!(verified.code, 0, "{}", verified.transcript());
+    env.run("mallory", &["apply", plan])
+}
+
+fn branches(env: &TestEnv) -> String {
+    env.git(&["for-each-ref", "--format=%(refname)", "refs/heads"])
+}
+
+#[test]
+fn a_read_only_command_passes_untouched_and_plans_nothing() {
+    let env = agent_env(standard_repo());
+    let before = env.repository_state();
+    for command in [
+        "git status",
+        "git log --oneline -3 | head -1 && ls",
+        "git push origin main",
+    ] {
+        let r = hook(&env, command);
+        assert_eq!(
+            (r.code, r.stdout.as_str(), r.stderr.as_str()),
+            (0, "", ""),
+            "{command}"
+        );
+    }
+    assert_eq!(env.repository_state(), before);
+    assert!(!env.home.join(".local/share/guardctl/plans").exists());
+    // Not a shell command: not guardctl's to judge.
+    let write = json!({"hook_event_name": "PreToolUse", "tool_name": "Write", "tool_input": {"file_path": "/x"}, "cwd": env.repo});
+    assert_eq!(
+        hook_as(&env, Some("mallory"), &[], &[], &write.to_string()).code,
+        0
+    );
+}
+
+#[test]
+fn branch_deletion_of_a_merged_and_an_unmerged_branch_is_planned_exactly_and_applied_after_approval() {
+    let env = agent_env(standard_repo());
+    let before = env.repository_state();
+    let r = hook(&env, "git branch -D feature/done feature/live release/1.0 main");
+    let plan = denied_with_one_plan(&r);
+    assert!(r.stderr.contains("guardctl: denied"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("Not in the plan: release/1.0 (protected)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("Not in the plan: main (is the base)"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("approve"), "{}", r.stderr);
+    // Planning changed nothing.
+    assert_eq!(env.repository_state(), before);
+    assert_eq!(
+        affected_refs(&plan),
+        ["refs/heads/feature/done", "refs/heads/feature/live"]
+    );
+    let shown = env.run("bob", &["show", plan.to_str().unwrap()]);
+    assert!(
+        shown.stdout.contains("2 (lost)"),
+        "the unmerged work is flagged: {}",
+        shown.stdout
+    );
+    // The agent may not apply before a person approves.
+    let early = env.run("mallory", &["apply", plan.to_str().unwrap()]);
+    assert_eq!(early.code, 12, "{}", early.transcript());
+    let applied = approve_and_apply(&env, &plan);
+    assert_eq!(applied.code, 0, "{}", applied.transcript());
+    let left = branches(&env);
+    assert!(
+        !left.contains("feature/done") && !left.contains("feature/live"),
+        "{left}"
+    );
+    assert!(left.contains("refs/heads/main"));
+}
+
+#[test]
+fn safe_delete_plans_only_what_git_branch_d_would_delete() {
+    let env = agent_env(standard_repo());
+    let r = hook(&env, "git branch -d feature/done feature/live");
+    let plan = denied_with_one_plan(&r);
+    assert_eq!(affected_refs(&plan), ["refs/heads/feature/done"]);
+    assert!(r.stderr.contains("Not in the plan: feature/live"), "{}", r.stderr);
+}
+
+#[test]
+fn a_remote_deletion_behind_cd_becomes_a_remote_branch_plan_with_the_pushes_effect() {
+    let env = agent_env(remote_repo());
+    // The harness's cwd is above the repository; the command moves into it first.
+    let line = "cd repo && git push origin --delete feature/done";
+    let r = hook_as(&env, Some("mallory"), &[], &[], &payload(line, env.path()));
+    let plan = denied_with_one_plan(&r);
+    assert!(r.stderr.contains("(in repo)"), "{}", r.stderr);
+    assert_eq!(affected_refs(&plan), ["refs/heads/feature/done"]);
+    let applied = approve_and_apply(&env, &plan);
+    assert_eq!(applied.code, 0, "{}", applied.transcript());
+    let on_remote = git_out(
+        &env.origin(),
+        &["for-each-ref", "--format=%(refname)", "refs/heads"],
+    );
+    assert!(
+        !on_remote.contains("feature/done") && on_remote.contains("feature/live"),
+        "{on_remote}"
+    );
+}
+
+#[test]
+fn a_tag_deletion_in_an_sh_c_wrapper_becomes_a_tags_plan() {
+    let env = agent_env(tagged_repo());
+    let r = hook(&env, "sh -c 'git tag -d v0.1'");
+    let plan = denied_with_one_plan(&r);
+    assert_eq!(affected_refs(&plan), ["refs/tags/v0.1"]);
+    let applied = approve_and_apply(&env, &plan);
+    assert_eq!(applied.code, 0, "{}", applied.transcript());
+    assert!(!env.git(&["tag"]).lines().any(|t| t == "v0.1"));
+    assert!(env.git(&["tag"]).lines().any(|t| t == "v0.2"));
+}
+
+#[test]
+fn git_clean_and_rm_rf_become_exec_plans_gated_by_their_previews() {
+    let env = agent_env(standard_repo());
+    std::fs::create_dir_all(env.repo.join("build/sub")).unwrap();
+    std::fs::write(env.repo.join("build/sub/out.o"), "x").unwrap();
+    std::fs::write(env.repo.join("scratch.txt"), "x").unwrap();
+
+    let r = hook(&env, "rm -rf build");
+    let plan = denied_with_one_plan(&r);
+    let shown = env.run("bob", &["show", plan.to_str().unwrap()]);
+    assert!(
+        shown.stdout.contains("build/sub/out.o"),
+        "the preview lists the files: {}",
+        shown.stdout
+    );
+    assert!(env.repo.join("build").exists(), "nothing ran");
+    let applied = approve_and_apply(&env, &plan);
+    assert_eq!(applied.code, 0, "{}", applied.transcript());
+    assert!(!env.repo.join("build").exists());
+
+    let r = hook(&env, "git clean -fdx");
+    let plan = denied_with_one_plan(&r);
+    let shown = env.run("bob", &["show", plan.to_str().unwrap()]);
+    assert!(shown.stdout.contains("scratch.txt"), "{}", shown.stdout);
+    let applied = approve_and_apply(&env, &plan);
+    assert_eq!(applied.code, 0, "{}", applied.transcript());
+    assert!(!env.repo.join("scratch.txt").exists());
+}
+
+#[test]
+fn what_guardctl_cannot_read_or_plan_is_denied_with_the_reason() {
+    let env = agent_env(standard_repo());
+    for (line, says) in [
+        ("rm -rf 'unterminated", "cannot read this command"),
+        ("$CLEANER --all", "only the shell knows"),
+        ("rm -rf \"$BUILD_DIR\"", "expanded by the shell"),
+        ("docker system prune -af", "guardctl plan exec --preview"),
+        ("guardctl approve plan.json", "a person does that"),
+        (
+            "git branch --merged | xargs git branch -d",
+            "expanded by the shell",
+        ),
+    ] {
+        let r = hook(&env, line);
+        assert_eq!(r.code, 2, "{line}: {}", r.transcript());
+        assert!(r.stderr.contains(says), "{line}: {}", r.stderr);
+        assert!(plan_files(&r).is_empty(), "{line}");
+    }
+}
+
+#[test]
+fn every_failure_denies_with_exit_2_and_says_why() {
+    let env = agent_env(standard_repo());
+    let destructive = payload("git branch -D feature/done", &env.repo);
+    let cases: Vec<(&str, Run)> = vec![
+        ("not json", hook_as(&env, Some("mallory"), &[], &[], "{not json")),
+        (
+            "no command",
+            hook_as(
+                &env,
+                Some("mallory"),
+                &[],
+                &[],
+                r#"{"tool_name":"Bash","tool_input":{},"cwd":"/"}"#,
+            ),
+        ),
+        (
+            "relative cwd",
+            hook_as(
+                &env,
+                Some("mallory"),
+                &[],
+                &[],
+                &payload("git branch -D x", Path::new("repo")),
+            ),
+        ),
+        (
+            "another event",
+            hook_as(
+                &env,
+                Some("mallory"),
+                &[],
+                &[],
+                r#"{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"cwd":"/"}"#,
+            ),
+        ),
+        ("no key", hook_as(&env, None, &[], &[], &destructive)),
+        (
+            "a key that may approve",
+            hook_as(&env, Some("bob"), &[], &[], &destructive),
+        ),
+        (
+            "not a repository",
+            hook_as(
+                &env,
+                Some("mallory"),
+                &[],
+                &[],
+                &payload("git branch -D x", env.path()),
+            ),
+        ),
+        (
+            "timeout",
+            hook_as(
+                &env,
+                Some("mallory"),
+                &[("GUARDCTL_TEST_HOOK_STALL", "1")],
+                &["--timeout", "1s"],
+                &destructive,
+            ),
+        ),
+        (
+            "bad flag",
+            hook_as(&env, Some("mallory"), &[], &["--bogus"], &destructive),
+        ),
+        (
+            "bad rules file",
+            hook_as(
+                &env,
+                Some("mallory"),
+                &[],
+                &["--rules", "/nonexistent.toml"],
+                &destructive,
+            ),
+        ),
+        (
+            "git environment",
+            hook_as(
+                &env,
+                Some("mallory"),
+                &[("GIT_DIR", "/elsewhere")],
+                &[],
+                &destructive,
+            ),
+        ),
+    ];
+    for (what, r) in cases {
+        assert_eq!(r.code, 2, "{what}: {}", r.transcript());
+        assert!(r.stderr.contains("denied"), "{what}: {}", r.stderr);
+        assert!(plan_files(&r).is_empty(), "{what}: {}", r.stderr);
+    }
+    assert!(branches(&env).contains("feature/done"));
+}
+
+#[test]
+fn guard_exits_0_for_a_harmless_line_and_3_with_the_plan_for_a_destructive_one() {
+    let env = agent_env(standard_repo());
+    let ok = env.run("mallory", &["guard", "--", "git", "status"]);
+    assert_eq!((ok.code, ok.stdout.as_str()), (0, ""), "{}", ok.transcript());
+    let denied = env.run(
+        "mallory",
+        &[
+            "--json",
+            "guard",
+            "--",
+            "git branch -D feature/done && git status",
+        ],
+    );
+    assert_eq!(denied.code, 3, "{}", denied.transcript());
+    let doc: Value = denied.json();
+    assert_eq!(doc["decision"], "deny");
+    assert_eq!(doc["commands"][0]["outcome"], "planned");
+    let plan = PathBuf::from(doc["commands"][0]["plan_file"].as_str().unwrap());
+    assert_eq!(affected_refs(&plan), ["refs/heads/feature/done"]);
+    assert!(
+        doc["commands"][0]["apply_command"]
+            .as_str()
+            .unwrap()
+            .contains(" apply ")
+    );
+}
+
+#[test]
+fn gemini_cli_s_before_tool_hook_gets_the_same_gate_in_its_own_protocol() {
+    let env = agent_env(standard_repo());
+    let call = |command: &str| {
+        json!({
+            "session_id": "s", "transcript_path": "/t", "cwd": env.repo,
+            "hook_event_name": "BeforeTool", "timestamp": "2026-06-01T12:00:00Z",
+            "tool_name": "run_shell_command", "tool_input": {"command": command}
+        })
+        .to_string()
+    };
+    let run = |command: &str| harness_hook(&env, "gemini-cli", Some("mallory"), &[], &[], &call(command));
+    let ok = run("git status");
+    assert_eq!((ok.code, ok.stdout.trim()), (0, "{}"), "{}", ok.transcript());
+    let denied = run("git branch -D feature/done");
+    assert_eq!(denied.code, 2, "{}", denied.transcript());
+    assert!(denied.stderr.contains("Planned: sha256:"), "{}", denied.stderr);
+    // Claude Code's payload is not Gemini CLI's: refused, not misread.
+    let wrong = hook_as(&env, Some("mallory"), &[], &[], &call("ls"));
+    assert_eq!(wrong.code, 2, "{}", wrong.transcript());
+}
