@@ -47,13 +47,14 @@ use std::sync::Arc;
 
 /// Every tool the server offers. Approve and reject are not among them,
 /// and never will be.
-pub const TOOLS: [&str; 8] = [
+pub const TOOLS: [&str; 9] = [
     "plan_stale_branches",
     "plan_remote_branches",
     "plan_tags",
     "plan_exec",
     "show_plan",
     "plan_status",
+    "wait_plan",
     "verify_plan",
     "apply_plan",
 ];
@@ -304,6 +305,40 @@ pub struct GateParams {
     #[serde(default)]
     pub approvals: Vec<String>,
 }
+
+/// `wait_plan`'s arguments.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitParams {
+    /// The plan file (`plan_file` from a plan tool), or the id or a unique prefix of 8+ hex
+    /// digits of a plan published on the team remote, as the CLI takes it
+    pub plan: String,
+    /// How long to wait for a decision, e.g. 30s, 2m (default 30s, at most 10m: a client
+    /// times a call out long before the CLI's 30m); past it the state is
+    /// awaiting_approval with timed_out true: call again
+    #[serde(default)]
+    pub timeout: Option<String>,
+}
+
+/// What `wait_plan` returns: the plan's final standing, or where it stands when the time ran
+/// out.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WaitOutput {
+    pub plan_id: String,
+    pub state: State,
+    /// The time allowed ran out with the plan still awaiting approval
+    pub timed_out: bool,
+    /// Distinct principals whose approvals count
+    pub approved_by: Vec<String>,
+    /// Principals whose rejection vetoes the plan
+    pub rejected_by: Vec<String>,
+    pub expires_at: String,
+    pub waited_secs: u64,
+}
+
+/// `wait_plan`'s default and longest wait.
+const WAIT_PLAN_DEFAULT: std::time::Duration = std::time::Duration::from_secs(30);
+const WAIT_PLAN_MAX: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// `apply_plan`'s arguments: the plan, its detached approvals, and how long to wait for the
 /// receipt of an apply in another clone.
@@ -773,6 +808,21 @@ impl Server {
         self.blocking(move |s| status(s, &p.plan)).await
     }
 
+    /// Wait until a person decides on the plan: returns its state once it is approved,
+    /// rejected, expired or applied, or, when `timeout` (default 30s) passes first, state
+    /// awaiting_approval with timed_out true (call again). Changes nothing.
+    #[tool(annotations(
+        title = "Wait for a person's decision on a plan",
+        read_only_hint = true,
+        destructive_hint = false,
+        idempotent_hint = true,
+        // Approvals and rejections published on the team remote count.
+        open_world_hint = true
+    ))]
+    async fn wait_plan(&self, Parameters(p): Parameters<WaitParams>) -> Result<Json<WaitOutput>, ToolError> {
+        self.blocking(move |s| wait(s, p)).await
+    }
+
     /// Run every check apply_plan runs (integrity, expiry, principal, approvals, policy,
     /// drift), with this server's key as the one applying, without changing anything. A
     /// failed check is a tool error carrying error.kind (drift, expired, unapproved, ...).
@@ -1086,6 +1136,28 @@ fn status(s: &Settings, plan: &str) -> Result<StatusOutput> {
     })
 }
 
+fn wait(s: &Settings, p: WaitParams) -> Result<WaitOutput> {
+    let timeout = duration(p.timeout.as_deref(), "timeout")?.unwrap_or(WAIT_PLAN_DEFAULT);
+    if timeout > WAIT_PLAN_MAX {
+        return Err(Error::usage(
+            "`timeout` is at most 10m: call again to wait longer",
+        ));
+    }
+    let plan = plan_arg(&s.ctx(), &p.plan)?;
+    let mut ui = s.ui();
+    let request = crate::engine::wait::WaitRequest { plan, timeout };
+    let w = crate::engine::wait::wait(&|| s.ctx(), &mut ui, &request)?;
+    Ok(WaitOutput {
+        plan_id: w.status.plan_id.clone(),
+        state: State::from(w.standing),
+        timed_out: w.timed_out,
+        approved_by: w.status.approvals.approved_by.clone(),
+        rejected_by: w.status.approvals.rejected_by.clone(),
+        expires_at: rfc3339(w.status.plan.expires_at),
+        waited_secs: w.waited.as_secs(),
+    })
+}
+
 fn target(ctx: &Ctx, plan: &str, approvals: &[String]) -> Result<Target> {
     Ok(Target {
         plan: plan_arg(ctx, plan)?,
@@ -1233,7 +1305,7 @@ mod tests {
     }
 
     #[test]
-    fn tool_list_is_exactly_the_eight_tools_and_never_approve_and_plan_exec_only_when_enabled() {
+    fn tool_list_is_exactly_the_nine_tools_and_never_approve_and_plan_exec_only_when_enabled() {
         let names = |exec: bool| {
             let server = Server::new(Settings {
                 repo: None,

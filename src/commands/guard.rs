@@ -6,7 +6,7 @@ use crate::context::Ctx;
 use crate::engine::guard::{GuardRequest, Verdict};
 use crate::engine::guard::{Guarded, LeftOut, Outcome};
 use crate::error::Result;
-use crate::render::guard::{CommandView, GuardView, LeftOutView, guardctl_command};
+use crate::render::guard::{CommandView, GuardView, LeftOutView, guardctl_command, guardctl_command_as};
 use crate::shell::rules::Rules;
 use crate::text::safe;
 use crate::ui::Ui;
@@ -138,8 +138,21 @@ fn command_view(g: &Guarded) -> CommandView {
                 .collect();
             if p.affected > 0 {
                 v.approve_command = Some(guardctl_command(&p.repo, "approve", &file));
-                v.wait_command = Some(guardctl_command(&p.repo, "wait", &file));
-                v.apply_command = Some(guardctl_command(&p.repo, "apply", &file));
+                // The agent's own key and trusted identities, as the hook was given them.
+                let mut agent = Vec::new();
+                if let Some(k) = &p.key {
+                    agent.extend(["--key".to_string(), k.display().to_string()]);
+                }
+                if let Some(f) = &p.allowed_signers {
+                    agent.extend(["--allowed-signers".to_string(), f.display().to_string()]);
+                }
+                // Below the 2 minutes Claude Code gives a Bash call by default: a wait the
+                // harness kills says nothing; one that ends says "still waiting" (75).
+                v.wait_command = Some(format!(
+                    "{} --timeout 110s",
+                    guardctl_command_as(&p.repo, &agent, "wait", &file)
+                ));
+                v.apply_command = Some(guardctl_command_as(&p.repo, &agent, "apply", &file));
             }
         }
         Outcome::Refused(why) => {

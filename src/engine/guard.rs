@@ -75,6 +75,10 @@ pub struct PlannedCommand {
     pub affected: usize,
     /// Names the command gave that the plan leaves out, and why.
     pub left_out: Vec<(String, LeftOut)>,
+    /// The key and allowed-signers files the plan was made with (absolute): the agent waits
+    /// and applies with them, not with whatever key its shell would find.
+    pub key: Option<PathBuf>,
+    pub allowed_signers: Option<PathBuf>,
 }
 
 /// Why a name the command gave is not in its plan.
@@ -155,6 +159,15 @@ fn plan_one(ui: &mut Ui, request: &GuardRequest, finding: &Finding) -> Result<Pl
         summary: planned.plan.summary,
         affected: planned.count,
         left_out,
+        // As given to this process: relative to where it runs.
+        key: request
+            .key
+            .as_ref()
+            .map(|k| std::path::absolute(k).unwrap_or_else(|_| k.clone())),
+        allowed_signers: request
+            .allowed_signers
+            .as_ref()
+            .map(|f| std::path::absolute(f).unwrap_or_else(|_| f.clone())),
     })
 }
 

@@ -52,15 +52,17 @@ pub struct LeftOutView {
 
 /// `guardctl -C <repo> <command> <arg>`, quoted for a POSIX shell.
 pub fn guardctl_command(repo: &Path, command: &str, arg: &str) -> String {
+    guardctl_command_as(repo, &[], command, arg)
+}
+
+/// [`guardctl_command`] with global flags (`--key K`) before the command.
+pub fn guardctl_command_as(repo: &Path, flags: &[String], command: &str, arg: &str) -> String {
     // Components drop the trailing `/` libgit2 gives a work tree.
     let repo: std::path::PathBuf = repo.components().collect();
-    shell_words(&[
-        "guardctl".into(),
-        "-C".into(),
-        repo.display().to_string(),
-        command.into(),
-        arg.into(),
-    ])
+    let mut words = vec!["guardctl".to_string(), "-C".into(), repo.display().to_string()];
+    words.extend(flags.iter().cloned());
+    words.extend([command.to_string(), arg.to_string()]);
+    shell_words(&words)
 }
 
 /// The words an agent (or person) reads when the line is denied; empty when allowed.
@@ -106,6 +108,10 @@ pub fn text(v: &GuardView) -> String {
                     (Some(approve), Some(wait), Some(apply)) => {
                         let _ = writeln!(out, "   A person approves it:  {approve}");
                         let _ = writeln!(out, "   You wait for that:     {wait}");
+                        let _ = writeln!(
+                            out,
+                            "   (exit 0: approved; 75: still waiting, run it again; 12: rejected, stop)"
+                        );
                         let _ = writeln!(out, "   then apply it:         {apply}");
                     }
                     _ => {

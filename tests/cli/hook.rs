@@ -88,6 +88,33 @@ fn plan_files(r: &Run) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The command line the denial tells the agent to run after `prefix` (`then apply it:`), run
+/// as the agent's shell would run it: by `sh`, with guardctl on `PATH`.
+fn run_as_told(env: &TestEnv, r: &Run, prefix: &str) -> Run {
+    let line = r
+        .stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no `{prefix}` line in {}", r.stderr))
+        .trim()
+        .to_string();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_guardctl")).parent().unwrap();
+    let mut c = std::process::Command::new("sh");
+    c.current_dir(&env.repo).env_clear();
+    for (k, v) in env.command().get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    c.env("PATH", path).arg("-c").arg(&line);
+    crate::fixtures::run(c)
+}
+
 fn denied_with_one_plan(r: &Run) -> PathBuf {
     assert_eq!(r.code, 2, "{}", r.transcript());
     let files = plan_files(r);
@@ -165,10 +192,14 @@ fn branch_deletion_of_a_merged_and_an_unmerged_branch_is_planned_exactly_and_app
         "the unmerged work is flagged: {}",
         shown.stdout
     );
-    // The agent may not apply before a person approves.
-    let early = env.run("mallory", &["apply", plan.to_str().unwrap()]);
+    // The agent may not apply before a person approves; the commands it is told to run
+    // carry its own key, so they work as printed.
+    let early = run_as_told(&env, &r, "then apply it:");
     assert_eq!(early.code, 12, "{}", early.transcript());
-    let applied = approve_and_apply(&env, &plan);
+    let approved = env.run("bob", &["approve", plan.to_str().unwrap(), "--yes"]);
+    assert_eq!(approved.code, 0, "{}", approved.transcript());
+    assert_eq!(run_as_told(&env, &r, "You wait for that:").code, 0);
+    let applied = run_as_told(&env, &r, "then apply it:");
     assert_eq!(applied.code, 0, "{}", applied.transcript());
     let left = branches(&env);
     assert!(

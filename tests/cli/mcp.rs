@@ -168,7 +168,7 @@ async fn lists_exactly_the_gate_tools_with_strict_schemas_and_annotations() {
         match t {
             "plan_remote_branches" => vec!["remote"],
             "plan_exec" => vec!["preview", "command"],
-            "show_plan" | "plan_status" | "verify_plan" | "apply_plan" => vec!["plan"],
+            "show_plan" | "plan_status" | "wait_plan" | "verify_plan" | "apply_plan" => vec!["plan"],
             _ => vec![],
         }
     };
@@ -865,4 +865,26 @@ mod approving_keys_and_out {
         assert_eq!(file_tree(env.path()), before, "a refused `out` wrote a file");
         assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
     }
+}
+
+#[tokio::test]
+async fn wait_plan_returns_when_a_person_decides_and_says_timed_out_when_no_one_has() {
+    let env = agent_repo();
+    let (client, _stderr) = connect(&env, "mallory").await;
+    let planned = ok(&call(&client, "plan_stale_branches", json!({"merged": true})).await);
+    let plan_file = planned["plan_file"].as_str().unwrap().to_string();
+    let pending = ok(&call(&client, "wait_plan", json!({"plan": plan_file, "timeout": "1s"})).await);
+    assert_eq!(
+        (pending["state"].as_str(), pending["timed_out"].as_bool()),
+        (Some("awaiting_approval"), Some(true))
+    );
+    let too_long = tool_error(&call(&client, "wait_plan", json!({"plan": plan_file, "timeout": "1h"})).await);
+    assert_eq!(too_long["error"]["kind"], "usage");
+    let approved = env.run("bob", &["approve", &plan_file, "--yes"]);
+    assert_eq!(approved.code, 0, "{}", approved.transcript());
+    let decided = ok(&call(&client, "wait_plan", json!({"plan": plan_file})).await);
+    assert_eq!(decided["state"], "approved");
+    assert_eq!(decided["timed_out"], false);
+    assert_eq!(decided["approved_by"][0], "bob@example.com");
+    client.cancel().await.unwrap();
 }
