@@ -24,6 +24,9 @@ use std::time::Duration;
 /// The exit code that makes Claude Code block the tool call.
 pub const BLOCK: u8 = 2;
 
+/// The classifier thread's stack (address space; only what is used is committed).
+const WORKER_STACK: usize = 64 << 20;
+
 /// The most a tool call's JSON may take: a command line is text, not a payload.
 const MAX_PAYLOAD: u64 = 1 << 20;
 
@@ -122,9 +125,18 @@ struct Payload {
 }
 
 pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
+    // A panic anywhere in a hook is a denial, not the 101 the harness would let through.
+    let hook = |harness: Harness, a: ClaudeCodeArgs, ui: &mut Ui| {
+        let caught =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| harness_hook(harness, a, ctx, ui)));
+        caught.unwrap_or_else(|_| {
+            ui.reason("guardctl hook: denied, because guardctl failed while deciding. Nothing ran.\n");
+            BLOCK
+        })
+    };
     match args.hook {
-        Hook::ClaudeCode(a) => Ok(harness_hook(Harness::ClaudeCode, a, ctx, ui)),
-        Hook::GeminiCli(a) => Ok(harness_hook(Harness::GeminiCli, a.hook, ctx, ui)),
+        Hook::ClaudeCode(a) => Ok(hook(Harness::ClaudeCode, a, ui)),
+        Hook::GeminiCli(a) => Ok(hook(Harness::GeminiCli, a.hook, ui)),
         Hook::Install(a) => super::hook_install::run(a, ctx, ui),
     }
 }
@@ -233,15 +245,22 @@ fn request(harness: Harness, args: &ClaudeCodeArgs, ctx: &Ctx) -> Result<Option<
 /// denial too.
 fn decide(request: GuardRequest, timeout: Duration) -> Result<GuardView> {
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let result = std::panic::catch_unwind(|| {
-            stall_for_tests();
-            // Status lines would mix with the reason on stderr: only warnings are said.
-            let mut ui = Ui::without_stdout(true, crate::ui::ColorChoice::Never);
-            super::guard::view(&crate::engine::guard::guard(&mut ui, &request))
+    // A stack far beyond what the nesting limits need (shell::words::MAX_NESTING): a stack
+    // overflow aborts the process, which the harness takes for "no objection".
+    let spawned = std::thread::Builder::new()
+        .stack_size(WORKER_STACK)
+        .spawn(move || {
+            let result = std::panic::catch_unwind(|| {
+                stall_for_tests();
+                // Status lines would mix with the reason on stderr: only warnings are said.
+                let mut ui = Ui::without_stdout(true, crate::ui::ColorChoice::Never);
+                super::guard::view(&crate::engine::guard::guard(&mut ui, &request))
+            });
+            let _ = tx.send(result);
         });
-        let _ = tx.send(result);
-    });
+    if let Err(e) = spawned {
+        return Err(Error::internal("cannot start the classifier's thread").caused_by(e));
+    }
     match rx.recv_timeout(timeout) {
         Ok(Ok(view)) => Ok(view),
         Ok(Err(_)) => Err(Error::internal("guardctl failed while classifying the command")),

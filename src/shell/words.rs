@@ -17,6 +17,12 @@ use std::path::PathBuf;
 /// a bound on work for input that is, in the end, an attacker's.
 pub const MAX_DEPTH: usize = 8;
 
+/// How deep brackets and compound commands may nest in one script. The parser and the walker
+/// recurse once per level: 3,000 nested subshells overflowed a thread's 2 MiB stack, and a
+/// stack overflow aborts the process — an exit status the harness takes for "no objection".
+/// Counted before parsing, so no input reaches the recursion deeper than this.
+pub const MAX_NESTING: usize = 64;
+
 /// One word of a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Word {
@@ -104,6 +110,11 @@ struct Walker {
 
 impl Walker {
     fn script(&mut self, text: &str, dir: Dir) -> Result<Dir, Unparseable> {
+        if nesting(text) > MAX_NESTING {
+            return Err(Unparseable(format!(
+                "it nests brackets or compound commands more than {MAX_NESTING} levels deep"
+            )));
+        }
         let mut parser = brush_parser::Parser::new(std::io::Cursor::new(text), &options());
         let program = parser
             .parse_program()
@@ -214,7 +225,7 @@ impl Walker {
                 Ok(merge(d, dir))
             }
             C::Arithmetic(a) => {
-                self.opaque(&a.expr.to_string(), &dir)?;
+                self.arithmetic(&a.expr.value, &dir)?;
                 Ok(dir)
             }
             C::Coprocess(c) => {
@@ -231,6 +242,20 @@ impl Walker {
             return Err(Unparseable(
                 "a command substitution inside an arithmetic or `[[ ]]` expression".into(),
             ));
+        }
+        Ok(())
+    }
+
+    /// `((…))` and `$((…))`. bash reads them as arithmetic only when that parses, and
+    /// otherwise as nested subshells (`( ( rm -rf x ) )`, `((rm -rf x) )`; dash always
+    /// does): the parser here takes the arithmetic reading. So the text is also read as a
+    /// script, and whatever commands it would run are judged. Genuine arithmetic (`i++`,
+    /// `x = 1 + 2`) reads as commands of no rule's program, or not at all.
+    fn arithmetic(&mut self, text: &str, dir: &Dir) -> Result<(), Unparseable> {
+        self.opaque(text, dir)?;
+        // Only what parses as a script can run as one.
+        if let Ok(found) = nested(text, dir.clone(), self.depth) {
+            self.out.extend(found);
         }
         Ok(())
     }
@@ -389,13 +414,61 @@ impl Walker {
                 }
                 WordPiece::AnsiCQuotedText(_) | WordPiece::TildeExpansion(_) => literal = false,
                 WordPiece::ArithmeticExpression(e) => {
-                    self.opaque(&e.to_string(), dir)?;
+                    self.arithmetic(&e.value, dir)?;
                     literal = false;
                 }
             }
         }
         Ok(literal)
     }
+}
+
+/// An upper bound on how deep `text` nests, counted without parsing: `(`, `{` and `[` open a
+/// level and their closers end one (outside single quotes, not escaped; inside double quotes
+/// too, where `$(` and `${` nest), and so do the words that open and close compound commands
+/// (`if`…`fi`, `for`/`while`/`until`/`select`…`done`, `case`…`esac`). Conservative: a
+/// bracket in a here-document counts as well.
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    let mut word = String::new();
+    let mut chars = text.chars();
+    let mut single = false;
+    let end_word = |word: &mut String, depth: &mut usize, max: &mut usize| {
+        match word.as_str() {
+            "if" | "for" | "while" | "until" | "select" | "case" => {
+                *depth += 1;
+                *max = (*max).max(*depth);
+            }
+            "fi" | "done" | "esac" => *depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        word.clear();
+    };
+    while let Some(c) = chars.next() {
+        if single {
+            single = c != '\'';
+            continue;
+        }
+        match c {
+            '\'' => single = true,
+            '\\' => {
+                chars.next();
+            }
+            '(' | '{' | '[' => {
+                end_word(&mut word, &mut depth, &mut max);
+                depth += 1;
+                max = max.max(depth);
+            }
+            ')' | '}' | ']' => {
+                end_word(&mut word, &mut depth, &mut max);
+                depth = depth.saturating_sub(1);
+            }
+            c if c.is_alphanumeric() || c == '_' => word.push(c),
+            _ => end_word(&mut word, &mut depth, &mut max),
+        }
+    }
+    end_word(&mut word, &mut depth, &mut max);
+    max
 }
 
 /// Where a later command runs after a branch that may or may not have run.
@@ -505,6 +578,44 @@ mod tests {
         let found = commands("GIT_DIR=/x git branch -D y").unwrap();
         assert_eq!(found[0].assigns, ["GIT_DIR"]);
         assert_eq!(found[0].words, lit(&["git", "branch", "-D", "y"]));
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_unparseable_before_any_recursion() {
+        for n in [MAX_NESTING + 1, 3_000, 100_000] {
+            for (open, close) in [
+                ("( ", " )"),
+                ("{ ", "; }"),
+                ("$(", ")"),
+                ("if true; then ", "; fi"),
+            ] {
+                let line = format!("{}ls{}", open.repeat(n), close.repeat(n));
+                let e = commands(&line).unwrap_err();
+                assert!(e.0.contains("levels deep"), "{open} x{n}: {e:?}");
+            }
+        }
+        let nested = format!("{}ls{}", "{ ".repeat(MAX_NESTING), "; }".repeat(MAX_NESTING));
+        assert_eq!(words_of(&nested), vec![lit(&["ls"])]);
+        // Quoted brackets are text, and long flat lines are not deep.
+        assert!(commands(&format!("echo '{}'", "(".repeat(1000))).is_ok());
+        assert!(commands(&("true && ".repeat(20_000) + "ls")).is_ok());
+    }
+
+    #[test]
+    fn double_parentheses_that_bash_would_run_as_subshells_are_read_as_commands() {
+        for line in [
+            "( ( rm -rf x ) )",
+            "((rm -rf x) )",
+            "((rm -rf x))",
+            "echo $(( (rm -rf x) ))",
+        ] {
+            let found = words_of(line);
+            assert!(found.contains(&lit(&["rm", "-rf", "x"])), "{line}: {found:?}");
+        }
+        // Genuine arithmetic runs no program a rule names.
+        for line in ["((i++))", "(( x = 1 + 2 ))", "echo $((3 * 4))"] {
+            assert!(commands(line).is_ok(), "{line}");
+        }
     }
 
     #[test]

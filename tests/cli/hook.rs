@@ -302,6 +302,37 @@ fn what_guardctl_cannot_read_or_plan_is_denied_with_the_reason() {
 }
 
 #[test]
+fn input_that_would_overflow_the_parsers_stack_is_denied_not_a_crash() {
+    // A stack overflow aborts (134): the harness would let the command through.
+    let env = agent_env(standard_repo());
+    for (open, close) in [
+        ("( ", " )"),
+        ("{ ", "; }"),
+        ("$(", ")"),
+        ("if true; then ", "; fi"),
+    ] {
+        let line = format!(
+            "{}git branch -D feature/done{}",
+            open.repeat(5_000),
+            close.repeat(5_000)
+        );
+        let r = hook(&env, &line);
+        let head: String = r.stderr.chars().take(300).collect();
+        assert_eq!(r.code, 2, "{open}: {head}");
+        assert!(r.stderr.contains("levels deep"), "{open}: {head}");
+    }
+    assert!(branches(&env).contains("feature/done"));
+}
+
+#[test]
+fn double_parentheses_bash_runs_as_subshells_are_judged_as_commands() {
+    let env = agent_env(standard_repo());
+    let r = hook(&env, "( ( git branch -D feature/done ) )");
+    let plan = denied_with_one_plan(&r);
+    assert_eq!(affected_refs(&plan), ["refs/heads/feature/done"]);
+}
+
+#[test]
 fn every_failure_denies_with_exit_2_and_says_why() {
     let env = agent_env(standard_repo());
     let destructive = payload("git branch -D feature/done", &env.repo);
