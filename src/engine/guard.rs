@@ -184,9 +184,10 @@ fn operation(action: &Action) -> Result<(OperationRequest, Vec<String>)> {
     // Exactly the names given: a name is a glob to `--match`, so one with glob characters
     // (which git refuses in a ref name anyway) could select others.
     let exact = |names: &[String]| -> Result<Vec<String>> {
-        match names.iter().find(|n| n.contains(['*', '?', '[', '\\'])) {
+        // `{a,b}` is an alternation to the glob matcher, though git allows braces in a name.
+        match names.iter().find(|n| n.contains(['*', '?', '[', '\\', '{', '}'])) {
             Some(n) => Err(Error::usage(format!(
-                "`{}` is not a branch or tag name (git refuses `*`, `?`, `[` and `\\` in one)",
+                "`{}` holds glob characters (`*`, `?`, `[`, `\\`, braces): plan it by hand with `guardctl plan`",
                 crate::text::safe(n)
             ))),
             None => Ok(names.to_vec()),

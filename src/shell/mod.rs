@@ -54,7 +54,12 @@ pub fn classify(line: &str, rules: &Rules) -> Result<Vec<Finding>, String> {
     let commands = words::commands(line).map_err(|e| e.0)?;
     let mut found = Vec::new();
     for c in commands {
-        Classifier { rules, depth: 0 }.simple(c, &mut found)?;
+        Classifier {
+            rules,
+            depth: 0,
+            stdin: words::Stdin::Inherited,
+        }
+        .simple(c, &mut found)?;
     }
     Ok(found)
 }
@@ -62,35 +67,194 @@ pub fn classify(line: &str, rules: &Rules) -> Result<Vec<Finding>, String> {
 struct Classifier<'r> {
     rules: &'r Rules,
     depth: usize,
+    /// The standard input of the command being judged.
+    stdin: words::Stdin,
 }
 
-/// Programs that run the rest of their arguments as a command, with the options (taking a
-/// value or not) that come before it.
-const WRAPPERS: &[(&str, &[&str], &[&str])] = &[
-    // (program, options taking a value, options without one — others end the options)
+/// Programs that run the rest of their arguments as a command: (program, its options that
+/// take a value — short ones also at the end of a cluster, `-iu root` — and how many operands
+/// come before the command: `timeout DURATION`, `flock FILE`, `taskset MASK`, `chrt PRIO`).
+/// A wrapper guardctl does not list runs an unlisted program: docs/agents.md's residual risks.
+const WRAPPERS: &[(&str, &[&str], usize)] = &[
     (
         "sudo",
-        &["-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "-R"],
-        &[],
+        &[
+            "-u",
+            "-g",
+            "-h",
+            "-p",
+            "-C",
+            "-D",
+            "-r",
+            "-t",
+            "-U",
+            "-T",
+            "-R",
+            "--user",
+            "--group",
+            "--host",
+            "--prompt",
+            "--chdir",
+            "--role",
+            "--type",
+            "--other-user",
+            "--command-timeout",
+            "--chroot",
+            "--close-from",
+        ],
+        0,
     ),
-    ("doas", &["-u", "-C"], &[]),
-    ("nice", &["-n"], &[]),
-    ("ionice", &["-c", "-n", "-p"], &[]),
-    ("timeout", &["-s", "-k", "--signal", "--kill-after"], &[]),
-    ("stdbuf", &["-i", "-o", "-e"], &[]),
-    ("nohup", &[], &[]),
-    ("time", &["-f", "-o"], &[]),
-    ("command", &[], &[]),
-    ("builtin", &[], &[]),
-    ("exec", &["-a"], &[]),
-    ("chronic", &[], &[]),
+    ("doas", &["-u", "-C"], 0),
+    ("nice", &["-n", "--adjustment"], 0),
+    (
+        "ionice",
+        &[
+            "-c",
+            "-n",
+            "-p",
+            "-P",
+            "-u",
+            "--class",
+            "--classdata",
+            "--pid",
+            "--pgid",
+            "--uid",
+        ],
+        0,
+    ),
+    ("timeout", &["-s", "-k", "--signal", "--kill-after"], 1),
+    ("stdbuf", &["-i", "-o", "-e", "--input", "--output", "--error"], 0),
+    ("nohup", &[], 0),
+    ("time", &["-f", "-o", "--format", "--output"], 0),
+    ("command", &[], 0),
+    ("builtin", &[], 0),
+    ("exec", &["-a"], 0),
+    ("chronic", &[], 0),
+    ("setsid", &[], 0),
+    ("flock", &["-w", "--timeout", "-E", "--conflict-exit-code"], 1),
+    ("taskset", &[], 1),
+    ("chrt", &[], 1),
+    (
+        "unshare",
+        &[
+            "--map-user",
+            "--map-group",
+            "--propagation",
+            "--setgroups",
+            "-S",
+            "--setuid",
+            "-G",
+            "--setgid",
+            "-R",
+            "--root",
+            "-w",
+            "--wd",
+        ],
+        0,
+    ),
+    (
+        "strace",
+        &["-o", "-e", "-p", "-u", "-s", "-a", "-O", "-E", "-P", "-X", "-b"],
+        0,
+    ),
+    ("ltrace", &["-o", "-e", "-p", "-u", "-s", "-a", "-n", "-E"], 0),
+    (
+        "nsenter",
+        &[
+            "-t", "--target", "-S", "--setuid", "-G", "--setgid", "-r", "--root", "-w", "--wd",
+        ],
+        0,
+    ),
+    ("firejail", &[], 0),
+    (
+        "systemd-run",
+        &[
+            "-u",
+            "--unit",
+            "-p",
+            "--property",
+            "--description",
+            "--slice",
+            "-E",
+            "--setenv",
+            "--uid",
+            "--gid",
+            "--working-directory",
+            "-M",
+            "--machine",
+            "-H",
+            "--host",
+        ],
+        0,
+    ),
+    ("busybox", &[], 0),
+    ("catchsegv", &[], 0),
+    ("valgrind", &[], 0),
+    ("faketime", &[], 1),
+    ("caffeinate", &["-t", "-w"], 0),
+    (
+        "watch",
+        &["-n", "--interval", "-d", "-g", "-q", "--differences"],
+        0,
+    ),
 ];
 
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"];
+/// Shells: `-c SCRIPT` is read as a line of its own, so is a script given on standard input
+/// by a here-string or here-document; a pipe into one is unreadable.
+const SHELLS: &[&str] = &[
+    "sh", "bash", "rbash", "zsh", "dash", "ksh", "ksh93", "mksh", "oksh", "loksh", "pdksh", "ash", "yash",
+    "posh", "fish", "tcsh", "csh",
+];
+
+/// Programs that run a string argument as a shell line with `-c` (or `--command`).
+const DASH_C: &[&str] = &["su", "runuser", "script", "sg", "flock"];
 
 impl Classifier<'_> {
     fn simple(&mut self, c: Simple, found: &mut Vec<Finding>) -> Result<(), String> {
+        self.embedded_approval(&c.words, found);
+        self.stdin = c.stdin;
         self.words(c.words, c.dir, c.assigns, found)
+    }
+
+    /// `guardctl … approve|reject` or `ssh-keygen -Y…` anywhere among a command's words,
+    /// whatever runs them (`setsid`, `flock`, a wrapper guardctl does not list): an approval
+    /// comes from a person at a terminal, never from the agent's shell.
+    fn embedded_approval(&self, words: &[Word], found: &mut Vec<Finding>) {
+        let base = |w: &Word| w.literal().map(|t| t.rsplit('/').next().unwrap_or(t).to_string());
+        for (i, w) in words.iter().enumerate().skip(1) {
+            let (program, what) = match base(w).as_deref() {
+                Some("guardctl")
+                    if words[i + 1..].iter().any(|a| {
+                        matches!(a.literal(), Some("approve" | "reject")) || a.literal().is_none()
+                    }) =>
+                {
+                    (
+                        "guardctl",
+                        "approves or rejects a plan: a person does that, not the agent",
+                    )
+                }
+                Some("ssh-keygen")
+                    if words[i + 1..]
+                        .iter()
+                        .any(|a| a.literal().is_none_or(|t| t.starts_with("-Y") || t == "sign")) =>
+                {
+                    (
+                        "ssh-keygen",
+                        "signs with an SSH key: guardctl's approvals are SSH signatures",
+                    )
+                }
+                _ => continue,
+            };
+            found.push(Finding {
+                command: shell_words(&words.iter().map(|w| w.text().to_string()).collect::<Vec<_>>()),
+                dir: PathBuf::new(),
+                reason: what.to_string(),
+                action: Action::Refuse {
+                    why: format!("it runs `{program}` through another program; run nothing of the kind from the agent's shell"),
+                },
+            });
+            return;
+        }
     }
 
     fn words(
@@ -113,7 +277,32 @@ impl Classifier<'_> {
         let args = &words[1..];
 
         // Wrappers and interpreters: what they run is the command.
-        if let Some((_, with_value, _)) = WRAPPERS.iter().find(|(p, _, _)| *p == program) {
+        // `su -c LINE`, `script -c LINE`, `flock FILE -c LINE`: the line is a script.
+        if DASH_C.contains(&program.as_str()) {
+            // `-c LINE`, `-qc LINE` (a cluster ending in c), `--command LINE`, `--command=LINE`.
+            let dash_c = |w: &Word| {
+                w.literal().is_some_and(|a| {
+                    a == "--command" || (a.starts_with('-') && !a.starts_with("--") && a.ends_with('c'))
+                })
+            };
+            if let Some(line) = args
+                .iter()
+                .find_map(|w| w.literal().and_then(|a| a.strip_prefix("--command=")))
+            {
+                return self.nested(line, dir, found);
+            }
+            if let Some(i) = args.iter().position(dash_c) {
+                return match args.get(i + 1) {
+                    Some(Word::Literal(script)) => self.nested(script, dir, found),
+                    Some(w) => Err(format!(
+                        "`{program} -c {}`: only the shell knows what that runs",
+                        w.text()
+                    )),
+                    None => Ok(()),
+                };
+            }
+        }
+        if let Some((_, with_value, operands)) = WRAPPERS.iter().find(|(p, _, _)| *p == program) {
             if program == "command"
                 && args
                     .first()
@@ -123,10 +312,8 @@ impl Classifier<'_> {
                 return Ok(());
             }
             let mut inner = skip_options(args, with_value);
-            if program == "timeout" && !inner.is_empty() {
-                // `timeout DURATION COMMAND…`
-                inner = &inner[1..];
-            }
+            // `timeout DURATION COMMAND…`, `flock FILE COMMAND…`.
+            inner = &inner[(*operands).min(inner.len())..];
             let escalated = matches!(program.as_str(), "sudo" | "doas");
             let before = found.len();
             self.words(inner.to_vec(), dir, assigns, found)?;
@@ -138,6 +325,35 @@ impl Classifier<'_> {
                 }
             }
             return Ok(());
+        }
+        if program == "trap" {
+            // `trap 'LINE' SIGNAL…`: the line runs when the signal (or EXIT) comes.
+            return match args
+                .iter()
+                .find(|w| !w.literal().is_some_and(|a| a.starts_with('-')))
+            {
+                Some(Word::Literal(script)) => self.nested(script, dir, found),
+                Some(w) => Err(format!(
+                    "`trap {}`: only the shell knows what that runs",
+                    w.text()
+                )),
+                None => Ok(()),
+            };
+        }
+        if matches!(program.as_str(), "source" | ".") {
+            // A script from standard input or a process substitution is text the line made.
+            return match (args.first(), &self.stdin) {
+                (Some(Word::Literal(f)), words::Stdin::Text(Word::Literal(script))) if is_stdin_path(f) => {
+                    let script = script.clone();
+                    self.nested(&script, dir, found)
+                }
+                (Some(Word::Literal(f)), _) if !is_stdin_path(f) => Ok(()),
+                (None, _) => Ok(()),
+                (Some(w), _) => Err(format!(
+                    "`{program} {}`: only the shell knows what that script is",
+                    w.text()
+                )),
+            };
         }
         if program == "env" {
             return self.env(args, dir, assigns, found);
@@ -170,6 +386,35 @@ impl Classifier<'_> {
         let is_git = program == "git";
         let subcommand_at = |sub: &[String]| subcommand_at(&literal_args, sub, is_git);
         let Some((rule, at)) = self.rules.find(&program, &subcommand_at, &literal_args) else {
+            // A word only the shell can expand could be the subcommand or option a rule names
+            // (`git branch -$x`, `git reset --$(echo hard)`): refused, never guessed harmless.
+            if args.iter().any(|w| w.literal().is_none()) {
+                let known: Vec<Option<String>> = args.iter().map(|w| w.literal().map(String::from)).collect();
+                let prefixes: Vec<String> = args
+                    .iter()
+                    .map(|w| literal_prefix(w.text()).to_string())
+                    .collect();
+                if let Some(rule) = self.rules.could_match(&program, &known, &prefixes, is_git) {
+                    let dynamic = args
+                        .iter()
+                        .find(|w| w.literal().is_none())
+                        .map(Word::text)
+                        .unwrap_or_default();
+                    found.push(Finding {
+                        command: shell_words(&std::iter::once(program.clone()).chain(literal_args.iter().cloned()).collect::<Vec<_>>()),
+                        dir: match &dir {
+                            Dir::Known(d) => d.clone(),
+                            Dir::Unknown => PathBuf::new(),
+                        },
+                        reason: rule.reason.clone(),
+                        action: Action::Refuse {
+                            why: format!(
+                                "its argument `{dynamic}` is expanded by the shell and could make it destructive: spell out its arguments"
+                            ),
+                        },
+                    });
+                }
+            }
             return Ok(());
         };
         let mut command = vec![program.clone()];
@@ -245,6 +490,7 @@ impl Classifier<'_> {
         let mut inner = Classifier {
             rules: self.rules,
             depth: self.depth + 1,
+            stdin: words::Stdin::Inherited,
         };
         for c in commands {
             inner.simple(c, found)?;
@@ -278,6 +524,13 @@ impl Classifier<'_> {
                         literal_all(&args[i + 1..]).ok_or("`env -S` of a variable or substitution")?;
                     return self.nested(&script.join(" "), dir, found);
                 }
+                a if a.starts_with("--split-string=") || (a.starts_with("-S") && a.len() > 2) => {
+                    let first = a.strip_prefix("--split-string=").unwrap_or_else(|| &a[2..]);
+                    let mut script = vec![first.to_string()];
+                    script
+                        .extend(literal_all(&args[i + 1..]).ok_or("`env -S` of a variable or substitution")?);
+                    return self.nested(&script.join(" "), dir, found);
+                }
                 "--" => {
                     i += 1;
                     break;
@@ -293,51 +546,85 @@ impl Classifier<'_> {
         self.words(args[i.min(args.len())..].to_vec(), dir, assigns, found)
     }
 
-    /// `sh [-e…] -c SCRIPT [NAME ARGS…]`: the script is read as a line of its own.
+    /// `sh [-e…] -c SCRIPT [NAME ARGS…]`: the script is read as a line of its own; so is a
+    /// script on standard input from a here-string or here-document. A script from a pipe or
+    /// a process substitution is text only the running line knows: unreadable.
     fn shell(&mut self, args: &[Word], dir: Dir, found: &mut Vec<Finding>) -> Result<(), String> {
         let mut i = 0;
         let mut inline = false;
-        while let Some(a) = args.get(i).and_then(Word::literal) {
-            if a == "--" {
+        let mut from_stdin = false;
+        while let Some(w) = args.get(i) {
+            let Some(a) = w.literal() else {
+                return Err(format!(
+                    "the shell's argument `{}` is expanded by the shell",
+                    w.text()
+                ));
+            };
+            if a == "--" || a == "-" {
                 i += 1;
                 break;
             }
             if !a.starts_with('-') && !a.starts_with('+') {
                 break;
             }
-            if a.starts_with('-') && !a.starts_with("--") && a.contains('c') {
-                inline = true;
+            if a.starts_with("--") {
+                // bash's long options; two take a value.
+                i += if matches!(a, "--rcfile" | "--init-file") {
+                    2
+                } else {
+                    1
+                };
+                continue;
             }
+            inline |= a.starts_with('-') && a.contains('c');
+            from_stdin |= a.starts_with('-') && a.contains('s');
             // Options that take a value (`-o pipefail`, `-O extglob`).
-            i += if matches!(a, "-o" | "+o" | "-O" | "+O") {
+            i += if a.ends_with('o') || a.ends_with('O') {
                 2
             } else {
                 1
             };
         }
-        if !inline {
-            // A script file or standard input: what it does is its own (an unlisted program).
-            return Ok(());
+        if inline {
+            return match args.get(i) {
+                Some(Word::Literal(script)) => self.nested(script, dir, found),
+                Some(Word::Dynamic(w)) => {
+                    Err(format!("`sh -c {w}`: only the shell knows what that script is"))
+                }
+                None => Ok(()),
+            };
         }
-        match args.get(i) {
-            Some(Word::Literal(script)) => self.nested(script, dir, found),
-            Some(Word::Dynamic(w)) => Err(format!("`sh -c {w}`: only the shell knows what that script is")),
-            None => Ok(()),
+        let script_file = args.get(i);
+        match (script_file, &self.stdin) {
+            // A script file: what it does is its own (an unlisted program), unless it is the
+            // line's own text.
+            (Some(Word::Literal(f)), _) if !is_stdin_path(f) && !from_stdin => Ok(()),
+            (Some(Word::Dynamic(w)), _) => Err(format!(
+                "the shell runs `{w}`: only the shell knows what that script is"
+            )),
+            (_, words::Stdin::Text(Word::Literal(script))) => {
+                let script = script.clone();
+                self.nested(&script, dir, found)
+            }
+            (_, words::Stdin::Text(_)) => Err("a shell reads a script that only the shell can expand".into()),
+            (_, words::Stdin::Pipe) => {
+                Err("a shell reads its script from a pipe: only the running line knows what it runs".into())
+            }
+            // An interactive shell on the line's own input: nothing here says what it runs.
+            (_, words::Stdin::Inherited) => Ok(()),
         }
     }
 
     /// `xargs [OPTIONS] COMMAND ARGS…`: the command gets arguments from its input, which only
     /// the shell (and whatever feeds it) knows.
     fn xargs(&mut self, args: &[Word], dir: Dir, found: &mut Vec<Finding>) -> Result<(), String> {
+        // GNU's `-e`, `-i` and `-l` take only an attached value.
         let with_value = [
             "-a",
             "-d",
             "-E",
-            "-e",
             "-I",
-            "-i",
             "-L",
-            "-l",
             "-n",
             "-P",
             "-s",
@@ -345,8 +632,6 @@ impl Classifier<'_> {
             "--delimiter",
             "--max-args",
             "--max-procs",
-            "--replace",
-            "--max-lines",
         ];
         let mut inner = skip_options(args, &with_value).to_vec();
         if inner.is_empty() {
@@ -382,8 +667,11 @@ impl Classifier<'_> {
     }
 }
 
-/// The words after a wrapper's own options.
+/// The words after a wrapper's own options: `with_value` names those that take the next
+/// word as their value (`-u root`, `--user root`), also at the end of a cluster (`-iu root`);
+/// inside a cluster (`-n5`) the rest of it is the value.
 fn skip_options<'w>(args: &'w [Word], with_value: &[&str]) -> &'w [Word] {
+    let takes = |c: char| with_value.iter().any(|v| v.len() == 2 && v.ends_with(c));
     let mut i = 0;
     while let Some(a) = args.get(i).and_then(Word::literal) {
         if a == "--" {
@@ -392,10 +680,32 @@ fn skip_options<'w>(args: &'w [Word], with_value: &[&str]) -> &'w [Word] {
         if !a.starts_with('-') || a == "-" {
             break;
         }
-        let takes_value = with_value.contains(&a) && !a.contains('=');
+        let takes_value = if a.starts_with("--") {
+            !a.contains('=') && with_value.contains(&a)
+        } else {
+            let letters: Vec<char> = a[1..].chars().collect();
+            match letters.iter().position(|c| takes(*c)) {
+                Some(at) => at + 1 == letters.len(),
+                None => false,
+            }
+        };
         i += if takes_value { 2 } else { 1 };
     }
     &args[i.min(args.len())..]
+}
+
+/// What a word only the shell can expand certainly starts with: its text up to the first
+/// quote, expansion, glob or escape (`-$x` → `-`, `"$x"` → nothing).
+fn literal_prefix(raw: &str) -> &str {
+    let end = raw
+        .find(['$', '`', '*', '?', '[', '{', '~', '"', '\'', '\\', '(', '<', '>'])
+        .unwrap_or(raw.len());
+    &raw[..end]
+}
+
+/// Paths that name the process's own standard input.
+fn is_stdin_path(path: &str) -> bool {
+    matches!(path, "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0" | "-")
 }
 
 fn literal_all(args: &[Word]) -> Option<Vec<String>> {
@@ -404,9 +714,34 @@ fn literal_all(args: &[Word]) -> Option<Vec<String>> {
 
 /// git's options before its subcommand: `-C DIR` moves the command (and is dropped from the
 /// words, so that a preview runs where the command does); `-c`, `--no-pager` and the like
-/// stay. One that points git at another repository (`--git-dir`, `--work-tree`) makes the
-/// line unreadable with confidence. `None`: no subcommand (`git --version`).
+/// stay. One that points git at another repository (`--git-dir`, `--work-tree`), defines an
+/// alias or a program git runs (`-c alias.x=…`, `-c core.sshCommand=…`), or that guardctl
+/// does not know (it might take the next word as its value) makes the line unreadable with
+/// confidence. `None`: no subcommand (`git --version`).
 fn git_globals(args: &[Word], mut dir: Dir) -> Result<Option<(Dir, Vec<Word>)>, String> {
+    const PLAIN: &[&str] = &[
+        "-p",
+        "-P",
+        "--paginate",
+        "--no-pager",
+        "--no-replace-objects",
+        "--no-lazy-fetch",
+        "--no-optional-locks",
+        "--no-advice",
+        "--bare",
+        "--literal-pathspecs",
+        "--glob-pathspecs",
+        "--noglob-pathspecs",
+        "--icase-pathspecs",
+        "--version",
+        "--help",
+        "-v",
+        "-h",
+        "--html-path",
+        "--man-path",
+        "--info-path",
+        "--exec-path",
+    ];
     let mut kept = Vec::new();
     let mut i = 0;
     while let Some(w) = args.get(i) {
@@ -421,21 +756,41 @@ fn git_globals(args: &[Word], mut dir: Dir) -> Result<Option<(Dir, Vec<Word>)>, 
                 };
                 i += 2;
             }
-            "-c" | "--config-env" => {
+            "-c" => {
+                let setting = args.get(i + 1).map(Word::text).unwrap_or_default();
+                if runs_a_program(setting) {
+                    return Err(format!("`git -c {setting}` makes git run something of its own"));
+                }
                 kept.extend_from_slice(&args[i..(i + 2).min(args.len())]);
                 i += 2;
             }
-            a if a.starts_with("--git-dir")
-                || a.starts_with("--work-tree")
-                || a.starts_with("--namespace") =>
-            {
-                return Err(format!(
-                    "`git {a}` points git elsewhere than the directory it runs in"
-                ));
-            }
-            a if a.starts_with('-') => {
+            a if a.starts_with("-c") && a.len() > 2 => {
+                if runs_a_program(&a[2..]) {
+                    return Err(format!("`git {a}` makes git run something of its own"));
+                }
                 kept.push(w.clone());
                 i += 1;
+            }
+            a if PLAIN.contains(&a)
+                || (a.starts_with("--")
+                    && a.contains('=')
+                    && ![
+                        "--git-dir",
+                        "--work-tree",
+                        "--namespace",
+                        "--config-env",
+                        "--exec-path",
+                    ]
+                    .iter()
+                    .any(|p| a.starts_with(p))) =>
+            {
+                kept.push(w.clone());
+                i += 1;
+            }
+            a if a.starts_with('-') => {
+                return Err(format!(
+                    "git's option `{a}` is one guardctl does not read: it may take the next word"
+                ));
             }
             _ => break,
         }
@@ -443,15 +798,35 @@ fn git_globals(args: &[Word], mut dir: Dir) -> Result<Option<(Dir, Vec<Word>)>, 
     if i >= args.len() {
         return Ok(None);
     }
-    // The options kept go after the subcommand's position: rules match the subcommand first.
-    let mut words: Vec<Word> = args[i..].to_vec();
-    if !kept.is_empty() {
-        // `git -c x=y branch -D z` runs as written; the options stay with the command.
-        let mut with = kept;
-        with.append(&mut words);
-        words = with;
-    }
+    // The options kept go first, as written: rules match the subcommand after them.
+    let mut words = kept;
+    words.extend_from_slice(&args[i..]);
     Ok(Some((dir, words)))
+}
+
+/// A git setting (`key=value`) that makes git run a program or a command of its own.
+fn runs_a_program(setting: &str) -> bool {
+    let key = setting.split('=').next().unwrap_or_default().to_ascii_lowercase();
+    key.starts_with("alias.")
+        || [
+            "fsmonitor",
+            "sshcommand",
+            "hookspath",
+            "pager",
+            "editor",
+            "askpass",
+            "command",
+            "clean",
+            "smudge",
+            "process",
+            "textconv",
+            "proxy",
+            "program",
+            "helper",
+            "exec",
+        ]
+        .iter()
+        .any(|k| key.ends_with(k))
 }
 
 /// Where `sub` starts among `args`, and so where the rest begins: for git, right after git's
@@ -608,28 +983,52 @@ fn push(rest: &[String]) -> Push {
     let mut i = 0;
     while i < rest.len() {
         let a = rest[i].as_str();
-        match a {
-            "--" => {
-                operands.extend(rest[i + 1..].iter().cloned());
-                break;
-            }
-            "-n" | "--dry-run" => return Push::Harmless,
-            "-d" | "--delete" => delete = true,
-            "-f" | "--force" | "--mirror" | "--prune" | "--force-if-includes" => force = true,
-            a if a.starts_with("--force-with-lease") => force = true,
-            "-o" | "--push-option" | "--receive-pack" | "--exec" => i += 1,
-            a if a.starts_with("--repo") => {
+        if a == "--" {
+            operands.extend(rest[i + 1..].iter().cloned());
+            break;
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            // git takes any unambiguous prefix of a long option (`--dele`, `--forc`).
+            let (name, value) = match long.split_once('=') {
+                Some((n, _)) => (n, true),
+                None => (long, false),
+            };
+            let abbreviates = |full: &str| !name.is_empty() && full.starts_with(name);
+            if name == "repo" || (name.len() >= 2 && abbreviates("repo")) {
                 return Push::Refuse("`git push --repo`: name the remote as the first operand".into());
             }
-            a if a.starts_with("--") => {}
-            a if a.starts_with('-') && a.len() > 1 => {
-                if a.contains('n') {
-                    return Push::Harmless;
-                }
-                delete |= a.contains('d');
-                force |= a.contains('f');
+            if name.len() >= 2 && abbreviates("dry-run") {
+                return Push::Harmless;
             }
-            _ => operands.push(a.to_string()),
+            delete |= abbreviates("delete");
+            force |= abbreviates("force")
+                || name.starts_with("force")
+                || (name.len() >= 2 && (abbreviates("mirror") || abbreviates("prune")));
+            if !value
+                && ["push-option", "receive-pack", "exec"]
+                    .iter()
+                    .any(|o| name.len() >= 2 && abbreviates(o))
+            {
+                i += 1;
+            }
+        } else if a.starts_with('-') && a.len() > 1 {
+            // A cluster: `-o` takes a value (the rest of it, or the next word).
+            for (k, c) in a[1..].char_indices() {
+                match c {
+                    'n' => return Push::Harmless,
+                    'd' => delete = true,
+                    'f' => force = true,
+                    'o' => {
+                        if k + 2 == a.len() {
+                            i += 1;
+                        }
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            operands.push(a.to_string());
         }
         i += 1;
     }

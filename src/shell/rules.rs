@@ -83,6 +83,70 @@ impl Rules {
             destructive.then_some((r, at))
         })
     }
+
+    /// A rule for `program` that could match once the shell has expanded the arguments only
+    /// it knows (`None` in `args`, with the literal text each certainly starts with in
+    /// `prefixes`): such a word could be the subcommand or an option a `when` names. `unless`
+    /// is not relied on: an expansion may just as well not give it.
+    pub fn could_match<'r>(
+        &'r self,
+        program: &str,
+        args: &[Option<String>],
+        prefixes: &[String],
+        git: bool,
+    ) -> Option<&'r Rule> {
+        let fits = |i: usize, want: &str| match &args[i] {
+            Some(a) => a == want,
+            None => want.starts_with(prefixes[i].as_str()),
+        };
+        self.rules.iter().find(|r| {
+            if !program_matches(&r.program, program) {
+                return false;
+            }
+            let sub = &r.subcommand;
+            let starts: Vec<usize> = if sub.is_empty() {
+                vec![0]
+            } else if git {
+                let mut i = 0;
+                while i < args.len() && args[i].as_deref().is_some_and(|a| a.starts_with('-')) {
+                    i += if matches!(args[i].as_deref(), Some("-c" | "--config-env")) {
+                        2
+                    } else {
+                        1
+                    };
+                }
+                vec![i]
+            } else {
+                (0..args.len()).collect()
+            };
+            starts.into_iter().any(|at| {
+                let sub_fits =
+                    args.len() >= at + sub.len() && sub.iter().enumerate().all(|(k, w)| fits(at + k, w));
+                if !sub_fits {
+                    return false;
+                }
+                let rest = at + sub.len()..args.len();
+                r.when.is_empty()
+                    || rest.clone().any(|i| match &args[i] {
+                        None => r.when.iter().any(|p| {
+                            p.trim_end_matches('*').starts_with(prefixes[i].as_str())
+                                || prefixes[i].starts_with(p.trim_end_matches('*'))
+                        }),
+                        Some(_) => false,
+                    })
+                    || {
+                        let known: Vec<String> =
+                            args[rest].iter().map(|a| a.clone().unwrap_or_default()).collect();
+                        r.when.iter().any(|p| {
+                            known
+                                .iter()
+                                .enumerate()
+                                .any(|(i, a)| arg_matches(p, a, i, &known, true))
+                        })
+                    }
+            })
+        })
+    }
 }
 
 /// Rules from TOML text, checked.
@@ -148,26 +212,35 @@ fn arg_matches(pattern: &str, a: &str, i: usize, all: &[String], loose: bool) ->
     if pattern == "--" {
         return a == "--" && !after_dashes;
     }
+    // `unless` exempts only on exactly what it names: `-n` inside `git clean -en` is `-e`'s
+    // value, and `--dry-run=none` is no dry run.
+    if !loose {
+        return a == pattern && (is_option || !pattern.starts_with('-'));
+    }
     if let Some(long) = pattern.strip_prefix("--") {
         if !is_option || !a.starts_with("--") {
             return false;
         }
         let given = a[2..].split('=').next().unwrap_or("");
+        // git (and most parsers) take any unambiguous prefix: `--dele`, `--ha`, `--forc`.
         return match long.strip_suffix('*') {
             Some(prefix) => given.starts_with(prefix),
-            None => given == long || (loose && given.len() >= 3 && long.starts_with(given)),
+            None => given == long || (!given.is_empty() && long.starts_with(given)),
         };
     }
     if let Some(short) = pattern.strip_prefix('-') {
-        if !is_option || a.starts_with("--") {
+        if !is_option {
             return false;
         }
         // A single-letter option, alone or in a cluster (`-fdx`); a longer single-dash
-        // option (`-destroy`, `-delete`) as itself.
+        // option (`-destroy`, `-delete`) as itself, or with two dashes as Go's flags allow.
         return if short.chars().count() == 1 {
-            a[1..].contains(short) && a[1..].chars().all(|c| c.is_ascii_alphanumeric())
+            !a.starts_with("--")
+                && a[1..].contains(short)
+                && a[1..].chars().all(|c| c.is_ascii_alphanumeric())
         } else {
-            a == pattern || a.starts_with(&format!("{pattern}="))
+            let bare = a.trim_start_matches('-');
+            bare == short || bare.starts_with(&format!("{short}="))
         };
     }
     if is_option {
@@ -205,9 +278,19 @@ mod tests {
         assert!(first("git", &["clean", "-fdx"]).is_some());
         assert!(first("git", &["clean", "--forc"]).is_some());
         assert!(
-            first("git", &["clean", "-fdn"]).is_none(),
-            "-n in the cluster is a dry run"
+            first("git", &["clean", "-fdn"]).is_some(),
+            "only -n on its own exempts: in a cluster it may be another option's value"
         );
+        assert!(
+            first("git", &["clean", "-fdx", "-en"]).is_some(),
+            "-en is -e's value, not -n"
+        );
+        assert!(first("git", &["clean", "--fo", "-dx"]).is_some());
+        assert!(first("git", &["branch", "--de", "x"]).is_some());
+        assert!(first("git", &["reset", "--h"]).is_some());
+        assert!(first("terraform", &["apply", "--auto-approve"]).is_some());
+        assert!(first("kubectl", &["delete", "pod", "x", "--dry-run=none"]).is_some());
+        assert!(first("kubectl", &["delete", "pod", "x", "--dry-run=server"]).is_none());
         assert!(first("git", &["clean", "-f", "--dry-run"]).is_none());
         assert!(first("git", &["clean", "-x"]).is_none(), "git refuses without -f");
         assert!(

@@ -170,7 +170,13 @@ fn wrappers_and_interpreters_are_seen_through() {
     ));
     assert!(refused("sudo rm -rf /var/cache/x").contains("another user"));
     assert!(refused("git branch --merged | xargs git branch -d").contains("expanded by the shell"));
-    assert!(refused("find . -name '*.o' -exec rm {} ;").contains("expanded by the shell"));
+    let found = classify_built_in("find . -name '*.o' -exec rm {} ;").unwrap();
+    assert!(
+        found
+            .iter()
+            .all(|f| matches!(&f.action, Action::Refuse { why } if why.contains("expanded by the shell"))),
+        "{found:?}"
+    );
 }
 
 #[test]
@@ -224,4 +230,117 @@ fn a_policy_rule_comes_before_the_built_in_ones() {
             preview: "prune-db --list --older 30d".into()
         }
     );
+}
+
+/// Lines from the attack review of the hook (issue 32): each destroys something when bash
+/// runs it, and each was once classified harmless. Each must now be a finding or unreadable.
+#[test]
+fn the_attack_reviews_bypasses_are_all_caught() {
+    let lines = [
+        // A dynamic word where a rule's subcommand or option goes.
+        "x=D; git branch -$x feat2",
+        "git tag \"-${D:-d}\" v1",
+        "git reset --$(echo hard)",
+        "git clean -$(echo f)dx",
+        "find . -name f -${D:-delete}",
+        "kubectl $(echo delete) ns prod",
+        "terraform ${T:-destroy} -auto-approve",
+        "guardctl ${A:-approve} --yes P",
+        "ssh-keygen -Y ${S:-sign} -f k -n guardctl-approve x",
+        // Approvals through other programs.
+        "ssh-keygen -Ysign -f /tmp/human -n guardctl-approve /tmp/x",
+        "setsid guardctl --key /tmp/human approve p.json --yes",
+        "env -S'guardctl --key /tmp/human approve p.json --yes'",
+        // git's option parsing.
+        "git push origin --dele x2",
+        "git push origin --del x2",
+        "git push origin --forc main",
+        "git push --prun origin 'refs/heads/*:refs/heads/*'",
+        "git branch --de feat",
+        "git branch --d feat",
+        "git reset --ha",
+        "git reset --h HEAD~1",
+        "git clean --fo -dx",
+        "git clean -fdx -en",
+        "git push -on origin --delete x3",
+        "git --attr-source HEAD branch -D feat",
+        "git restore -SW .",
+        "git restore --staged --worktree .",
+        // Wrappers, shells and xargs.
+        "busybox rm -rf f",
+        "bash --rcfile /dev/null -c \"rm -rf f\"",
+        "bash --init-file /dev/null -c \"rm -rf f\"",
+        "rbash -c \"rm -rf f\"",
+        "fish -c \"rm -rf f\"",
+        "env -S'rm -rf f'",
+        "env --split-string='rm -rf f'",
+        "nice --adjustment 5 rm -rf f",
+        "stdbuf --output L rm -rf f",
+        "ionice --class 3 rm -rf f",
+        "sudo --user root rm -rf f",
+        "sudo -iu root rm -rf f",
+        "echo f | xargs -i rm -rf f",
+        "echo f | xargs -l rm -rf f",
+        "setsid rm -rf f",
+        "flock /tmp/l rm -rf f",
+        "script -qc 'rm -rf f' /dev/null",
+        "kubectl delete pod x --dry-run=none",
+        "terraform apply --auto-approve",
+        "terraform apply --destroy --auto-approve",
+        // Code bash runs from strings.
+        "trap 'rm -rf f' EXIT",
+        "PS4='$(rm -rf f)'; set -x; true",
+        "x='a[$(rm -rf f)]'; echo $((x))",
+        "x='a[$(rm -rf f)]'; [[ $x -eq 0 ]]",
+        "bash <<< \"rm -rf f\"",
+        ". /dev/stdin <<< \"rm -rf f\"",
+        "source <(echo rm -rf f)",
+        "echo 'rm -rf f' | sh",
+        // git aliases in one line, and pathspecs that are `.`.
+        "git -c alias.z=\"branch -D\" z feat",
+        "git -c alias.z='!rm -rf f' z",
+        "git checkout :/",
+        "git checkout ./",
+    ];
+    for line in lines {
+        // Unreadable (`Err`) is denied too.
+        if let Ok(found) = classify_built_in(line) {
+            assert!(!found.is_empty(), "{line}: classified harmless");
+        }
+    }
+}
+
+#[test]
+fn cd_forms_that_move_the_shell_are_followed_or_make_the_directory_unknown() {
+    let dir = |line: &str| {
+        let f = one(line);
+        match f.action {
+            Action::Refuse { why } if why.contains("directory only the shell knows") => None,
+            _ => Some(f.dir),
+        }
+    };
+    assert_eq!(dir("builtin cd sub; rm -rf f"), Some(PathBuf::from("sub")));
+    assert_eq!(dir("command cd sub; rm -rf f"), Some(PathBuf::from("sub")));
+    assert_eq!(dir("cd sub/..; rm -rf f"), Some(PathBuf::from("")));
+    assert_eq!(dir("cd a/./b/../c; rm -rf f"), Some(PathBuf::from("a/c")));
+    assert_eq!(dir("eval cd sub; rm -rf f"), None);
+    assert_eq!(dir("f() { cd sub; }; f; rm -rf x"), None);
+    assert_eq!(dir("CDPATH=/tmp; cd atk; rm -rf f"), None);
+    assert_eq!(dir("cd -P sub; rm -rf f"), None);
+}
+
+#[test]
+fn ordinary_agent_commands_stay_harmless() {
+    for line in [
+        "git commit -m \"$(date)\"",
+        "git log --since=\"$SINCE\" --oneline",
+        "for f in *.rs; do wc -l \"$f\"; done",
+        "cat <<'EOF' > notes.md\nuse $(pwd) here\nEOF",
+        "echo $((1 + 2))",
+        "cargo test 2>&1 | tail -5",
+        "bash scripts/check.sh",
+        "git -c color.ui=never status",
+    ] {
+        assert_eq!(classify_built_in(line), Ok(vec![]), "{line}");
+    }
 }

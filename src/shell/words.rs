@@ -65,6 +65,19 @@ pub struct Simple {
     /// The command word and its arguments.
     pub words: Vec<Word>,
     pub dir: Dir,
+    /// What its standard input is, where the line says: a shell reads its script there.
+    pub stdin: Stdin,
+}
+
+/// A command's standard input, as far as the line tells.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stdin {
+    /// Whatever the line's own standard input is.
+    Inherited,
+    /// The output of the command before it in a pipeline.
+    Pipe,
+    /// A here-string or here-document: its text (dynamic when it holds expansions).
+    Text(Word),
 }
 
 /// Why a line cannot be read with confidence.
@@ -73,21 +86,22 @@ pub struct Unparseable(pub String);
 
 /// Every simple command of `line`, in order.
 pub fn commands(line: &str) -> Result<Vec<Simple>, Unparseable> {
-    let mut walker = Walker {
-        out: Vec::new(),
-        depth: 0,
-    };
+    let mut walker = Walker::new(0);
     walker.script(line, Dir::Known(PathBuf::new()))?;
+    // bash evaluates a variable's value as an expression again in arithmetic (`x='a[$(rm
+    // -rf y)]'; echo $((x))`): quoted code and arithmetic in one line may run the code.
+    if walker.code_text && walker.arithmetic {
+        return Err(Unparseable(
+            "it holds a quoted command substitution and an arithmetic expression, which bash may run".into(),
+        ));
+    }
     Ok(walker.out)
 }
 
 /// The simple commands of a script run by `sh -c SCRIPT` or `eval`, in `dir`: nested one
 /// level deeper than `depth`.
 pub fn nested(script: &str, dir: Dir, depth: usize) -> Result<Vec<Simple>, Unparseable> {
-    let mut walker = Walker {
-        out: Vec::new(),
-        depth: depth + 1,
-    };
+    let mut walker = Walker::new(depth + 1);
     if walker.depth > MAX_DEPTH {
         return Err(Unparseable("commands nested too deep".into()));
     }
@@ -106,9 +120,40 @@ fn options() -> brush_parser::ParserOptions {
 struct Walker {
     out: Vec<Simple>,
     depth: usize,
+    /// A literal word holds `$(` or a backquote: code as text.
+    code_text: bool,
+    /// The line evaluates arithmetic (`((…))`, `$((…))`, `[[ … ]]`, `let`, `declare -i`).
+    arithmetic: bool,
+    /// Functions the line defines whose bodies change directory.
+    moving_functions: Vec<String>,
+    /// The line sets CDPATH: a `cd` may go elsewhere than its operand says.
+    cdpath: bool,
 }
 
+/// Variables whose values bash runs as code (prompts, traces, start-up files).
+const CODE_VARIABLES: &[&str] = &[
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS3",
+    "PS4",
+    "PROMPT_COMMAND",
+    "BASH_ENV",
+    "ENV",
+];
+
 impl Walker {
+    fn new(depth: usize) -> Walker {
+        Walker {
+            out: Vec::new(),
+            depth,
+            code_text: false,
+            arithmetic: false,
+            moving_functions: Vec::new(),
+            cdpath: false,
+        }
+    }
+
     fn script(&mut self, text: &str, dir: Dir) -> Result<Dir, Unparseable> {
         if nesting(text) > MAX_NESTING {
             return Err(Unparseable(format!(
@@ -144,9 +189,18 @@ impl Walker {
         // Each part of a pipeline runs in a subshell: a `cd` there moves nothing after it,
         // but where the later parts run is then not worth guessing.
         let mut after = dir.clone();
-        for c in &p.seq {
+        for (i, c) in p.seq.iter().enumerate() {
+            let first = self.out.len();
             if self.command(c, dir.clone())? != dir {
                 after = Dir::Unknown;
+            }
+            if i > 0 {
+                // The first command this part runs reads the pipe (unless it redirects).
+                if let Some(s) = self.out.get_mut(first)
+                    && s.stdin == Stdin::Inherited
+                {
+                    s.stdin = Stdin::Pipe;
+                }
             }
         }
         Ok(after)
@@ -165,10 +219,13 @@ impl Walker {
             }
             ast::Command::Function(f) => {
                 // Defined here, maybe called later: its body counts as run, where it is.
-                self.compound(&f.body.0, dir.clone())?;
+                if self.compound(&f.body.0, dir.clone())? != dir {
+                    self.moving_functions.push(f.fname.value.clone());
+                }
                 Ok(dir)
             }
             ast::Command::ExtendedTest(test, _) => {
+                self.arithmetic = true;
                 self.opaque(&test.expr.to_string(), &dir)?;
                 Ok(dir)
             }
@@ -252,6 +309,7 @@ impl Walker {
     /// script, and whatever commands it would run are judged. Genuine arithmetic (`i++`,
     /// `x = 1 + 2`) reads as commands of no rule's program, or not at all.
     fn arithmetic(&mut self, text: &str, dir: &Dir) -> Result<(), Unparseable> {
+        self.arithmetic = true;
         self.opaque(text, dir)?;
         // Only what parses as a script can run as one.
         if let Ok(found) = nested(text, dir.clone(), self.depth) {
@@ -263,28 +321,107 @@ impl Walker {
     fn simple(&mut self, s: &ast::SimpleCommand, dir: Dir) -> Result<Dir, Unparseable> {
         let mut assigns = Vec::new();
         let mut words = Vec::new();
-        let items = s.prefix.iter().flat_map(|p| p.0.iter());
-        let suffix = s.suffix.iter().flat_map(|p| p.0.iter());
-        for item in items {
+        let mut stdin = Stdin::Inherited;
+        let prefix: Vec<&ast::CommandPrefixOrSuffixItem> = s.prefix.iter().flat_map(|p| p.0.iter()).collect();
+        let suffix: Vec<&ast::CommandPrefixOrSuffixItem> = s.suffix.iter().flat_map(|p| p.0.iter()).collect();
+        for (i, item) in prefix.iter().chain(&suffix).enumerate() {
+            if i == prefix.len()
+                && let Some(w) = &s.word_or_name
+            {
+                words.push(self.word(w, &dir)?);
+            }
+            if let ast::CommandPrefixOrSuffixItem::IoRedirect(r) = item
+                && let Some(text) = self.stdin_text(r, &dir)?
+            {
+                stdin = Stdin::Text(text);
+            }
             self.item(item, &dir, &mut assigns, &mut words)?;
         }
-        if let Some(w) = &s.word_or_name {
+        if suffix.is_empty()
+            && let Some(w) = &s.word_or_name
+        {
             words.push(self.word(w, &dir)?);
         }
-        for item in suffix {
-            self.item(item, &dir, &mut assigns, &mut words)?;
+        for name in &assigns {
+            if CODE_VARIABLES.contains(&name.as_str()) {
+                return Err(Unparseable(format!(
+                    "it sets {name}, whose value bash runs as code"
+                )));
+            }
+            if name == "CDPATH" {
+                self.cdpath = true;
+            }
         }
         if words.is_empty() {
             // Only assignments (`X=$(...)`): their substitutions were collected.
             return Ok(dir);
         }
-        let next = match words[0].literal() {
-            Some("cd" | "pushd") => cd(&dir, &words[1..]),
-            Some("popd") => Dir::Unknown,
+        let head: Vec<Option<&str>> = words.iter().take(2).map(Word::literal).collect();
+        let next = match head.as_slice() {
+            [Some("cd" | "pushd"), ..] => self.cd(&dir, &words[1..]),
+            [Some("builtin" | "command"), Some("cd" | "pushd")] => self.cd(&dir, &words[2..]),
+            [Some("popd"), ..] | [Some("builtin" | "command"), Some("popd")] => Dir::Unknown,
+            [
+                Some("let" | "declare" | "typeset" | "local" | "readonly" | "export"),
+                ..,
+            ] => {
+                self.arithmetic = true;
+                dir.clone()
+            }
+            // A script that may move the shell: where later commands run is unknown.
+            [Some("eval" | "source" | "." | "exec"), ..] => {
+                let moves = words.iter().any(|w| {
+                    w.literal()
+                        .is_none_or(|t| t.contains("cd") || t.contains("pushd") || t.contains("popd"))
+                });
+                if moves { Dir::Unknown } else { dir.clone() }
+            }
+            [Some(name), ..] if self.moving_functions.iter().any(|f| f == name) => Dir::Unknown,
             _ => dir.clone(),
         };
-        self.out.push(Simple { assigns, words, dir });
+        self.out.push(Simple {
+            assigns,
+            words,
+            dir,
+            stdin,
+        });
         Ok(next)
+    }
+
+    /// Where `cd ARGS` leaves the shell, as bash's logical `cd` does (`sub/..` is here, not
+    /// where a symbolic link `sub` leads).
+    fn cd(&self, dir: &Dir, args: &[Word]) -> Dir {
+        let Dir::Known(base) = dir else {
+            return Dir::Unknown;
+        };
+        if self.cdpath || args.iter().any(|w| w.literal() == Some("-P")) {
+            return Dir::Unknown;
+        }
+        let operands: Vec<&Word> = args
+            .iter()
+            .filter(|w| !matches!(w.literal(), Some("-L" | "-e" | "--")))
+            .collect();
+        match operands.as_slice() {
+            [Word::Literal(target)] if target != "-" && !target.is_empty() => {
+                Dir::Known(logical(&base.join(target)))
+            }
+            // `cd` alone goes home; `cd -` back; a dynamic target anywhere.
+            _ => Dir::Unknown,
+        }
+    }
+
+    /// The text a here-string or here-document gives standard input, when `r` is one for it.
+    fn stdin_text(&mut self, r: &ast::IoRedirect, dir: &Dir) -> Result<Option<Word>, Unparseable> {
+        let to_stdin = |fd: &Option<ast::IoFd>| fd.as_ref().is_none_or(|fd| fd.to_string() == "0");
+        match r {
+            ast::IoRedirect::HereString(fd, w) if to_stdin(fd) => Ok(Some(self.word(w, dir)?)),
+            ast::IoRedirect::HereDocument(fd, doc) if to_stdin(fd) => Ok(Some(if doc.requires_expansion {
+                self.word(&doc.doc, dir)?
+            } else {
+                Word::Literal(doc.doc.value.clone())
+            })),
+            _ => Ok(None),
+        }
     }
 
     fn item(
@@ -385,12 +522,17 @@ impl Walker {
             match &p.piece {
                 WordPiece::Text(t) => {
                     // Unquoted, these make a glob or a brace expansion: the shell decides.
-                    if !quoted && t.contains(['*', '?', '[', '{']) {
+                    // (`{}` alone, as `find -exec` takes it, is text to bash.)
+                    let braces = t.contains('{') && (t.contains(',') || t.contains(".."));
+                    if !quoted && (t.contains(['*', '?', '[']) || braces) {
                         literal = false;
                     }
                     value.push_str(t);
                 }
-                WordPiece::SingleQuotedText(t) => value.push_str(t),
+                WordPiece::SingleQuotedText(t) => {
+                    self.code_text |= t.contains("$(") || t.contains('`');
+                    value.push_str(t);
+                }
                 WordPiece::EscapeSequence(e) => value.push_str(e.strip_prefix('\\').unwrap_or(e)),
                 WordPiece::DoubleQuotedSequence(inner) | WordPiece::GettextDoubleQuotedSequence(inner) => {
                     literal &= self.pieces(inner, dir, true, value)?;
@@ -476,20 +618,20 @@ fn merge(a: Dir, b: Dir) -> Dir {
     if a == b { a } else { Dir::Unknown }
 }
 
-/// Where `cd ARGS` leaves the shell.
-fn cd(dir: &Dir, args: &[Word]) -> Dir {
-    let Dir::Known(base) = dir else {
-        return Dir::Unknown;
-    };
-    let operands: Vec<&Word> = args
-        .iter()
-        .filter(|w| !matches!(w.literal(), Some("-L" | "-P" | "-e" | "--")))
-        .collect();
-    match operands.as_slice() {
-        [Word::Literal(target)] if target != "-" && !target.is_empty() => Dir::Known(base.join(target)),
-        // `cd` alone goes home; `cd -` back; a dynamic target anywhere.
-        _ => Dir::Unknown,
+/// `path` with `.` and `..` taken away as text, as bash's logical directory does.
+fn logical(path: &std::path::Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.components().next_back(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
     }
+    out
 }
 
 #[cfg(test)]

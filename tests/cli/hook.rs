@@ -293,6 +293,11 @@ fn what_guardctl_cannot_read_or_plan_is_denied_with_the_reason() {
             "git branch --merged | xargs git branch -d",
             "expanded by the shell",
         ),
+        ("git branch -D '{feature/done,fix/old}'", "glob characters"),
+        ("x=D; git branch -$x feature/done", "could make it destructive"),
+        ("setsid guardctl approve plan.json --yes", "a person does that"),
+        ("echo 'git branch -D feature/done' | sh", "from a pipe"),
+        ("ssh-keygen -Ysign -f k -n n f", "SSH"),
     ] {
         let r = hook(&env, line);
         assert_eq!(r.code, 2, "{line}: {}", r.transcript());
