@@ -480,3 +480,48 @@ fn gemini_cli_s_before_tool_hook_gets_the_same_gate_in_its_own_protocol() {
     let wrong = hook_as(&env, Some("mallory"), &[], &[], &call("ls"));
     assert_eq!(wrong.code, 2, "{}", wrong.transcript());
 }
+
+#[test]
+fn hook_install_prints_or_merges_settings_that_run_this_guardctl_with_the_agents_key() {
+    let env = agent_env(standard_repo());
+    let printed = env.run("mallory", &["hook", "install", "claude-code"]);
+    assert_eq!(printed.code, 0, "{}", printed.transcript());
+    let doc: Value = serde_json::from_str(&printed.stdout).unwrap();
+    let command = doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(doc["hooks"]["PreToolUse"][0]["matcher"], "Bash");
+    // By absolute path (a hook the harness cannot find lets commands through), with the key.
+    assert!(command.starts_with(env!("CARGO_BIN_EXE_guardctl")), "{command}");
+    assert!(
+        command.contains(env.key("mallory").to_str().unwrap()),
+        "{command}"
+    );
+    assert!(command.ends_with("hook claude-code"), "{command}");
+
+    let settings = env.repo.join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        r#"{"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": []}]}}"#,
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let r = env.run("mallory", &["hook", "install", "claude-code", "--write"]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let merged: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(merged["model"], "opus");
+    let hooks = merged["hooks"]["PreToolUse"].as_array().unwrap();
+    assert_eq!(hooks.len(), 2, "added once, the other hook kept: {merged:#}");
+    assert_eq!(hooks[1]["hooks"][0]["command"], command.as_str());
+    std::fs::write(&settings, "not json").unwrap();
+    let r = env.run("mallory", &["hook", "install", "claude-code", "--write"]);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        "not json",
+        "a file it cannot read is left alone"
+    );
+}
