@@ -1423,7 +1423,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__remote__subcmd__branches)
-            opts="-o -C -q -h -V --remote --base --merged --older-than --squash-merged --include-unmerged --match --exclude --protect --out --expires-in --executor --detailed-exitcode --force --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-o -C -q -h -V --remote --base --merged --older-than --squash-merged --include-unmerged --named --match --exclude --protect --out --expires-in --executor --detailed-exitcode --force --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1501,7 +1501,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__plan__subcmd__stale__subcmd__branches)
-            opts="-o -C -q -h -V --base --gone --merged --older-than --squash-merged --include-unmerged --match --exclude --protect --out --expires-in --executor --detailed-exitcode --force --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-o -C -q -h -V --base --gone --merged --older-than --squash-merged --include-unmerged --named --match --exclude --protect --out --expires-in --executor --detailed-exitcode --force --publish --no-publish --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -214,6 +214,10 @@ pub struct SelectionArgs {
     /// Allow branches with commits not in the base (each is flagged as losing work)
     #[arg(long)]
     pub include_unmerged: bool,
+    /// Select exactly the branches --match names, whatever their state (no other criterion;
+    /// unmerged ones only with --include-unmerged): `git branch -D NAMES` as a plan
+    #[arg(long, requires = "match_globs", conflicts_with_all = ["merged", "older_than", "squash_merged"])]
+    pub named: bool,
     /// Only consider branches matching GLOB (repeatable)
     #[arg(long = "match", value_name = "GLOB")]
     pub match_globs: Vec<String>,
@@ -228,7 +232,7 @@ pub struct SelectionArgs {
 impl SelectionArgs {
     fn request(self, base: Option<String>, gone: bool) -> BranchesRequest {
         BranchesRequest {
-            named: false,
+            named: self.named,
             base,
             merged: self.merged,
             squash_merged: self.squash_merged,

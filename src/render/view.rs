@@ -408,6 +408,9 @@ fn selection_flags(op: &crate::plan::model::Operation) -> Vec<String> {
     if i.include_unmerged {
         out.push("--include-unmerged".into());
     }
+    if !matches!(op, Operation::Tags(_)) && i.criteria.contains(&crate::plan::model::Criterion::Matched) {
+        out.push("--named".into());
+    }
     match op {
         Operation::Tags(t) => {
             if t.include_signed {

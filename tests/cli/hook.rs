@@ -525,3 +525,53 @@ fn hook_install_prints_or_merges_settings_that_run_this_guardctl_with_the_agents
         "a file it cannot read is left alone"
     );
 }
+
+#[test]
+fn plan_named_selects_exactly_the_names_given_and_show_says_so() {
+    let env = standard_repo();
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "stale-branches",
+            "--named",
+            "--match",
+            "feature/live",
+            "--match",
+            "fix/old",
+            "--include-unmerged",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(
+        affected_refs(&env.repo.join("plan.json")),
+        ["refs/heads/feature/live", "refs/heads/fix/old"]
+    );
+    let shown = env.run("bob", &["show", "plan.json"]);
+    assert!(shown.stdout.contains("criteria: matched"), "{}", shown.stdout);
+    assert!(shown.stdout.contains("--named"), "{}", shown.stdout);
+    // Without --include-unmerged the unmerged one stays; without --match there is nothing named.
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "stale-branches",
+            "--named",
+            "--match",
+            "feature/live",
+            "-o",
+            "p2.json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(affected_refs(&env.repo.join("p2.json")).is_empty());
+    assert_eq!(env.run("alice", &["plan", "stale-branches", "--named"]).code, 64);
+    assert_eq!(
+        env.run(
+            "alice",
+            &["plan", "stale-branches", "--named", "--merged", "--match", "x"]
+        )
+        .code,
+        64
+    );
+}
