@@ -197,6 +197,25 @@ const WRAPPERS: &[(&str, &[&str], usize)] = &[
         &["-n", "--interval", "-d", "-g", "-q", "--differences"],
         0,
     ),
+    (
+        "setpriv",
+        &[
+            "--reuid",
+            "--regid",
+            "--groups",
+            "--inh-caps",
+            "--ambient-caps",
+            "--bounding-set",
+            "--securebits",
+            "--pdeathsig",
+        ],
+        0,
+    ),
+    ("prlimit", &["-p", "--pid"], 0),
+    ("chroot", &["--userspec", "--groups"], 1),
+    ("unbuffer", &[], 0),
+    ("fakeroot", &["-l", "--lib", "--faked", "-s", "-i"], 0),
+    ("pkexec", &["--user"], 0),
 ];
 
 /// Shells: `-c SCRIPT` is read as a line of its own, so is a script given on standard input
@@ -382,8 +401,14 @@ impl Classifier<'_> {
         } else {
             (dir, args.to_vec())
         };
+        if program == "git" && assigns.iter().any(|a| words::git_variable(a)) {
+            return Err("it sets git's environment (GIT_*) for the git it runs".into());
+        }
         let literal_args: Vec<String> = args.iter().map(|w| w.text().to_string()).collect();
         let is_git = program == "git";
+        if is_git {
+            self.git_runs(&args, &dir, found)?;
+        }
         let subcommand_at = |sub: &[String]| subcommand_at(&literal_args, sub, is_git);
         let Some((rule, at)) = self.rules.find(&program, &subcommand_at, &literal_args) else {
             // A word only the shell can expand could be the subcommand or option a rule names
@@ -485,6 +510,62 @@ impl Classifier<'_> {
         Ok(())
     }
 
+    /// git subcommands that run a command line they are given: `rebase -x/--exec LINE`,
+    /// `submodule foreach LINE`, `bisect run COMMAND…`, `--upload-pack=LINE`/`--receive-pack`
+    /// (run by a shell): each is judged as a line of its own.
+    fn git_runs(&mut self, args: &[Word], dir: &Dir, found: &mut Vec<Finding>) -> Result<(), String> {
+        let lit: Vec<Option<&str>> = args.iter().map(Word::literal).collect();
+        let Some(at) = lit.iter().position(|a| a.is_some_and(|a| !a.starts_with('-'))) else {
+            return Ok(());
+        };
+        let script = |w: Option<&Word>| -> Result<Option<String>, String> {
+            match w {
+                Some(Word::Literal(s)) => Ok(Some(s.clone())),
+                Some(w) => Err(format!(
+                    "git runs `{}`: only the shell knows what that is",
+                    w.text()
+                )),
+                None => Ok(None),
+            }
+        };
+        let rebase = lit[at] == Some("rebase");
+        let mut lines = Vec::new();
+        for (i, a) in lit.iter().enumerate().skip(at + 1) {
+            match *a {
+                Some("-x" | "--exec") if rebase => lines.extend(script(args.get(i + 1))?),
+                Some(a) if rebase && a.starts_with("-x") && a.len() > 2 => lines.push(a[2..].to_string()),
+                Some(a)
+                    if a.starts_with("--exec=")
+                        || a.starts_with("--upload-pack=")
+                        || a.starts_with("--receive-pack=") =>
+                {
+                    lines.push(a.split_once('=').map(|(_, v)| v.to_string()).unwrap_or_default());
+                }
+                Some("--upload-pack" | "--receive-pack") => lines.extend(script(args.get(i + 1))?),
+                _ => {}
+            }
+        }
+        match (lit[at], lit.get(at + 1).copied().flatten()) {
+            (Some("submodule"), Some("foreach")) => {
+                let words = args[at + 2..]
+                    .iter()
+                    .filter(|w| !w.literal().is_some_and(|a| a.starts_with('-')))
+                    .map(|w| w.literal().map(String::from))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or("`git submodule foreach` of a variable or substitution")?;
+                lines.push(words.join(" "));
+            }
+            (Some("bisect"), Some("run")) => {
+                self.words(args[at + 2..].to_vec(), dir.clone(), Vec::new(), found)?;
+            }
+            _ => {}
+        }
+        for line in lines {
+            self.nested(&line, dir.clone(), found)?;
+        }
+        Ok(())
+    }
+
     fn nested(&mut self, script: &str, dir: Dir, found: &mut Vec<Finding>) -> Result<(), String> {
         let commands = words::nested(script, dir, self.depth).map_err(|e| e.0)?;
         let mut inner = Classifier {
@@ -506,42 +587,95 @@ impl Classifier<'_> {
         mut assigns: Vec<String>,
         found: &mut Vec<Finding>,
     ) -> Result<(), String> {
+        // env's options as getopt reads them: clusters (`-iu NAME`, `-vS'…'`, `-iC DIR`) and
+        // any unambiguous prefix of a long one (`--split-s=…`).
+        let chdir = |dir: &Dir, to: Option<&Word>| match (dir, to.and_then(Word::literal)) {
+            (Dir::Known(d), Some(to)) => Dir::Known(d.join(to)),
+            _ => Dir::Unknown,
+        };
         let mut i = 0;
         while let Some(w) = args.get(i) {
             let Some(a) = w.literal() else { break };
-            match a {
-                "-i" | "--ignore-environment" | "-0" | "--null" | "-v" | "--debug" | "-" => i += 1,
-                "-u" | "--unset" => i += 2,
-                "-C" | "--chdir" => {
-                    dir = match (&dir, args.get(i + 1).and_then(Word::literal)) {
-                        (Dir::Known(d), Some(to)) => Dir::Known(d.join(to)),
-                        _ => Dir::Unknown,
-                    };
-                    i += 2;
-                }
-                "-S" | "--split-string" => {
-                    let script =
-                        literal_all(&args[i + 1..]).ok_or("`env -S` of a variable or substitution")?;
-                    return self.nested(&script.join(" "), dir, found);
-                }
-                a if a.starts_with("--split-string=") || (a.starts_with("-S") && a.len() > 2) => {
-                    let first = a.strip_prefix("--split-string=").unwrap_or_else(|| &a[2..]);
-                    let mut script = vec![first.to_string()];
+            if a == "--" {
+                i += 1;
+                break;
+            }
+            if a == "-" {
+                i += 1;
+                continue;
+            }
+            if let Some(long) = a.strip_prefix("--") {
+                let (name, value) = match long.split_once('=') {
+                    Some((n, v)) => (n, Some(v)),
+                    None => (long, None),
+                };
+                let is = |full: &str| !name.is_empty() && full.starts_with(name);
+                if is("split-string") && name.len() >= 2 {
+                    let mut script: Vec<String> = value.map(String::from).into_iter().collect();
                     script
                         .extend(literal_all(&args[i + 1..]).ok_or("`env -S` of a variable or substitution")?);
                     return self.nested(&script.join(" "), dir, found);
                 }
-                "--" => {
-                    i += 1;
-                    break;
+                if is("chdir") && name.len() >= 2 {
+                    dir = match value {
+                        Some(v) => chdir(&dir, Some(&Word::Literal(v.to_string()))),
+                        None => chdir(&dir, args.get(i + 1)),
+                    };
+                    i += if value.is_some() { 1 } else { 2 };
+                    continue;
                 }
-                a if a.contains('=') && !a.starts_with('=') => {
-                    assigns.push(a.split('=').next().unwrap_or_default().to_string());
-                    i += 1;
+                if is("unset") && value.is_none() {
+                    i += 2;
+                    continue;
                 }
-                a if a.starts_with('-') => i += 1,
-                _ => break,
+                i += 1;
+                continue;
             }
+            if let Some(cluster) = a.strip_prefix('-') {
+                let mut next = i + 1;
+                for (k, c) in cluster.char_indices() {
+                    let rest = &cluster[k + c.len_utf8()..];
+                    match c {
+                        'S' => {
+                            let mut script = Vec::new();
+                            if rest.is_empty() {
+                                script.extend(
+                                    literal_all(&args[next..])
+                                        .ok_or("`env -S` of a variable or substitution")?,
+                                );
+                            } else {
+                                script.push(rest.to_string());
+                                script.extend(
+                                    literal_all(&args[next..])
+                                        .ok_or("`env -S` of a variable or substitution")?,
+                                );
+                            }
+                            return self.nested(&script.join(" "), dir, found);
+                        }
+                        'u' | 'C' => {
+                            let value = if rest.is_empty() {
+                                next += 1;
+                                args.get(next - 1).cloned()
+                            } else {
+                                Some(Word::Literal(rest.to_string()))
+                            };
+                            if c == 'C' {
+                                dir = chdir(&dir, value.as_ref());
+                            }
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                i = next;
+                continue;
+            }
+            if a.contains('=') && !a.starts_with('=') {
+                assigns.push(a.split('=').next().unwrap_or_default().to_string());
+                i += 1;
+                continue;
+            }
+            break;
         }
         self.words(args[i.min(args.len())..].to_vec(), dir, assigns, found)
     }
@@ -578,12 +712,8 @@ impl Classifier<'_> {
             }
             inline |= a.starts_with('-') && a.contains('c');
             from_stdin |= a.starts_with('-') && a.contains('s');
-            // Options that take a value (`-o pipefail`, `-O extglob`).
-            i += if a.ends_with('o') || a.ends_with('O') {
-                2
-            } else {
-                1
-            };
+            // Each `o` or `O` in a cluster takes the next word (`-eoc pipefail '…'`).
+            i += 1 + a.chars().filter(|c| *c == 'o' || *c == 'O').count();
         }
         if inline {
             return match args.get(i) {
@@ -610,6 +740,10 @@ impl Classifier<'_> {
             (_, words::Stdin::Pipe) => {
                 Err("a shell reads its script from a pipe: only the running line knows what it runs".into())
             }
+            (_, words::Stdin::Unknown) => Err(
+                "a shell reads its script from input the line redirects: only the running line knows what it runs"
+                    .into(),
+            ),
             // An interactive shell on the line's own input: nothing here says what it runs.
             (_, words::Stdin::Inherited) => Ok(()),
         }
@@ -681,7 +815,10 @@ fn skip_options<'w>(args: &'w [Word], with_value: &[&str]) -> &'w [Word] {
             break;
         }
         let takes_value = if a.starts_with("--") {
-            !a.contains('=') && with_value.contains(&a)
+            // An abbreviation takes a value as the option does (`--sig KILL`, `--out L`).
+            !a.contains('=')
+                && a.len() > 2
+                && with_value.iter().any(|v| v.starts_with("--") && v.starts_with(a))
         } else {
             let letters: Vec<char> = a[1..].chars().collect();
             match letters.iter().position(|c| takes(*c)) {
@@ -705,7 +842,8 @@ fn literal_prefix(raw: &str) -> &str {
 
 /// Paths that name the process's own standard input.
 fn is_stdin_path(path: &str) -> bool {
-    matches!(path, "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0" | "-")
+    // `/dev/fd/3` with `3<<< …`: any descriptor the line may have given a script.
+    matches!(path, "/dev/stdin" | "-") || path.starts_with("/dev/fd/") || path.starts_with("/proc/self/fd/")
 }
 
 fn literal_all(args: &[Word]) -> Option<Vec<String>> {
@@ -824,6 +962,11 @@ fn runs_a_program(setting: &str) -> bool {
             "program",
             "helper",
             "exec",
+            "external",
+            "uploadpack",
+            "receivepack",
+            "tool",
+            "cmd",
         ]
         .iter()
         .any(|k| key.ends_with(k))

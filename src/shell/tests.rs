@@ -187,7 +187,8 @@ fn what_only_the_shell_knows_is_refused_or_unreadable() {
     assert!(classify_built_in("git --git-dir=/elsewhere branch -D x").is_err());
     assert!(refused("rm -rf $BUILD").contains("expanded by the shell"));
     assert!(refused("rm -rf build/*").contains("expanded by the shell"));
-    assert!(refused("GIT_DIR=/x git branch -D y").contains("GIT_DIR"));
+    assert!(classify_built_in("GIT_DIR=/x git branch -D y").is_err());
+    assert!(refused("FOO=1 rm -rf x").contains("FOO"));
 }
 
 #[test]
@@ -340,6 +341,65 @@ fn ordinary_agent_commands_stay_harmless() {
         "cargo test 2>&1 | tail -5",
         "bash scripts/check.sh",
         "git -c color.ui=never status",
+    ] {
+        assert_eq!(classify_built_in(line), Ok(vec![]), "{line}");
+    }
+}
+
+/// The second attack review's lines (issue 32), each caught now. Code a line builds at run
+/// time (`printf '\x24(…)'` evaluated in arithmetic) is a residual risk (docs/agents.md).
+#[test]
+fn the_second_attack_reviews_bypasses_are_all_caught() {
+    let deep = |n: usize, inner: &str| format!("{}{inner}{}", "( ".repeat(n), " )".repeat(n));
+    let tight = |n: usize, inner: &str| format!("{}{inner}{}", "(".repeat(n), ")".repeat(n));
+    let lines = [
+        deep(18, "rm -rf f"),
+        deep(20, "git branch -D feat"),
+        deep(30, "rm -rf f"),
+        tight(20, "rm -rf f"),
+        format!("bash -c '{}'", deep(18, "rm -rf f")),
+        "{ bash; } <<< 'rm -rf f'".into(),
+        "(bash) <<< 'rm -rf f'".into(),
+        "bash < <(echo rm -rf f)".into(),
+        "bash -s < <(echo rm -rf f)".into(),
+        "bash /dev/fd/3 3<<< 'rm -rf f'".into(),
+        "exec 0<<< 'rm -rf f'; bash".into(),
+        "bash -eoc pipefail 'rm -rf f'".into(),
+        "env -vS'rm -rf f'".into(),
+        "env -iS 'rm -rf f'".into(),
+        "env --split-s='rm -rf f'".into(),
+        "env -iu X rm -rf f".into(),
+        "env -vu X rm -rf f".into(),
+        "env -iC /tmp rm -rf f".into(),
+        "timeout --sig KILL 5 rm -rf f".into(),
+        "timeout --s KILL 5 rm -rf f".into(),
+        "stdbuf --out L rm -rf f".into(),
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.z GIT_CONFIG_VALUE_0='branch -D' git z feat".into(),
+        "GIT_CONFIG_PARAMETERS=\"'alias.z=branch -D'\" git z feat".into(),
+        "export GIT_SSH_COMMAND='rm -rf f'; git fetch".into(),
+        "git -c diff.external='rm -rf f' diff".into(),
+        "git fetch --upload-pack='rm -rf f' origin".into(),
+        "git rebase -x 'rm -rf f' main".into(),
+        "git submodule foreach rm -rf f".into(),
+        "git bisect run rm -rf f".into(),
+        "setpriv rm -rf f".into(),
+        "prlimit rm -rf f".into(),
+        "chroot / rm -rf f".into(),
+        "unbuffer rm -rf f".into(),
+        "fakeroot rm -rf f".into(),
+    ];
+    for line in &lines {
+        if let Ok(found) = classify_built_in(line) {
+            assert!(!found.is_empty(), "{line}: classified harmless");
+        }
+    }
+    // What an agent writes every day still passes.
+    for line in [
+        "git fetch origin",
+        "git rebase main",
+        "git submodule update --init",
+        "env FOO=1 cargo test",
+        "GIT_AUTHOR_NAME=bot git commit -m x",
     ] {
         assert_eq!(classify_built_in(line), Ok(vec![]), "{line}");
     }

@@ -17,6 +17,9 @@ use std::path::PathBuf;
 /// a bound on work for input that is, in the end, an attacker's.
 pub const MAX_DEPTH: usize = 8;
 
+/// How a parse failure's reason starts.
+const PARSER_REFUSES: &str = "the shell parser refuses it";
+
 /// How deep brackets and compound commands may nest in one script. The parser and the walker
 /// recurse once per level: 3,000 nested subshells overflowed a thread's 2 MiB stack, and a
 /// stack overflow aborts the process — an exit status the harness takes for "no objection".
@@ -74,6 +77,9 @@ pub struct Simple {
 pub enum Stdin {
     /// Whatever the line's own standard input is.
     Inherited,
+    /// The line redirects some input somewhere (`{ bash; } <<< …`, `exec 0< …`, `< <(…)`):
+    /// this command's may be that.
+    Unknown,
     /// The output of the command before it in a pipeline.
     Pipe,
     /// A here-string or here-document: its text (dynamic when it holds expansions).
@@ -88,14 +94,16 @@ pub struct Unparseable(pub String);
 pub fn commands(line: &str) -> Result<Vec<Simple>, Unparseable> {
     let mut walker = Walker::new(0);
     walker.script(line, Dir::Known(PathBuf::new()))?;
+    let (code_text, arithmetic) = (walker.code_text, walker.arithmetic);
+    let out = walker.finish()?;
     // bash evaluates a variable's value as an expression again in arithmetic (`x='a[$(rm
     // -rf y)]'; echo $((x))`): quoted code and arithmetic in one line may run the code.
-    if walker.code_text && walker.arithmetic {
+    if code_text && arithmetic {
         return Err(Unparseable(
             "it holds a quoted command substitution and an arithmetic expression, which bash may run".into(),
         ));
     }
-    Ok(walker.out)
+    Ok(out)
 }
 
 /// The simple commands of a script run by `sh -c SCRIPT` or `eval`, in `dir`: nested one
@@ -106,7 +114,7 @@ pub fn nested(script: &str, dir: Dir, depth: usize) -> Result<Vec<Simple>, Unpar
         return Err(Unparseable("commands nested too deep".into()));
     }
     walker.script(script, dir)?;
-    Ok(walker.out)
+    walker.finish()
 }
 
 fn options() -> brush_parser::ParserOptions {
@@ -128,6 +136,10 @@ struct Walker {
     moving_functions: Vec<String>,
     /// The line sets CDPATH: a `cd` may go elsewhere than its operand says.
     cdpath: bool,
+    /// The line redirects input somewhere, or substitutes a process.
+    input_redirect: bool,
+    /// The line sets one of git's variables (`GIT_CONFIG_COUNT=1`, `export GIT_SSH_COMMAND`).
+    git_env: bool,
 }
 
 /// Variables whose values bash runs as code (prompts, traces, start-up files).
@@ -151,7 +163,32 @@ impl Walker {
             arithmetic: false,
             moving_functions: Vec::new(),
             cdpath: false,
+            input_redirect: false,
+            git_env: false,
         }
+    }
+
+    /// The commands found, each whose input the line may have redirected marked so.
+    fn finish(mut self) -> Result<Vec<Simple>, Unparseable> {
+        if self.git_env
+            && self.out.iter().any(|c| {
+                c.words
+                    .iter()
+                    .any(|w| w.literal().is_some_and(|t| t.rsplit('/').next() == Some("git")))
+            })
+        {
+            return Err(Unparseable(
+                "it sets git's environment (GIT_*) for a git it runs".into(),
+            ));
+        }
+        if self.input_redirect {
+            for c in &mut self.out {
+                if c.stdin == Stdin::Inherited {
+                    c.stdin = Stdin::Unknown;
+                }
+            }
+        }
+        Ok(self.out)
     }
 
     fn script(&mut self, text: &str, dir: Dir) -> Result<Dir, Unparseable> {
@@ -163,7 +200,7 @@ impl Walker {
         let mut parser = brush_parser::Parser::new(std::io::Cursor::new(text), &options());
         let program = parser
             .parse_program()
-            .map_err(|e| Unparseable(format!("the shell parser refuses it: {e}")))?;
+            .map_err(|e| Unparseable(format!("{PARSER_REFUSES}: {e}")))?;
         let mut dir = dir;
         for list in &program.complete_commands {
             dir = self.list(list, dir)?;
@@ -311,9 +348,12 @@ impl Walker {
     fn arithmetic(&mut self, text: &str, dir: &Dir) -> Result<(), Unparseable> {
         self.arithmetic = true;
         self.opaque(text, dir)?;
-        // Only what parses as a script can run as one.
-        if let Ok(found) = nested(text, dir.clone(), self.depth) {
-            self.out.extend(found);
+        // Only what parses as a script can run as one; but a script too deep to read is
+        // unreadable, not harmless (18 nested `( (` once hid a whole line this way).
+        match nested(text, dir.clone(), self.depth) {
+            Ok(found) => self.out.extend(found),
+            Err(e) if e.0.starts_with(PARSER_REFUSES) => {}
+            Err(e) => return Err(e),
         }
         Ok(())
     }
@@ -351,6 +391,7 @@ impl Walker {
             if name == "CDPATH" {
                 self.cdpath = true;
             }
+            self.git_env |= git_variable(name);
         }
         if words.is_empty() {
             // Only assignments (`X=$(...)`): their substitutions were collected.
@@ -366,6 +407,9 @@ impl Walker {
                 ..,
             ] => {
                 self.arithmetic = true;
+                self.git_env |= words
+                    .iter()
+                    .any(|w| git_variable(w.text().split('=').next().unwrap_or_default()));
                 dir.clone()
             }
             // A script that may move the shell: where later commands run is unknown.
@@ -466,6 +510,7 @@ impl Walker {
                 }
             }
             I::ProcessSubstitution(_, sub) => {
+                self.input_redirect = true;
                 self.list(&sub.list, dir.clone())?;
                 words.push(Word::Dynamic("<(...)".into()));
                 Ok(())
@@ -474,6 +519,15 @@ impl Walker {
     }
 
     fn redirect(&mut self, r: &ast::IoRedirect, dir: &Dir) -> Result<(), Unparseable> {
+        use ast::IoFileRedirectKind as K;
+        self.input_redirect |= match r {
+            ast::IoRedirect::File(_, kind, target) => {
+                matches!(kind, K::Read | K::ReadAndWrite | K::DuplicateInput)
+                    || matches!(target, ast::IoFileRedirectTarget::ProcessSubstitution(..))
+            }
+            ast::IoRedirect::HereDocument(..) | ast::IoRedirect::HereString(..) => true,
+            ast::IoRedirect::OutputAndError(..) => false,
+        };
         match r {
             ast::IoRedirect::File(_, _, target) => match target {
                 ast::IoFileRedirectTarget::Filename(w) | ast::IoFileRedirectTarget::Duplicate(w) => {
@@ -618,6 +672,25 @@ fn merge(a: Dir, b: Dir) -> Dir {
     if a == b { a } else { Dir::Unknown }
 }
 
+/// One of git's variables that points it at other files or makes it run a program
+/// (`GIT_DIR`, `GIT_CONFIG_COUNT`, `GIT_SSH_COMMAND`, `GIT_EXTERNAL_DIFF`…); who and when a
+/// commit is by, and tracing, are not.
+pub fn git_variable(name: &str) -> bool {
+    const HARMLESS: &[&str] = &[
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE",
+        "GIT_TERMINAL_PROMPT",
+        "GIT_OPTIONAL_LOCKS",
+        "GIT_MERGE_AUTOEDIT",
+        "GIT_FLUSH",
+    ];
+    name.starts_with("GIT_") && !HARMLESS.contains(&name) && !name.starts_with("GIT_TRACE")
+}
+
 /// `path` with `.` and `..` taken away as text, as bash's logical directory does.
 fn logical(path: &std::path::Path) -> PathBuf {
     use std::path::Component;
@@ -717,9 +790,11 @@ mod tests {
 
     #[test]
     fn assignments_are_kept_apart_from_words() {
-        let found = commands("GIT_DIR=/x git branch -D y").unwrap();
-        assert_eq!(found[0].assigns, ["GIT_DIR"]);
+        let found = commands("LC_ALL=C git branch -D y").unwrap();
+        assert_eq!(found[0].assigns, ["LC_ALL"]);
         assert_eq!(found[0].words, lit(&["git", "branch", "-D", "y"]));
+        // git's own variables point it elsewhere or make it run programs: unreadable.
+        assert!(commands("GIT_DIR=/x git branch -D y").is_err());
     }
 
     #[test]
