@@ -271,9 +271,13 @@ fn decide(request: GuardRequest, timeout: Duration) -> Result<GuardView> {
     }
 }
 
-/// Tests make the classification hang, to see the timeout deny.
+/// Tests make the classification hang, to see the timeout deny (absent from release builds).
+#[cfg(feature = "test-hooks")]
 fn stall_for_tests() {
-    if crate::context::test_hooks_enabled() && std::env::var_os("GUARDCTL_TEST_HOOK_STALL").is_some() {
+    if std::env::var_os("GUARDCTL_TEST_HOOK_STALL").is_some() {
         std::thread::sleep(Duration::from_secs(3600));
     }
 }
+
+#[cfg(not(feature = "test-hooks"))]
+fn stall_for_tests() {}
