@@ -177,7 +177,7 @@ pub fn main() -> ExitCode {
 /// a command through on any other status.
 fn is_harness_hook(args: &[std::ffi::OsString]) -> bool {
     args.windows(2)
-        .any(|w| w[0] == "hook" && (w[1] == "claude-code" || w[1] == "gemini-cli"))
+        .any(|w| w[0] == "hook" && commands::hook::HARNESSES.iter().any(|h| w[1] == *h))
 }
 
 /// A hook run that failed before its command ran: denied, the reason on stderr.

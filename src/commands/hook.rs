@@ -21,6 +21,10 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The harnesses' subcommand names (`guardctl hook <name>`): such a run blocks on every
+/// failure, its command line's included (`lib.rs`).
+pub const HARNESSES: [&str; 2] = [Harness::ClaudeCode.name(), Harness::GeminiCli.name()];
+
 /// The exit code that makes Claude Code block the tool call.
 pub const BLOCK: u8 = 2;
 
@@ -75,7 +79,7 @@ impl Harness {
         }
     }
 
-    fn name(self) -> &'static str {
+    const fn name(self) -> &'static str {
         match self {
             Harness::ClaudeCode => "claude-code",
             Harness::GeminiCli => "gemini-cli",

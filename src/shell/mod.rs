@@ -675,14 +675,8 @@ fn subcommand_at(args: &[String], sub: &[String], git: bool) -> Option<usize> {
         return Some(0);
     }
     if git {
-        let mut i = 0;
-        while i < args.len() && args[i].starts_with('-') {
-            i += if args[i] == "-c" || args[i] == "--config-env" {
-                2
-            } else {
-                1
-            };
-        }
+        let words: Vec<Option<&str>> = args.iter().map(|a| Some(a.as_str())).collect();
+        let i = rules::git_subcommand_start(&words);
         return (args.len() >= i + sub.len() && args[i..i + sub.len()] == *sub).then_some(i + sub.len());
     }
     (0..args.len())

@@ -107,15 +107,8 @@ impl Rules {
             let starts: Vec<usize> = if sub.is_empty() {
                 vec![0]
             } else if git {
-                let mut i = 0;
-                while i < args.len() && args[i].as_deref().is_some_and(|a| a.starts_with('-')) {
-                    i += if matches!(args[i].as_deref(), Some("-c" | "--config-env")) {
-                        2
-                    } else {
-                        1
-                    };
-                }
-                vec![i]
+                let words: Vec<Option<&str>> = args.iter().map(Option::as_deref).collect();
+                vec![git_subcommand_start(&words)]
             } else {
                 (0..args.len()).collect()
             };
@@ -125,28 +118,39 @@ impl Rules {
                 if !sub_fits {
                     return false;
                 }
-                let rest = at + sub.len()..args.len();
+                // After the subcommand: a known word matches a `when` as `find` would match it;
+                // an unknown one could be any word its literal prefix allows.
+                let from = at + sub.len();
+                let known: Vec<String> = args[from..]
+                    .iter()
+                    .map(|a| a.clone().unwrap_or_default())
+                    .collect();
                 r.when.is_empty()
-                    || rest.clone().any(|i| match &args[i] {
-                        None => r.when.iter().any(|p| {
-                            p.trim_end_matches('*').starts_with(prefixes[i].as_str())
-                                || prefixes[i].starts_with(p.trim_end_matches('*'))
-                        }),
-                        Some(_) => false,
-                    })
-                    || {
-                        let known: Vec<String> =
-                            args[rest].iter().map(|a| a.clone().unwrap_or_default()).collect();
-                        r.when.iter().any(|p| {
-                            known
-                                .iter()
-                                .enumerate()
-                                .any(|(i, a)| arg_matches(p, a, i, &known, true))
+                    || r.when.iter().any(|p| {
+                        (0..known.len()).any(|i| match &args[from + i] {
+                            Some(a) => arg_matches(p, a, i, &known, true),
+                            None => {
+                                let (p, prefix) = (p.trim_end_matches('*'), prefixes[from + i].as_str());
+                                p.starts_with(prefix) || prefix.starts_with(p)
+                            }
                         })
-                    }
+                    })
             })
         })
     }
+}
+
+/// Where git's subcommand is among its words once `git_globals` has kept only its plain
+/// options (and `-c VALUE` pairs) in front; an unknown word (`None`) ends the options.
+pub fn git_subcommand_start(words: &[Option<&str>]) -> usize {
+    let mut i = 0;
+    while let Some(Some(w)) = words.get(i) {
+        if !w.starts_with('-') {
+            break;
+        }
+        i += if matches!(*w, "-c" | "--config-env") { 2 } else { 1 };
+    }
+    i.min(words.len())
 }
 
 /// Rules from TOML text, checked.

@@ -263,7 +263,7 @@ impl Walker {
             }
             ast::Command::ExtendedTest(test, _) => {
                 self.arithmetic = true;
-                self.opaque(&test.expr.to_string(), &dir)?;
+                self.opaque(&test.expr.to_string())?;
                 Ok(dir)
             }
         }
@@ -313,7 +313,7 @@ impl Walker {
             }
             C::ArithmeticForClause(f) => {
                 for e in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
-                    self.opaque(&e.to_string(), &dir)?;
+                    self.opaque(&e.to_string())?;
                 }
                 let d = self.list(&f.body.list, dir.clone())?;
                 Ok(merge(d, dir))
@@ -331,7 +331,7 @@ impl Walker {
 
     /// Text the walker does not take apart (arithmetic, `[[ ]]`): it runs nothing unless it
     /// holds a substitution, which is then beyond what guardctl reads with confidence.
-    fn opaque(&mut self, text: &str, _dir: &Dir) -> Result<(), Unparseable> {
+    fn opaque(&mut self, text: &str) -> Result<(), Unparseable> {
         if text.contains("$(") || text.contains('`') || text.contains("<(") || text.contains(">(") {
             return Err(Unparseable(
                 "a command substitution inside an arithmetic or `[[ ]]` expression".into(),
@@ -347,7 +347,7 @@ impl Walker {
     /// `x = 1 + 2`) reads as commands of no rule's program, or not at all.
     fn arithmetic(&mut self, text: &str, dir: &Dir) -> Result<(), Unparseable> {
         self.arithmetic = true;
-        self.opaque(text, dir)?;
+        self.opaque(text)?;
         // Only what parses as a script can run as one; but a script too deep to read is
         // unreadable, not harmless (18 nested `( (` once hid a whole line this way).
         match nested(text, dir.clone(), self.depth) {
