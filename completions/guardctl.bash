@@ -1767,7 +1767,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__show)
-            opts="-C -q -h -V --all --page --since --repo --json --color --quiet --key --allowed-signers --help --version"
+            opts="-C -q -h -V --all --page --since --format --max-bytes --step-summary --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1782,6 +1782,14 @@ _guardctl() {
                     return 0
                     ;;
                 --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json markdown summary" -- "${cur}"))
+                    return 0
+                    ;;
+                --max-bytes)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -187,6 +187,11 @@ complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_
 complete -c guardctl -n "__fish_guardctl_using_subcommand plan; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l page -d 'Show page N (50 branches per page)' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l since -d 'Show what changed against an earlier plan of the same operation' -r -F
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l format -d 'How to render the plan: `text` (a terminal), `json` (as --json), `markdown` (a pull-request comment), `summary` (a CI job summary)' -r -f -a "text\t''
+json\t''
+markdown\t''
+summary\t''"
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l max-bytes -d 'The most bytes `markdown` or `summary` output may take [default: 65536 for markdown, 1048576 for summary; at least 8192]' -r
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s C -l repo -d 'Run as if started in PATH (like `git -C`); default: discover from the working directory' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l color -d 'When to colour output (auto honours NO_COLOR and terminals)' -r -f -a "auto\t''
 always\t''
@@ -194,6 +199,7 @@ never\t''"
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l key -d 'Signing key: a private key, or a public key whose private half is in ssh-agent [default: $GUARDCTL_KEY, git\'s user.signingKey with gpg.format=ssh, else the per-user key `whoami --generate` made]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l allowed-signers -d 'Allowed-signers file mapping keys to principals (git\'s format) [default: $GUARDCTL_ALLOWED_SIGNERS, git\'s gpg.ssh.allowedSignersFile, else .guardctl/allowed_signers as committed on the team remote\'s default branch (never the work tree\'s copy)]' -r -F
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l all -d 'List every affected and skipped branch'
+complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l step-summary -d 'Append the summary to the file $GITHUB_STEP_SUMMARY names (GitHub Actions\' job summary) instead of printing it; implies --format summary'
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -l json -d 'Print exactly one JSON document on stdout; text, hints and progress go to stderr'
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s q -l quiet -d 'Only print data and errors, no status lines'
 complete -c guardctl -n "__fish_guardctl_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'

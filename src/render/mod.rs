@@ -10,6 +10,7 @@ pub mod gc;
 pub mod guard;
 pub mod human;
 pub mod log;
+pub mod markdown;
 pub mod receipt;
 pub mod recovery;
 pub mod review;

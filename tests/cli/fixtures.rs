@@ -1088,3 +1088,38 @@ pub fn ssh_agent(socket: &Path) -> std::process::Child {
     }
     agent
 }
+
+/// `n` merged branches `topic/NNN`, one commit each on main, a day apart, via fast-import.
+pub fn many_branches(n: usize) -> TestEnv {
+    let env = TestEnv::new();
+    let mut stream = String::new();
+    for i in 0..n {
+        let when = NOW_UNIX - (n - i) as i64 * DAY;
+        let msg = format!("Work item {i}");
+        stream += &format!(
+            "commit refs/heads/main\nmark :{m}\nauthor Dev{a} <dev{a}@example.com> {when} +0000\ncommitter Dev{a} <dev{a}@example.com> {when} +0000\ndata {len}\n{msg}\n",
+            m = i + 1,
+            a = i % 7,
+            len = msg.len()
+        );
+        if i == 0 {
+            stream += "from refs/heads/main^0\n";
+        }
+        stream += &format!(
+            "M 644 inline file{i}.txt\ndata {}\n{i}\n\n",
+            i.to_string().len() + 1
+        );
+        stream += &format!("reset refs/heads/topic/{i:03}\nfrom :{}\n\n", i + 1);
+    }
+    let mut child = Command::new("git")
+        .current_dir(&env.repo)
+        .args(["fast-import", "--quiet"])
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stream.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    env.git(&["reset", "-q", "--hard", "main"]);
+    env
+}

@@ -45,6 +45,7 @@ mod review;
 mod rollback;
 mod sandbox;
 mod show;
+mod show_markdown;
 mod squash;
 mod state;
 mod tags;
