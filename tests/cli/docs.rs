@@ -184,40 +184,145 @@ fn policy_doc_example_parses() {
     assert_eq!(policy.executors, vec!["ci"]);
 }
 
-/// Every `guardctl` command the CI example runs (or tells the approver to run) parses with the
-/// current CLI: the example cannot drift from the flags it uses.
-#[test]
-fn the_ci_example_uses_only_commands_and_flags_that_exist() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ci/remote-branch-cleanup.yml");
-    let text = std::fs::read_to_string(&path).unwrap();
-    let mut checked = Vec::new();
+/// The guardctl command lines in `text`: a line (comments and `- ` list markers left out)
+/// that starts with `guardctl `, or has one after `; `, up to the next `;`, `|`, `>` or `#`.
+fn guardctl_commands(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
     for line in text.lines() {
-        let line = line.trim_start_matches(|c: char| c == '#' || c.is_whitespace());
+        let line = line.trim_start_matches(|c: char| c == '#' || c == '-' || c.is_whitespace());
         let Some(start) = line
             .find("guardctl ")
-            .filter(|i| *i == 0 || line[..*i].ends_with("; "))
+            .filter(|i| *i == 0 || line[..*i].ends_with("; ") || line[..*i].ends_with("&& "))
         else {
             continue;
         };
-        let command = line[start..].split(';').next().unwrap();
-        let words: Vec<String> = command.split_whitespace().map(|w| w.replace('"', "")).collect();
-        if let Err(e) = guardctl::cli::command().try_get_matches_from(&words) {
-            panic!("{command}\n{e}");
-        }
-        checked.push(
-            words[1..]
-                .iter()
-                .find(|w| !w.starts_with('-') && !w.contains('/'))
-                .cloned()
-                .unwrap(),
-        );
+        let command = line[start..].split([';', '|', '>', '#']).next().unwrap().trim();
+        out.push(command.to_string());
     }
-    for expected in ["plan", "show", "approve", "verify", "apply"] {
+    out
+}
+
+/// Every `guardctl` command the CI examples and the action run (or tell a reviewer to run)
+/// parses with the current CLI, so they cannot drift from the flags they use; the plan the
+/// workflow's `plan-args` make does too. Between them they cover the whole flow.
+#[test]
+fn the_ci_examples_use_only_commands_and_flags_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut checked = Vec::new();
+    for file in [
+        "docs/ci/remote-branch-cleanup.yml",
+        "docs/ci/gitlab/remote-branch-cleanup.gitlab-ci.yml",
+        "scripts/github-action.sh",
+        "docs/ci/README.md",
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let mut commands = if file.ends_with(".md") {
+            // Prose: the commands are code spans.
+            text.split('`')
+                .skip(1)
+                .step_by(2)
+                .filter(|span| span.starts_with("guardctl "))
+                .map(str::to_string)
+                .collect()
+        } else {
+            guardctl_commands(&text)
+        };
+        // The action plans `plan-args` with these flags (scripts/github-action.sh).
+        for line in text.lines() {
+            if let Some(args) = line.trim().strip_prefix("plan-args: ") {
+                commands.push(format!(
+                    "guardctl plan {args} --publish --detailed-exitcode -o plan.json"
+                ));
+            }
+        }
+        assert!(!commands.is_empty(), "{file}: no guardctl command found");
+        for command in commands {
+            // Shell variables and placeholders stand for ids and paths; the script's plan
+            // arguments for an operation.
+            let command = command.replace("\"${args[@]}\"", "remote-branches");
+            let words: Vec<String> = command
+                .split_whitespace()
+                .map(|w| w.replace('"', ""))
+                .map(|w| {
+                    if w.contains('$') || w.contains('<') {
+                        "0123456789ab".to_string()
+                    } else {
+                        w
+                    }
+                })
+                .collect();
+            if let Err(e) = guardctl::cli::command().try_get_matches_from(&words) {
+                panic!("{file}: {command}\n{e}");
+            }
+            checked.push(
+                words[1..]
+                    .iter()
+                    .find(|w| !w.starts_with('-') && !w.contains('/'))
+                    .cloned()
+                    .unwrap(),
+            );
+        }
+    }
+    for expected in ["plan", "show", "inbox", "approve", "reject", "verify", "apply"] {
         assert!(
             checked.iter().any(|c| c == expected),
-            "no `guardctl {expected}` in the example: {checked:?}"
+            "no `guardctl {expected}` in the CI examples: {checked:?}"
         );
     }
+}
+
+/// The example workflow and the action are pinned the way the docs say: every action by a
+/// full commit SHA, guardctl's own `uses:` and `version:` to one and the same commit, and
+/// every job bounded by `timeout-minutes` (GitLab: `timeout`).
+#[test]
+fn the_ci_examples_pin_every_action_and_bound_every_job() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sha = |s: &str| {
+        s.len() == 40
+            && s.bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    };
+    for file in ["docs/ci/remote-branch-cleanup.yml", "action.yml"] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let mut guardctl_pins = Vec::new();
+        for line in text.lines().map(str::trim) {
+            let line = line.trim_start_matches("- ");
+            if let Some(used) = line.strip_prefix("uses: ") {
+                let used = used.split(' ').next().unwrap();
+                let (action, at) = used
+                    .split_once('@')
+                    .unwrap_or_else(|| panic!("{file}: {used} is not pinned"));
+                assert!(sha(at), "{file}: {used} is not pinned by a full commit SHA");
+                if action == "guardctl/guardctl" {
+                    guardctl_pins.push(at.to_string());
+                }
+            }
+            if let Some(v) = line.strip_prefix("version: ") {
+                assert!(sha(v), "{file}: version {v} is not a full commit SHA");
+                guardctl_pins.push(v.to_string());
+            }
+        }
+        guardctl_pins.dedup();
+        assert!(
+            guardctl_pins.len() <= 1,
+            "{file}: guardctl pinned to several commits: {guardctl_pins:?}"
+        );
+        if file.starts_with("docs/") {
+            let jobs = text.matches("\n    runs-on: ").count();
+            assert!(jobs >= 2, "{file}: {jobs} jobs");
+            assert_eq!(
+                text.matches("\n    timeout-minutes: ").count(),
+                jobs,
+                "{file}: a job without timeout-minutes"
+            );
+        }
+    }
+    let gitlab =
+        std::fs::read_to_string(root.join("docs/ci/gitlab/remote-branch-cleanup.gitlab-ci.yml")).unwrap();
+    assert!(
+        gitlab.contains("\n  timeout: 30m\n"),
+        "the GitLab jobs' template has no timeout"
+    );
 }
 
 /// Every key path in a JSON value: `a.b` for an object's field, `a[].b` for every element's.

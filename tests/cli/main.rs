@@ -12,6 +12,7 @@ mod attack_findings;
 mod attack_signing;
 mod audit_evidence;
 mod bulk;
+mod ci_action;
 mod consumed;
 mod docs;
 mod docs_commands;
