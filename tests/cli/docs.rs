@@ -509,3 +509,25 @@ fn bash_completes_plan_files_and_known_plan_ids_where_a_plan_goes() {
     assert_eq!(complete(&format!("guardctl rollback {}", &id[..6])), [id]);
     assert!(complete("guardctl apply --").contains(&"--approval".to_string()));
 }
+
+/// The Markdown example in the README is what `show --format markdown` prints for the
+/// walkthrough's repository: the snapshot tests/cli/show_markdown.rs checks, word for word.
+#[test]
+fn the_readmes_markdown_example_is_the_renderers_output() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let start = readme
+        .find("````markdown\n")
+        .expect("the README's Markdown example")
+        + "````markdown\n".len();
+    let example = &readme[start..start + readme[start..].find("\n````").unwrap()];
+    let snapshot = std::fs::read_to_string(
+        root.join("tests/cli/snapshots/cli__show_markdown__show_small_plan_markdown.snap"),
+    )
+    .unwrap();
+    let rendered = snapshot.splitn(3, "---\n").nth(2).unwrap().trim_end();
+    assert_eq!(
+        example, rendered,
+        "README.md's example differs from the snapshot: copy it over"
+    );
+}
