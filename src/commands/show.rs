@@ -154,6 +154,23 @@ fn step_summary_file(ui: &mut Ui) -> Option<PathBuf> {
     }
 }
 
+/// The most bytes put before the summary so that it starts a block of its own.
+const SEPARATOR: usize = 2;
+
+/// The last two bytes of the file at `path` (none when it is empty or cannot be read).
+fn tail(path: &std::path::Path) -> Vec<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut buf = Vec::new();
+    if f.seek(SeekFrom::Start(len.saturating_sub(2))).is_ok() {
+        let _ = f.read_to_end(&mut buf);
+    }
+    buf
+}
+
 /// The bytes the summary may take: GitHub shows at most 1 MiB per step, and the step may have
 /// written to its summary already.
 fn room_in(path: &std::path::Path, max: usize) -> Result<usize> {
@@ -162,7 +179,7 @@ fn room_in(path: &std::path::Path, max: usize) -> Result<usize> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
         Err(e) => return Err(Error::io("cannot read the job summary file", path)(e)),
     };
-    let room = markdown::SUMMARY_BYTES.saturating_sub(have).min(max);
+    let room = markdown::SUMMARY_BYTES.saturating_sub(have + SEPARATOR).min(max);
     if room < markdown::MIN_BYTES {
         return Err(Error::usage(format!(
             "the job summary {} already holds {have} bytes: GitHub shows at most {} per step, and the plan needs at least {}",
@@ -177,6 +194,16 @@ fn room_in(path: &std::path::Path, max: usize) -> Result<usize> {
 
 fn append(path: &std::path::Path, text: &str, ui: &mut Ui) -> Result<u8> {
     use std::io::Write;
+    // What the step wrote before may not end with a blank line: the heading would join its
+    // last line. (`room_in` keeps `SEPARATOR` bytes for this.)
+    let ends = tail(path);
+    let text = if ends.is_empty() || ends.ends_with(b"\n\n") {
+        text.to_string()
+    } else if ends.ends_with(b"\n") {
+        format!("\n{text}")
+    } else {
+        format!("\n\n{text}")
+    };
     let mut f = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -488,6 +488,12 @@ pub fn observe(
     if req.verify_prints.is_some() && req.verify.is_none() {
         return Err(Error::usage("--verify-prints needs --verify"));
     }
+    if let Some(bad) = req.env.iter().find(|n| !crate::plan::validate::is_env_name(n)) {
+        return Err(Error::usage(format!(
+            "--env {}: not a variable name (letters, digits and `_`, not starting with a digit)",
+            crate::text::safe(bad)
+        )));
+    }
     let mut names: Vec<String> = ALWAYS.iter().map(|s| s.to_string()).collect();
     names.extend(req.env.iter().cloned());
     names.sort();

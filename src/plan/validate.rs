@@ -34,6 +34,14 @@ fn invalid(field: impl Into<String>, why: impl Into<String>) -> Invalid {
     }
 }
 
+/// A name the environment can hold as one variable and a shell can name: `[A-Za-z_][A-Za-z0-9_]*`.
+/// An exec plan's `--env` names are shown to reviewers; anything else in one is a forgery's
+/// way to write into what they read.
+pub fn is_env_name(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
 fn is_hex(s: &str, len: usize) -> bool {
     s.len() == len
         && s.bytes()
@@ -225,6 +233,12 @@ fn exec(x: &ExecInputs) -> Result<(), Invalid> {
         return Err(invalid(
             "operation.inputs.preview_output.text",
             "is not the output whose digest the plan records",
+        ));
+    }
+    if let Some((i, _)) = x.env.iter().enumerate().find(|(_, e)| !is_env_name(&e.name)) {
+        return Err(invalid(
+            format!("operation.inputs.env[{i}].name"),
+            "is not a variable name",
         ));
     }
     if let Some((i, _)) = x

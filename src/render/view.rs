@@ -780,6 +780,19 @@ fn party(p: &crate::plan::model::Party) -> PartyView {
     }
 }
 
+/// An exec plan's side effect of running its command, from its parts (escaped, or already
+/// made inert for Markdown: `render::markdown` builds the same sentence from code spans).
+pub fn command_runs(command: &str, workdir: &str, env: &str) -> String {
+    format!(
+        "Runs {command} in {workdir} with only {env} set; guardctl cannot undo it: its effect is what the preview lists."
+    )
+}
+
+/// An exec plan's side effect of its `--before-image` command, from its part.
+pub fn before_image_runs(command: &str) -> String {
+    format!("First runs {command} (it must succeed; its output is kept with the plan's state).")
+}
+
 fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
     let days = plan.before_image.retention_days;
     let mut out: Vec<String> = plan
@@ -809,12 +822,11 @@ fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
                 }
                 SideEffectKind::CommandRuns => match &plan.operation {
                     Operation::Exec(x) => {
-                        let env: Vec<&str> = x.env.iter().map(|e| e.name.as_str()).collect();
-                        format!(
-                            "Runs {} in {} with only {} set; guardctl cannot undo it: its effect is what the preview lists.",
-                            safe(&crate::plan::derive::shell_words(&x.command)),
-                            safe(&x.workdir),
-                            env.join(", ")
+                        let env: Vec<String> = x.env.iter().map(|e| safe(&e.name)).collect();
+                        command_runs(
+                            &safe(&crate::plan::derive::shell_words(&x.command)),
+                            &safe(&x.workdir),
+                            &env.join(", "),
                         )
                     }
                     Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {
@@ -822,10 +834,9 @@ fn side_effects(plan: &Plan, plan_id: &str) -> Vec<String> {
                     }
                 },
                 SideEffectKind::BeforeImageCommand => match &plan.operation {
-                    Operation::Exec(x) => format!(
-                        "First runs {} (it must succeed; its output is kept with the plan's state).",
-                        safe(x.before_image.as_deref().unwrap_or_default())
-                    ),
+                    Operation::Exec(x) => {
+                        before_image_runs(&safe(x.before_image.as_deref().unwrap_or_default()))
+                    }
                     Operation::StaleBranches(_) | Operation::RemoteBranches(_) | Operation::Tags(_) => {
                         String::new()
                     }

@@ -47,6 +47,7 @@ mod rollback;
 mod sandbox;
 mod show;
 mod show_markdown;
+mod show_markdown_attacks;
 mod squash;
 mod state;
 mod tags;

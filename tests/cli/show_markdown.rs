@@ -91,7 +91,7 @@ fn assert_inert(p: &Parsed, md: &str) {
     );
     for h in &p.html_blocks {
         let summary = h
-            .strip_prefix("<details>\n<summary>The other ")
+            .strip_prefix("<details>\n<summary>The ")
             .and_then(|s| s.strip_suffix("</summary>\n"));
         let ours = h == "</details>\n" || summary.is_some_and(|s| !s.contains(['<', '>', '&', '@']));
         assert!(ours, "HTML block not guardctl's own: {h:?}");
@@ -369,6 +369,21 @@ fn step_summary_appends_within_githubs_limit() {
         "{text}"
     );
     assert_inert(&parse(&text), &text);
+
+    // After output that ends mid-line, the summary still starts a block of its own.
+    std::fs::write(&summary, "no newline at the end").unwrap();
+    let r = env.run_env(
+        "bob",
+        &[("GITHUB_STEP_SUMMARY", file)],
+        &["show", "--step-summary"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let text = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        text.starts_with("no newline at the end\n\n## guardctl plan "),
+        "{text}"
+    );
+    assert!(parse(&text).headings[0].starts_with("guardctl plan "));
 
     // A summary file already near the limit: refused, the file untouched.
     std::fs::write(&summary, "x".repeat((1 << 20) - 1000)).unwrap();

@@ -55,7 +55,12 @@ pub fn prose(s: &str, place: Place) -> String {
     let mut out: Vec<String> = Vec::new();
     let mut run: Vec<&str> = Vec::new();
     for (i, word) in s.split(' ').enumerate() {
-        if is_plain(word, i == 0) {
+        // An empty word (two spaces in a row) joins whatever run it is in.
+        if word.is_empty() && !run.is_empty() {
+            run.push(word);
+            continue;
+        }
+        if word.is_empty() || is_plain(word, i == 0) {
             if !run.is_empty() {
                 out.push(code(&run.join(" "), place));
                 run.clear();
@@ -72,21 +77,34 @@ pub fn prose(s: &str, place: Place) -> String {
 }
 
 /// A word Markdown and GitHub leave as it is: letters, digits and sentence punctuation, and
-/// nothing GitHub turns into a link (`www.`, a scheme's `:`, `@`, `#`). The first word of a
-/// sentence must start with a letter or be a number, so it never opens a list (`-`, `1.`) or
-/// a heading. A
-/// colon may end a word (`first:`), never start or split one (`:tada:`, `javascript:x`).
+/// nothing GitHub turns into a link: not `www.`, a scheme's `:`, `@` or `#`, nor a reference
+/// without a sign (`GH-26`, a repository's own `JIRA-12`, a commit id like `defaced` or
+/// `cafe1234`), so no word mixes letters and digits or holds 7 hex digits in a row. The first
+/// word of a sentence starts with a letter or is a number, so it never opens a list (`-`,
+/// `1.`) or a heading. A colon may end a word (`first:`), never start or split one
+/// (`:tada:`, `javascript:x`).
 fn is_plain(word: &str, first: bool) -> bool {
     const PUNCT: &[char] = &[',', '.', ';', '(', ')', '\'', '/', '-', '=', '?', '!'];
+    if let Some(stem) = word.strip_suffix(':') {
+        return !stem.is_empty() && is_plain(stem, first);
+    }
+    let letters = word.chars().any(|c| c.is_ascii_alphabetic());
+    let digits = word.chars().any(|c| c.is_ascii_digit());
+    let reference = (letters && digits)
+        || word
+            .split(|c: char| !c.is_ascii_hexdigit())
+            .any(|run| run.len() >= 7);
+    let link = word.to_ascii_lowercase().contains("www.");
+    let starts_ok = !first
+        || word.starts_with(|c: char| c.is_ascii_alphabetic())
+        || word.chars().all(|c| c.is_ascii_digit());
     !word.is_empty()
         && word
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || PUNCT.contains(&c))
-        && !word.to_ascii_lowercase().contains("www.")
-        && (!first
-            || word.starts_with(|c: char| c.is_ascii_alphabetic())
-            || word.chars().all(|c| c.is_ascii_digit()))
-        || (word.len() > 1 && word.ends_with(':') && is_plain(&word[..word.len() - 1], first))
+        && !reference
+        && !link
+        && starts_ok
 }
 
 /// At most `max` characters, with `…` when cut. The input is escaped already, so a cut can at
@@ -123,6 +141,12 @@ mod tests {
         );
         assert_eq!(prose("- item", Place::Text), "`-` item");
         assert_eq!(prose("a <b> c", Place::Text), "a `<b>` c");
+        assert_eq!(
+            prose("see GH-26 and JIRA-12 at cafe1234 defaced", Place::Text),
+            "see `GH-26` and `JIRA-12` at `cafe1234 defaced`"
+        );
+        assert_eq!(prose("a  b", Place::Text), "a  b");
+        assert_eq!(prose("x 'a  b' y", Place::Text), "x 'a  b' y");
     }
 
     #[test]

@@ -427,9 +427,32 @@ fn side_effects(view: &ShowView) -> String {
     }
     let mut out = "### Side effects\n\n".to_string();
     for s in &view.side_effects {
-        out += &format!("- {}\n", prose(s, Place::Text));
+        out += &format!("- {}\n", side_effect(view, s));
     }
     out + "\n"
+}
+
+/// One side effect. A command's are built again from their parts, each part a code span: a
+/// command line or directory is never prose (GitHub links words like `GH-26` or a commit
+/// id in text). The rest are guardctl's sentences with ids and counts.
+fn side_effect(view: &ShowView, line: &str) -> String {
+    use super::view::{before_image_runs, command_runs};
+    if let Some(x) = &view.exec {
+        if line == command_runs(&x.command, &x.workdir, &x.env.join(", ")) {
+            let env: Vec<String> = x.env.iter().map(|e| code(e, Place::Text)).collect();
+            return command_runs(
+                &code(&x.command, Place::Text),
+                &code(&x.workdir, Place::Text),
+                &env.join(", "),
+            );
+        }
+        if let Some(before) = &x.before_image
+            && line == before_image_runs(before)
+        {
+            return before_image_runs(&code(before, Place::Text));
+        }
+    }
+    prose(line, Place::Text)
 }
 
 /// What the plan leaves alone, by reason (counts only: the names are in `show`).
@@ -531,25 +554,26 @@ fn rows(view: &ShowView, budget: usize) -> Listing {
         };
     }
     let lines: Vec<String> = by_risk(&view.rows.items).into_iter().map(row).collect();
-    let heading = if total > TOP_ROWS {
-        format!("### The {TOP_ROWS} riskiest of {total} {}\n\n", view.resources)
-    } else {
-        format!("### {} to delete ({total})\n\n", capitalized(view.resources))
+    // The headings say how many rows they hold, known only once the rows are fitted: sized
+    // here with the largest numbers they can state, written below with the real ones.
+    let heading = |top: usize| {
+        if total > TOP_ROWS {
+            format!("### The {top} riskiest of {total} {}\n\n", view.resources)
+        } else {
+            format!("### {} to delete ({total})\n\n", capitalized(view.resources))
+        }
     };
-    let rest_open = format!(
-        "<details>\n<summary>The other {} {}, riskiest first</summary>\n\n{TABLE_HEAD}",
-        total.saturating_sub(TOP_ROWS),
-        view.resources
-    );
+    let others = total.saturating_sub(TOP_ROWS);
+    let rest_open = |rest: usize| {
+        let which = if rest == others {
+            format!("The other {others} {}", view.resources)
+        } else {
+            format!("The next {rest} of the other {others} {}", view.resources)
+        };
+        format!("<details>\n<summary>{which}, riskiest first</summary>\n\n{TABLE_HEAD}")
+    };
     let rest_close = "\n</details>\n\n";
-    let fixed = heading.len() + TABLE_HEAD.len() + 1;
-    let (top, rest) = fit(
-        &lines,
-        TOP_ROWS,
-        budget,
-        fixed,
-        rest_open.len() + rest_close.len(),
-    );
+    let fixed = heading(TOP_ROWS.min(total)).len() + TABLE_HEAD.len() + 1;
     if fixed > budget {
         return Listing {
             text: String::new(),
@@ -557,11 +581,13 @@ fn rows(view: &ShowView, budget: usize) -> Listing {
             total,
         };
     }
-    let mut text = heading + TABLE_HEAD;
+    let wrap = rest_open(others.saturating_sub(1).max(1)).len() + rest_close.len();
+    let (top, rest) = fit(&lines, TOP_ROWS, budget, fixed, wrap);
+    let mut text = heading(top) + TABLE_HEAD;
     lines[..top].iter().for_each(|l| text += l);
     text += "\n";
     if rest > 0 {
-        text += &rest_open;
+        text += &rest_open(rest);
         lines[top..top + rest].iter().for_each(|l| text += l);
         text += rest_close;
     }
@@ -618,10 +644,15 @@ fn preview_lines(lines: &[String], budget: usize) -> Listing {
     let fence = "`".repeat((longest + 1).max(3));
     let heading = format!("### What the preview lists ({total} lines)\n\n{fence}text\n");
     let close = format!("{fence}\n\n");
-    let rest_open = format!(
-        "<details>\n<summary>The other {} lines</summary>\n\n{fence}text\n",
-        total.saturating_sub(TOP_ROWS)
-    );
+    let others = total.saturating_sub(TOP_ROWS);
+    let rest_open = |rest: usize| {
+        let which = if rest == others {
+            format!("The other {others} lines")
+        } else {
+            format!("The next {rest} of the other {others} lines")
+        };
+        format!("<details>\n<summary>{which}</summary>\n\n{fence}text\n")
+    };
     let rest_close = format!("{fence}\n\n</details>\n\n");
     let items: Vec<String> = lines.iter().map(|l| format!("{l}\n")).collect();
     let fixed = heading.len() + close.len();
@@ -632,18 +663,13 @@ fn preview_lines(lines: &[String], budget: usize) -> Listing {
             total,
         };
     }
-    let (top, rest) = fit(
-        &items,
-        TOP_ROWS,
-        budget,
-        fixed,
-        rest_open.len() + rest_close.len(),
-    );
+    let wrap = rest_open(others.saturating_sub(1).max(1)).len() + rest_close.len();
+    let (top, rest) = fit(&items, TOP_ROWS, budget, fixed, wrap);
     let mut text = heading;
     items[..top].iter().for_each(|l| text += l);
     text += &close;
     if rest > 0 {
-        text += &rest_open;
+        text += &rest_open(rest);
         items[top..top + rest].iter().for_each(|l| text += l);
         text += &rest_close;
     }

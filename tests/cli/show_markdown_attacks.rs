@@ -1,0 +1,351 @@
+//! `show --format markdown` under attack (the issue 33 review, a helper attacking the change
+//! as a hostile planner): each finding's input, now refused or rendered inert, and the
+//! attacks that did not work, kept so they stay that way.
+
+use crate::fixtures::TestEnv;
+use crate::hostile::forge;
+use comrak::nodes::{AstNode, NodeValue};
+use comrak::{Arena, Options, parse_document};
+use guardctl::plan::Operation;
+
+fn gfm() -> Options<'static> {
+    let mut o = Options::default();
+    o.extension.table = true;
+    o.extension.autolink = true;
+    o.extension.strikethrough = true;
+    o.extension.tasklist = true;
+    o.extension.footnotes = true;
+    o
+}
+
+fn dump<'a>(node: &'a AstNode<'a>, depth: usize, out: &mut String) {
+    out.push_str(&format!("{}{:?}\n", "  ".repeat(depth), node.data().value));
+    for c in node.children() {
+        dump(c, depth + 1, out);
+    }
+}
+
+pub fn ast(md: &str) -> String {
+    let arena = Arena::new();
+    let root = parse_document(&arena, md, &gfm());
+    let mut s = String::new();
+    dump(root, 0, &mut s);
+    s
+}
+
+/// `n` merged branches, named by `name(i)`, written straight into packed-refs.
+fn merged_named(n: usize, name: impl Fn(usize) -> String) -> TestEnv {
+    merged_named_by(n, name, |_| "dev@example.com".to_string())
+}
+
+/// `merged_named`, commit `i` by the address `email(i)`.
+fn merged_named_by(n: usize, name: impl Fn(usize) -> String, email: impl Fn(usize) -> String) -> TestEnv {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let env = TestEnv::new();
+    let mut stream = String::new();
+    for i in 0..n {
+        let when = crate::fixtures::NOW_UNIX - (n - i) as i64 * 600;
+        let msg = format!("Work item {i}");
+        stream += &format!(
+            "commit refs/heads/main\nmark :{m}\nauthor Dev <{e}> {when} +0000\ncommitter Dev <{e}> {when} +0000\ndata {len}\n{msg}\n",
+            m = i + 1,
+            e = email(i),
+            len = msg.len()
+        );
+        if i == 0 {
+            stream += "from refs/heads/main^0\n";
+        }
+        stream += &format!("M 644 inline work.txt\ndata {}\n{i}\n\n", i.to_string().len() + 1);
+    }
+    let marks = env.path().join("marks");
+    let mut child = Command::new("git")
+        .current_dir(&env.repo)
+        .args(["fast-import", "--quiet"])
+        .arg(format!("--export-marks={}", marks.display()))
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stream.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    env.git(&["pack-refs", "--all"]);
+    let packed = env.repo.join(".git/packed-refs");
+    let mut refs = std::fs::read_to_string(&packed).unwrap();
+    for line in std::fs::read_to_string(&marks).unwrap().lines() {
+        let (mark, oid) = line.split_once(' ').unwrap();
+        let i: usize = mark[1..].parse().unwrap();
+        refs += &format!("{oid} refs/heads/{}\n", name(i - 1));
+    }
+    env.git(&["reset", "-q", "--hard", "main"]);
+    // The header says `sorted`: git binary-searches the file.
+    let (head, body) = refs.split_once('\n').unwrap();
+    let mut lines: Vec<&str> = body.lines().collect();
+    lines.sort_by_key(|l| l.split_once(' ').map(|(_, r)| r.to_string()));
+    std::fs::write(&packed, format!("{head}\n{}\n", lines.join("\n"))).unwrap();
+    env
+}
+
+/// What a reader sees: (headings, links and images, HTML, text outside code, code spans).
+#[derive(Debug, Default)]
+struct Seen {
+    headings: Vec<String>,
+    links: Vec<String>,
+    html: Vec<String>,
+    text: Vec<String>,
+    code: Vec<String>,
+    emph: Vec<String>,
+}
+
+fn text_of<'a>(n: &'a AstNode<'a>) -> String {
+    n.descendants()
+        .filter_map(|d| match &d.data().value {
+            NodeValue::Text(t) => Some(t.to_string()),
+            NodeValue::Code(c) => Some(c.literal.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn seen(md: &str) -> Seen {
+    let arena = Arena::new();
+    let root = parse_document(&arena, md, &gfm());
+    let mut s = Seen::default();
+    for n in root.descendants() {
+        match &n.data().value {
+            NodeValue::Heading(_) => s.headings.push(text_of(n)),
+            NodeValue::Link(l) | NodeValue::Image(l) => s.links.push(l.url.clone()),
+            NodeValue::HtmlBlock(h) => s.html.push(h.literal.clone()),
+            NodeValue::HtmlInline(h) => s.html.push(h.clone()),
+            NodeValue::Text(t) => s.text.push(t.to_string()),
+            NodeValue::Code(c) => s.code.push(c.literal.clone()),
+            NodeValue::Emph => s.emph.push(text_of(n)),
+            _ => {}
+        }
+    }
+    s
+}
+
+/// Finding 1. `plan exec --env NAME` took any string as a name, and the side effect "Runs …
+/// with only NAME, PATH set" was built from the raw names (the one string of the view that
+/// skipped `text::safe`): a name with newlines ended guardctl's list item and wrote its own
+/// heading, mention, link, image and HTML block, and its escape sequences reached the
+/// terminal `show`. A name must now be a variable name: refused at plan time (64), and a
+/// plan re-signed with one is refused by every reader (65).
+#[test]
+fn an_env_name_cannot_write_blocks_links_or_escapes() {
+    let env = TestEnv::new();
+    std::fs::write(env.repo.join("list.sh"), "echo one\n").unwrap();
+    let evil = "X\n\n#\tApproved\tby\tsecurity\n\n@org/security-team\twww.evil.example\t![x](https://evil.example/x.png)\n\n<img\tsrc=\"https://evil.example/p.png\">\n\n</details>\n\nY\u{1b}]0;pwned\u{7}";
+    for name in [evil, "1X", "A-B", "A B", ""] {
+        let r = env.run(
+            "alice",
+            &[
+                "plan",
+                "exec",
+                "--preview",
+                "sh list.sh",
+                "--env",
+                name,
+                "--",
+                "echo",
+                "hi",
+            ],
+        );
+        assert_eq!(r.code, 64, "{name:?}: {}", r.transcript());
+        assert!(!r.stderr.contains('\u{1b}'), "ESC in the refusal");
+    }
+    // The same name written into a plan and re-signed by its planner.
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "sh list.sh",
+            "--env",
+            "LANG",
+            "--",
+            "echo",
+            "hi",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    forge(&env, |p| match &mut p.operation {
+        Operation::Exec(x) => x.env.iter_mut().for_each(|e| {
+            if e.name == "LANG" {
+                e.name = evil.to_string();
+            }
+        }),
+        _ => panic!("not an exec plan"),
+    });
+    for args in [
+        &["show", "--format", "markdown"][..],
+        &["show"],
+        &["--json", "show"],
+    ] {
+        let r = env.run("bob", args);
+        assert_eq!(r.code, 65, "{args:?}: {}", r.transcript());
+        assert!(
+            r.stderr.contains("operation.inputs.env[") || r.stdout.contains("operation.inputs.env["),
+            "{}",
+            r.transcript()
+        );
+        assert!(
+            !r.stdout.contains('\u{1b}') && !r.stderr.contains('\u{1b}'),
+            "ESC in {args:?}"
+        );
+    }
+}
+
+/// A plan for command `words`, rendered as Markdown.
+fn exec_markdown(words: &[&str]) -> String {
+    let env = TestEnv::new();
+    std::fs::write(env.repo.join("list.sh"), "echo one\n").unwrap();
+    let mut args = vec!["plan", "exec", "--preview", "sh list.sh", "--"];
+    args.extend(words);
+    let r = env.run("alice", &args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("bob", &["show", "--format", "markdown"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    r.stdout
+}
+
+/// Finding 2. `prose()` keeps words of letters, digits and `-` as text, but GitHub links
+/// more than `@`, `#`, `www.` and schemes in text: `GH-26` is an issue reference like `#26`
+/// (and adds a "mentioned this" event to issue 26), a hex word of 7+ digits a commit
+/// reference, `PREFIX-123` any custom autolink the repository configured. A command's
+/// arguments are such words, in the side effect "Runs …".
+#[test]
+fn github_references_in_a_command_stay_in_code() {
+    let md = exec_markdown(&["echo", "GH-26", "cafe1234", "JIRA-12", "defaced"]);
+    let s = seen(&md);
+    for word in ["GH-26", "cafe1234", "JIRA-12", "defaced"] {
+        assert!(
+            !s.text.iter().any(|t| t.split(' ').any(|w| w == word)),
+            "{word} outside code:\n{}",
+            ast(&md)
+        );
+    }
+}
+
+/// Finding 3. `prose()` splits on single spaces, so a run of two (a quoted argument, a
+/// directory name) leaves an empty word, which `code("")` renders `*(empty)*`: the side effect
+/// shows the argument `'a  b'` as `'a (empty) b'`.
+#[test]
+fn two_spaces_in_a_command_are_not_shown_as_empty() {
+    let md = exec_markdown(&["echo", "a  b"]);
+    let s = seen(&md);
+    assert!(s.emph.iter().all(|e| e != "(empty)"), "{}", ast(&md));
+}
+
+/// Finding 4. The counts the headings state are the plan's, not the rows shown: "The 20
+/// riskiest of 300 branches" over a table of 6 rows, and "The other 280 branches" over a
+/// folded table of 29 (the note counts right: the rows left out).
+#[test]
+fn headings_state_the_rows_they_show() {
+    let env = merged_named(300, |i| format!("topic/{i:03}-{}", "\u{1D518}".repeat(190)));
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    for args in [
+        &["show", "--format", "markdown", "--max-bytes", "8192"][..],
+        &["show", "--format", "markdown"],
+    ] {
+        let r = env.run("bob", args);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+        let md = &r.stdout;
+        let rows = |part: &str| {
+            part.lines()
+                .filter(|l| l.starts_with("| ") && l.contains("topic/"))
+                .count()
+        };
+        let (open, folded) = md.split_once("<details>").unwrap_or((md, ""));
+        if let Some(h) = open.lines().find(|l| l.starts_with("### The ")) {
+            let said: usize = h["### The ".len()..].split(' ').next().unwrap().parse().unwrap();
+            assert_eq!(said, rows(open), "{args:?}: {h:?} over {} rows", rows(open));
+        }
+        if let Some(l) = folded.lines().find(|l| l.starts_with("<summary>The other ")) {
+            let said: usize = l["<summary>The other ".len()..]
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(said, rows(folded), "{args:?}: {l:?} over {} rows", rows(folded));
+        }
+    }
+}
+
+/// Held: names git accepts but Markdown reads (pipes, backticks, HTML, entity references,
+/// setext underlines, `#`) and author addresses with backslashes before pipes keep every row
+/// at seven cells, every name in one code span, nothing live; the byte budget holds. (Names
+/// git refuses cannot be smuggled through packed-refs: git 2.47 ignores them.)
+#[test]
+fn held_hostile_names_and_addresses_keep_the_table() {
+    let names = [
+        "`|`",
+        "a|b||",
+        "===",
+        "---",
+        "&#64;team",
+        "&amp;",
+        "</details>",
+        "<details>",
+        "<img/src=x>",
+        "#12",
+        "GH-1!",
+        "x/|`y`|",
+        "```x",
+        "'\"",
+        "$x$",
+        "%41",
+    ];
+    let emails = ["x\\|y@e", "x\\", "a\\\\|b|c", "|", "`@`", "&#64;", "<a@b.c>"];
+    let env = merged_named_by(
+        names.len(),
+        |i| format!("h/{}", names[i]),
+        |i| emails[i % emails.len()].replace(['<', '>'], ""),
+    );
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.transcript(), env.git(&["for-each-ref"]));
+    let r = env.run("bob", &["show", "--format", "markdown", "--max-bytes", "8192"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let md = &r.stdout;
+    assert!(md.len() <= 8192);
+    let s = seen(md);
+    assert!(s.links.is_empty(), "{:?}", s.links);
+    assert!(
+        s.html
+            .iter()
+            .all(|h| h == "</details>\n" || h.starts_with("<details>\n<summary>The ")),
+        "{:?}",
+        s.html
+    );
+    let arena = Arena::new();
+    let root = parse_document(&arena, md, &gfm());
+    let mut cells = 0;
+    for n in root.descendants() {
+        if let NodeValue::Table(t) = &n.data().value {
+            for row in n.children() {
+                assert_eq!(row.children().count(), t.num_columns, "{md}");
+                if t.num_columns == 7 {
+                    cells += 1;
+                    let name = text_of(row.children().nth(1).unwrap());
+                    assert!(name.starts_with("h/") || name == "Name", "{name:?}\n{md}");
+                }
+            }
+        }
+    }
+    assert_eq!(cells, names.len() + 1, "{md}");
+    assert_eq!(
+        s.headings.len(),
+        md.lines().filter(|l| l.starts_with('#')).count(),
+        "{md}"
+    );
+    for n in names {
+        assert!(
+            s.code.iter().any(|c| c == &format!("h/{n}")),
+            "{n:?} not one span:\n{md}"
+        );
+    }
+}
