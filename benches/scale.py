@@ -18,7 +18,7 @@ Generates repositories with `git fast-import` in two shapes, then reports median
          against the generator's ground truth
   apply  guardctl apply (backups included) vs one git update-ref --stdin transaction deleting
          the same refs with their old values; also with a [branch] config section per branch
-  show   guardctl show of the plan vs the plan itself
+  show   guardctl show of the plan vs the plan itself, and show --format markdown
   memory peak RSS of each (GNU time)
 
 and checks the plan against the generator's ground truth (merged set, squash set).
@@ -337,6 +337,10 @@ def bench_size(n, runs, tmp, keyset, signers, rows, do_squash, shape="linear"):
     show_cmd = [GUARDCTL, "--allowed-signers", signers, "show", plan_json]
     show_t, plan_t, show_m, plan_m, cpu, ratio = paired(show_cmd, plan_cmd, repo, runs=runs)
     rows.append((n, f"{shape}: show vs plan", show_t, plan_t, show_m, plan_m, cpu, ratio))
+    # The Markdown a CI job posts: the same view, re-validation included, cut to 65,536 bytes.
+    md_cmd = [GUARDCTL, "--allowed-signers", signers, "show", "--format", "markdown", plan_json]
+    md_t, plan_t, md_m, plan_m, cpu, ratio = paired(md_cmd, plan_cmd, repo, runs=runs)
+    rows.append((n, f"{shape}: show --format markdown vs plan", md_t, plan_t, md_m, plan_m, cpu, ratio))
 
     if do_squash and shape == "real":
         # Too slow for the cherry recipe at these sizes; judged against the ground truth.
