@@ -4,9 +4,12 @@
 # actionlint's checks of action.yml stay about the wiring.
 #
 #   check          refuse inputs that are not what they must be (a branch name for VERSION)
-#   install DIR    put a guardctl built from VERSION in DIR: a binary already there (restored
-#                  from the cache) is used only if its SHA-256 is the recorded SHA256, else it
-#                  is rebuilt from source; a build whose digest is not SHA256 fails
+#   install STAGE DIR
+#                  put a guardctl built from VERSION alone in DIR (emptied first; it goes on
+#                  PATH): STAGE/guardctl (restored from the cache) is copied there only if it
+#                  is a regular file whose SHA-256 is the recorded SHA256, else guardctl is
+#                  built from source; a build whose digest is not SHA256 fails; a build that
+#                  has it is left as STAGE/guardctl, the one file the cache saves
 #   key            write KEY to a file only this user reads; export GUARDCTL_KEY
 #   plan           plan PLAN_ARGS, publish the plan to the team remote, summarise it
 #   apply          verify and apply the published plan PLAN (its approvals come from the
@@ -17,8 +20,14 @@
 # SUMMARY. Outputs go to $GITHUB_OUTPUT: plan-id, changes, exit-code, built, sha256.
 set -euo pipefail
 
+# A workflow command's message, encoded as the runner decodes it (`%`, CR, LF): a newline in
+# an input echoed back must not start a workflow command of its own.
 fail() {
-  echo "::error title=guardctl::$1" >&2
+  local m="$1"
+  m="${m//'%'/%25}"
+  m="${m//$'\r'/%0D}"
+  m="${m//$'\n'/%0A}"
+  echo "::error title=guardctl::$m" >&2
   exit 1
 }
 
@@ -50,27 +59,45 @@ check() {
   if [ "$COMMAND" = plan ] && [ -z "${PLAN_ARGS:-}" ]; then
     fail "plan needs plan-args: the operation and its flags, e.g. 'remote-branches --merged'"
   fi
+  # plan-args is split on blanks, never by a shell: a quote would stay in the argument
+  # (`--protect 'hotfix/*'` would protect a pattern no branch matches) and a second line
+  # would be dropped. Refuse them rather than plan something other than what was written.
+  case "${PLAN_ARGS:-}" in
+  *$'\n'* | *$'\r'* | *\'* | *\"*)
+    fail "plan-args is split on blanks, not by a shell: it must be one line without quotes (write --protect hotfix/* , not --protect 'hotfix/*'; got: $PLAN_ARGS)"
+    ;;
+  esac
   if [ "$COMMAND" = apply ] && ! [[ "${PLAN:-}" =~ ^[0-9a-f]{8,64}$ ]]; then
     fail "apply needs plan: the published plan's id, 8 to 64 hex digits (got: ${PLAN:-nothing})"
   fi
 }
 
 install_guardctl() {
-  local dir="$1" bin="$1/guardctl" have
+  local stage="$1" dir="$2" cached="$1/guardctl" bin="$2/guardctl" have
+  # DIR goes on PATH. It is emptied here, after the cache was restored: a cache archive
+  # anyone with write access to the cache could have made may hold more than guardctl (a
+  # `git` or an `ssh-keygen` that would run with the key in reach), and may have been
+  # extracted anywhere. Only the one file this step checks ever lands in DIR.
+  rm -rf "$dir"
   mkdir -p "$dir"
-  if [ -e "$bin" ]; then
+  if [ -n "${SHA256:-}" ] && [ -f "$cached" ] && [ ! -L "$cached" ]; then
+    install -m 755 "$cached" "$bin"
     have="$(digest "$bin")"
-    if [ -n "${SHA256:-}" ] && [ "$have" = "$SHA256" ]; then
+    if [ "$have" = "$SHA256" ]; then
       echo "guardctl $VERSION from the cache, sha256 $have as recorded"
       output "built=false"
       output "sha256=$have"
       return
     fi
-    # A cache anyone with write access to it could have filled: never run what it holds
-    # unless it is the recorded binary.
-    echo "::warning title=guardctl::the cached guardctl's sha256 $have is not the recorded ${SHA256:-(none recorded)}: building $VERSION from source instead" >&2
+    # Never run what the cache holds unless it is the recorded binary.
+    echo "::warning title=guardctl::the cached guardctl's sha256 $have is not the recorded $SHA256: building $VERSION from source instead" >&2
     rm -f "$bin"
+  elif [ -e "$cached" ] || [ -L "$cached" ]; then
+    echo "::warning title=guardctl::the cache holds a guardctl that is not a regular file, or no sha256 is recorded to check it by: ignored, building $VERSION from source" >&2
   fi
+  # What a later step saves to the cache: this build's binary alone, and only once its digest
+  # is the recorded one.
+  rm -rf "$stage"
   local root
   root="$(mktemp -d)"
   cargo install --locked --quiet --git "${REPOSITORY:-https://github.com/guardctl/guardctl}" --rev "$VERSION" --root "$root" guardctl
@@ -86,6 +113,8 @@ install_guardctl() {
     rm -f "$bin"
     fail "guardctl built from $VERSION has sha256 $have, not the recorded $SHA256 (a new Rust toolchain on the runner image builds other bytes): check the build and record the new digest"
   else
+    mkdir -p "$stage"
+    install -m 755 "$bin" "$stage/guardctl"
     echo "guardctl $VERSION built, sha256 $have as recorded"
   fi
 }
@@ -150,9 +179,9 @@ apply() {
 
 case "${1:-}" in
 check) check ;;
-install) install_guardctl "${2:?install DIR}" ;;
+install) install_guardctl "${2:?install STAGE DIR}" "${3:?install STAGE DIR}" ;;
 key) write_key ;;
 plan) plan ;;
 apply) apply ;;
-*) fail "unknown step: ${1:-none} (check, install DIR, key, plan, apply)" ;;
+*) fail "unknown step: ${1:-none} (check, install STAGE DIR, key, plan, apply)" ;;
 esac
