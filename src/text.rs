@@ -17,22 +17,36 @@ fn is_bidi(c: char) -> bool {
     matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
+/// Characters that render as nothing (or nothing a reviewer can read) yet make two names
+/// differ: every format character (General_Category Cf: zero-width spaces and joiners, word
+/// joiners, the tag characters U+E0000–E007F, interlinear annotation marks, musical format
+/// controls), the line and paragraph separators (Zl, Zp), and the default-ignorable code
+/// points that are not Cf — variation selectors (U+FE00–FE0F, U+E0100–E01EF), Mongolian free
+/// variation selectors, the combining grapheme joiner, Hangul and Khmer fillers — with the
+/// unassigned ranges Unicode reserves as default-ignorable, so a later version's assignments
+/// are caught too. Bidi controls are Cf as well but are reported as bidi (`is_bidi`).
 fn is_invisible(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory, get_general_category};
+    if is_bidi(c) {
+        return false;
+    }
     matches!(
+        get_general_category(c),
+        GeneralCategory::Format | GeneralCategory::LineSeparator | GeneralCategory::ParagraphSeparator
+    ) || matches!(
         c,
-        '\u{00AD}'
-            | '\u{034F}'
+        '\u{034F}'
             | '\u{115F}'
             | '\u{1160}'
             | '\u{17B4}'
             | '\u{17B5}'
-            | '\u{180E}'
-            | '\u{200B}'..='\u{200D}'
-            | '\u{2060}'..='\u{2064}'
+            | '\u{180B}'..='\u{180F}'
+            | '\u{2065}'
             | '\u{3164}'
             | '\u{FE00}'..='\u{FE0F}'
-            | '\u{FEFF}'
             | '\u{FFA0}'
+            | '\u{FFF0}'..='\u{FFF8}'
+            | '\u{E0000}'..='\u{E0FFF}'
     )
 }
 
@@ -281,6 +295,46 @@ mod tests {
                 .chars()
                 .any(|c| c.is_control())
         );
+    }
+
+    /// Every character that renders as nothing is made visible and flagged, and dropped when
+    /// comparing with a protected name: format characters beyond the zero-width ones (tags,
+    /// interlinear annotations, musical controls), line and paragraph separators, and every
+    /// variation selector.
+    #[test]
+    fn every_invisible_character_is_escaped_and_flagged() {
+        let p = ["main"];
+        for c in [
+            '\u{E0001}',
+            '\u{E0041}',
+            '\u{E007F}',
+            '\u{E0100}',
+            '\u{E01EF}',
+            '\u{180B}',
+            '\u{180D}',
+            '\u{180F}',
+            '\u{206A}',
+            '\u{206F}',
+            '\u{FFF9}',
+            '\u{FFFB}',
+            '\u{1D173}',
+            '\u{1D17A}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{FE0F}',
+            '\u{13430}',
+        ] {
+            let name = format!("ma{c}in");
+            let shown = safe(&name);
+            assert_eq!(shown, format!("ma<U+{:04X}>in", c as u32), "{c:?}");
+            assert!(is_unsafe(c), "{c:?}");
+            let f = flags(&name, &p);
+            assert!(f.contains(&Flag::Invisible), "{c:?}: {f:?}");
+            assert!(f.contains(&Flag::LooksProtected), "{c:?}: {f:?}");
+        }
+        // Bidi controls stay bidi, not also invisible; visible letters stay as they are.
+        assert_eq!(flags("x\u{202E}y", &p), vec![Flag::Bidi, Flag::NonAscii]);
+        assert_eq!(safe("日本語/ветка"), "日本語/ветка");
     }
 
     #[test]

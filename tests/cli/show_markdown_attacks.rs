@@ -349,3 +349,39 @@ fn held_hostile_names_and_addresses_keep_the_table() {
         );
     }
 }
+
+/// Round 2, finding 3. Characters that render as nothing beyond the zero-width ones — tag
+/// characters, variation selectors beyond U+FE0F, Mongolian selectors, deprecated format
+/// controls, interlinear annotations, musical format controls, line and paragraph separators —
+/// reached the terminal and the Markdown raw, and `ma<tag>in` was not flagged as looking like
+/// `main`. Now each is shown as `<U+XXXX>` in both, and the name is flagged.
+#[test]
+fn every_invisible_character_in_a_name_is_shown_and_flagged() {
+    let hidden = [
+        '\u{E0001}',
+        '\u{E0069}',
+        '\u{E0100}',
+        '\u{180B}',
+        '\u{206A}',
+        '\u{FFF9}',
+        '\u{1D173}',
+        '\u{2028}',
+    ];
+    let env = merged_named(hidden.len(), |i| format!("ma{}in", hidden[i]));
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.transcript(), env.git(&["for-each-ref"]));
+    let terminal = env.run("bob", &["show"]);
+    assert_eq!(terminal.code, 0, "{}", terminal.transcript());
+    let md = env.run("bob", &["show", "--format", "markdown"]);
+    assert_eq!(md.code, 0, "{}", md.transcript());
+    for c in hidden {
+        let shown = format!("ma<U+{:04X}>in", c as u32);
+        for (what, out) in [("show", &terminal.stdout), ("markdown", &md.stdout)] {
+            assert!(!out.contains(c), "{what}: {c:?} raw\n{out}");
+            assert!(out.contains(&shown), "{what}: {shown} missing\n{out}");
+        }
+    }
+    let json = env.run("bob", &["--json", "show"]);
+    let flagged = json.stdout.matches("looks_protected").count();
+    assert!(flagged >= hidden.len(), "{}", json.stdout);
+}
