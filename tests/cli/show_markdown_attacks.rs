@@ -385,3 +385,169 @@ fn every_invisible_character_in_a_name_is_shown_and_flagged() {
     let flagged = json.stdout.matches("looks_protected").count();
     assert!(flagged >= hidden.len(), "{}", json.stdout);
 }
+
+/// Round 2, finding 2. What an exec plan runs besides the command was in `show` but not in
+/// the Markdown: the `--verify` command (it runs at apply, with the executor's rights), the
+/// PATH the commands search, the programs found through it and what is pinned. Each is now a
+/// row of the plan's details, every string in a code span.
+#[test]
+fn an_exec_plans_verify_path_and_pins_are_in_the_markdown() {
+    let env = TestEnv::new();
+    std::fs::write(env.repo.join("list.sh"), "echo one\n").unwrap();
+    std::fs::write(env.repo.join("check.sh"), "echo checked\n").unwrap();
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "sh list.sh",
+            "--verify",
+            "sh check.sh #GH-26 @team",
+            "--pin",
+            "check.sh",
+            "--",
+            "sh",
+            "list.sh",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let md = env.run("bob", &["show", "--format", "markdown"]);
+    assert_eq!(md.code, 0, "{}", md.transcript());
+    let json = env.run("bob", &["--json", "show"]).json();
+    let x = &json["exec"];
+    let s = seen(&md.stdout);
+    let row = |name: &str| {
+        md.stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} | ")))
+            .unwrap_or_else(|| panic!("no {name} row:\n{}", md.stdout))
+            .to_string()
+    };
+    assert!(
+        row("Verify").ends_with(" (prints the state) |"),
+        "{}",
+        row("Verify")
+    );
+    assert!(
+        s.code.iter().any(|c| c == "sh check.sh #GH-26 @team"),
+        "{}",
+        ast(&md.stdout)
+    );
+    for dir in x["path"].as_array().unwrap().iter().take(32) {
+        assert!(
+            s.code.iter().any(|c| c == dir.as_str().unwrap()),
+            "{dir} not shown:\n{}",
+            md.stdout
+        );
+    }
+    assert!(!x["on_path"].as_array().unwrap().is_empty(), "{x}");
+    for found in x["on_path"].as_array().unwrap() {
+        assert!(
+            row("Found on PATH").contains(found.as_str().unwrap()),
+            "{found}: {}",
+            row("Found on PATH")
+        );
+    }
+    let pinned = row("Pinned");
+    for p in x["pinned"].as_array().unwrap() {
+        assert!(pinned.contains(p.as_str().unwrap()), "{p}: {pinned}");
+    }
+    assert!(pinned.contains("check.sh"), "{pinned}");
+    assert!(s.links.is_empty() && s.html.is_empty(), "{s:?}");
+}
+
+/// Round 2, finding 4. The plan's details listed every pattern: hundreds of long `--exclude`
+/// patterns pushed the render to its minimal form, which dropped the warnings about names that
+/// look like others and about unmerged work. The patterns listed are now capped; the minimal
+/// form keeps those warnings.
+#[test]
+fn many_patterns_neither_crowd_out_nor_hide_the_warnings() {
+    let env = merged_named(3, |i| ["ma\u{200B}in", "topic/a", "topic/b"][i].to_string());
+    let mut args = vec![
+        "plan".to_string(),
+        "stale-branches".into(),
+        "--include-unmerged".into(),
+    ];
+    for i in 0..400 {
+        args.push("--exclude".into());
+        args.push(format!("never/{i:03}/{}", "x".repeat(150)));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = env.run("alice", &args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let md = env.run("bob", &["show", "--format", "markdown", "--max-bytes", "8192"]);
+    assert_eq!(md.code, 0, "{}", md.transcript());
+    let out = &md.stdout;
+    assert!(out.len() <= 8192, "{}", out.len());
+    assert!(
+        !out.contains("do not fit"),
+        "fell back to the minimal form:\n{out}"
+    );
+    let inputs = out.lines().find(|l| l.starts_with("| Inputs | ")).unwrap();
+    assert!(inputs.contains("`--include-unmerged`"), "{inputs}");
+    // 400 exclusions and the 4 default protected patterns, 10 of them listed.
+    assert!(inputs.contains("and 394 more"), "{inputs}");
+    assert!(out.contains("Names to look at twice"), "{out}");
+}
+
+/// The minimal form (here forced by ten patterns of 200 four-byte characters, the most the
+/// details list, over a budget of 8,192 bytes) still says how many names need a second look
+/// and that unmerged work is included.
+#[test]
+fn the_minimal_form_keeps_the_warnings() {
+    let env = merged_named(2, |i| ["m\u{0430}in", "topic/a"][i].to_string());
+    let mut args = vec![
+        "plan".to_string(),
+        "stale-branches".into(),
+        "--include-unmerged".into(),
+    ];
+    for i in 0..12 {
+        args.push("--exclude".into());
+        args.push(format!("{i:02}{}", "\u{1D518}".repeat(200)));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = env.run("alice", &args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let md = env.run("bob", &["show", "--format", "markdown", "--max-bytes", "8192"]);
+    assert_eq!(md.code, 0, "{}", md.transcript());
+    let out = &md.stdout;
+    assert!(out.len() <= 8192, "{}", out.len());
+    assert!(
+        out.contains("do not fit in 8192 bytes"),
+        "not the minimal form:\n{out}"
+    );
+    assert!(out.contains("**1 name to look at twice**"), "{out}");
+    assert!(out.contains("(`--include-unmerged`)"), "{out}");
+    assert!(out.starts_with("## guardctl plan `"), "{out}");
+}
+
+/// Round 2, finding 6. The plan id sat bare in headings (`## guardctl plan 1a2b3c4d5e6f`,
+/// `### Changed since plan …`): GitHub links a hex word of seven or more digits to a commit of
+/// that prefix, and a planner can grind the id (through the nonce) to match a commit of their
+/// choosing. No text outside code holds such a word now, headings included.
+#[test]
+fn no_hex_id_is_bare_text() {
+    let env = merged_named(3, |i| format!("topic/{i}"));
+    let r = env.run("alice", &["plan", "stale-branches", "--merged", "-o", "old.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    env.git(&["branch", "-D", "topic/1"]);
+    let r = env.run("alice", &["plan", "stale-branches", "--merged", "-o", "new.json"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let md = env.run(
+        "bob",
+        &["show", "new.json", "--since", "old.json", "--format", "markdown"],
+    );
+    assert_eq!(md.code, 0, "{}", md.transcript());
+    assert!(md.stdout.contains("### Changed since plan `"), "{}", md.stdout);
+    let s = seen(&md.stdout);
+    for t in &s.text {
+        for word in t.split(|c: char| !c.is_ascii_alphanumeric()) {
+            assert!(
+                word.len() < 7 || !word.chars().all(|c| c.is_ascii_hexdigit()),
+                "{word:?} outside code in {t:?}:\n{}",
+                md.stdout
+            );
+        }
+    }
+}

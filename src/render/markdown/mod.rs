@@ -24,6 +24,11 @@ pub const MIN_BYTES: usize = 8_192;
 const TOP_ROWS: usize = 20;
 /// Names in each list outside the tables (suspicious names, changes since a plan).
 const LISTED: usize = 20;
+/// Items in each list of the plan's details (patterns, PATH, pinned files): the details
+/// always go in, so they are bounded; `show` lists everything.
+const HEAD_LISTED: usize = 10;
+/// Directories of an exec plan's PATH listed in its details.
+const PATH_LISTED: usize = 32;
 /// Room kept for the note saying what was left out.
 const NOTE_BYTES: usize = 600;
 
@@ -84,31 +89,90 @@ pub fn render(view: &ShowView, max_bytes: usize) -> String {
     out
 }
 
-/// The title, the counts and how to review the plan, without one repository string.
+/// The title, the counts and how to review the plan, without one repository string: what
+/// a reviewer must not miss survives even here (how many names look like others, whether
+/// unmerged work is included, a rejection, an expiry).
 fn minimal(view: &ShowView, max_bytes: usize) -> String {
     let a = &view.approvals;
     let missing: u32 = a.groups.iter().map(|g| g.missing).sum();
+    let what = match &view.exec {
+        Some(x) => format!(
+            "**Runs a command** whose preview lists {} {}",
+            x.resources,
+            if x.resources == 1 { "resource" } else { "resources" }
+        ),
+        None => {
+            let counts: Vec<String> = view
+                .counts_by_reason
+                .iter()
+                .map(|c| format!("{} {}", c.count, c.reason))
+                .collect();
+            format!(
+                "**{} {}**{}",
+                view.total_affected,
+                noun(view, view.total_affected),
+                if counts.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", counts.join(", "))
+                }
+            )
+        }
+    };
+    let mut warnings = Vec::new();
+    let flagged = view.extremes.suspicious_names.len();
+    if flagged > 0 {
+        warnings.push(format!(
+            "**{flagged} {} to look at twice** (look-alike, invisible or mixed-script characters)",
+            if flagged == 1 { "name" } else { "names" }
+        ));
+    }
+    if view.selection.iter().any(|s| s == "--include-unmerged") {
+        warnings.push("**includes unmerged work** (`--include-unmerged`)".to_string());
+    }
+    if !a.rejected_by.is_empty() {
+        warnings.push("**rejected**".to_string());
+    }
+    if view.expired {
+        warnings.push("**expired**".to_string());
+    }
+    let warnings = if warnings.is_empty() {
+        String::new()
+    } else {
+        format!("\n\n{}", warnings.join(" · "))
+    };
     format!(
-        "## guardctl plan {}\n\n**{} {}** · risk **{}** · {} approved, {missing} more needed{}\n\n\
+        "## guardctl plan `{}`\n\n{what} · risk **{}** · {} approved, {missing} more needed{warnings}\n\n\
          > The plan's details do not fit in {max_bytes} bytes.\n\n{}",
         short_hex(&view.plan_id),
-        view.total_affected,
-        noun(view, view.total_affected),
         view.risk.level,
         a.approved_by.len(),
-        if a.rejected_by.is_empty() {
-            ""
-        } else {
-            " · **rejected**"
-        },
         foot(view)
     )
+}
+
+/// Up to `HEAD_LISTED` of `items`, each a code span, and how many more there are.
+fn listed(items: &[String], sep: &str) -> String {
+    listed_up_to(items, sep, HEAD_LISTED)
+}
+
+fn listed_up_to(items: &[String], sep: &str, n: usize) -> String {
+    let mut out = items
+        .iter()
+        .take(n)
+        .map(|i| code(i, Place::Cell))
+        .collect::<Vec<_>>()
+        .join(sep);
+    if items.len() > n {
+        out += &format!(" and {} more (`guardctl show` lists them)", items.len() - n);
+    }
+    out
 }
 
 /// The title, the headline and the plan's details: always shown.
 fn head(view: &ShowView) -> String {
     let id = short_hex(&view.plan_id);
-    let mut out = format!("## guardctl plan {id}\n\n");
+    let mut out = format!("## guardctl plan `{id}`\n\n");
     out += &headline(view);
     out += "\n\n| Plan | ";
     out += &format!("`{}` |\n|---|---|\n", view.plan_id);
@@ -134,8 +198,18 @@ fn head(view: &ShowView) -> String {
         );
     }
     if !view.selection.is_empty() {
-        let flags: Vec<String> = view.selection.iter().map(|s| code(s, Place::Cell)).collect();
-        row("Inputs", flags.join(" "));
+        // The flags that are not patterns first, all of them (`--include-unmerged` must never
+        // be the one left out); then the patterns, as many as the list holds.
+        let (patterns, flags): (Vec<String>, Vec<String>) = view.selection.iter().cloned().partition(|s| {
+            ["--match ", "--exclude ", "--protect "]
+                .iter()
+                .any(|p| s.starts_with(p))
+        });
+        let mut inputs: Vec<String> = flags.iter().map(|s| code(s, Place::Cell)).collect();
+        if !patterns.is_empty() {
+            inputs.push(listed(&patterns, " "));
+        }
+        row("Inputs", inputs.join(" "));
     }
     if let Some(x) = &view.exec {
         row("Command", code(&x.command, Place::Cell));
@@ -145,12 +219,55 @@ fn head(view: &ShowView) -> String {
             format!(
                 "{} ({}, {} {} of {} lines)",
                 code(&x.preview, Place::Cell),
-                x.preview_sandbox,
+                if x.preview_sandbox == "unsandboxed" {
+                    "**ran unsandboxed**, with the planner's files, keys and network"
+                } else {
+                    "sandboxed"
+                },
                 x.resources,
                 if x.resources == 1 { "resource" } else { "resources" },
                 x.total_lines
             ),
         );
+        if let Some(v) = &x.verify {
+            // `ExecView::verify` is the command and guardctl's own " (prints the …)" after it.
+            let (command, prints) = match v.rsplit_once(" (prints the ") {
+                Some((c, p)) => (c, format!(" (prints the {p}")),
+                None => (v.as_str(), String::new()),
+            };
+            row("Verify", format!("{}{prints}", code(command, Place::Cell)));
+        }
+        if !x.path.is_empty() {
+            // In order, and more of it than other lists: the commands find what they call by
+            // name through it, and that is not pinned.
+            row("PATH", listed_up_to(&x.path, " ", PATH_LISTED));
+        }
+        if !x.on_path.is_empty() {
+            row("Found on PATH", listed(&x.on_path, ", "));
+        }
+        if !x.files.is_empty() {
+            row("Files it names", listed(&x.files, ", "));
+        }
+        // One entry a line, a pinned tree's files indented under it: the entries are counted.
+        let pinned: Vec<String> = x.pinned.iter().filter(|p| !p.starts_with(' ')).cloned().collect();
+        let mut what = if pinned.is_empty() {
+            "nothing".to_string()
+        } else {
+            format!(
+                "{} {}: {}",
+                pinned.len(),
+                if pinned.len() == 1 { "entry" } else { "entries" },
+                listed(&pinned, ", ")
+            )
+        };
+        if x.content_files > 0 {
+            what += &format!(
+                "; {} work-tree {} by content",
+                x.content_files,
+                if x.content_files == 1 { "file" } else { "files" }
+            );
+        }
+        row("Pinned", format!("{what}; not pinned: {}", x.not_pinned));
     }
     row("Planner", party(&view.planner));
     row("Executor", party(&view.executor));
@@ -351,7 +468,7 @@ fn since(view: &ShowView) -> String {
         return String::new();
     };
     let mut out = format!(
-        "### Changed since plan {}\n\n{} added, {} removed, {} moved{}.\n\n",
+        "### Changed since plan `{}`\n\n{} added, {} removed, {} moved{}.\n\n",
         short_hex(&s.old_plan_id),
         s.added,
         s.removed,
