@@ -109,11 +109,27 @@ impl Repo {
         // A relative path means what it means to `git fetch` in this repository (guardctl runs
         // git inside the git directory, where it would mean something else).
         let base = self.display_path();
-        Ok(String::from_utf8_lossy(&out.stdout)
+        let urls: Vec<String> = String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter(|l| !l.is_empty())
             .map(|u| super::url::resolve_local(u, &base))
-            .collect())
+            .collect();
+        // A remote's URL is recorded in plans (what they are bound to, where their policy was
+        // read), published to the team remote and shown to reviewers: a secret in it would
+        // travel with every plan. Refused, never repeated.
+        if let Some(url) = urls.iter().find(|u| super::url::has_credentials(u)) {
+            return Err(Error::usage(format!(
+                "remote `{}`'s URL carries credentials ({}): guardctl records the URL in plans, publishes it and shows it to reviewers",
+                safe(remote),
+                safe(&super::url::redacted(url))
+            ))
+            .with_hint(format!(
+                "keep the secret in a credential helper (`git config credential.helper`, or your host's), and give the remote its URL without it: `git remote set-url {} {}`",
+                safe(remote),
+                safe(&super::url::redacted(url).replacen("***@", "", 1))
+            )));
+        }
+        Ok(urls)
     }
 
     /// The branches, tags and HEAD of the repository at `url`, from this run's listing of it

@@ -44,6 +44,39 @@ pub fn canonical(url: &str) -> String {
     }
 }
 
+/// Whether `url` carries a secret in its user part: a password (`scheme://user:secret@host`),
+/// or for the web transports any user part at all, since hosts take a token as the user name
+/// (`https://<token>@github.com/…`, GitLab CI's `https://gitlab-ci-token:<token>@…`). An ssh
+/// user (`ssh://git@host`, `git@host:path`) is a name, not a secret.
+pub fn has_credentials(url: &str) -> bool {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split_once('/').map_or(rest, |(a, _)| a);
+    let Some((user, _)) = authority.rsplit_once('@') else {
+        return false;
+    };
+    match scheme.to_ascii_lowercase().as_str() {
+        "http" | "https" | "ftp" | "ftps" => !user.is_empty(),
+        _ => user.contains(':'),
+    }
+}
+
+/// `url` with the user part of a URL that [`has_credentials`] replaced by `***`, for saying
+/// which remote was refused without repeating its secret.
+pub fn redacted(url: &str) -> String {
+    if !has_credentials(url) {
+        return url.to_string();
+    }
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (authority, path) = match rest.split_once('/') {
+        Some((a, p)) => (a, format!("/{p}")),
+        None => (rest, String::new()),
+    };
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    format!("{scheme}://***@{host}{path}")
+}
+
 enum Parsed {
     Local(String),
     Network {
@@ -151,6 +184,49 @@ fn percent_decode(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_in_a_url_are_found_and_redacted() {
+        for (url, secret, shown) in [
+            (
+                "https://user:tok3n@host/org/repo",
+                true,
+                "https://***@host/org/repo",
+            ),
+            (
+                "https://tok3n@github.com/org/repo.git",
+                true,
+                "https://***@github.com/org/repo.git",
+            ),
+            (
+                "HTTP://gitlab-ci-token:tok3n@gitlab.example:8443/g/r",
+                true,
+                "HTTP://***@gitlab.example:8443/g/r",
+            ),
+            ("ssh://git:tok3n@host/repo", true, "ssh://***@host/repo"),
+            ("https://a@b:tok3n@host", true, "https://***@host"),
+            ("ssh://git@host/org/repo", false, "ssh://git@host/org/repo"),
+            (
+                "git@github.com:org/repo.git",
+                false,
+                "git@github.com:org/repo.git",
+            ),
+            (
+                "https://github.com/org/repo",
+                false,
+                "https://github.com/org/repo",
+            ),
+            (
+                "https://host/path/with@sign",
+                false,
+                "https://host/path/with@sign",
+            ),
+            ("/srv/user:pass@x.git", false, "/srv/user:pass@x.git"),
+        ] {
+            assert_eq!(has_credentials(url), secret, "{url}");
+            assert_eq!(redacted(url), shown, "{url}");
+        }
+    }
 
     #[test]
     fn spellings_of_one_repository_are_the_same() {

@@ -182,3 +182,44 @@ mod hostile_urls {
         assert!(!ran.exists(), "{}", r.transcript());
     }
 }
+
+/// Issue 33, attack round 2, finding 5. A remote URL with a secret in its user part (GitLab
+/// CI clones with `https://gitlab-ci-token:<token>@…`; hosts take a token as the user name)
+/// was recorded in the plan, published with it and shown in the Markdown and in errors. It
+/// is refused (64) before anything is planned, and the error names the remote without the
+/// secret; an ssh user name is not a secret and still works.
+#[test]
+fn a_remote_url_carrying_credentials_is_refused_and_never_repeated() {
+    for url in [
+        "https://gitlab-ci-token:s3cr3t-t0ken@gitlab.example/g/r.git",
+        "https://s3cr3t-t0ken@github.example/org/repo.git",
+        "http://user:s3cr3t-t0ken@127.0.0.1:9/r.git",
+    ] {
+        let env = remote_repo();
+        env.git(&["remote", "set-url", "origin", url]);
+        for args in [
+            &[
+                "plan",
+                "remote-branches",
+                "--remote",
+                "origin",
+                "--merged",
+                "-o",
+                "r.json",
+            ][..],
+            &["plan", "stale-branches", "--merged", "-o", "l.json"],
+        ] {
+            let r = env.run("alice", args);
+            assert_eq!(r.code, 64, "{url} {args:?}: {}", r.transcript());
+            assert!(r.stderr.contains("carries credentials"), "{}", r.transcript());
+            assert!(r.stderr.contains("***@"), "{}", r.transcript());
+            assert!(
+                !r.stderr.contains("s3cr3t") && !r.stdout.contains("s3cr3t"),
+                "{}",
+                r.transcript()
+            );
+            assert!(r.stderr.contains("credential helper"), "{}", r.transcript());
+        }
+        assert!(!env.repo.join("r.json").exists() && !env.repo.join("l.json").exists());
+    }
+}
