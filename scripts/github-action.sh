@@ -4,12 +4,8 @@
 # actionlint's checks of action.yml stay about the wiring.
 #
 #   check          refuse inputs that are not what they must be (a branch name for VERSION)
-#   install STAGE DIR
-#                  put a guardctl built from VERSION alone in DIR (emptied first; it goes on
-#                  PATH): STAGE/guardctl (restored from the cache) is copied there only if it
-#                  is a regular file whose SHA-256 is the recorded SHA256, else guardctl is
-#                  built from source; a build whose digest is not SHA256 fails; a build that
-#                  has it is left as STAGE/guardctl, the one file the cache saves
+#   install DIR    build guardctl from VERSION into DIR, emptied first (it goes on PATH); a
+#                  build whose SHA-256 is not the recorded SHA256 fails and leaves nothing
 #   key            write KEY to a file only this user reads; export GUARDCTL_KEY
 #   plan           plan PLAN_ARGS, publish the plan to the team remote, summarise it
 #   apply          verify and apply the published plan PLAN (its approvals come from the
@@ -17,7 +13,7 @@
 #
 # Inputs come from the environment (the action maps its inputs there; nothing is
 # interpolated into a script): VERSION, SHA256, REPOSITORY, COMMAND, PLAN_ARGS, PLAN, KEY,
-# SUMMARY. Outputs go to $GITHUB_OUTPUT: plan-id, changes, exit-code, built, sha256.
+# SUMMARY. Outputs go to $GITHUB_OUTPUT: plan-id, changes, exit-code, sha256.
 set -euo pipefail
 
 # A workflow command's message, encoded as the runner decodes it (`%`, CR, LF): a newline in
@@ -73,48 +69,27 @@ check() {
 }
 
 install_guardctl() {
-  local stage="$1" dir="$2" cached="$1/guardctl" bin="$2/guardctl" have
-  # DIR goes on PATH. It is emptied here, after the cache was restored: a cache archive
-  # anyone with write access to the cache could have made may hold more than guardctl (a
-  # `git` or an `ssh-keygen` that would run with the key in reach), and may have been
-  # extracted anywhere. Only the one file this step checks ever lands in DIR.
+  local dir="$1" bin="$1/guardctl" have root
+  # DIR goes on PATH: emptied first, it holds the guardctl this step built and nothing else.
+  # No cache is restored, here or anywhere in the action: actions/cache extracts its archive
+  # with absolute and `../` paths allowed (tar -P), so an entry anyone with write access to
+  # the repository's caches seeded could drop files anywhere on the runner (a `git` ahead on
+  # PATH, this script) in a job that then holds the signing key.
   rm -rf "$dir"
   mkdir -p "$dir"
-  if [ -n "${SHA256:-}" ] && [ -f "$cached" ] && [ ! -L "$cached" ]; then
-    install -m 755 "$cached" "$bin"
-    have="$(digest "$bin")"
-    if [ "$have" = "$SHA256" ]; then
-      echo "guardctl $VERSION from the cache, sha256 $have as recorded"
-      output "built=false"
-      output "sha256=$have"
-      return
-    fi
-    # Never run what the cache holds unless it is the recorded binary.
-    echo "::warning title=guardctl::the cached guardctl's sha256 $have is not the recorded $SHA256: building $VERSION from source instead" >&2
-    rm -f "$bin"
-  elif [ -e "$cached" ] || [ -L "$cached" ]; then
-    echo "::warning title=guardctl::the cache holds a guardctl that is not a regular file, or no sha256 is recorded to check it by: ignored, building $VERSION from source" >&2
-  fi
-  # What a later step saves to the cache: this build's binary alone, and only once its digest
-  # is the recorded one.
-  rm -rf "$stage"
-  local root
   root="$(mktemp -d)"
   cargo install --locked --quiet --git "${REPOSITORY:-https://github.com/guardctl/guardctl}" --rev "$VERSION" --root "$root" guardctl
   install -m 755 "$root/bin/guardctl" "$bin"
   rm -rf "$root"
   have="$(digest "$bin")"
-  output "built=true"
   output "sha256=$have"
   if [ -z "${SHA256:-}" ]; then
-    step_summary "guardctl $VERSION was built on this runner; its sha256 is \`$have\`. Record it as the action's \`sha256\` input to cache the build."
-    echo "guardctl $VERSION built, sha256 $have (not cached: no sha256 recorded)"
+    step_summary "guardctl $VERSION was built on this runner; its sha256 is \`$have\`. Record it as the action's \`sha256\` input to check every later build against it."
+    echo "guardctl $VERSION built, sha256 $have (none recorded to check it against)"
   elif [ "$have" != "$SHA256" ]; then
     rm -f "$bin"
     fail "guardctl built from $VERSION has sha256 $have, not the recorded $SHA256 (a new Rust toolchain on the runner image builds other bytes): check the build and record the new digest"
   else
-    mkdir -p "$stage"
-    install -m 755 "$bin" "$stage/guardctl"
     echo "guardctl $VERSION built, sha256 $have as recorded"
   fi
 }
@@ -144,7 +119,9 @@ plan() {
   local args doc code=0 id
   read -r -a args <<<"$PLAN_ARGS"
   doc="$(mktemp)"
-  guardctl --json plan "${args[@]}" --publish --detailed-exitcode -o "${RUNNER_TEMP:?}/guardctl-plan.json" >"$doc" || code=$?
+  # The action's own flags go right after the operation, never at the end: an exec plan's
+  # arguments end with `-- COMMAND...`, where they would become the command's arguments.
+  guardctl --json plan "${args[0]}" --publish --detailed-exitcode -o "${RUNNER_TEMP:?}/guardctl-plan.json" "${args[@]:1}" >"$doc" || code=$?
   output "exit-code=$code"
   if [ "$code" != 0 ] && [ "$code" != 2 ]; then
     cat "$doc"
@@ -179,9 +156,9 @@ apply() {
 
 case "${1:-}" in
 check) check ;;
-install) install_guardctl "${2:?install STAGE DIR}" "${3:?install STAGE DIR}" ;;
+install) install_guardctl "${2:?install DIR}" ;;
 key) write_key ;;
 plan) plan ;;
 apply) apply ;;
-*) fail "unknown step: ${1:-none} (check, install STAGE DIR, key, plan, apply)" ;;
+*) fail "unknown step: ${1:-none} (check, install DIR, key, plan, apply)" ;;
 esac

@@ -133,7 +133,7 @@ fn the_ci_flow_plans_publishes_and_applies_by_id_through_the_team_remote() {
     let short = &id[..12];
     // The job summary is the plan's Markdown: what it deletes and how to approve it, by id.
     assert!(
-        s.summary.starts_with(&format!("## guardctl plan {short}")),
+        s.summary.starts_with(&format!("## guardctl plan `{short}`")),
         "{}",
         s.summary
     );
@@ -188,7 +188,7 @@ fn the_ci_flow_plans_publishes_and_applies_by_id_through_the_team_remote() {
         ["feature/live", "main", "release/1.0"]
     );
     assert!(
-        s.summary.starts_with(&format!("## guardctl plan {short}")),
+        s.summary.starts_with(&format!("## guardctl plan `{short}`")),
         "{}",
         s.summary
     );
@@ -223,6 +223,35 @@ fn a_plan_job_with_nothing_to_delete_publishes_nothing_and_succeeds() {
     assert!(s.summary.contains("**No changes.**"), "{}", s.summary);
     let r = t.env.run_in(&t.bob, "bob", &["--json", "inbox"]);
     assert_eq!(r.json()["plans"], serde_json::json!([]));
+}
+
+/// An exec plan through the action: its arguments end with `-- COMMAND...`, and the action's
+/// own flags (`--publish`, `-o`, `--detailed-exitcode`) once went after them, becoming the
+/// command's arguments (nothing published, a plan of another command). The command planned
+/// is exactly the one written, and the plan is published.
+#[test]
+fn an_exec_plan_through_the_action_plans_exactly_the_command_written() {
+    let t: Team = crate::fixtures::team(POLICY);
+    let [plan_job] = <[PathBuf; 1]>::try_from(t.env.clones(&["plan-job"])).unwrap();
+    // plan-args is split on blanks: the preview is one word, a script.
+    write_exec(&plan_job.join("list.sh"), "#!/bin/sh\necho one\n");
+    let s = step(
+        &t.env,
+        &plan_job,
+        "alice",
+        &["plan"],
+        &[
+            ("COMMAND", "plan"),
+            ("PLAN_ARGS", "exec --preview ./list.sh -- sh list.sh"),
+        ],
+        None,
+    );
+    assert_eq!(s.code, 0, "{}", s.transcript());
+    assert_eq!(s.output("changes"), Some("true"), "{}", s.transcript());
+    let id = s.output("plan-id").unwrap().to_string();
+    let r = t.env.run_in(&t.bob, "bob", &["--json", "show", &id]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(r.json()["exec"]["command"], "sh list.sh", "{}", r.stdout);
 }
 
 /// The action refuses what must not be trusted before anything runs: a branch, tag or
@@ -389,17 +418,18 @@ fn names_in(dir: &Path) -> Vec<String> {
     names
 }
 
-/// The cache holds a binary anyone able to write the cache could have put there: it runs
-/// only if it has the recorded digest; otherwise guardctl is built from the pinned commit,
-/// and a build that does not have the recorded digest fails without leaving a binary. The
-/// cache is restored into a staging folder; the folder on PATH holds the checked copy alone.
+/// guardctl is built from the pinned commit into a folder emptied first (it goes on PATH),
+/// which then holds the build alone; a build without the recorded digest fails and leaves
+/// nothing to run; with no digest recorded the summary gives the build's.
 #[test]
-fn a_cached_binary_runs_only_with_the_recorded_digest() {
+fn the_install_step_builds_the_pinned_commit_alone_onto_path() {
     let env = TestEnv::new();
-    let stage = env.path().join("cache");
     let bin_dir = env.path().join("bin");
-    std::fs::create_dir_all(&stage).unwrap();
-    let cached = stage.join("guardctl");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    // What an earlier step (or anything else on the runner) left where PATH will point.
+    for tool in ["git", "ssh-keygen", "ssh-add"] {
+        write_exec(&bin_dir.join(tool), "#!/bin/sh\necho planted\n");
+    }
     let installed = bin_dir.join("guardctl");
     let good = "the reviewed build";
     let cargo = fake_cargo(&env, good);
@@ -408,7 +438,7 @@ fn a_cached_binary_runs_only_with_the_recorded_digest() {
             &env,
             &env.repo,
             "alice",
-            &["install", stage.to_str().unwrap(), bin_dir.to_str().unwrap()],
+            &["install", bin_dir.to_str().unwrap()],
             &[
                 ("VERSION", VERSION),
                 ("SHA256", sha),
@@ -419,99 +449,52 @@ fn a_cached_binary_runs_only_with_the_recorded_digest() {
     };
     let calls = || std::fs::read_to_string(cargo.join("calls")).unwrap_or_default();
 
-    // The recorded binary: used, not rebuilt.
-    std::fs::write(&cached, good).unwrap();
     let s = install(&sha256(good.as_bytes()));
     assert_eq!(s.code, 0, "{}", s.transcript());
-    assert_eq!(s.output("built"), Some("false"));
     assert_eq!(std::fs::read_to_string(&installed).unwrap(), good);
-    assert_eq!(calls(), "");
-
-    // A poisoned cache: not run, rebuilt from the pinned commit, which has the digest; the
-    // build is what the cache saves.
-    std::fs::write(&cached, "a binary someone else put in the cache").unwrap();
-    let s = install(&sha256(good.as_bytes()));
-    assert_eq!(s.code, 0, "{}", s.transcript());
-    assert_eq!(s.output("built"), Some("true"));
-    assert!(s.stderr.contains("is not the recorded"), "{}", s.transcript());
-    assert_eq!(std::fs::read_to_string(&installed).unwrap(), good);
-    assert_eq!(std::fs::read_to_string(&cached).unwrap(), good);
+    assert_eq!(names_in(&bin_dir), ["guardctl"]);
+    assert_eq!(s.output("sha256"), Some(sha256(good.as_bytes()).as_str()));
     assert!(calls().contains(&format!("--rev {VERSION} ")), "{}", calls());
 
-    // A build that is not the recorded binary (another toolchain): fails, nothing left to run
-    // or to save.
+    // A build that is not the recorded binary (another toolchain): fails, nothing to run.
     let s = install(&sha256(b"another digest"));
     assert_eq!(s.code, 1, "{}", s.transcript());
     assert!(s.stderr.contains("not the recorded"), "{}", s.transcript());
     assert!(!installed.exists());
-    assert!(!cached.exists());
 
-    // No digest recorded: built, never taken from a cache nor saved to one; the summary gives
-    // the digest.
-    std::fs::create_dir_all(&stage).unwrap();
-    std::fs::write(&cached, good).unwrap();
-    let before = calls().len();
+    // No digest recorded: built; the summary gives the digest to record.
     let s = install("");
     assert_eq!(s.code, 0, "{}", s.transcript());
-    assert_eq!(s.output("built"), Some("true"));
-    assert!(calls().len() > before, "{}", calls());
-    assert!(!cached.exists(), "nothing to save without a digest");
     assert_eq!(s.output("sha256"), Some(sha256(good.as_bytes()).as_str()));
     assert!(s.summary.contains(&sha256(good.as_bytes())), "{}", s.summary);
 }
 
-/// A poisoned cache archive may hold more than guardctl, and may have been extracted into the
-/// folder that goes on PATH: a `git` or `ssh-keygen` there would run with the signing key in
-/// reach. After the install step that folder holds guardctl alone, and a cached guardctl that
-/// is a symlink (to the recorded bytes, or to anything) is never followed.
+/// Neither the action nor the GitLab example restores a cache: actions/cache extracts its
+/// archive with absolute and `../` paths allowed (tar -P), and GitLab restores one into the
+/// build directory after the clone, so a seeded entry could write anywhere on the runner (a
+/// `git` on PATH, the action's own script, `.git/config`) in a job that then holds the key.
 #[test]
-fn the_folder_put_on_path_holds_only_the_checked_guardctl() {
-    let env = TestEnv::new();
-    let stage = env.path().join("cache");
-    let bin_dir = env.path().join("bin");
-    let good = "the reviewed build";
-    let cargo = fake_cargo(&env, good);
-    std::fs::create_dir_all(&stage).unwrap();
-    std::fs::create_dir_all(&bin_dir).unwrap();
-    for dir in [&stage, &bin_dir] {
-        for tool in ["git", "ssh-keygen", "ssh-add"] {
-            write_exec(&dir.join(tool), "#!/bin/sh\necho planted\n");
-        }
+fn no_ci_example_restores_a_cache_into_a_job_that_holds_the_key() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for file in [
+        "action.yml",
+        "docs/ci/remote-branch-cleanup.yml",
+        "docs/ci/gitlab/remote-branch-cleanup.gitlab-ci.yml",
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let code: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+            .collect();
+        assert!(
+            !code.iter().any(|l| l.contains("actions/cache")),
+            "{file} uses actions/cache"
+        );
+        assert!(
+            !code.iter().any(|l| l.trim_start().starts_with("cache:")),
+            "{file} has a cache"
+        );
     }
-    std::fs::write(stage.join("guardctl"), good).unwrap();
-    let install = || {
-        step(
-            &env,
-            &env.repo,
-            "alice",
-            &["install", stage.to_str().unwrap(), bin_dir.to_str().unwrap()],
-            &[
-                ("VERSION", VERSION),
-                ("SHA256", &sha256(good.as_bytes())),
-                ("REPOSITORY", "file:///nowhere"),
-            ],
-            Some(&cargo),
-        )
-    };
-    let s = install();
-    assert_eq!(s.code, 0, "{}", s.transcript());
-    assert_eq!(s.output("built"), Some("false"));
-    assert_eq!(names_in(&bin_dir), ["guardctl"]);
-
-    // A symlink with the recorded digest behind it: not followed, guardctl is built instead.
-    let elsewhere = env.path().join("elsewhere");
-    std::fs::write(&elsewhere, good).unwrap();
-    std::fs::remove_file(stage.join("guardctl")).unwrap();
-    std::os::unix::fs::symlink(&elsewhere, stage.join("guardctl")).unwrap();
-    let s = install();
-    assert_eq!(s.code, 0, "{}", s.transcript());
-    assert_eq!(s.output("built"), Some("true"));
-    assert!(s.stderr.contains("not a regular file"), "{}", s.transcript());
-    assert_eq!(names_in(&bin_dir), ["guardctl"]);
-    assert!(!bin_dir.join("guardctl").is_symlink());
-    // What the cache saves next is the build, one regular file.
-    assert_eq!(names_in(&stage), ["guardctl"]);
-    assert!(!stage.join("guardctl").is_symlink());
 }
 
 /// The before_script of the GitLab example, as a shell script: the `- |` block under
@@ -529,11 +512,12 @@ fn gitlab_before_script() -> String {
         .collect()
 }
 
-/// The GitLab example's install, run for real in a clone (a fake cargo builds): what its
-/// cache restored (a planted `git` beside guardctl) never resolves on PATH; the cache is read only when a digest
-/// is recorded and only a regular file; a build is left for the cache only with a digest.
+/// The GitLab example's install, run for real in a clone (a fake cargo builds): PATH gets a
+/// fresh folder holding the build alone, whatever the build directory holds (a planted `git`
+/// in the folders an earlier version cached and put on PATH); a build without the recorded
+/// digest fails.
 #[test]
-fn the_gitlab_job_puts_only_a_checked_guardctl_on_path() {
+fn the_gitlab_job_puts_only_the_build_on_path() {
     let env = crate::fixtures::remote_repo();
     let [job] = <[PathBuf; 1]>::try_from(env.clones(&["gitlab-job"])).unwrap();
     let good = "the reviewed build";
@@ -543,13 +527,13 @@ fn the_gitlab_job_puts_only_a_checked_guardctl_on_path() {
         "set -e\n{}\nprintf '%s\\n' \"$(command -v git)\" \"$(command -v ssh-keygen)\" \"$(command -v guardctl)\" \"$(cat \"$(command -v guardctl)\")\"\n",
         gitlab_before_script()
     );
-    let plant = || {
-        let d = job.join(".guardctl-cache");
+    for dir in [".guardctl-cache", ".guardctl-bin"] {
+        let d = job.join(dir);
         std::fs::create_dir_all(&d).unwrap();
-        for tool in ["git", "ssh-keygen"] {
+        for tool in ["git", "ssh-keygen", "guardctl"] {
             write_exec(&d.join(tool), "#!/bin/sh\necho planted\n");
         }
-    };
+    }
     let run = |sha: &str| {
         let home = tempfile::tempdir_in(env.path()).unwrap();
         let system = std::env::var("PATH").unwrap_or_default();
@@ -576,44 +560,26 @@ fn the_gitlab_job_puts_only_a_checked_guardctl_on_path() {
             out.status.code(),
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(out.status.success(), "{transcript}");
-        let lines: Vec<String> = stdout.lines().rev().take(4).map(str::to_string).collect();
-        // git, ssh-keygen, guardctl's path, guardctl's bytes (the last four lines).
-        let (git, keygen, guardctl, bytes) = (&lines[3], &lines[2], &lines[1], &lines[0]);
-        assert!(!git.contains(".guardctl") && !git.is_empty(), "{transcript}");
-        assert!(!keygen.contains(".guardctl"), "{transcript}");
-        assert!(!guardctl.contains(&job.display().to_string()), "{transcript}");
-        assert_eq!(bytes, good, "{transcript}");
-        assert_eq!(
-            names_in(Path::new(guardctl).parent().unwrap()),
-            ["guardctl"],
-            "{transcript}"
-        );
+        (out.status.success(), stdout, transcript)
     };
-    let recorded = sha256(good.as_bytes());
 
-    // The recorded binary in the cache, planted tools beside it: used, nothing built.
-    plant();
-    std::fs::write(job.join(".guardctl-cache/guardctl"), good).unwrap();
-    run(&recorded);
-    assert_eq!(calls(), "");
-    assert_eq!(names_in(&job.join(".guardctl-cache")), ["guardctl"]);
-
-    // A symlink to the recorded bytes: not followed, built instead.
-    plant();
-    let elsewhere = env.path().join("elsewhere");
-    std::fs::write(&elsewhere, good).unwrap();
-    let _ = std::fs::remove_file(job.join(".guardctl-cache/guardctl"));
-    std::os::unix::fs::symlink(&elsewhere, job.join(".guardctl-cache/guardctl")).unwrap();
-    run(&recorded);
+    let (ok, stdout, transcript) = run(&sha256(good.as_bytes()));
+    assert!(ok, "{transcript}");
+    let lines: Vec<&str> = stdout.lines().rev().take(4).collect();
+    // git, ssh-keygen, guardctl's path, guardctl's bytes (the last four lines).
+    let (git, keygen, guardctl, bytes) = (lines[3], lines[2], lines[1], lines[0]);
+    assert!(!git.is_empty() && !git.contains(".guardctl"), "{transcript}");
+    assert!(!keygen.contains(".guardctl"), "{transcript}");
+    assert!(!guardctl.contains(&job.display().to_string()), "{transcript}");
+    assert_eq!(bytes, good, "{transcript}");
+    assert_eq!(
+        names_in(Path::new(guardctl).parent().unwrap()),
+        ["guardctl"],
+        "{transcript}"
+    );
     assert!(calls().contains(&format!("--rev {VERSION} ")), "{}", calls());
-    assert!(!job.join(".guardctl-cache/guardctl").is_symlink());
 
-    // No digest recorded: the cache is not read (built again) and nothing is left to save.
-    plant();
-    std::fs::write(job.join(".guardctl-cache/guardctl"), good).unwrap();
-    let before = calls().len();
-    run("");
-    assert!(calls().len() > before, "{}", calls());
-    assert!(!job.join(".guardctl-cache").exists());
+    let (ok, _, transcript) = run(&sha256(b"another digest"));
+    assert!(!ok, "{transcript}");
+    assert!(transcript.contains("not the recorded"), "{transcript}");
 }

@@ -230,8 +230,9 @@ fn the_ci_examples_use_only_commands_and_flags_that_exist() {
         // The action plans `plan-args` with these flags (scripts/github-action.sh).
         for line in text.lines() {
             if let Some(args) = line.trim().strip_prefix("plan-args: ") {
+                let (operation, rest) = args.split_once(' ').unwrap_or((args, ""));
                 commands.push(format!(
-                    "guardctl plan {args} --publish --detailed-exitcode -o plan.json"
+                    "guardctl plan {operation} --publish --detailed-exitcode -o plan.json {rest}"
                 ));
             }
         }
@@ -239,7 +240,9 @@ fn the_ci_examples_use_only_commands_and_flags_that_exist() {
         for command in commands {
             // Shell variables and placeholders stand for ids and paths; the script's plan
             // arguments for an operation.
-            let command = command.replace("\"${args[@]}\"", "remote-branches");
+            let command = command
+                .replace("\"${args[0]}\"", "remote-branches")
+                .replace("\"${args[@]:1}\"", "--merged");
             let words: Vec<String> = command
                 .split_whitespace()
                 .map(|w| w.replace('"', ""))
