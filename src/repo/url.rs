@@ -49,6 +49,7 @@ pub fn canonical(url: &str) -> String {
 /// (`https://<token>@github.com/…`, GitLab CI's `https://gitlab-ci-token:<token>@…`). An ssh
 /// user (`ssh://git@host`, `git@host:path`) is a name, not a secret.
 pub fn has_credentials(url: &str) -> bool {
+    let url = address(url);
     let Some((scheme, rest)) = url.split_once("://") else {
         return false;
     };
@@ -56,10 +57,27 @@ pub fn has_credentials(url: &str) -> bool {
     let Some((user, _)) = authority.rsplit_once('@') else {
         return false;
     };
-    match scheme.to_ascii_lowercase().as_str() {
-        "http" | "https" | "ftp" | "ftps" => !user.is_empty(),
-        _ => user.contains(':'),
+    let scheme = scheme.to_ascii_lowercase();
+    // `git+https`, `persistent-https` and the like are web transports too.
+    if scheme.contains("http") || scheme.contains("ftp") {
+        !user.is_empty()
+    } else {
+        user.contains(':')
     }
+}
+
+/// The address of a `<transport>::<address>` URL (git runs `git-remote-<transport>` on the
+/// address: `http::http://host/x` is `http://host/x`), any number deep; other URLs whole.
+fn address(url: &str) -> &str {
+    let mut url = url;
+    while let Some((transport, rest)) = url.split_once("::") {
+        let name = |b: u8| b.is_ascii_alphanumeric() || b"+.-_".contains(&b);
+        if transport.is_empty() || !transport.bytes().all(name) {
+            break;
+        }
+        url = rest;
+    }
+    url
 }
 
 /// `url` with the user part of a URL that [`has_credentials`] replaced by `***`, for saying
@@ -68,13 +86,15 @@ pub fn redacted(url: &str) -> String {
     if !has_credentials(url) {
         return url.to_string();
     }
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let inner = address(url);
+    let prefix = &url[..url.len() - inner.len()];
+    let (scheme, rest) = inner.split_once("://").unwrap_or(("", inner));
     let (authority, path) = match rest.split_once('/') {
         Some((a, p)) => (a, format!("/{p}")),
         None => (rest, String::new()),
     };
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    format!("{scheme}://***@{host}{path}")
+    format!("{prefix}{scheme}://***@{host}{path}")
 }
 
 enum Parsed {
@@ -222,6 +242,22 @@ mod tests {
                 "https://host/path/with@sign",
             ),
             ("/srv/user:pass@x.git", false, "/srv/user:pass@x.git"),
+            // `<transport>::<address>`: the address is what carries the secret.
+            (
+                "http::http://tok3n@127.0.0.1:9/r.git",
+                true,
+                "http::http://***@127.0.0.1:9/r.git",
+            ),
+            ("https::https://u:tok3n@host/r", true, "https::https://***@host/r"),
+            ("x::y::https://tok3n@host/r", true, "x::y::https://***@host/r"),
+            ("git+https://tok3n@host/r", true, "git+https://***@host/r"),
+            (
+                "persistent-https://tok3n@host/r",
+                true,
+                "persistent-https://***@host/r",
+            ),
+            ("ext::ssh -o x=y git@host", false, "ext::ssh -o x=y git@host"),
+            ("https://host/a::b@c", false, "https://host/a::b@c"),
         ] {
             assert_eq!(has_credentials(url), secret, "{url}");
             assert_eq!(redacted(url), shown, "{url}");

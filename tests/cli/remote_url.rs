@@ -194,6 +194,8 @@ fn a_remote_url_carrying_credentials_is_refused_and_never_repeated() {
         "https://gitlab-ci-token:s3cr3t-t0ken@gitlab.example/g/r.git",
         "https://s3cr3t-t0ken@github.example/org/repo.git",
         "http://user:s3cr3t-t0ken@127.0.0.1:9/r.git",
+        // Round 3: git's `<transport>::<address>` form, the address carrying the secret.
+        "http::http://s3cr3t-t0ken@127.0.0.1:9/r.git",
     ] {
         let env = remote_repo();
         env.git(&["remote", "set-url", "origin", url]);
