@@ -51,12 +51,14 @@ fn is_invisible(c: char) -> bool {
 }
 
 /// The string with every control, bidi and invisible character made visible.
-/// ASCII controls become `\n`, `\t`, `\xHH`; others `<U+XXXX>`; a backslash is doubled so an
-/// escape can't be forged by typing one.
+/// ASCII controls become `\n`, `\t`, `\xHH`; others `<U+XXXX>`; a backslash is doubled and a
+/// literal `<U+` written `\x3cU+`, so neither kind of escape can be forged by typing it (git
+/// allows `<` in a branch name: `ma<U+200B>in` typed would read as a hidden character).
 pub fn safe(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
+    for (i, c) in s.char_indices() {
         match c {
+            '<' if s[i + 1..].starts_with("U+") => out.push_str("\\x3c"),
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
@@ -290,6 +292,10 @@ mod tests {
         assert_eq!(safe("tab\tnl\n"), "tab\\tnl\\n");
         assert_eq!(safe("back\\x1b"), "back\\\\x1b");
         assert_eq!(safe("ünïcødé/ok"), "ünïcødé/ok");
+        // An escape typed into a name does not read as one.
+        assert_eq!(safe("ma<U+200B>in"), "ma\\x3cU+200B>in");
+        assert_ne!(safe("ma<U+200B>in"), safe("ma\u{200B}in"));
+        assert_eq!(safe("a<b>"), "a<b>");
         assert!(
             !safe("\u{7f}\u{0}\u{1b}]8;;http://x\u{7}")
                 .chars()

@@ -682,7 +682,13 @@ fn pinned_lines(x: &crate::plan::model::ExecInputs) -> Vec<String> {
     let short = crate::text::short_digest;
     let mut out = Vec::new();
     for p in &x.pinned {
-        let mut line = safe(&p.path);
+        // A path that starts or ends with a blank is quoted: blanks at the edge are invisible,
+        // and a line starting with one reads as one of a tree's files (they are indented).
+        let mut line = if p.path.trim() != p.path {
+            safe(&crate::plan::derive::shell_words(std::slice::from_ref(&p.path)))
+        } else {
+            safe(&p.path)
+        };
         if let (Some(link), Some(target)) = (&p.link, &p.target) {
             line += &format!(" -> {} (= {})", safe(link), safe(target));
         }

@@ -232,6 +232,22 @@ fn a_replan_of_the_same_branches_is_not_counted_twice() {
         r.stdout
     );
     assert!(!r.stdout.contains("together they are bulk"), "{}", r.stdout);
+    // The Markdown a reviewer reads in a pull request says so too, and shows the rejection's
+    // comment (issue 33, attack round 3: both were only in the terminal).
+    let md = env.run("bob", &["show", "a2.json", "--format", "markdown"]);
+    assert!(
+        md.stdout
+            .contains("**Part of 2 plans by `alice@example.com` totalling 2 branches**"),
+        "{}",
+        md.stdout
+    );
+    let md = env.run("bob", &["show", "a.json", "--format", "markdown"]);
+    assert!(md.stdout.contains("### Comments (1)"), "{}", md.stdout);
+    assert!(
+        md.stdout.contains("- `bob@example.com` (reject): `wrong day`"),
+        "{}",
+        md.stdout
+    );
     let r = env.run("alice", &["apply", "a2.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
     // A disjoint part still adds up with what was deleted.

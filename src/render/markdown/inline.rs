@@ -10,8 +10,10 @@
 //! The input is already terminal-safe (`crate::text::safe`): no newline or control character
 //! is left in it, and bidi or invisible characters are spelled out as `<U+XXXX>`.
 
-/// Characters of one repository string shown in Markdown; longer ones are cut with `…` (the
-/// terminal `show` has them whole). Bounds every row, so a budget can be kept.
+/// Characters of one repository string shown in Markdown; longer ones are cut in the middle,
+/// with `…` and how many characters were cut (the terminal `show` has them whole). Bounds
+/// every row, so a budget can be kept. The middle, not the end: the end of a command is where
+/// `; rm -rf /` goes.
 pub const MAX_CHARS: usize = 200;
 
 /// Where the text goes: a table cell must also escape `|`, which ends a cell even inside a
@@ -25,7 +27,16 @@ pub enum Place {
 
 /// `s` as a code span: shown verbatim, never a link, mention, image or HTML.
 pub fn code(s: &str, place: Place) -> String {
-    let s = cut(s, MAX_CHARS);
+    let (s, hidden) = cut(s, MAX_CHARS);
+    let span = span(s, place);
+    if hidden > 0 {
+        format!("{span} ({hidden} characters cut)")
+    } else {
+        span
+    }
+}
+
+fn span(s: String, place: Place) -> String {
     if s.is_empty() {
         return "*(empty)*".to_string();
     }
@@ -51,7 +62,7 @@ pub fn code(s: &str, place: Place) -> String {
 /// command, a risk reason naming a branch): plain words stay prose, any other word becomes a
 /// code span. Consecutive non-plain words share one span, so `rm -rf x` reads as one.
 pub fn prose(s: &str, place: Place) -> String {
-    let s = cut(s, MAX_CHARS * 2);
+    let (s, _) = cut(s, MAX_CHARS * 2);
     let mut out: Vec<String> = Vec::new();
     let mut run: Vec<&str> = Vec::new();
     for (i, word) in s.split(' ').enumerate() {
@@ -109,11 +120,17 @@ fn is_plain(word: &str, first: bool) -> bool {
 
 /// At most `max` characters, with `…` when cut. The input is escaped already, so a cut can at
 /// worst split a `<U+XXXX>` spelling, never let a raw character through.
-fn cut(s: &str, max: usize) -> String {
-    match s.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &s[..at]),
-        None => s.to_string(),
+/// `s` in at most `max` characters and a `…`: its first three fifths and its last two; and
+/// how many characters were left out.
+fn cut(s: &str, max: usize) -> (String, usize) {
+    let n = s.chars().count();
+    if n <= max {
+        return (s.to_string(), 0);
     }
+    let head = max * 3 / 5;
+    let start: String = s.chars().take(head).collect();
+    let end: String = s.chars().skip(n - (max - head)).collect();
+    (format!("{start}…{end}"), n - max)
 }
 
 #[cfg(test)]
@@ -154,6 +171,16 @@ mod tests {
         let long = "é".repeat(MAX_CHARS + 5);
         let span = code(&long, Place::Text);
         assert_eq!(span.chars().filter(|c| *c == 'é').count(), MAX_CHARS);
-        assert!(span.ends_with("…`"));
+        assert!(span.ends_with("` (5 characters cut)"), "{span}");
+    }
+
+    /// The end of a long command is where the damage goes (`…; rm -rf /`): a cut keeps it.
+    #[test]
+    fn a_long_string_keeps_its_end() {
+        let long = format!("echo {}; rm -rf /", "harmless-".repeat(25));
+        let span = code(&long, Place::Text);
+        assert!(span.contains("; rm -rf /`"), "{span}");
+        assert!(span.starts_with("`echo harmless-"), "{span}");
+        assert!(span.contains('…'), "{span}");
     }
 }

@@ -44,6 +44,7 @@ pub fn render(view: &ShowView, max_bytes: usize) -> String {
         ("side effects", side_effects(view)),
         ("skipped", skipped(view)),
         ("changes since the earlier plan", since(view)),
+        ("comments", comments(view)),
     ]
     .into_iter()
     .filter(|(_, s)| !s.is_empty())
@@ -71,6 +72,7 @@ pub fn render(view: &ShowView, max_bytes: usize) -> String {
             .unwrap_or_default()
     };
     out += section("review groups");
+    out += section("comments");
     out += section("changes since the earlier plan");
     out += &list.text;
     if list.left_out > 0 || !dropped.is_empty() {
@@ -133,6 +135,27 @@ fn minimal(view: &ShowView, max_bytes: usize) -> String {
     if !a.rejected_by.is_empty() {
         warnings.push("**rejected**".to_string());
     }
+    if !a.blocked_by.is_empty() {
+        warnings.push("**blocked** by an unverifiable rejection".to_string());
+    }
+    if view.policy.status == "changed" {
+        warnings.push("**policy changed since planning**: apply will refuse".to_string());
+    }
+    if view
+        .exec
+        .as_ref()
+        .is_some_and(|x| x.preview_sandbox == "unsandboxed")
+    {
+        warnings.push("**the preview ran unsandboxed**".to_string());
+    }
+    if let Some(p) = &a.part_of {
+        warnings.push(format!(
+            "**part of {} plans totalling {} {}**",
+            p.plans,
+            p.resources,
+            if p.same_kind { view.resources } else { "resources" }
+        ));
+    }
     if view.expired {
         warnings.push("**expired**".to_string());
     }
@@ -143,7 +166,7 @@ fn minimal(view: &ShowView, max_bytes: usize) -> String {
     };
     format!(
         "## guardctl plan `{}`\n\n{what} · risk **{}** · {} approved, {missing} more needed{warnings}\n\n\
-         > The plan's details do not fit in {max_bytes} bytes.\n\n{}",
+         > The plan's details do not fit in `{max_bytes}` bytes.\n\n{}",
         short_hex(&view.plan_id),
         view.risk.level,
         a.approved_by.len(),
@@ -229,6 +252,18 @@ fn head(view: &ShowView) -> String {
                 x.total_lines
             ),
         );
+        // The environment and the before-image command are in the side effects too, but those
+        // may be left out of a small budget; the details never are.
+        row("Environment", format!("{} (nothing else)", listed(&x.env, ", ")));
+        if let Some(before) = &x.before_image {
+            row(
+                "First runs",
+                format!(
+                    "{} (the before-image; it must succeed)",
+                    code(before, Place::Cell)
+                ),
+            );
+        }
         if let Some(v) = &x.verify {
             // `ExecView::verify` is the command and guardctl's own " (prints the …)" after it.
             let (command, prints) = match v.rsplit_once(" (prints the ") {
@@ -363,10 +398,73 @@ fn headline(view: &ShowView) -> String {
             }
         );
     }
+    if let Some(p) = &a.part_of {
+        let ids: Vec<String> = p.others.iter().map(|id| short_hex(id)).collect();
+        out += &format!(
+            "\n\n**Part of {} plans by {} totalling {} {}** (also {}){}.",
+            p.plans,
+            code(&p.planner, Place::Text),
+            p.resources,
+            if p.same_kind { view.resources } else { "resources" },
+            listed_up_to(&ids, ", ", HEAD_LISTED),
+            if p.needs_bulk {
+                "; together they are bulk: the bulk group must approve this one too"
+            } else {
+                ""
+            }
+        );
+    }
+    if !a.not_counted.is_empty() {
+        out += &format!(
+            "\n\n{} {} not counted: {}.",
+            a.not_counted.len(),
+            if a.not_counted.len() == 1 {
+                "approval is"
+            } else {
+                "approvals are"
+            },
+            listed_up_to(&a.not_counted, "; ", HEAD_LISTED)
+        );
+    }
+    if a.invalid > 0 {
+        out += &format!(
+            "\n\n{} attached {} an invalid signature or payload.",
+            a.invalid,
+            if a.invalid == 1 {
+                "envelope has"
+            } else {
+                "envelopes have"
+            }
+        );
+    }
     if view.expired {
         out += "\n\n**Expired**: apply refuses it; plan again.";
     }
     out
+}
+
+/// What each counted approval and standing rejection said (`--comment`).
+fn comments(view: &ShowView) -> String {
+    let list = &view.approvals.comments;
+    if list.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("### Comments ({})\n\n", list.len());
+    for c in list.iter().take(LISTED) {
+        out += &format!(
+            "- {} ({}): {}\n",
+            code(&c.principal, Place::Text),
+            c.decision,
+            code(&c.comment, Place::Text)
+        );
+    }
+    if list.len() > LISTED {
+        out += &format!(
+            "- and {} more (`guardctl show` lists them)\n",
+            list.len() - LISTED
+        );
+    }
+    out + "\n"
 }
 
 /// "approvals **1 of 2**, 1 more needed", or the groups' tally for a routed plan.
@@ -556,7 +654,15 @@ fn side_effect(view: &ShowView, line: &str) -> String {
     use super::view::{before_image_runs, command_runs};
     if let Some(x) = &view.exec {
         if line == command_runs(&x.command, &x.workdir, &x.env.join(", ")) {
-            let env: Vec<String> = x.env.iter().map(|e| code(e, Place::Text)).collect();
+            let mut env: Vec<String> = x
+                .env
+                .iter()
+                .take(HEAD_LISTED)
+                .map(|e| code(e, Place::Text))
+                .collect();
+            if x.env.len() > HEAD_LISTED {
+                env.push(format!("{} more", x.env.len() - HEAD_LISTED));
+            }
             return command_runs(
                 &code(&x.command, Place::Text),
                 &code(&x.workdir, Place::Text),
@@ -816,7 +922,7 @@ fn note(view: &ShowView, list: &Listing, dropped: &[&str], max_bytes: usize) -> 
         parts.push(format!("left out: {}", dropped.join(", ")));
     }
     format!(
-        "> {}, to stay within {max_bytes} bytes. `guardctl show {id} --all` lists every one.\n\n",
+        "> {}, to stay within `{max_bytes}` bytes. `guardctl show {id} --all` lists every one.\n\n",
         parts.join("; ")
     )
 }
