@@ -52,7 +52,7 @@ check() {
   install | plan | apply) ;;
   *) fail "command must be install, plan or apply (got: ${COMMAND:-nothing})" ;;
   esac
-  if [ "$COMMAND" = plan ] && [ -z "${PLAN_ARGS:-}" ]; then
+  if [ "$COMMAND" = plan ] && [[ "${PLAN_ARGS:-}" =~ ^[[:space:]]*$ ]]; then
     fail "plan needs plan-args: the operation and its flags, e.g. 'remote-branches --merged'"
   fi
   # plan-args is split on blanks, never by a shell: a quote would stay in the argument

@@ -638,7 +638,9 @@ pub fn recheck(
     if let Some(path) = path_of(&env) {
         for (d, why) in unsafe_path_dirs(path) {
             drifts.push(drift(
-                &format!("PATH directory {}", safe(&d)),
+                // Raw: the drift error escapes it (escaping twice spells a hidden character
+                // as if it had been typed).
+                &format!("PATH directory {d}"),
                 "writable",
                 "by root or the executor only".into(),
                 why,

@@ -654,21 +654,21 @@ pub fn analyze(top: &Path, dir: &Path, path_env: Option<&OsStr>, c: Commands) ->
 }
 
 /// The differences between the pinned files of the plan and those found now, as
-/// (resource, field, planned, now).
+/// (resource, field, planned, now), raw: the drift error escapes them, once.
 pub fn differences(planned: &[Pinned], now: &[Pinned]) -> Vec<(String, String, String, String)> {
     let short = short_digest;
-    let opt = |o: &Option<String>| o.as_deref().map_or("(none)".to_string(), safe);
+    let opt = |o: &Option<String>| o.as_deref().map_or("(none)".to_string(), str::to_string);
     let mut out = Vec::new();
     let key = |p: &Pinned| (p.name.clone(), p.found);
     let now_by: HashMap<_, &Pinned> = now.iter().map(|p| (key(p), p)).collect();
     for p in planned {
-        let resource = format!("pinned {}", safe(&p.name));
+        let resource = format!("pinned {}", p.name);
         let Some(n) = now_by.get(&key(p)) else {
-            out.push((resource, "found".into(), safe(&p.path), "(not found now)".into()));
+            out.push((resource, "found".into(), p.path.clone(), "(not found now)".into()));
             continue;
         };
         if p.path != n.path {
-            out.push((resource.clone(), "path".into(), safe(&p.path), safe(&n.path)));
+            out.push((resource.clone(), "path".into(), p.path.clone(), n.path.clone()));
         }
         if p.link != n.link {
             out.push((resource.clone(), "link".into(), opt(&p.link), opt(&n.link)));
@@ -694,7 +694,7 @@ pub fn differences(planned: &[Pinned], now: &[Pinned]) -> Vec<(String, String, S
                 .collect();
             let mut now = short(&n.sha256);
             if let Some(first) = changed.first() {
-                now += &format!(" ({} changed)", safe(first));
+                now += &format!(" ({first} changed)");
             }
             out.push((resource, "content".into(), short(&p.sha256), now));
         }
@@ -702,10 +702,10 @@ pub fn differences(planned: &[Pinned], now: &[Pinned]) -> Vec<(String, String, S
     let planned_keys: Vec<_> = planned.iter().map(key).collect();
     for n in now.iter().filter(|n| !planned_keys.contains(&key(n))) {
         out.push((
-            format!("pinned {}", safe(&n.name)),
+            format!("pinned {}", n.name),
             "found".into(),
             "(not pinned in the plan)".into(),
-            safe(&n.path),
+            n.path.clone(),
         ));
     }
     out
@@ -809,7 +809,7 @@ impl Staged {
                 let got = sha256_hex(&bytes);
                 if want != Some(got.as_str()) {
                     diffs.push((
-                        format!("pinned {}", safe(&p.name)),
+                        format!("pinned {}", p.name),
                         "copy".into(),
                         want.map_or("(not pinned)".into(), short_digest),
                         format!("{} (changed while copying)", short_digest(&got)),
@@ -863,7 +863,7 @@ impl Staged {
                 let got = std::fs::read(&f).map(|b| sha256_hex(&b)).unwrap_or_default();
                 if got != want {
                     out.push((
-                        format!("pinned {}", safe(&p.name)),
+                        format!("pinned {}", p.name),
                         "copy".into(),
                         short_digest(want),
                         "changed in the private copy".into(),

@@ -704,7 +704,8 @@ pub fn render_inbox(v: &super::view::InboxView, color: bool, w: &mut dyn Write) 
             safe(p.planner.as_deref().unwrap_or("(no principal)")),
             crate::duration::humanize(p.expires_in_secs)
         )?;
-        writeln!(w, "  {}", safe(&p.summary))?;
+        // Escaped already (a published plan is loaded, so its summary is `derive::summary`'s).
+        writeln!(w, "  {}", p.summary)?;
         if !p.rejected_by.is_empty() {
             let by: Vec<String> = p.rejected_by.iter().map(|r| safe(r)).collect();
             writeln!(w, "  rejected by {}", by.join(", "))?;

@@ -517,7 +517,10 @@ fn summary(plan: &Plan, plan_id: &str, expires_in: i64, approvals: &ApprovalsVie
     format!(
         "Plan {}: {}. {}. Approvals {}{}.",
         short_id(plan_id),
-        safe(&plan.summary),
+        // Already escaped: a loaded plan's summary is checked equal to `derive::summary`,
+        // which escapes what it quotes; escaping again would spell a hidden character as a
+        // typed one.
+        plan.summary,
         if expires_in <= 0 {
             format!("Expired {} ago", humanize(-expires_in))
         } else {
@@ -682,9 +685,10 @@ fn pinned_lines(x: &crate::plan::model::ExecInputs) -> Vec<String> {
     let short = crate::text::short_digest;
     let mut out = Vec::new();
     for p in &x.pinned {
-        // A path that starts or ends with a blank is quoted: blanks at the edge are invisible,
-        // and a line starting with one reads as one of a tree's files (they are indented).
-        let mut line = if p.path.trim() != p.path {
+        // A path that starts or ends with a blank (or is empty, in a forged plan) is quoted:
+        // blanks at the edge are invisible, and a line starting with one reads as one of a
+        // tree's files (they are indented).
+        let mut line = if p.path.trim() != p.path || p.path.is_empty() {
             safe(&crate::plan::derive::shell_words(std::slice::from_ref(&p.path)))
         } else {
             safe(&p.path)

@@ -53,7 +53,8 @@ pub fn has_credentials(url: &str) -> bool {
     let Some((scheme, rest)) = url.split_once("://") else {
         return false;
     };
-    let authority = rest.split_once('/').map_or(rest, |(a, _)| a);
+    // The authority ends at the path, the query or the fragment (RFC 3986).
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
     let Some((user, _)) = authority.rsplit_once('@') else {
         return false;
     };
@@ -89,10 +90,8 @@ pub fn redacted(url: &str) -> String {
     let inner = address(url);
     let prefix = &url[..url.len() - inner.len()];
     let (scheme, rest) = inner.split_once("://").unwrap_or(("", inner));
-    let (authority, path) = match rest.split_once('/') {
-        Some((a, p)) => (a, format!("/{p}")),
-        None => (rest, String::new()),
-    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = (&rest[..end], rest[end..].to_string());
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     format!("{prefix}{scheme}://***@{host}{path}")
 }
@@ -258,6 +257,10 @@ mod tests {
             ),
             ("ext::ssh -o x=y git@host", false, "ext::ssh -o x=y git@host"),
             ("https://host/a::b@c", false, "https://host/a::b@c"),
+            // `?` and `#` end the authority: an `@` after them is not a user part.
+            ("https://h:9#tok3n@x", false, "https://h:9#tok3n@x"),
+            ("https://h/r?x=a@b", false, "https://h/r?x=a@b"),
+            ("https://tok3n@h?x=1", true, "https://***@h?x=1"),
         ] {
             assert_eq!(has_credentials(url), secret, "{url}");
             assert_eq!(redacted(url), shown, "{url}");

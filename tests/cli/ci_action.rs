@@ -293,6 +293,10 @@ fn the_action_refuses_a_moveable_version_and_malformed_inputs() {
             &[("VERSION", VERSION), ("COMMAND", "plan")],
             "plan needs plan-args",
         ),
+        (
+            &[("VERSION", VERSION), ("COMMAND", "plan"), ("PLAN_ARGS", "  \t ")],
+            "plan needs plan-args",
+        ),
         // Split on blanks, not by a shell: quotes would stay in the pattern, a second line
         // would be dropped.
         (

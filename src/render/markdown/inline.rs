@@ -27,10 +27,20 @@ pub enum Place {
 
 /// `s` as a code span: shown verbatim, never a link, mention, image or HTML.
 pub fn code(s: &str, place: Place) -> String {
-    let (s, hidden) = cut(s, MAX_CHARS);
+    code_up_to(s, place, MAX_CHARS)
+}
+
+/// Characters of a command an exec plan runs (the command, its before-image, verify and
+/// preview commands) shown in Markdown: what the reviewer approves is shown whole, unless it
+/// is longer than any command a person reads.
+pub const COMMAND_CHARS: usize = 4_000;
+
+/// [`code`] with room for `max` characters.
+pub fn code_up_to(s: &str, place: Place, max: usize) -> String {
+    let (s, hidden) = cut(s, max);
     let span = span(s, place);
     if hidden > 0 {
-        format!("{span} ({hidden} characters cut)")
+        format!("{span} (**{hidden} characters cut**: `guardctl show` has it whole)")
     } else {
         span
     }
@@ -171,7 +181,10 @@ mod tests {
         let long = "é".repeat(MAX_CHARS + 5);
         let span = code(&long, Place::Text);
         assert_eq!(span.chars().filter(|c| *c == 'é').count(), MAX_CHARS);
-        assert!(span.ends_with("` (5 characters cut)"), "{span}");
+        assert!(
+            span.ends_with("` (**5 characters cut**: `guardctl show` has it whole)"),
+            "{span}"
+        );
     }
 
     /// The end of a long command is where the damage goes (`…; rm -rf /`): a cut keeps it.

@@ -11,7 +11,7 @@
 pub mod inline;
 
 use super::view::{Row, ShowView};
-use inline::{Place, code, prose};
+use inline::{COMMAND_CHARS, Place, code, code_up_to, prose};
 
 /// GitHub's limit for an issue or pull-request comment (characters; a byte budget is never
 /// over it).
@@ -235,13 +235,13 @@ fn head(view: &ShowView) -> String {
         row("Inputs", inputs.join(" "));
     }
     if let Some(x) = &view.exec {
-        row("Command", code(&x.command, Place::Cell));
+        row("Command", command(&x.command, Place::Cell));
         row("Directory", code(&x.workdir, Place::Cell));
         row(
             "Preview",
             format!(
                 "{} ({}, {} {} of {} lines)",
-                code(&x.preview, Place::Cell),
+                command(&x.preview, Place::Cell),
                 if x.preview_sandbox == "unsandboxed" {
                     "**ran unsandboxed**, with the planner's files, keys and network"
                 } else {
@@ -260,7 +260,7 @@ fn head(view: &ShowView) -> String {
                 "First runs",
                 format!(
                     "{} (the before-image; it must succeed)",
-                    code(before, Place::Cell)
+                    command(before, Place::Cell)
                 ),
             );
         }
@@ -270,7 +270,10 @@ fn head(view: &ShowView) -> String {
                 Some((c, p)) => (c, format!(" (prints the {p}")),
                 None => (v.as_str(), String::new()),
             };
-            row("Verify", format!("{}{prints}", code(command, Place::Cell)));
+            row(
+                "Verify",
+                format!("{}{prints}", self::command(command, Place::Cell)),
+            );
         }
         if !x.path.is_empty() {
             // In order, and more of it than other lists: the commands find what they call by
@@ -423,7 +426,17 @@ fn headline(view: &ShowView) -> String {
             } else {
                 "approvals are"
             },
-            listed_up_to(&a.not_counted, "; ", HEAD_LISTED)
+            a.not_counted
+                .iter()
+                .take(HEAD_LISTED)
+                .map(|n| code(n, Place::Text))
+                .collect::<Vec<_>>()
+                .join("; ")
+                + &if a.not_counted.len() > HEAD_LISTED {
+                    format!(" and {} more", a.not_counted.len() - HEAD_LISTED)
+                } else {
+                    String::new()
+                }
         );
     }
     if a.invalid > 0 {
@@ -491,6 +504,12 @@ fn approvals(view: &ShowView) -> String {
         out += &format!(" (approved by {})", names(&a.approved_by));
     }
     out
+}
+
+/// A command the plan runs, whole unless longer than [`COMMAND_CHARS`]: a reviewer approves
+/// all of it, and the middle of a long one is where `curl … | sh` hides.
+fn command(s: &str, place: Place) -> String {
+    code_up_to(s, place, COMMAND_CHARS)
 }
 
 fn party(p: &super::view::PartyView) -> String {
@@ -664,7 +683,7 @@ fn side_effect(view: &ShowView, line: &str) -> String {
                 env.push(format!("{} more", x.env.len() - HEAD_LISTED));
             }
             return command_runs(
-                &code(&x.command, Place::Text),
+                &command(&x.command, Place::Text),
                 &code(&x.workdir, Place::Text),
                 &env.join(", "),
             );
@@ -672,7 +691,7 @@ fn side_effect(view: &ShowView, line: &str) -> String {
         if let Some(before) = &x.before_image
             && line == before_image_runs(before)
         {
-            return before_image_runs(&code(before, Place::Text));
+            return before_image_runs(&command(before, Place::Text));
         }
     }
     prose(line, Place::Text)
