@@ -97,7 +97,10 @@ install_guardctl() {
 write_key() {
   [ -n "${KEY:-}" ] || return 0
   local file="${RUNNER_TEMP:?}/guardctl_key"
-  (umask 077 && printf '%s\n' "$KEY" >"$file")
+  # A new file, only this user's: whatever is at that name (a symbolic link to somewhere
+  # readable, a file with a wider mode) is removed first, and noclobber refuses a race.
+  rm -f "$file"
+  (umask 077 && set -o noclobber && printf '%s\n' "$KEY" >"$file")
   if [ -n "${GITHUB_ENV:-}" ]; then
     printf 'GUARDCTL_KEY=%s\n' "$file" >>"$GITHUB_ENV"
   fi

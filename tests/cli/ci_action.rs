@@ -587,3 +587,36 @@ fn the_gitlab_job_puts_only_the_build_on_path() {
     assert!(!ok, "{transcript}");
     assert!(transcript.contains("not the recorded"), "{transcript}");
 }
+
+/// The key step writes a new file only the runner's user reads, whatever was at its name: a
+/// symbolic link planted there (to a file others read) is replaced, never written through.
+#[test]
+fn the_key_step_never_writes_through_what_is_at_its_name() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    let temp = env.path().join("runner-temp");
+    std::fs::create_dir_all(&temp).unwrap();
+    let elsewhere = env.path().join("world-readable");
+    std::fs::write(&elsewhere, "").unwrap();
+    std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, temp.join("guardctl_key")).unwrap();
+    let out = Command::new("bash")
+        .arg(SCRIPT)
+        .arg("key")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("RUNNER_TEMP", &temp)
+        .env("GITHUB_ENV", env.path().join("github-env"))
+        .env("KEY", "-----BEGIN OPENSSH PRIVATE KEY-----\ntest\n")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "");
+    let key = temp.join("guardctl_key");
+    let meta = std::fs::symlink_metadata(&key).unwrap();
+    assert!(meta.is_file(), "{meta:?}");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert!(std::fs::read_to_string(&key).unwrap().contains("test"));
+    let github_env = std::fs::read_to_string(env.path().join("github-env")).unwrap();
+    assert_eq!(github_env, format!("GUARDCTL_KEY={}\n", key.display()));
+}
