@@ -6,6 +6,13 @@
 #   check          refuse inputs that are not what they must be (a branch name for VERSION)
 #   install DIR    build guardctl from VERSION into DIR, emptied first (it goes on PATH); a
 #                  build whose SHA-256 is not the recorded SHA256 fails and leaves nothing
+#   install-cached STAGE DIR
+#                  the `build` command, in a job without the key: STAGE/guardctl (from the
+#                  cache) if it is a regular file with the recorded SHA256, else a build,
+#                  into DIR; a build with that digest is left in STAGE for the cache
+#   install-from SRC DIR
+#                  a job with the key: SRC/guardctl (the build job's artifact) into DIR, only
+#                  as a regular file with the recorded SHA256; otherwise fail
 #   key            write KEY to a file only this user reads; export GUARDCTL_KEY
 #   plan           plan PLAN_ARGS, publish the plan to the team remote, summarise it
 #   apply          verify and apply the published plan PLAN (its approvals come from the
@@ -13,7 +20,8 @@
 #
 # Inputs come from the environment (the action maps its inputs there; nothing is
 # interpolated into a script): VERSION, SHA256, REPOSITORY, COMMAND, PLAN_ARGS, PLAN, KEY,
-# SUMMARY. Outputs go to $GITHUB_OUTPUT: plan-id, changes, exit-code, sha256.
+# HAS_KEY, ARTIFACT, SUMMARY. Outputs go to $GITHUB_OUTPUT: plan-id, changes, exit-code,
+# built, sha256.
 set -euo pipefail
 
 # A workflow command's message, encoded as the runner decodes it (`%`, CR, LF): a newline in
@@ -49,9 +57,16 @@ check() {
   [[ -z "${SHA256:-}" || "$SHA256" =~ ^[0-9a-f]{64}$ ]] ||
     fail "sha256 must be the 64 hex digits sha256sum prints (got: $SHA256)"
   case "${COMMAND:-}" in
-  install | plan | apply) ;;
-  *) fail "command must be install, plan or apply (got: ${COMMAND:-nothing})" ;;
+  build | install | plan | apply) ;;
+  *) fail "command must be build, install, plan or apply (got: ${COMMAND:-nothing})" ;;
   esac
+  # The build job restores a cache, which can write anywhere on its runner: it must never
+  # hold the key.
+  if [ "$COMMAND" = build ] && [ "${HAS_KEY:-false}" != false ]; then
+    fail "command build restores a cache and must run in a job without the key: pass key only to the jobs that plan or apply"
+  fi
+  [[ -z "${ARTIFACT:-}" || "$ARTIFACT" =~ ^[A-Za-z0-9._-]{1,64}$ ]] ||
+    fail "artifact must be an artifact name of letters, digits, '.', '_' or '-' (got: $ARTIFACT)"
   if [ "$COMMAND" = plan ] && [[ "${PLAN_ARGS:-}" =~ ^[[:space:]]*$ ]]; then
     fail "plan needs plan-args: the operation and its flags, e.g. 'remote-branches --merged'"
   fi
@@ -68,23 +83,24 @@ check() {
   fi
 }
 
-install_guardctl() {
+# DIR goes on PATH: emptied first, it ends up holding one guardctl and nothing else.
+fresh_dir() {
+  rm -rf "$1"
+  mkdir -p "$1"
+}
+
+# Build guardctl from VERSION into DIR/guardctl; check it against SHA256 when one is recorded.
+build_into() {
   local dir="$1" bin="$1/guardctl" have root
-  # DIR goes on PATH: emptied first, it holds the guardctl this step built and nothing else.
-  # No cache is restored, here or anywhere in the action: actions/cache extracts its archive
-  # with absolute and `../` paths allowed (tar -P), so an entry anyone with write access to
-  # the repository's caches seeded could drop files anywhere on the runner (a `git` ahead on
-  # PATH, this script) in a job that then holds the signing key.
-  rm -rf "$dir"
-  mkdir -p "$dir"
   root="$(mktemp -d)"
   cargo install --locked --quiet --git "${REPOSITORY:-https://github.com/guardctl/guardctl}" --rev "$VERSION" --root "$root" guardctl
   install -m 755 "$root/bin/guardctl" "$bin"
   rm -rf "$root"
   have="$(digest "$bin")"
+  output "built=true"
   output "sha256=$have"
   if [ -z "${SHA256:-}" ]; then
-    step_summary "guardctl $VERSION was built on this runner; its sha256 is \`$have\`. Record it as the action's \`sha256\` input to check every later build against it."
+    step_summary "guardctl $VERSION was built on this runner; its sha256 is \`$have\`. Record it as the action's \`sha256\` input: every later build is checked against it, and the \`build\` job caches it."
     echo "guardctl $VERSION built, sha256 $have (none recorded to check it against)"
   elif [ "$have" != "$SHA256" ]; then
     rm -f "$bin"
@@ -92,6 +108,62 @@ install_guardctl() {
   else
     echo "guardctl $VERSION built, sha256 $have as recorded"
   fi
+}
+
+# Copy SRC/guardctl into DIR only if it is a regular file (not a symbolic link) whose SHA-256
+# is SHA256; returns 1, leaving nothing, otherwise.
+copy_checked() {
+  local src="$1/guardctl" bin="$2/guardctl" have
+  [ -n "${SHA256:-}" ] && [ -f "$src" ] && [ ! -L "$src" ] || return 1
+  install -m 755 "$src" "$bin"
+  have="$(digest "$bin")"
+  if [ "$have" != "$SHA256" ]; then
+    rm -f "$bin"
+    echo "::warning title=guardctl::$1/guardctl has sha256 $have, not the recorded $SHA256" >&2
+    return 1
+  fi
+  output "built=false"
+  output "sha256=$have"
+}
+
+# install DIR: build from source. For a job that holds the key and has no artifact to use.
+install_guardctl() {
+  fresh_dir "$1"
+  build_into "$1"
+}
+
+# install-cached STAGE DIR: the `build` job, which holds no key and no write permission.
+# STAGE/guardctl was restored from the cache (whose archive may have written anything
+# anywhere on this runner: this job has nothing to lose to it); it is used only as a regular
+# file with the recorded digest, else guardctl is built. A build with that digest is left as
+# STAGE/guardctl for the cache to save.
+install_cached() {
+  local stage="$1" dir="$2"
+  fresh_dir "$dir"
+  if copy_checked "$stage" "$dir"; then
+    echo "guardctl $VERSION from the cache, sha256 $SHA256 as recorded"
+    return
+  fi
+  if [ -e "$stage/guardctl" ] || [ -L "$stage/guardctl" ]; then
+    echo "::warning title=guardctl::the cached guardctl is not the recorded binary (not a regular file with the recorded sha256, or no sha256 is recorded to check it by): building $VERSION from source" >&2
+  fi
+  rm -rf "$stage"
+  build_into "$dir"
+  if [ -n "${SHA256:-}" ]; then
+    mkdir -p "$stage"
+    install -m 755 "$dir/guardctl" "$stage/guardctl"
+  fi
+}
+
+# install-from SRC DIR: a job that holds the key takes the binary the `build` job uploaded
+# (downloaded into SRC, which nothing else writes), only as a regular file with the recorded
+# digest; anything else fails: no fallback to what is there.
+install_from() {
+  fresh_dir "$2"
+  [ -n "${SHA256:-}" ] || fail "an artifact is used only with a recorded sha256 to check it by"
+  copy_checked "$1" "$2" ||
+    fail "the artifact's guardctl is not a regular file with the recorded sha256 $SHA256: not run"
+  echo "guardctl $VERSION from the build job's artifact, sha256 $SHA256 as recorded"
 }
 
 write_key() {
@@ -160,8 +232,10 @@ apply() {
 case "${1:-}" in
 check) check ;;
 install) install_guardctl "${2:?install DIR}" ;;
+install-cached) install_cached "${2:?install-cached STAGE DIR}" "${3:?install-cached STAGE DIR}" ;;
+install-from) install_from "${2:?install-from SRC DIR}" "${3:?install-from SRC DIR}" ;;
 key) write_key ;;
 plan) plan ;;
 apply) apply ;;
-*) fail "unknown step: ${1:-none} (check, install DIR, key, plan, apply)" ;;
+*) fail "unknown step: ${1:-none} (check, install DIR, install-cached STAGE DIR, install-from SRC DIR, key, plan, apply)" ;;
 esac

@@ -279,7 +279,21 @@ fn the_action_refuses_a_moveable_version_and_malformed_inputs() {
         ),
         (
             &[("VERSION", VERSION), ("COMMAND", "destroy")],
-            "install, plan or apply",
+            "build, install, plan or apply",
+        ),
+        // The build job restores a cache: never with the key.
+        (
+            &[("VERSION", VERSION), ("COMMAND", "build"), ("HAS_KEY", "true")],
+            "without the key",
+        ),
+        (
+            &[
+                ("VERSION", VERSION),
+                ("COMMAND", "plan"),
+                ("PLAN_ARGS", "remote-branches"),
+                ("ARTIFACT", "../x"),
+            ],
+            "artifact must be an artifact name",
         ),
         (
             &[
@@ -473,32 +487,268 @@ fn the_install_step_builds_the_pinned_commit_alone_onto_path() {
     assert!(s.summary.contains(&sha256(good.as_bytes())), "{}", s.summary);
 }
 
-/// Neither the action nor the GitLab example restores a cache: actions/cache extracts its
-/// archive with absolute and `../` paths allowed (tar -P), and GitLab restores one into the
-/// build directory after the clone, so a seeded entry could write anywhere on the runner (a
-/// `git` on PATH, the action's own script, `.git/config`) in a job that then holds the key.
+/// The build job (`install-cached`): the cache holds a binary anyone able to write the cache
+/// could have put there; it is used only if it has the recorded digest, otherwise guardctl is
+/// built from the pinned commit, and a build that does not have the recorded digest fails
+/// without leaving a binary. The cache is restored into a staging folder; the folder that is
+/// uploaded and put on PATH holds the checked copy alone.
 #[test]
-fn no_ci_example_restores_a_cache_into_a_job_that_holds_the_key() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for file in [
-        "action.yml",
-        "docs/ci/remote-branch-cleanup.yml",
-        "docs/ci/gitlab/remote-branch-cleanup.gitlab-ci.yml",
-    ] {
-        let text = std::fs::read_to_string(root.join(file)).unwrap();
-        let code: Vec<&str> = text
-            .lines()
-            .filter(|l| !l.trim_start().starts_with('#'))
-            .collect();
-        assert!(
-            !code.iter().any(|l| l.contains("actions/cache")),
-            "{file} uses actions/cache"
-        );
-        assert!(
-            !code.iter().any(|l| l.trim_start().starts_with("cache:")),
-            "{file} has a cache"
-        );
+fn a_cached_binary_runs_only_with_the_recorded_digest() {
+    let env = TestEnv::new();
+    let stage = env.path().join("cache");
+    let bin_dir = env.path().join("bin");
+    std::fs::create_dir_all(&stage).unwrap();
+    let cached = stage.join("guardctl");
+    let installed = bin_dir.join("guardctl");
+    let good = "the reviewed build";
+    let cargo = fake_cargo(&env, good);
+    let install = |sha: &str| {
+        step(
+            &env,
+            &env.repo,
+            "alice",
+            &[
+                "install-cached",
+                stage.to_str().unwrap(),
+                bin_dir.to_str().unwrap(),
+            ],
+            &[
+                ("VERSION", VERSION),
+                ("SHA256", sha),
+                ("REPOSITORY", "file:///nowhere"),
+            ],
+            Some(&cargo),
+        )
+    };
+    let calls = || std::fs::read_to_string(cargo.join("calls")).unwrap_or_default();
+
+    // The recorded binary: used, not rebuilt.
+    std::fs::write(&cached, good).unwrap();
+    let s = install(&sha256(good.as_bytes()));
+    assert_eq!(s.code, 0, "{}", s.transcript());
+    assert_eq!(s.output("built"), Some("false"));
+    assert_eq!(std::fs::read_to_string(&installed).unwrap(), good);
+    assert_eq!(calls(), "");
+
+    // A poisoned cache: not run, rebuilt from the pinned commit, which has the digest; the
+    // build is what the cache saves.
+    std::fs::write(&cached, "a binary someone else put in the cache").unwrap();
+    let s = install(&sha256(good.as_bytes()));
+    assert_eq!(s.code, 0, "{}", s.transcript());
+    assert_eq!(s.output("built"), Some("true"));
+    assert!(s.stderr.contains("is not the recorded"), "{}", s.transcript());
+    assert_eq!(std::fs::read_to_string(&installed).unwrap(), good);
+    assert_eq!(std::fs::read_to_string(&cached).unwrap(), good);
+    assert!(calls().contains(&format!("--rev {VERSION} ")), "{}", calls());
+
+    // A build that is not the recorded binary (another toolchain): fails, nothing left to run
+    // or to save.
+    let s = install(&sha256(b"another digest"));
+    assert_eq!(s.code, 1, "{}", s.transcript());
+    assert!(s.stderr.contains("not the recorded"), "{}", s.transcript());
+    assert!(!installed.exists());
+    assert!(!cached.exists());
+
+    // No digest recorded: built, never taken from a cache nor saved to one; the summary gives
+    // the digest.
+    std::fs::create_dir_all(&stage).unwrap();
+    std::fs::write(&cached, good).unwrap();
+    let before = calls().len();
+    let s = install("");
+    assert_eq!(s.code, 0, "{}", s.transcript());
+    assert_eq!(s.output("built"), Some("true"));
+    assert!(calls().len() > before, "{}", calls());
+    assert!(!cached.exists(), "nothing to save without a digest");
+    assert_eq!(s.output("sha256"), Some(sha256(good.as_bytes()).as_str()));
+    assert!(s.summary.contains(&sha256(good.as_bytes())), "{}", s.summary);
+}
+
+/// A poisoned cache archive may hold more than guardctl, and may have been extracted into the
+/// folder that goes on PATH: a `git` or `ssh-keygen` there would run with the signing key in
+/// reach. After the install step that folder holds guardctl alone, and a cached guardctl that
+/// is a symlink (to the recorded bytes, or to anything) is never followed.
+#[test]
+fn the_build_jobs_folder_holds_only_the_checked_guardctl() {
+    let env = TestEnv::new();
+    let stage = env.path().join("cache");
+    let bin_dir = env.path().join("bin");
+    let good = "the reviewed build";
+    let cargo = fake_cargo(&env, good);
+    std::fs::create_dir_all(&stage).unwrap();
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    for dir in [&stage, &bin_dir] {
+        for tool in ["git", "ssh-keygen", "ssh-add"] {
+            write_exec(&dir.join(tool), "#!/bin/sh\necho planted\n");
+        }
     }
+    std::fs::write(stage.join("guardctl"), good).unwrap();
+    let install = || {
+        step(
+            &env,
+            &env.repo,
+            "alice",
+            &[
+                "install-cached",
+                stage.to_str().unwrap(),
+                bin_dir.to_str().unwrap(),
+            ],
+            &[
+                ("VERSION", VERSION),
+                ("SHA256", &sha256(good.as_bytes())),
+                ("REPOSITORY", "file:///nowhere"),
+            ],
+            Some(&cargo),
+        )
+    };
+    let s = install();
+    assert_eq!(s.code, 0, "{}", s.transcript());
+    assert_eq!(s.output("built"), Some("false"));
+    assert_eq!(names_in(&bin_dir), ["guardctl"]);
+
+    // A symlink with the recorded digest behind it: not followed, guardctl is built instead.
+    let elsewhere = env.path().join("elsewhere");
+    std::fs::write(&elsewhere, good).unwrap();
+    std::fs::remove_file(stage.join("guardctl")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, stage.join("guardctl")).unwrap();
+    let s = install();
+    assert_eq!(s.code, 0, "{}", s.transcript());
+    assert_eq!(s.output("built"), Some("true"));
+    assert!(s.stderr.contains("not a regular file"), "{}", s.transcript());
+    assert_eq!(names_in(&bin_dir), ["guardctl"]);
+    assert!(!bin_dir.join("guardctl").is_symlink());
+    // What the cache saves next is the build, one regular file.
+    assert_eq!(names_in(&stage), ["guardctl"]);
+    assert!(!stage.join("guardctl").is_symlink());
+}
+
+/// A job with the key takes guardctl from the build job's artifact (`install-from`) only as a
+/// regular file with the recorded digest, alone in a folder emptied first; anything else
+/// fails, with no fallback to what is there.
+#[test]
+fn a_job_with_the_key_takes_only_the_recorded_binary_from_the_artifact() {
+    let env = TestEnv::new();
+    let download = env.path().join("download");
+    let bin_dir = env.path().join("bin");
+    let good = "the reviewed build";
+    std::fs::create_dir_all(&download).unwrap();
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    for dir in [&download, &bin_dir] {
+        for tool in ["git", "ssh-keygen"] {
+            write_exec(&dir.join(tool), "#!/bin/sh\necho planted\n");
+        }
+    }
+    let install_from = |sha: &str| {
+        step(
+            &env,
+            &env.repo,
+            "alice",
+            &[
+                "install-from",
+                download.to_str().unwrap(),
+                bin_dir.to_str().unwrap(),
+            ],
+            &[("VERSION", VERSION), ("SHA256", sha)],
+            None,
+        )
+    };
+    let recorded = sha256(good.as_bytes());
+
+    std::fs::write(download.join("guardctl"), good).unwrap();
+    let s = install_from(&recorded);
+    assert_eq!(s.code, 0, "{}", s.transcript());
+    assert_eq!(names_in(&bin_dir), ["guardctl"]);
+    assert_eq!(std::fs::read_to_string(bin_dir.join("guardctl")).unwrap(), good);
+    assert_eq!(s.output("sha256"), Some(recorded.as_str()));
+
+    // Another binary, a symbolic link to the recorded bytes, no digest recorded: refused,
+    // nothing left to run.
+    std::fs::write(download.join("guardctl"), "another build").unwrap();
+    let s = install_from(&recorded);
+    assert_eq!(s.code, 1, "{}", s.transcript());
+    assert!(
+        s.stderr.contains("not a regular file with the recorded sha256"),
+        "{}",
+        s.transcript()
+    );
+    assert!(names_in(&bin_dir).is_empty());
+
+    let elsewhere = env.path().join("elsewhere");
+    std::fs::write(&elsewhere, good).unwrap();
+    std::fs::remove_file(download.join("guardctl")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, download.join("guardctl")).unwrap();
+    let s = install_from(&recorded);
+    assert_eq!(s.code, 1, "{}", s.transcript());
+    assert!(names_in(&bin_dir).is_empty());
+
+    std::fs::remove_file(download.join("guardctl")).unwrap();
+    std::fs::write(download.join("guardctl"), good).unwrap();
+    let s = install_from("");
+    assert_eq!(s.code, 1, "{}", s.transcript());
+    assert!(names_in(&bin_dir).is_empty());
+}
+
+/// Only the build job restores a cache (actions/cache extracts its archive with absolute and
+/// `../` paths allowed, so a seeded entry could write anywhere on its runner), and it holds no
+/// key and no token: the action restores the cache only for `build`, which refuses a key; in
+/// the example workflow the build job asks for no permission and no secret, and the jobs with
+/// the key take the binary from its artifact. The GitLab example caches nothing.
+#[test]
+fn only_a_job_without_the_key_restores_a_cache() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |f: &str| std::fs::read_to_string(root.join(f)).unwrap();
+    let action = read("action.yml");
+    let steps: Vec<&str> = action.split("\n    - name: ").skip(1).collect();
+    let cache_steps: Vec<&&str> = steps.iter().filter(|s| s.contains("actions/cache/")).collect();
+    assert_eq!(cache_steps.len(), 2, "restore and save");
+    for step in cache_steps {
+        let condition = step.lines().find(|l| l.trim_start().starts_with("if:")).unwrap();
+        assert!(condition.contains("inputs.command == 'build'"), "{step}");
+    }
+    let key_step = steps.iter().find(|s| s.starts_with("Signing key")).unwrap();
+    assert!(key_step.contains("inputs.command != 'build'"), "{key_step}");
+
+    let workflow = read("docs/ci/remote-branch-cleanup.yml");
+    // Each job: from its `  name:` line to the next.
+    let mut jobs: Vec<String> = Vec::new();
+    for line in workflow.lines() {
+        let header = line.starts_with("  ") && !line.starts_with("   ") && line.ends_with(':');
+        match jobs.last_mut() {
+            Some(job) if !header => *job += &format!("{line}\n"),
+            _ if header => jobs.push(format!("{line}\n")),
+            _ => {}
+        }
+    }
+    let jobs: Vec<&str> = jobs
+        .iter()
+        .map(String::as_str)
+        .filter(|j| j.contains("uses: guardctl/guardctl@"))
+        .collect();
+    let (build, others): (Vec<&str>, Vec<&str>) =
+        jobs.into_iter().partition(|j| j.contains("command: build"));
+    assert_eq!(build.len(), 1, "one build job");
+    assert!(build[0].contains("permissions: {}"), "{}", build[0]);
+    assert!(
+        !build[0].contains("key:") && !build[0].contains("secrets."),
+        "{}",
+        build[0]
+    );
+    assert!(!others.is_empty());
+    for job in others {
+        if job.contains("key:") {
+            assert!(
+                job.contains("needs: build") && job.contains("artifact: guardctl"),
+                "{job}"
+            );
+        }
+    }
+
+    let gitlab = read("docs/ci/gitlab/remote-branch-cleanup.gitlab-ci.yml");
+    assert!(
+        !gitlab
+            .lines()
+            .any(|l| !l.trim_start().starts_with('#') && l.trim_start().starts_with("cache:")),
+        "the GitLab example caches"
+    );
 }
 
 /// The before_script of the GitLab example, as a shell script: the `- |` block under
