@@ -62,8 +62,17 @@ check() {
   esac
   # The build job restores a cache, which can write anywhere on its runner: it must never
   # hold the key.
-  if [ "$COMMAND" = build ] && [ "${HAS_KEY:-false}" != false ]; then
-    fail "command build restores a cache and must run in a job without the key: pass key only to the jobs that plan or apply"
+  # Nor may they share a job in either order (two steps of the action): the build step leaves
+  # a mark the key step and the steps that plan or apply refuse, and refuses a key already
+  # written.
+  local mark="${RUNNER_TEMP:?}/guardctl-build-job"
+  if [ "$COMMAND" = build ]; then
+    if [ "${HAS_KEY:-false}" != false ] || [ -n "${GUARDCTL_KEY:-}" ] || [ -e "$RUNNER_TEMP/guardctl_key" ]; then
+      fail "command build restores a cache and must run in a job without the key: pass key only to the jobs that plan or apply, and run build in a job of its own"
+    fi
+    : >"$mark"
+  elif [ -e "$mark" ]; then
+    fail "this job ran command build, which restores a cache: plan, apply and install run in another job, which takes guardctl from the build job's artifact"
   fi
   [[ -z "${ARTIFACT:-}" || "$ARTIFACT" =~ ^[A-Za-z0-9._-]{1,64}$ ]] ||
     fail "artifact must be an artifact name of letters, digits, '.', '_' or '-' (got: $ARTIFACT)"
@@ -169,6 +178,8 @@ install_from() {
 write_key() {
   [ -n "${KEY:-}" ] || return 0
   local file="${RUNNER_TEMP:?}/guardctl_key"
+  [ ! -e "$RUNNER_TEMP/guardctl-build-job" ] ||
+    fail "this job ran command build, which restores a cache: the key goes only to a job without it"
   # A new file, only this user's: whatever is at that name (a symbolic link to somewhere
   # readable, a file with a wider mode) is removed first, and noclobber refuses a race.
   rm -f "$file"

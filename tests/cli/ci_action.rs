@@ -777,10 +777,16 @@ fn the_gitlab_job_puts_only_the_build_on_path() {
     let good = "the reviewed build";
     let cargo = fake_cargo(&env, good);
     let calls = || std::fs::read_to_string(cargo.join("calls")).unwrap_or_default();
-    let script = format!(
-        "set -e\n{}\nprintf '%s\\n' \"$(command -v git)\" \"$(command -v ssh-keygen)\" \"$(command -v guardctl)\" \"$(cat \"$(command -v guardctl)\")\"\n",
-        gitlab_before_script()
-    );
+    let before = gitlab_before_script();
+    // The digest is a literal in the script (a variable could be overridden): the test writes
+    // each one it tries there, as a maintainer would record it.
+    assert!(before.contains("\nGUARDCTL_SHA256=\n"), "{before}");
+    let script = |sha: &str| {
+        format!(
+            "set -e\n{}\nprintf '%s\\n' \"$(command -v git)\" \"$(command -v ssh-keygen)\" \"$(command -v guardctl)\" \"$(cat \"$(command -v guardctl)\")\"\n",
+            before.replace("\nGUARDCTL_SHA256=\n", &format!("\nGUARDCTL_SHA256={sha}\n"))
+        )
+    };
     for dir in [".guardctl-cache", ".guardctl-bin"] {
         let d = job.join(dir);
         std::fs::create_dir_all(&d).unwrap();
@@ -793,15 +799,16 @@ fn the_gitlab_job_puts_only_the_build_on_path() {
         let system = std::env::var("PATH").unwrap_or_default();
         let out = Command::new("bash")
             .arg("-c")
-            .arg(&script)
+            .arg(script(sha))
             .current_dir(&job)
             .env_clear()
             .env("PATH", format!("{}:{system}", cargo.display()))
             .env("HOME", home.path())
             .env("GIT_CONFIG_GLOBAL", home.path().join("gitconfig"))
             .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GUARDCTL_VERSION", VERSION)
-            .env("GUARDCTL_SHA256", sha)
+            // Overrides a pipeline could pass: the literals win.
+            .env("GUARDCTL_VERSION", "main")
+            .env("GUARDCTL_SHA256", "")
             .env("GUARDCTL_CI_KEY", env.key("alice"))
             .env("GUARDCTL_PUSH_TOKEN", "not-a-token")
             .env("CI_SERVER_URL", "https://gitlab.example")
@@ -869,4 +876,79 @@ fn the_key_step_never_writes_through_what_is_at_its_name() {
     assert!(std::fs::read_to_string(&key).unwrap().contains("test"));
     let github_env = std::fs::read_to_string(env.path().join("github-env")).unwrap();
     assert_eq!(github_env, format!("GUARDCTL_KEY={}\n", key.display()));
+}
+
+/// Round 5. `check` saw only its own step's key: two steps of the action in one job, `build`
+/// then `plan` with the key (or the key first, then `build`), both passed, so a poisoned cache
+/// restore and the key shared a runner. The build step leaves a mark the key and plan steps
+/// refuse, and refuses a key already written.
+#[test]
+fn build_and_the_key_never_share_a_job_in_either_order() {
+    let env = TestEnv::new();
+    let temp = env.path().join("runner-temp");
+    std::fs::create_dir_all(&temp).unwrap();
+    let run = |vars: &[(&str, &str)], args: &[&str]| {
+        let mut c = Command::new("bash");
+        c.arg(SCRIPT)
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("RUNNER_TEMP", &temp)
+            .env("GITHUB_ENV", env.path().join("github-env"));
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let build = [("VERSION", VERSION), ("COMMAND", "build"), ("HAS_KEY", "false")];
+    let plan = [
+        ("VERSION", VERSION),
+        ("COMMAND", "plan"),
+        ("PLAN_ARGS", "remote-branches --merged"),
+        ("HAS_KEY", "true"),
+    ];
+
+    // build, then plan with the key in the same job: refused at plan's check and at the key.
+    assert_eq!(run(&build, &["check"]).0, 0);
+    let (code, err) = run(&plan, &["check"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("this job ran command build"), "{err}");
+    let (code, err) = run(&[("KEY", "secret")], &["key"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!temp.join("guardctl_key").exists());
+
+    // The key first, then build: refused at build's check.
+    std::fs::remove_dir_all(&temp).unwrap();
+    std::fs::create_dir_all(&temp).unwrap();
+    assert_eq!(run(&plan, &["check"]).0, 0);
+    assert_eq!(run(&[("KEY", "secret")], &["key"]).0, 0);
+    let (code, err) = run(&build, &["check"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("without the key"), "{err}");
+}
+
+/// Round 5. The build job's condition compared the branch with the event's default branch
+/// before looking at the event: a schedule's event carries no repository, so the build job,
+/// and the plan job that needs it, never ran on the schedule. Both let a schedule through
+/// first.
+#[test]
+fn the_scheduled_run_reaches_the_build_and_plan_jobs() {
+    let workflow = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ci/remote-branch-cleanup.yml"),
+    )
+    .unwrap();
+    for job in ["build", "plan"] {
+        let (_, rest) = workflow.split_once(&format!("\n  {job}:\n")).unwrap();
+        let (_, condition) = rest.split_once("if: >-\n").unwrap();
+        assert!(
+            condition
+                .trim_start()
+                .starts_with("github.event_name == 'schedule' ||"),
+            "{job}: {condition}"
+        );
+    }
 }
