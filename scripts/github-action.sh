@@ -60,11 +60,9 @@ check() {
   build | install | plan | apply) ;;
   *) fail "command must be build, install, plan or apply (got: ${COMMAND:-nothing})" ;;
   esac
-  # The build job restores a cache, which can write anywhere on its runner: it must never
-  # hold the key.
-  # Nor may they share a job in either order (two steps of the action): the build step leaves
-  # a mark the key step and the steps that plan or apply refuse, and refuses a key already
-  # written.
+  # `build` restores a cache, which can write anywhere on its runner: it never runs where the
+  # key is, in either order within a job (two steps of the action). It leaves a mark the key
+  # step and the steps that plan or apply refuse, and refuses a key already there.
   local mark="${RUNNER_TEMP:?}/guardctl-build-job"
   if [ "$COMMAND" = build ]; then
     if [ "${HAS_KEY:-false}" != false ] || [ -n "${GUARDCTL_KEY:-}" ] || [ -e "$RUNNER_TEMP/guardctl_key" ]; then
