@@ -181,11 +181,7 @@ fn affected(view: &ShowView, color: bool, w: &mut dyn Write) -> io::Result<()> {
             view.rows.pages
         ),
         ("sample", _) => {
-            let counts: Vec<String> = view
-                .counts_by_reason
-                .iter()
-                .map(|c| format!("{} {}", c.count, c.reason))
-                .collect();
+            let counts = super::view::Count::phrases(&view.counts_by_reason);
             format!(
                 "{} to delete ({}: {}); a sample of {}:",
                 capitalized(view.resources),
@@ -301,11 +297,7 @@ fn skipped(skipped: &super::view::SkippedView, color: bool, w: &mut dyn Write) -
         return Ok(());
     }
     writeln!(w)?;
-    let counts: Vec<String> = skipped
-        .counts
-        .iter()
-        .map(|c| format!("{} {}", c.count, c.reason))
-        .collect();
+    let counts = super::view::Count::phrases(&skipped.counts);
     writeln!(
         w,
         "{}",

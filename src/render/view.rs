@@ -291,6 +291,16 @@ pub struct Count {
     pub count: usize,
 }
 
+impl Count {
+    /// "3 merged", one for each count, in order: how every text view states counts.
+    pub fn phrases(counts: &[Count]) -> Vec<String> {
+        counts
+            .iter()
+            .map(|c| format!("{} {}", c.count, c.reason))
+            .collect()
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct RowsView {
     /// `all`, `page` or `sample`.

@@ -427,6 +427,14 @@ fn write_exec(path: &Path, body: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// Executables named `tools` in `dir` that only say they ran: what a poisoned cache or an
+/// earlier step could leave where PATH will point.
+fn plant(dir: &Path, tools: &[&str]) {
+    for tool in tools {
+        write_exec(&dir.join(tool), "#!/bin/sh\necho planted\n");
+    }
+}
+
 fn names_in(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -445,9 +453,7 @@ fn the_install_step_builds_the_pinned_commit_alone_onto_path() {
     let bin_dir = env.path().join("bin");
     std::fs::create_dir_all(&bin_dir).unwrap();
     // What an earlier step (or anything else on the runner) left where PATH will point.
-    for tool in ["git", "ssh-keygen", "ssh-add"] {
-        write_exec(&bin_dir.join(tool), "#!/bin/sh\necho planted\n");
-    }
+    plant(&bin_dir, &["git", "ssh-keygen", "ssh-add"]);
     let installed = bin_dir.join("guardctl");
     let good = "the reviewed build";
     let cargo = fake_cargo(&env, good);
@@ -577,9 +583,7 @@ fn the_build_jobs_folder_holds_only_the_checked_guardctl() {
     std::fs::create_dir_all(&stage).unwrap();
     std::fs::create_dir_all(&bin_dir).unwrap();
     for dir in [&stage, &bin_dir] {
-        for tool in ["git", "ssh-keygen", "ssh-add"] {
-            write_exec(&dir.join(tool), "#!/bin/sh\necho planted\n");
-        }
+        plant(dir, &["git", "ssh-keygen", "ssh-add"]);
     }
     std::fs::write(stage.join("guardctl"), good).unwrap();
     let install = || {
@@ -633,9 +637,7 @@ fn a_job_with_the_key_takes_only_the_recorded_binary_from_the_artifact() {
     std::fs::create_dir_all(&download).unwrap();
     std::fs::create_dir_all(&bin_dir).unwrap();
     for dir in [&download, &bin_dir] {
-        for tool in ["git", "ssh-keygen"] {
-            write_exec(&dir.join(tool), "#!/bin/sh\necho planted\n");
-        }
+        plant(dir, &["git", "ssh-keygen"]);
     }
     let install_from = |sha: &str| {
         step(
@@ -790,9 +792,7 @@ fn the_gitlab_job_puts_only_the_build_on_path() {
     for dir in [".guardctl-cache", ".guardctl-bin"] {
         let d = job.join(dir);
         std::fs::create_dir_all(&d).unwrap();
-        for tool in ["git", "ssh-keygen", "guardctl"] {
-            write_exec(&d.join(tool), "#!/bin/sh\necho planted\n");
-        }
+        plant(&d, &["git", "ssh-keygen", "guardctl"]);
     }
     let run = |sha: &str| {
         let home = tempfile::tempdir_in(env.path()).unwrap();

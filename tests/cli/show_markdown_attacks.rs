@@ -457,6 +457,22 @@ fn an_exec_plans_verify_path_and_pins_are_in_the_markdown() {
     assert!(s.links.is_empty() && s.html.is_empty(), "{s:?}");
 }
 
+/// `plan stale-branches --include-unmerged` with an `--exclude` for each of `patterns`.
+fn plan_unmerged_excluding(env: &TestEnv, patterns: impl Iterator<Item = String>) {
+    let mut args = vec![
+        "plan".to_string(),
+        "stale-branches".into(),
+        "--include-unmerged".into(),
+    ];
+    for p in patterns {
+        args.push("--exclude".into());
+        args.push(p);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = env.run("alice", &args);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+}
+
 /// Round 2, finding 4. The plan's details listed every pattern: hundreds of long `--exclude`
 /// patterns pushed the render to its minimal form, which dropped the warnings about names that
 /// look like others and about unmerged work. The patterns listed are now capped; the minimal
@@ -464,18 +480,10 @@ fn an_exec_plans_verify_path_and_pins_are_in_the_markdown() {
 #[test]
 fn many_patterns_neither_crowd_out_nor_hide_the_warnings() {
     let env = merged_named(3, |i| ["ma\u{200B}in", "topic/a", "topic/b"][i].to_string());
-    let mut args = vec![
-        "plan".to_string(),
-        "stale-branches".into(),
-        "--include-unmerged".into(),
-    ];
-    for i in 0..400 {
-        args.push("--exclude".into());
-        args.push(format!("never/{i:03}/{}", "x".repeat(150)));
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = env.run("alice", &args);
-    assert_eq!(r.code, 0, "{}", r.transcript());
+    plan_unmerged_excluding(
+        &env,
+        (0..400).map(|i| format!("never/{i:03}/{}", "x".repeat(150))),
+    );
     let md = env.run("bob", &["show", "--format", "markdown", "--max-bytes", "8192"]);
     assert_eq!(md.code, 0, "{}", md.transcript());
     let out = &md.stdout;
@@ -497,18 +505,10 @@ fn many_patterns_neither_crowd_out_nor_hide_the_warnings() {
 #[test]
 fn the_minimal_form_keeps_the_warnings() {
     let env = merged_named(2, |i| ["m\u{0430}in", "topic/a"][i].to_string());
-    let mut args = vec![
-        "plan".to_string(),
-        "stale-branches".into(),
-        "--include-unmerged".into(),
-    ];
-    for i in 0..12 {
-        args.push("--exclude".into());
-        args.push(format!("{i:02}{}", "\u{1D518}".repeat(200)));
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = env.run("alice", &args);
-    assert_eq!(r.code, 0, "{}", r.transcript());
+    plan_unmerged_excluding(
+        &env,
+        (0..12).map(|i| format!("{i:02}{}", "\u{1D518}".repeat(200))),
+    );
     let md = env.run("bob", &["show", "--format", "markdown", "--max-bytes", "8192"]);
     assert_eq!(md.code, 0, "{}", md.transcript());
     let out = &md.stdout;

@@ -10,7 +10,7 @@
 
 pub mod inline;
 
-use super::view::{Row, ShowView};
+use super::view::{Count, ExecView, Row, ShowView};
 use inline::{COMMAND_CHARS, Place, code, code_up_to, prose};
 
 /// GitHub's limit for an issue or pull-request comment (characters; a byte budget is never
@@ -98,17 +98,9 @@ fn minimal(view: &ShowView, max_bytes: usize) -> String {
     let a = &view.approvals;
     let missing: u32 = a.groups.iter().map(|g| g.missing).sum();
     let what = match &view.exec {
-        Some(x) => format!(
-            "**Runs a command** whose preview lists {} {}",
-            x.resources,
-            if x.resources == 1 { "resource" } else { "resources" }
-        ),
+        Some(x) => runs_a_command(x),
         None => {
-            let counts: Vec<String> = view
-                .counts_by_reason
-                .iter()
-                .map(|c| format!("{} {}", c.count, c.reason))
-                .collect();
+            let counts = Count::phrases(&view.counts_by_reason);
             format!(
                 "**{} {}**{}",
                 view.total_affected,
@@ -351,18 +343,10 @@ fn head(view: &ShowView) -> String {
 /// still needs before it can be applied.
 fn headline(view: &ShowView) -> String {
     let what = match &view.exec {
-        Some(x) => format!(
-            "**Runs a command** whose preview lists {} {}",
-            x.resources,
-            if x.resources == 1 { "resource" } else { "resources" }
-        ),
+        Some(x) => runs_a_command(x),
         None if view.total_affected == 0 => "**No changes.** Nothing would be deleted".to_string(),
         None => {
-            let counts: Vec<String> = view
-                .counts_by_reason
-                .iter()
-                .map(|c| format!("{} {}", c.count, c.reason))
-                .collect();
+            let counts = Count::phrases(&view.counts_by_reason);
             format!(
                 "**Deletes {} {}**{} ({})",
                 view.total_affected,
@@ -478,6 +462,15 @@ fn comments(view: &ShowView) -> String {
         );
     }
     out + "\n"
+}
+
+/// The headline of an exec plan, in the full and the minimal form.
+fn runs_a_command(x: &ExecView) -> String {
+    format!(
+        "**Runs a command** whose preview lists {} {}",
+        x.resources,
+        if x.resources == 1 { "resource" } else { "resources" }
+    )
 }
 
 /// "approvals **1 of 2**, 1 more needed", or the groups' tally for a routed plan.
