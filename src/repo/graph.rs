@@ -235,8 +235,12 @@ impl Parents<'_> {
         self.graph.and_then(|g| g.parents(oid))
     }
 
-    /// The parents in the commit object's header.
+    /// The parents in the commit object's header: for [`Reads::Fast`] from its first bytes
+    /// where they settle them (`prefix.rs`), else from the whole object.
     fn parsed(&self, oid: Oid) -> Result<Vec<Oid>> {
+        if let Some(ps) = self.fast.and_then(|repo| repo.fast_parents(oid)) {
+            return Ok(ps);
+        }
         self.object(oid, parse_parents)?.ok_or_else(|| malformed(oid))
     }
 
@@ -259,7 +263,7 @@ fn malformed(oid: Oid) -> Error {
 }
 
 /// The `parent` lines of a commit's header, which follow its `tree` line.
-fn parse_parents(data: &[u8]) -> Option<Vec<Oid>> {
+pub(super) fn parse_parents(data: &[u8]) -> Option<Vec<Oid>> {
     let mut lines = data.split(|&b| b == b'\n');
     lines.next()?.strip_prefix(b"tree ")?;
     let mut out = Vec::new();

@@ -22,6 +22,7 @@ pub mod ledger;
 pub mod mutate;
 mod objects;
 mod parallel;
+mod prefix;
 pub mod publish;
 mod refs;
 mod remote;
@@ -307,6 +308,12 @@ impl Repo {
     /// [`Reads::Fast`] only), or `None` where gix cannot answer: the caller asks libgit2.
     pub(super) fn fast_commit<R>(&self, oid: Oid, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
         self.with_fast_reader(|r| r.commit(oid).map(f))
+    }
+
+    /// The parents of commit `oid` from the start of its packed object (`prefix.rs`, for
+    /// [`Reads::Fast`] only), or `None` where that does not settle them.
+    pub(super) fn fast_parents(&self, oid: Oid) -> Option<Vec<Oid>> {
+        self.with_fast_reader(|r| r.parents(oid))
     }
 
     /// `f` over the kind and bytes of object `oid` as gix reads them (for [`Reads::Fast`]

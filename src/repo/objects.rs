@@ -34,7 +34,10 @@ const READS_PER_MAPPING: u32 = 4096;
 pub struct FastObjects {
     objects_dir: std::path::PathBuf,
     handle: Option<Handle>,
-    /// Objects read through `handle` since it was opened.
+    /// The packs mapped again for reading the start of commits (`prefix.rs`), on first use;
+    /// dropped with `handle`.
+    packs: Option<super::prefix::Packs>,
+    /// Objects read through `handle` or `packs` since they were opened.
     reads: u32,
     buf: Vec<u8>,
 }
@@ -46,6 +49,7 @@ impl Clone for FastObjects {
         FastObjects {
             objects_dir: self.objects_dir.clone(),
             handle: None,
+            packs: None,
             reads: 0,
             buf: Vec::new(),
         }
@@ -66,6 +70,7 @@ impl FastObjects {
         Some(FastObjects {
             objects_dir: objects_dir.to_path_buf(),
             handle: Some(open_handle(objects_dir)?),
+            packs: None,
             reads: 0,
             buf: Vec::new(),
         })
@@ -106,18 +111,34 @@ impl FastObjects {
         Some(self.header(oid)?.0 == gix_object::Kind::Commit)
     }
 
-    /// A store open for one more read, reopened every READS_PER_MAPPING reads.
+    /// The parents of commit `oid` read from the start of its packed object (`prefix.rs`), or
+    /// `None` where that does not settle them: the caller reads the whole commit then.
+    pub fn parents(&mut self, oid: Oid) -> Option<Vec<Oid>> {
+        self.count_read();
+        let objects_dir = &self.objects_dir;
+        self.packs
+            .get_or_insert_with(|| super::prefix::Packs::open(objects_dir))
+            .parents(oid)
+    }
+
+    /// A store open for one more read.
     fn ready(&mut self) -> Option<()> {
-        if self.reads >= READS_PER_MAPPING {
-            // Unmaps what the last reads touched (see READS_PER_MAPPING).
-            self.handle = None;
-        }
+        self.count_read();
         if self.handle.is_none() {
             self.handle = Some(open_handle(&self.objects_dir)?);
+        }
+        Some(())
+    }
+
+    /// One more read; every READS_PER_MAPPING reads the mappings are dropped (and opened
+    /// again when next needed), which unmaps what the last reads touched.
+    fn count_read(&mut self) {
+        if self.reads >= READS_PER_MAPPING {
+            self.handle = None;
+            self.packs = None;
             self.reads = 0;
         }
         self.reads += 1;
-        Some(())
     }
 }
 
