@@ -31,34 +31,12 @@ fn existing(path: &Path) -> Existing {
     })
 }
 
-/// What is at `path` as far as the CLI's guard needs: a plan file and its approvals, the
-/// payload unread and the id not read (`planfile::peek`). A plan found there comes with its
-/// signature's check, still running: [`settle`] waits for it.
-fn existing_unverified(path: &Path) -> (Existing, Option<crate::planfile::Peeked>) {
-    match std::fs::symlink_metadata(path) {
-        Err(_) => (Existing::Nothing, None),
-        Ok(m) if !m.is_file() => (Existing::Other, None),
-        Ok(_) => match crate::planfile::peek(path) {
-            Some(peeked) => (
-                Existing::Plan {
-                    id: String::new(),
-                    approvals: peeked.approvals,
-                },
-                Some(peeked),
-            ),
-            None => (Existing::Other, None),
-        },
-    }
-}
-
-/// What was found, once its signature's check is in: a plan whose signature does not
-/// verify is not a plan.
-fn settle(found: Existing, peeked: Option<crate::planfile::Peeked>) -> Existing {
-    if peeked.is_some_and(|p| !p.verifies()) {
-        Existing::Other
-    } else {
-        found
-    }
+/// What is at `path` as far as the CLI's guard needs: a plan file (its signature verifying)
+/// and its approvals, the payload unread (`planfile::peek_approvals`; the id is not read).
+fn existing_unverified(path: &Path) -> Existing {
+    existing_by(path, |p| {
+        Some((crate::planfile::peek_approvals(p)?, String::new()))
+    })
 }
 
 /// What is at `path`, a regular file read by `plan` (its approvals and id when a plan).
@@ -135,51 +113,32 @@ fn refuse_protected(ctx: &Ctx, path: &Path) -> Result<()> {
 
 /// `plan -o FILE`: refuse guardctl's state and trust files always, and, without `force`, a
 /// file that is not a plan or a plan that carries approvals. Returns what was found there,
-/// for [`recheck_cli`]: a plan without approvals is judged by its signature there, once the
-/// check that started here is done (it runs while the new plan is made); everything else is
-/// refused or let through now, before any work.
+/// for [`recheck_cli`].
 pub fn check_cli(ctx: &Ctx, out: &Path, force: bool) -> Result<Checked> {
     let path = resolved(out);
     refuse_protected(ctx, &path)?;
     if force {
-        return Ok(Checked::default());
+        return Ok(Checked(None));
     }
     let stamp = Stamp::of(&path);
-    let (found, peeked) = existing_unverified(&path);
-    if let Existing::Plan { approvals: 0, .. } = found {
-        return Ok(Checked { stamp, peeked });
-    }
-    judge(out, settle(found, peeked))?;
-    Ok(Checked { stamp, peeked: None })
+    judge(out, existing_unverified(&path))?;
+    Ok(Checked(stamp))
 }
 
 /// [`check_cli`] again, just before the plan is written (the file may have been put there
 /// while planning took): the file is read again only if it is not the one `checked` judged
 /// (a plan file's signature is checked over megabytes of payload).
-pub fn recheck_cli(ctx: &Ctx, out: &Path, force: bool, checked: Checked) -> Result<()> {
+pub fn recheck_cli(ctx: &Ctx, out: &Path, force: bool, checked: &Checked) -> Result<()> {
     let path = resolved(out);
     refuse_protected(ctx, &path)?;
-    if force {
+    if force || (checked.0.is_some() && Stamp::of(&path) == checked.0) {
         return Ok(());
     }
-    if checked.stamp.is_some() && Stamp::of(&path) == checked.stamp {
-        let unapproved = Existing::Plan {
-            id: String::new(),
-            approvals: 0,
-        };
-        return judge(out, settle(unapproved, checked.peeked));
-    }
-    let (found, peeked) = existing_unverified(&path);
-    judge(out, settle(found, peeked))
+    judge(out, existing_unverified(&path))
 }
 
-/// What [`check_cli`] found at the destination, by its file's identity and last change, and
-/// the signature check of a plan found there.
-#[derive(Default)]
-pub struct Checked {
-    stamp: Option<Stamp>,
-    peeked: Option<crate::planfile::Peeked>,
-}
+/// What [`check_cli`] found at the destination, by its file's identity and last change.
+pub struct Checked(Option<Stamp>);
 
 /// A file's device, inode, size and modification time: another file, or this one written
 /// since, has another stamp.
@@ -294,12 +253,12 @@ mod tests {
         let checked = check_cli(&ctx, &out, false).unwrap();
         // Nothing there at first; then a file that is not a plan appears.
         std::fs::write(&out, "notes\n").unwrap();
-        let e = recheck_cli(&ctx, &out, false, checked).unwrap_err();
+        let e = recheck_cli(&ctx, &out, false, &checked).unwrap_err();
         assert!(e.to_string().contains("is not a guardctl plan"), "{e}");
         // A first check finds it there and refuses it.
         assert!(check_cli(&ctx, &out, false).is_err());
         // With --force, neither looks.
         let forced = check_cli(&ctx, &out, true).unwrap();
-        recheck_cli(&ctx, &out, true, forced).unwrap();
+        recheck_cli(&ctx, &out, true, &forced).unwrap();
     }
 }

@@ -64,55 +64,18 @@ pub fn load_bytes(name: &Path, bytes: &[u8]) -> Result<Loaded> {
     from_file(name, plan_file(name, bytes.to_vec())?)
 }
 
-/// The file at `path` as `plan -o`'s guard sees it when it is a plan envelope: how many
-/// approvals it carries, and whether its signature verifies over its payload, checked on
-/// another thread ([`Peeked::verifies`] waits for it); else `None`. The payload is neither
-/// parsed nor validated: this is the guard against replacing another file, an edited plan or
-/// an approved plan by accident, which runs before and after every plan and must not cost a
+/// How many approvals the file at `path` carries when it is a plan file: the plan envelope,
+/// its signature verifying over its payload; else `None`. The payload is neither parsed nor
+/// validated: this is `plan -o`'s guard against replacing another file, an edited plan or an
+/// approved plan by accident, which runs before and after every plan and must not cost a
 /// plan's whole load (a 7,000-branch plan: about 15 ms each time, most of it the payload's
-/// parse and checks). The signature's check (base64 and SHA-512 over the payload: 2 ms of
-/// tokio's 5,000-branch plan) runs while the new plan is made. A payload the planner's own
-/// key re-signed is a plan here; what it says is judged by every command that reads it.
-pub fn peek(path: &Path) -> Option<Peeked> {
+/// parse and checks). A payload the planner's own key re-signed is a plan here; what it
+/// says is judged by every command that reads it.
+pub fn peek_approvals(path: &Path) -> Option<usize> {
     let file = plan_file(path, read_untrusted(path).ok()?).ok()?;
-    if file.payload_type != PLAN_PAYLOAD_TYPE {
-        return None;
-    }
-    let approvals = file.approvals.len();
-    let verifies = |file: &PlanFile| {
-        plan_payload(file).is_ok_and(|payload| {
-            dsse::verify_decoded(&file.payload_type, &file.signatures, &payload, PLAN_NAMESPACE).is_ok()
-        })
-    };
-    let file = std::sync::Arc::new(file);
-    let theirs = file.clone();
-    let verified = match std::thread::Builder::new().spawn(move || verifies(&theirs)) {
-        Ok(thread) => Verification::Pending(thread),
-        // No thread to be had: checked here and now.
-        Err(_) => Verification::Done(verifies(&file)),
-    };
-    Some(Peeked { approvals, verified })
-}
-
-/// A plan file found where `plan -o` writes ([`peek`]).
-pub struct Peeked {
-    pub approvals: usize,
-    verified: Verification,
-}
-
-enum Verification {
-    Pending(std::thread::JoinHandle<bool>),
-    Done(bool),
-}
-
-impl Peeked {
-    /// Whether its signature verifies over its payload, waiting for the check.
-    pub fn verifies(self) -> bool {
-        match self.verified {
-            Verification::Pending(thread) => thread.join().unwrap_or(false),
-            Verification::Done(ok) => ok,
-        }
-    }
+    let payload = plan_payload(&file).ok()?;
+    dsse::verify_decoded(&file.payload_type, &file.signatures, &payload, PLAN_NAMESPACE).ok()?;
+    Some(file.approvals.len())
 }
 
 /// The payload of a plan envelope, decoded (its signature not checked yet).

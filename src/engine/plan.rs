@@ -121,7 +121,7 @@ pub fn plan(ctx: &Ctx, ui: &mut Ui, request: PlanRequest) -> Result<Planned> {
     let path = match destination {
         Destination::File { out, force } => {
             // Again, for what planning took: the file may have been put there meanwhile.
-            if let Some(checked) = checked {
+            if let Some(checked) = &checked {
                 crate::destination::recheck_cli(ctx, &out, force, checked)?;
             }
             out

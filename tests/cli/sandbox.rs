@@ -630,8 +630,7 @@ mod escapes {
 #[test]
 fn plan_out_refuses_a_file_with_a_plan_envelope_that_does_not_verify() {
     // Found by a review of the lighter `-o` guard (it reads the envelope, not the payload):
-    // an edited plan is not a plan, and is replaced only with --force. Its signature is
-    // checked while the new plan is made: the refusal comes before anything is written.
+    // an edited plan is not a plan, and is replaced only with --force.
     let env = standard_repo();
     let r = env.run("alice", &["plan", "stale-branches", "-o", "edited.json"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
