@@ -12,6 +12,10 @@
 //! alternate's pack, a stream that ends early, a header it cannot settle) is `None`, and the
 //! caller reads the whole object as before, so errors keep that reader's words. Like the rest
 //! of the fast reads it is no resolver of record: `verify` and `apply` re-derive with libgit2.
+//! So a commit damaged past its first 256 bytes (its stream's tail or checksum) is answered
+//! from its start here, as one whose bytes do not hash to its id already was (neither fast
+//! reader checks ids), and the damage stops the plan where it is verified: libgit2 refuses
+//! the object.
 
 use git2::Oid;
 
@@ -231,6 +235,51 @@ mod tests {
             assert_eq!(&fast.of(*oid).unwrap(), want, "{oid}");
             assert_eq!(&verified.of(*oid).unwrap(), want, "{oid}");
         }
+    }
+
+    /// Found by a review: the end of a stream is not read for a prefix, so damage there is
+    /// not seen by the walk. Pinned here with where it is seen: the whole-object readers.
+    #[test]
+    fn a_commit_damaged_past_its_first_bytes_is_answered_from_its_start_and_refused_by_libgit2() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (repo, all) = shapes(tmp.path());
+        git(tmp.path(), &["repack", "-adq", "--window=0"]);
+        git(tmp.path(), &["prune-packed"]);
+        // A long message: more than PREFIX bytes.
+        let (oid, want) = all[2].clone();
+        assert!(repo.odb().unwrap().read(oid).unwrap().len() > PREFIX);
+        let idx = std::fs::read_dir(repo.path().join("objects/pack"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|e| e == "idx"))
+            .unwrap();
+        let listing = std::process::Command::new("git")
+            .args(["verify-pack", "-v"])
+            .arg(&idx)
+            .output()
+            .unwrap();
+        let listing = String::from_utf8(listing.stdout).unwrap();
+        let line = listing.lines().find(|l| l.starts_with(&oid.to_string())).unwrap();
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (in_pack, offset): (usize, usize) = (f[3].parse().unwrap(), f[4].parse().unwrap());
+        let pack = idx.with_extension("pack");
+        let mut bytes = std::fs::read(&pack).unwrap();
+        // The entry's last byte: its stream's Adler-32.
+        bytes[offset + in_pack - 1] ^= 0xff;
+        let mut perm = std::fs::metadata(&pack).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perm.set_readonly(false);
+        std::fs::set_permissions(&pack, perm).unwrap();
+        std::fs::write(&pack, &bytes).unwrap();
+        drop(repo);
+        let r = crate::repo::Repo::open(Some(tmp.path())).unwrap();
+        assert_eq!(
+            r.parents(crate::repo::Reads::Fast).unwrap().of(oid).unwrap(),
+            want
+        );
+        assert!(r.parents(crate::repo::Reads::Verified).unwrap().of(oid).is_err());
+        assert!(r.commit_facts(oid).is_err());
     }
 
     #[test]
