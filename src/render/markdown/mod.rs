@@ -11,6 +11,7 @@
 pub mod inline;
 
 use super::view::{Count, ExecView, Row, ShowView};
+use crate::plan::derive::plural;
 use inline::{COMMAND_CHARS, Place, code, code_up_to, prose};
 
 /// GitHub's limit for an issue or pull-request comment (characters; a byte budget is never
@@ -118,7 +119,7 @@ fn minimal(view: &ShowView, max_bytes: usize) -> String {
     if flagged > 0 {
         warnings.push(format!(
             "**{flagged} {} to look at twice** (look-alike, invisible or mixed-script characters)",
-            if flagged == 1 { "name" } else { "names" }
+            plural(flagged as u64, "name", "names")
         ));
     }
     if view.selection.iter().any(|s| s == "--include-unmerged") {
@@ -240,7 +241,7 @@ fn head(view: &ShowView) -> String {
                     "sandboxed"
                 },
                 x.resources,
-                if x.resources == 1 { "resource" } else { "resources" },
+                plural(x.resources as u64, "resource", "resources"),
                 x.total_lines
             ),
         );
@@ -286,7 +287,7 @@ fn head(view: &ShowView) -> String {
             format!(
                 "{} {}: {}",
                 pinned.len(),
-                if pinned.len() == 1 { "entry" } else { "entries" },
+                plural(pinned.len() as u64, "entry", "entries"),
                 listed(&pinned, ", ")
             )
         };
@@ -294,7 +295,7 @@ fn head(view: &ShowView) -> String {
             what += &format!(
                 "; {} work-tree {} by content",
                 x.content_files,
-                if x.content_files == 1 { "file" } else { "files" }
+                plural(x.content_files as u64, "file", "files")
             );
         }
         row("Pinned", format!("{what}; not pinned: {}", x.not_pinned));
@@ -378,11 +379,7 @@ fn headline(view: &ShowView) -> String {
         out += &format!(
             "\n\n**Blocked**: {} unverifiable rejection {} on the team remote, taken for a veto.",
             a.blocked_by.len(),
-            if a.blocked_by.len() == 1 {
-                "entry"
-            } else {
-                "entries"
-            }
+            plural(a.blocked_by.len() as u64, "entry", "entries")
         );
     }
     if let Some(p) = &a.part_of {
@@ -405,11 +402,7 @@ fn headline(view: &ShowView) -> String {
         out += &format!(
             "\n\n{} {} not counted: {}.",
             a.not_counted.len(),
-            if a.not_counted.len() == 1 {
-                "approval is"
-            } else {
-                "approvals are"
-            },
+            plural(a.not_counted.len() as u64, "approval is", "approvals are"),
             a.not_counted
                 .iter()
                 .take(HEAD_LISTED)
@@ -427,11 +420,7 @@ fn headline(view: &ShowView) -> String {
         out += &format!(
             "\n\n{} attached {} an invalid signature or payload.",
             a.invalid,
-            if a.invalid == 1 {
-                "envelope has"
-            } else {
-                "envelopes have"
-            }
+            plural(a.invalid as u64, "envelope has", "envelopes have")
         );
     }
     if view.expired {
@@ -469,7 +458,7 @@ fn runs_a_command(x: &ExecView) -> String {
     format!(
         "**Runs a command** whose preview lists {} {}",
         x.resources,
-        if x.resources == 1 { "resource" } else { "resources" }
+        plural(x.resources as u64, "resource", "resources")
     )
 }
 
@@ -522,7 +511,7 @@ fn names(list: &[String]) -> String {
 }
 
 fn noun(view: &ShowView, n: usize) -> &'static str {
-    if n == 1 { view.resource } else { view.resources }
+    plural(n as u64, view.resource, view.resources)
 }
 
 /// The first 12 hex digits of a plan id, as `show` and `approve` take it (any unique prefix
@@ -705,7 +694,7 @@ fn skipped(view: &ShowView) -> String {
         "### Skipped\n\n{} {} {} not deleted: {}.\n\n",
         s.total,
         noun(view, s.total),
-        if s.total == 1 { "is" } else { "are" },
+        plural(s.total as u64, "is", "are"),
         counts.join(", ")
     )
 }
@@ -843,11 +832,7 @@ fn row(r: &Row) -> String {
         format!(
             "**{} {}**, kept only by the backup",
             r.commits_not_in_base,
-            if r.commits_not_in_base == 1 {
-                "commit"
-            } else {
-                "commits"
-            }
+            plural(r.commits_not_in_base, "commit", "commits")
         )
     } else {
         "none".to_string()
