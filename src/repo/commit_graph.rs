@@ -196,22 +196,8 @@ impl Layer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
 
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-            .args(["-c", "user.name=t", "-c", "user.email=t@x"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{:?}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    }
+    use crate::repo::test_git as git;
 
     /// A history with a root, merges, and an octopus (extra-edge list).
     fn history(dir: &Path) -> Vec<Oid> {

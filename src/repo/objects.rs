@@ -179,18 +179,7 @@ mod tests {
         };
         check(&repo);
         // Packed (and the loose copies pruned): the same answers from the pack.
-        let git = |args: &[&str]| {
-            let ok = std::process::Command::new("git")
-                .arg("-C")
-                .arg(tmp.path())
-                .args(args)
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .status()
-                .unwrap()
-                .success();
-            assert!(ok, "git {args:?}");
-        };
+        let git = |args: &[&str]| crate::repo::test_git(tmp.path(), args);
         git(&["branch", "main", &oids[4].to_string()]);
         git(&["repack", "-adq"]);
         git(&["prune-packed"]);

@@ -128,6 +128,7 @@ fn take_line<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::repo::test_git as git;
 
     const TREE: &str = "tree 4b825dc642cb6eb9a060e54bf8d69288fbe4904b\n";
     const P1: &str = "parent 1111111111111111111111111111111111111111\n";
@@ -178,19 +179,6 @@ mod tests {
             .map(|&o| (o, repo.find_commit(o).unwrap().parent_ids().collect()))
             .collect();
         (repo, all)
-    }
-
-    fn git(dir: &std::path::Path, args: &[&str]) {
-        let ok = std::process::Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "git {args:?}");
     }
 
     #[test]
@@ -254,12 +242,7 @@ mod tests {
             .map(|e| e.path())
             .find(|p| p.extension().is_some_and(|e| e == "idx"))
             .unwrap();
-        let listing = std::process::Command::new("git")
-            .args(["verify-pack", "-v"])
-            .arg(&idx)
-            .output()
-            .unwrap();
-        let listing = String::from_utf8(listing.stdout).unwrap();
+        let listing = git(tmp.path(), &["verify-pack", "-v", idx.to_str().unwrap()]);
         let line = listing.lines().find(|l| l.starts_with(&oid.to_string())).unwrap();
         let f: Vec<&str> = line.split_whitespace().collect();
         let (in_pack, offset): (usize, usize) = (f[3].parse().unwrap(), f[4].parse().unwrap());
