@@ -197,7 +197,7 @@ impl Layer {
 mod tests {
     use super::*;
 
-    use crate::repo::test_git as git;
+    use crate::repo::test_support::git;
 
     /// A history with a root, merges, and an octopus (extra-edge list).
     fn history(dir: &Path) -> Vec<Oid> {

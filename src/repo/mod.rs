@@ -762,26 +762,31 @@ fn admin_entries() -> Result<Vec<(String, String)>> {
         .collect())
 }
 
-/// git in `dir` for the tests of this module's files, config and dates pinned (no user's or
-/// system's config is read); its trimmed stdout. A failure fails the test with git's words.
+/// What the tests of this module's files share.
 #[cfg(test)]
-fn test_git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-        .args(["-c", "user.name=t", "-c", "user.email=t@x"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+mod test_support {
+    use std::path::Path;
+
+    /// git in `dir`, config and dates pinned (no user's or system's config is read); its
+    /// trimmed stdout. A failure fails the test with git's words.
+    pub fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .args(["-c", "user.name=t", "-c", "user.email=t@x"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
 }
 
 #[cfg(test)]

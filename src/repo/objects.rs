@@ -179,7 +179,7 @@ mod tests {
         };
         check(&repo);
         // Packed (and the loose copies pruned): the same answers from the pack.
-        let git = |args: &[&str]| crate::repo::test_git(tmp.path(), args);
+        let git = |args: &[&str]| crate::repo::test_support::git(tmp.path(), args);
         git(&["branch", "main", &oids[4].to_string()]);
         git(&["repack", "-adq"]);
         git(&["prune-packed"]);

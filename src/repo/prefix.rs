@@ -128,7 +128,7 @@ fn take_line<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::repo::test_git as git;
+    use crate::repo::test_support::git;
 
     const TREE: &str = "tree 4b825dc642cb6eb9a060e54bf8d69288fbe4904b\n";
     const P1: &str = "parent 1111111111111111111111111111111111111111\n";
