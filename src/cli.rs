@@ -68,6 +68,7 @@ pub enum Command {
     Mcp(crate::mcp::Args),
     Hook(commands::hook::Args),
     Guard(commands::guard::Args),
+    Doctor(commands::doctor::Args),
 }
 
 /// The clap definition, for completions, man pages and their staleness test.

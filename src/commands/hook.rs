@@ -110,8 +110,10 @@ pub struct InstallArgs {
     /// The harness (only `claude-code` so far)
     #[arg(value_parser = ["claude-code"])]
     pub harness: String,
-    /// `project` (.claude/settings.json in the repository) or `user` (~/.claude/settings.json)
-    #[arg(long, value_parser = ["project", "user"], default_value = "project")]
+    /// `local` (.claude/settings.local.json in the repository: untracked, and ignored through
+    /// .git/info/exclude, so no commit, checkout or clean of the project's files changes it),
+    /// `project` (.claude/settings.json, committed) or `user` (~/.claude/settings.json)
+    #[arg(long, value_parser = ["local", "project", "user"], default_value = "local")]
     pub scope: String,
     /// Merge the hook into that settings file (kept otherwise as it is) instead of printing it
     #[arg(long)]

@@ -6,6 +6,7 @@ pub mod apply;
 pub mod approve;
 pub mod completions;
 pub mod demo;
+pub mod doctor;
 pub mod gc;
 pub mod guard;
 pub mod hook;

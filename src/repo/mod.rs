@@ -446,6 +446,36 @@ impl Repo {
             .collect())
     }
 
+    /// Whether git ignores `rel` (relative to the work tree's top), by every rule git reads
+    /// (`.gitignore` files, `.git/info/exclude`, `core.excludesFile`).
+    pub fn is_ignored(&self, rel: &Path) -> Result<bool> {
+        self.git.is_path_ignored(rel).map_err(|e| {
+            Error::internal(format!("cannot tell whether {} is ignored", rel.display())).caused_by(e)
+        })
+    }
+
+    /// Add `line` to `.git/info/exclude` (created if missing) unless it is there already: a
+    /// path ignored for this clone alone, never committed.
+    pub fn exclude_locally(&self, line: &str) -> Result<()> {
+        let file = self.git.commondir().join("info").join("exclude");
+        let have = std::fs::read_to_string(&file).unwrap_or_default();
+        if have.lines().any(|l| l.trim() == line) {
+            return Ok(());
+        }
+        let mut text = have;
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(line);
+        text.push('\n');
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::internal(format!("cannot create {}", dir.display())).caused_by(e))?;
+        }
+        crate::fsutil::write_atomic(&file, text.as_bytes())
+            .map_err(|e| Error::internal(format!("cannot write {}", file.display())).caused_by(e))
+    }
+
     /// The work tree's top; `None` for a bare repository.
     pub fn work_tree(&self) -> Option<PathBuf> {
         self.git.workdir().map(Path::to_path_buf)

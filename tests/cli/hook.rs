@@ -498,8 +498,17 @@ fn hook_install_prints_or_merges_settings_that_run_this_guardctl_with_the_agents
         command.contains(env.key("mallory").to_str().unwrap()),
         "{command}"
     );
-    assert!(command.ends_with("hook claude-code"), "{command}");
+    // Fails closed: Claude Code lets a call through on any exit but 2.
+    assert!(command.ends_with("hook claude-code || exit 2"), "{command}");
+    // A guardctl in a build directory, writable by this user: both said.
+    assert!(printed.stderr.contains("looks temporary"), "{}", printed.stderr);
+    assert!(
+        printed.stderr.contains("writable by this user"),
+        "{}",
+        printed.stderr
+    );
 
+    // --scope project: the committed settings file, merged.
     let settings = env.repo.join(".claude/settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::fs::write(
@@ -507,8 +516,9 @@ fn hook_install_prints_or_merges_settings_that_run_this_guardctl_with_the_agents
         r#"{"model": "opus", "hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": []}]}}"#,
     )
     .unwrap();
+    let project = ["hook", "install", "claude-code", "--write", "--scope", "project"];
     for _ in 0..2 {
-        let r = env.run("mallory", &["hook", "install", "claude-code", "--write"]);
+        let r = env.run("mallory", &project);
         assert_eq!(r.code, 0, "{}", r.transcript());
     }
     let merged: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
@@ -517,13 +527,63 @@ fn hook_install_prints_or_merges_settings_that_run_this_guardctl_with_the_agents
     assert_eq!(hooks.len(), 2, "added once, the other hook kept: {merged:#}");
     assert_eq!(hooks[1]["hooks"][0]["command"], command.as_str());
     std::fs::write(&settings, "not json").unwrap();
-    let r = env.run("mallory", &["hook", "install", "claude-code", "--write"]);
+    let r = env.run("mallory", &project);
     assert_eq!(r.code, 64, "{}", r.transcript());
     assert_eq!(
         std::fs::read_to_string(&settings).unwrap(),
         "not json",
         "a file it cannot read is left alone"
     );
+
+    // The default: the local settings file, ignored for this clone only (never committed).
+    let r = env.run("mallory", &["hook", "install", "claude-code", "--write"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let local = env.repo.join(".claude/settings.local.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&local).unwrap()).unwrap();
+    assert_eq!(
+        doc["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        command.as_str()
+    );
+    let ignored = crate::fixtures::git_out(&env.repo, &["check-ignore", ".claude/settings.local.json"]);
+    assert_eq!(ignored.trim(), ".claude/settings.local.json");
+    let status = crate::fixtures::git_out(
+        &env.repo,
+        &["status", "--porcelain", "--", ".claude/settings.local.json"],
+    );
+    assert_eq!(status.trim(), "", "not shown as untracked");
+}
+
+#[test]
+fn doctor_checks_the_installed_hook_end_to_end() {
+    let env = agent_env(standard_repo());
+    // Nothing installed: a problem, exit 1.
+    let r = env.run("mallory", &["doctor"]);
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    assert!(r.stdout.contains("PROBLEM installed"), "{}", r.stdout);
+    let r = env.run("mallory", &["hook", "install", "claude-code", "--write"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let r = env.run("mallory", &["doctor"]);
+    assert!(r.stdout.contains("ok      installed"), "{}", r.stdout);
+    assert!(r.stdout.contains("ok      fails closed"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("ok      passes a harmless line"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("ok      blocks `rm -rf /`"), "{}", r.stdout);
+    // The test binary sits in a directory this user can write: said, and so exit 1.
+    assert!(
+        r.stdout.contains("PROBLEM binary out of the agent's reach"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    // A hook command without `|| exit 2` fails open when guardctl is missing: said.
+    let local = env.repo.join(".claude/settings.local.json");
+    let text = std::fs::read_to_string(&local).unwrap().replace(" || exit 2", "");
+    std::fs::write(&local, text).unwrap();
+    let r = env.run("mallory", &["doctor"]);
+    assert!(r.stdout.contains("PROBLEM fails closed"), "{}", r.stdout);
 }
 
 #[test]
