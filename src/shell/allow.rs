@@ -45,11 +45,9 @@ const READERS: &[&str] = &[
     "grep",
     "egrep",
     "fgrep",
-    "ag",
     "realpath",
     "readlink",
     "stat",
-    "file",
     "du",
     "df",
     "cut",
@@ -64,7 +62,6 @@ const READERS: &[&str] = &[
     "rev",
     "od",
     "hexdump",
-    "xxd",
     "md5sum",
     "sha1sum",
     "sha256sum",
@@ -84,7 +81,6 @@ const READERS: &[&str] = &[
     "popd",
     "dirs",
     "set",
-    "unset",
     "shift",
     "wait",
     "exit",
@@ -92,7 +88,6 @@ const READERS: &[&str] = &[
     "break",
     "continue",
     "umask",
-    "history",
     "jobs",
     // They create and never overwrite: a directory that exists stays as it is, `touch`
     // changes times, never contents, and `mktemp` makes a new name.
@@ -127,9 +122,11 @@ pub(super) fn clears(program: &str, args: &[Word], facts: &Facts) -> Result<(), 
         },
         // `read` into plain names only: `read 'a[$(…)]'` evaluates the subscript.
         "read" | "mapfile" | "readarray" => {
-            let values = [
-                "-a", "-d", "-i", "-n", "-N", "-p", "-t", "-u", "-C", "-c", "-O", "-s",
-            ];
+            // `mapfile -C CALLBACK` runs the callback.
+            if lit.iter().any(|a| a.is_none_or(|a| a.starts_with("-C"))) {
+                return not("runs a callback with `-C` (or may: a word only the shell knows)");
+            }
+            let values = ["-a", "-d", "-i", "-n", "-N", "-p", "-t", "-u", "-c", "-O", "-s"];
             let mut i = 0;
             while let Some(w) = args.get(i) {
                 match w.literal() {
@@ -203,6 +200,39 @@ pub(super) fn clears(program: &str, args: &[Word], facts: &Facts) -> Result<(), 
             dynamic_option(program, dashable)
         }
         "env" if args.is_empty() => Ok(()),
+        // `unset 'a[$(…)]'` evaluates the subscript.
+        "unset" => match args
+            .iter()
+            .find(|w| !w.literal().is_some_and(|a| a.starts_with('-') || identifier(a)))
+        {
+            Some(w) => not(&format!(
+                "`{}`: only plain names are unset without evaluating anything",
+                w.text()
+            )),
+            None => Ok(()),
+        },
+        // `xxd IN OUT` writes OUT.
+        "xxd" => {
+            let operands = args.iter().filter(|w| !w.text().starts_with('-')).count();
+            if operands > 1 || dashable.is_some() {
+                return not("with a second operand writes it");
+            }
+            Ok(())
+        }
+        // `file -C` compiles a magic file into the current directory.
+        "file" => {
+            if has(&["-C", "--compile"]) {
+                return not("with `-C` writes a compiled magic file");
+            }
+            dynamic_option(program, dashable)
+        }
+        // ag runs `--pager COMMAND`.
+        "ag" => {
+            if has(&["--pager"]) {
+                return not("runs a program with `--pager`");
+            }
+            dynamic_option(program, dashable)
+        }
         "kubectl" | "docker" | "podman" | "gh" => tool_reads(program, args),
         "find" => find(args),
         "sed" | "gsed" => sed(args),
@@ -800,6 +830,7 @@ pub(super) fn risky_assignment(name: &str, value: &Word) -> Option<String> {
         "LESSCLOSE",
         "LESS",
         "SSH_ASKPASS",
+        "BROWSER",
         "SUDO_ASKPASS",
         "HOME",
         "XDG_CONFIG_HOME",

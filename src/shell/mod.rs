@@ -250,6 +250,15 @@ impl Classifier<'_> {
             {
                 return self.nested(line, dir, found);
             }
+            if program == "script" {
+                // script writes a typescript file of its own, whatever it runs.
+                if let Some(i) = args.iter().position(dash_c)
+                    && let Some(Word::Literal(line)) = args.get(i + 1)
+                {
+                    self.nested(line, dir, found)?;
+                }
+                return Err("`script` writes a typescript file: the trial sees where".into());
+            }
             if let Some(i) = args.iter().position(dash_c) {
                 return match args.get(i + 1) {
                     Some(Word::Literal(script)) => self.nested(script, dir, found),
@@ -275,7 +284,13 @@ impl Classifier<'_> {
             inner = &inner[(*operands).min(inner.len())..];
             let escalated = matches!(program.as_str(), "sudo" | "doas");
             let before = found.len();
-            self.words(inner.to_vec(), dir, assigns, found)?;
+            if program == "watch" {
+                // watch joins its words and hands them to `sh -c`: `watch ls ';' rm x`.
+                let line = literal_all(inner).ok_or("`watch` of a word only the shell knows")?;
+                self.nested(&line.join(" "), dir, found)?;
+            } else {
+                self.words(inner.to_vec(), dir, assigns, found)?;
+            }
             if escalated {
                 for f in &mut found[before..] {
                     f.action = Action::Refuse {
@@ -283,7 +298,7 @@ impl Classifier<'_> {
                     };
                 }
             }
-            return Ok(());
+            return wrappers::transparent(&program, args, inner);
         }
         if program == "trap" {
             // `trap 'LINE' SIGNAL…`: the line runs when the signal (or EXIT) comes.
@@ -1070,7 +1085,25 @@ impl Classifier<'_> {
             "--max-args",
             "--max-procs",
         ];
-        let mut inner = skip_options(args, &with_value).to_vec();
+        // Each word holding the replacement string (`-I R`, `-i` for `{}`) is input text, even
+        // inside a `sh -c` script, where it would be code.
+        let replace = args.iter().enumerate().find_map(|(i, w)| match w.literal()? {
+            "-I" => args.get(i + 1).and_then(Word::literal).map(String::from),
+            "-i" | "--replace" => Some("{}".to_string()),
+            a => a
+                .strip_prefix("-I")
+                .or_else(|| a.strip_prefix("-i"))
+                .or_else(|| a.strip_prefix("--replace="))
+                .filter(|r| !r.is_empty())
+                .map(String::from),
+        });
+        let mut inner: Vec<Word> = skip_options(args, &with_value)
+            .iter()
+            .map(|w| match (w.literal(), &replace) {
+                (Some(t), Some(r)) if t.contains(r.as_str()) => Word::Dynamic(t.to_string()),
+                _ => w.clone(),
+            })
+            .collect();
         if inner.is_empty() {
             inner.push(Word::Literal("echo".into()));
         }

@@ -563,7 +563,15 @@ impl Walker {
                     // `a[i]=x`: the subscript is arithmetic bash evaluates.
                     let value = match &a.name {
                         ast::AssignmentName::VariableName(_) => value,
-                        ast::AssignmentName::ArrayElementName(..) => Word::Dynamic(w.value.clone()),
+                        ast::AssignmentName::ArrayElementName(_, subscript) => {
+                            if subscript.contains(['$', '`']) {
+                                return Err(Unparseable(
+                                    "an array subscript holds an expansion, which bash evaluates as arithmetic and may run code"
+                                        .into(),
+                                ));
+                            }
+                            Word::Dynamic(w.value.clone())
+                        }
                     };
                     assigns.push((name, value));
                     Ok(())
