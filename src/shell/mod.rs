@@ -1,27 +1,54 @@
-//! Which parts of a shell command line destroy something, and what guardctl plans for each:
-//! the classifier behind `guardctl hook` and `guardctl guard`. Pure: a command line and the
-//! rules in, findings out; no repository, no processes, no clock.
+//! What a shell command line may do, for `guardctl hook` and `guardctl guard`: a fast static
+//! reader that only ever *allows* what it can prove harmless ([`read`] and [`Reading`]). Pure:
+//! a command line and the rules in, a reading out; no repository, no processes, no clock.
 //!
 //! The line goes through a real shell parser ([`words`]); every simple command it may run
 //! (substitutions, `sh -c` scripts, `eval`, wrappers such as `sudo`, `env`, `xargs`, `find
-//! -exec` included) is matched against the rules ([`rules`]). A destructive command becomes a
-//! native plan of exactly the names it gives (`git branch -d`, `git tag -d`, `git push
-//! --delete`), an exec plan gated by the rule's preview, or a refusal that says how to plan it
-//! by hand. Whatever guardctl cannot read with confidence — a line the parser refuses, a
-//! command word or a destructive command's argument that only the shell can expand, a
-//! directory a `cd` to a variable leaves unknown — is a refusal, never an allow.
+//! -exec`, `parallel`, and `ssh`'s remote command included) is judged:
+//!
+//! - **Safe**: a program and form on the allowlist ([`allow`], git's forms in [`git`]): it
+//!   cannot destroy anything whatever the files hold. Only a line whose every command, output
+//!   redirection, assignment and definition is of that kind is Safe.
+//! - **Known**: a command the rules ([`rules`]) know exactly and that is not a `local` rule —
+//!   native plans (`git branch -d`, `git tag -d`, `git push --delete`), remote effects (a
+//!   force push, `kubectl delete`, a command run over `ssh`), self-protection (`guardctl
+//!   approve`), and `rm -r /`-like disasters: planned or refused without running anything.
+//! - **Try**: everything else — unknown programs, interpreters and scripts, build tools,
+//!   local destroyers (`git reset --hard`, `rm`, whose `local` rules name what they destroy),
+//!   and whatever only the shell can expand (a command word that is a variable, `eval
+//!   "$x"`, `source FILE`, aliases and functions defined on the line, `printf -v`/`read`
+//!   into subscripted names): the sandbox's trial on a copy-on-write view sees what the line
+//!   really does. The reason names the first command the reader could not clear.
 
+mod allow;
 mod git;
 pub mod rules;
 pub mod words;
 mod wrappers;
 
 use crate::plan::derive::shell_words;
+use allow::Facts;
 use git::{Push, branches, git_globals, push, tags};
 use rules::{Native, Rules};
 use std::path::PathBuf;
 use words::{Dir, Simple, Word};
 use wrappers::{DASH_C, SHELLS, WRAPPERS, skip_options};
+
+/// What the static reader makes of a line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reading {
+    /// Every simple command the line can run (substitutions, subscripts, aliases, functions,
+    /// here-docs, wrappers and shells fed by any redirect included) is a known non-destroying
+    /// program and form: the line may run with no further work.
+    Safe,
+    /// Destructive commands the reader knows exactly (native plans and remote effects), as
+    /// `Finding`s: planned or refused without running anything.
+    Known(Vec<Finding>),
+    /// Neither: the line must be tried in the sandbox (it runs the line on a copy-on-write
+    /// view and plans exactly what it destroyed). The reason names the first command the
+    /// reader could not clear (for `guardctl explain`).
+    Try(String),
+}
 
 /// One destructive command of the line and what to do about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,20 +79,38 @@ pub enum Action {
     Refuse { why: String },
 }
 
-/// The destructive commands of `line` (none: nothing to gate). `Err` is a line guardctl
-/// cannot read with confidence, said in words; callers treat it as destructive.
-pub fn classify(line: &str, rules: &Rules) -> Result<Vec<Finding>, String> {
-    let commands = words::commands(line).map_err(|e| e.0)?;
+/// The reader's verdict on `line`. Any Known finding makes the line Known (with all of them);
+/// else any command not cleared makes it Try; else it is Safe. A line the parser cannot read
+/// is Try: bash decides in the trial.
+pub fn read(line: &str, rules: &Rules) -> Reading {
+    let script = match words::script(line) {
+        Ok(s) => s,
+        Err(e) => return Reading::Try(e.0),
+    };
+    let mut reader = Classifier {
+        rules,
+        depth: 0,
+        stdin: words::Stdin::Inherited,
+        facts: Facts::of(&script.assigns),
+        untried: None,
+    };
     let mut found = Vec::new();
-    for c in commands {
-        Classifier {
-            rules,
-            depth: 0,
-            stdin: words::Stdin::Inherited,
-        }
-        .simple(c, &mut found)?;
+    reader.script(script, &mut found);
+    match (found.is_empty(), reader.untried) {
+        (false, _) => Reading::Known(found),
+        (true, Some(why)) => Reading::Try(why),
+        (true, None) => Reading::Safe,
     }
-    Ok(found)
+}
+
+/// The reading as the engine consumed it before the trial existed: Known's findings, Try as
+/// an unreadable line (`Err`), Safe as nothing to gate. Kept until the callers use [`read`].
+pub fn classify(line: &str, rules: &Rules) -> Result<Vec<Finding>, String> {
+    match read(line, rules) {
+        Reading::Safe => Ok(vec![]),
+        Reading::Known(found) => Ok(found),
+        Reading::Try(why) => Err(why),
+    }
 }
 
 struct Classifier<'r> {
@@ -73,13 +118,61 @@ struct Classifier<'r> {
     depth: usize,
     /// The standard input of the command being judged.
     stdin: words::Stdin,
+    /// What the line says elsewhere (its `mktemp` variables, a `TMPDIR` it sets).
+    facts: Facts,
+    /// Why the first command not cleared was not: the line is Try unless something is Known.
+    untried: Option<String>,
 }
 
 impl Classifier<'_> {
-    fn simple(&mut self, c: Simple, found: &mut Vec<Finding>) -> Result<(), String> {
+    /// A line or a script it runs: its commands, and what else about it keeps it off the
+    /// allowlist (files it writes, variables it sets, functions it defines).
+    fn script(&mut self, script: words::Script, found: &mut Vec<Finding>) {
+        if let Some(w) = script
+            .writes
+            .iter()
+            .find(|w| !allow::harmless_write(w, &self.facts))
+        {
+            self.untry(format!(
+                "it writes `{}`, which may overwrite a file: the trial shows what changes",
+                w.text()
+            ));
+        }
+        if let Some(f) = script.functions.first() {
+            self.untry(format!(
+                "it defines the function `{f}`: a later word may run it under any name; the trial sees what it does"
+            ));
+        }
+        for (name, value) in &script.assigns {
+            if name == "GUARDCTL_ALLOWED_SIGNERS" {
+                found.push(Finding {
+                    command: format!("{name}={}", value.text()),
+                    dir: PathBuf::new(),
+                    reason: "chooses who may approve guardctl's plans".into(),
+                    action: Action::Refuse {
+                        why: "an agent does not choose who may approve: the allowed signers are the repository's".into(),
+                    },
+                });
+            } else if let Some(why) = allow::risky_assignment(name, value) {
+                self.untry(why);
+            }
+        }
+        for c in script.commands {
+            self.simple(c, found);
+        }
+    }
+
+    fn simple(&mut self, c: Simple, found: &mut Vec<Finding>) {
         self.embedded_approval(&c.words, found);
         self.stdin = c.stdin;
-        self.words(c.words, c.dir, c.assigns, found)
+        if let Err(why) = self.words(c.words, c.dir, c.assigns, found) {
+            self.untry(why);
+        }
+    }
+
+    /// The first reason is the one reported: it names the first command not cleared.
+    fn untry(&mut self, why: String) {
+        self.untried.get_or_insert(why);
     }
 
     /// `guardctl … approve|reject` or `ssh-keygen -Y…` anywhere among a command's words,
@@ -127,7 +220,7 @@ impl Classifier<'_> {
         &mut self,
         words: Vec<Word>,
         dir: Dir,
-        mut assigns: Vec<String>,
+        assigns: Vec<(String, Word)>,
         found: &mut Vec<Finding>,
     ) -> Result<(), String> {
         let Some(first) = words.first() else {
@@ -157,6 +250,15 @@ impl Classifier<'_> {
             {
                 return self.nested(line, dir, found);
             }
+            if program == "script" {
+                // script writes a typescript file of its own, whatever it runs.
+                if let Some(i) = args.iter().position(dash_c)
+                    && let Some(Word::Literal(line)) = args.get(i + 1)
+                {
+                    self.nested(line, dir, found)?;
+                }
+                return Err("`script` writes a typescript file: the trial sees where".into());
+            }
             if let Some(i) = args.iter().position(dash_c) {
                 return match args.get(i + 1) {
                     Some(Word::Literal(script)) => self.nested(script, dir, found),
@@ -182,7 +284,13 @@ impl Classifier<'_> {
             inner = &inner[(*operands).min(inner.len())..];
             let escalated = matches!(program.as_str(), "sudo" | "doas");
             let before = found.len();
-            self.words(inner.to_vec(), dir, assigns, found)?;
+            if program == "watch" {
+                // watch joins its words and hands them to `sh -c`: `watch ls ';' rm x`.
+                let line = literal_all(inner).ok_or("`watch` of a word only the shell knows")?;
+                self.nested(&line.join(" "), dir, found)?;
+            } else {
+                self.words(inner.to_vec(), dir, assigns, found)?;
+            }
             if escalated {
                 for f in &mut found[before..] {
                     f.action = Action::Refuse {
@@ -190,7 +298,7 @@ impl Classifier<'_> {
                     };
                 }
             }
-            return Ok(());
+            return wrappers::transparent(&program, args, inner);
         }
         if program == "trap" {
             // `trap 'LINE' SIGNAL…`: the line runs when the signal (or EXIT) comes.
@@ -213,7 +321,9 @@ impl Classifier<'_> {
                     let script = script.clone();
                     self.nested(&script, dir, found)
                 }
-                (Some(Word::Literal(f)), _) if !is_stdin_path(f) => Ok(()),
+                (Some(Word::Literal(f)), _) if !is_stdin_path(f) => Err(format!(
+                    "`{program} {f}` runs a script file in this shell: the trial sees what it does"
+                )),
                 (None, _) => Ok(()),
                 (Some(w), _) => Err(format!(
                     "`{program} {}`: only the shell knows what that script is",
@@ -239,6 +349,13 @@ impl Classifier<'_> {
             self.find_exec(args, &dir, found)?;
         }
 
+        if program == "ssh" {
+            return self.ssh(args, dir, found);
+        }
+        if program == "parallel" || program == "sem" {
+            return self.parallel(&program, args, dir, found);
+        }
+
         // git's own options come before its subcommand; `-C` moves it.
         let (dir, args) = if program == "git" {
             match git_globals(args, dir)? {
@@ -248,7 +365,11 @@ impl Classifier<'_> {
         } else {
             (dir, args.to_vec())
         };
-        if program == "git" && assigns.iter().any(|a| words::git_variable(a)) {
+        if program == "git"
+            && assigns
+                .iter()
+                .any(|(a, v)| words::git_variable(a) && !words::harmless_value(a, v))
+        {
             return Err("it sets git's environment (GIT_*) for the git it runs".into());
         }
         let literal_args: Vec<String> = args.iter().map(|w| w.text().to_string()).collect();
@@ -256,10 +377,39 @@ impl Classifier<'_> {
         if is_git {
             self.git_runs(&args, &dir, found)?;
         }
+        let here = match &dir {
+            Dir::Known(d) => d.clone(),
+            Dir::Unknown => PathBuf::new(),
+        };
+        let mut command = vec![program.clone()];
+        command.extend(literal_args.iter().cloned());
+        // Disasters are refused, never tried; so is choosing who may approve.
+        let refusal = allow::catastrophic(&program, &args)
+            .map(|why| ("deletes what no agent's task needs deleted", why))
+            .or_else(|| self_protection(&program, &args, &assigns));
+        if let Some((reason, why)) = refusal {
+            found.push(Finding {
+                command: shell_words(&command),
+                dir: here,
+                reason: reason.into(),
+                action: Action::Refuse { why },
+            });
+            return Ok(());
+        }
+        if is_git && let Some(why) = git::remote_rewrite(&args) {
+            found.push(Finding {
+                command: shell_words(&command),
+                dir: here,
+                reason: "deletes or overwrites branches or tags on a remote".into(),
+                action: Action::Refuse { why },
+            });
+            return Ok(());
+        }
         let subcommand_at = |sub: &[String]| subcommand_at(&literal_args, sub, is_git);
         let Some((rule, at)) = self.rules.find(&program, &subcommand_at, &literal_args) else {
             // A word only the shell can expand could be the subcommand or option a rule names
-            // (`git branch -$x`, `git reset --$(echo hard)`): refused, never guessed harmless.
+            // (`git push -$x`, `kubectl $(echo delete)`): a rule with a remote effect is
+            // refused, never guessed harmless; a local one is left to the trial.
             if args.iter().any(|w| w.literal().is_none()) {
                 let known: Vec<Option<String>> = args.iter().map(|w| w.literal().map(String::from)).collect();
                 let prefixes: Vec<String> = args
@@ -272,12 +422,16 @@ impl Classifier<'_> {
                         .find(|w| w.literal().is_none())
                         .map(Word::text)
                         .unwrap_or_default();
+                    if rule.local {
+                        return Err(format!(
+                            "`{}`: its argument `{dynamic}` is expanded by the shell and could make it {}",
+                            shell_words(&command),
+                            rule.reason
+                        ));
+                    }
                     found.push(Finding {
-                        command: shell_words(&std::iter::once(program.clone()).chain(literal_args.iter().cloned()).collect::<Vec<_>>()),
-                        dir: match &dir {
-                            Dir::Known(d) => d.clone(),
-                            Dir::Unknown => PathBuf::new(),
-                        },
+                        command: shell_words(&command),
+                        dir: here,
                         reason: rule.reason.clone(),
                         action: Action::Refuse {
                             why: format!(
@@ -285,12 +439,23 @@ impl Classifier<'_> {
                             ),
                         },
                     });
+                    return Ok(());
                 }
             }
-            return Ok(());
+            return self.clear(name, &program, &args, &assigns);
         };
-        let mut command = vec![program.clone()];
-        command.extend(literal_args.iter().cloned());
+        if rule.local {
+            // What the rule knows is the reason; the allowlist may still clear the form
+            // (`git checkout -bfeature`, `rm -rf /tmp/x`), and otherwise the trial shows
+            // exactly what it destroys.
+            return self.clear(name, &program, &args, &assigns).map_err(|_| {
+                format!(
+                    "`{}` {}: the trial shows exactly what",
+                    shell_words(&command),
+                    rule.reason
+                )
+            });
+        }
         let finding = |action: Action, dir: PathBuf| Finding {
             command: shell_words(&command),
             dir,
@@ -316,11 +481,12 @@ impl Classifier<'_> {
             return Ok(());
         }
         if !assigns.is_empty() {
-            assigns.sort();
+            let mut names: Vec<&str> = assigns.iter().map(|(n, _)| n.as_str()).collect();
+            names.sort();
             found.push(finding(
                 refuse(format!(
                     "it sets {} for the command: plan it by hand (`guardctl plan exec --env NAME …`)",
-                    assigns.join(", ")
+                    names.join(", ")
                 )),
                 here,
             ));
@@ -355,6 +521,37 @@ impl Classifier<'_> {
         };
         found.push(finding(action, here));
         Ok(())
+    }
+
+    /// The allowlist's verdict on a command no rule makes Known. `name` is the command word
+    /// as written: a program from a path other than the system's (`./ls`, `/tmp/x/cat`) is
+    /// whatever that file is, not the program its name says.
+    fn clear(
+        &self,
+        name: &str,
+        program: &str,
+        args: &[Word],
+        assigns: &[(String, Word)],
+    ) -> Result<(), String> {
+        const SYSTEM: &[&str] = &["/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/", "/usr/local/bin/"];
+        if name.contains('/') && !SYSTEM.iter().any(|d| name.strip_prefix(d) == Some(program)) {
+            return Err(format!(
+                "`{name}` runs a program from a path: the trial sees what that file does"
+            ));
+        }
+        if let Some((n, v)) = assigns
+            .iter()
+            .find(|(n, v)| allow::risky_assignment(n, v).is_some())
+        {
+            return Err(format!("`{program}` runs with {n}={}", v.text()));
+        }
+        if program == "git" {
+            return git::clears(args);
+        }
+        if program == "guardctl" {
+            return guardctl_clears(args);
+        }
+        allow::clears(program, args, &self.facts)
     }
 
     /// git subcommands that run a command line they are given: `rebase -x/--exec LINE`,
@@ -414,14 +611,270 @@ impl Classifier<'_> {
     }
 
     fn nested(&mut self, script: &str, dir: Dir, found: &mut Vec<Finding>) -> Result<(), String> {
-        let commands = words::nested(script, dir, self.depth).map_err(|e| e.0)?;
+        let script = words::nested(script, dir, self.depth).map_err(|e| e.0)?;
+        let (depth, stdin) = (self.depth, self.stdin.clone());
+        self.depth += 1;
+        self.script(script, found);
+        self.depth = depth;
+        self.stdin = stdin;
+        Ok(())
+    }
+
+    /// `line` read on its own, as a command another host runs: nothing of this line's
+    /// variables or temporary files carries over.
+    fn elsewhere(&self, line: &str) -> Reading {
+        let script = match words::nested(line, Dir::Known(PathBuf::new()), self.depth) {
+            Ok(s) => s,
+            Err(e) => return Reading::Try(e.0),
+        };
         let mut inner = Classifier {
             rules: self.rules,
             depth: self.depth + 1,
             stdin: words::Stdin::Inherited,
+            facts: Facts::default(),
+            untried: None,
         };
-        for c in commands {
-            inner.simple(c, found)?;
+        let mut found = Vec::new();
+        inner.script(script, &mut found);
+        match (found.is_empty(), inner.untried) {
+            (false, _) => Reading::Known(found),
+            (true, Some(why)) => Reading::Try(why),
+            (true, None) => Reading::Safe,
+        }
+    }
+
+    /// `ssh [OPTIONS] HOST [COMMAND…]`: the command runs on another host, where no trial can
+    /// look. Safe when the remote line would be Safe here; any other remote line, a script
+    /// fed to the remote shell, or a login shell is refused with the plan line that gates it.
+    /// An option that runs a local program (`ProxyCommand`, `LocalCommand`, a config file)
+    /// is left to the trial.
+    fn ssh(&mut self, args: &[Word], dir: Dir, found: &mut Vec<Finding>) -> Result<(), String> {
+        let with_value = [
+            "-B", "-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-P",
+            "-p", "-Q", "-R", "-S", "-W", "-w",
+        ];
+        let mut i = 0;
+        while let Some(w) = args.get(i) {
+            let Some(a) = w.literal() else {
+                return Err(format!("`ssh {}`: only the shell knows that word", w.text()));
+            };
+            if a == "--" {
+                i += 1;
+                break;
+            }
+            if !a.starts_with('-') {
+                break;
+            }
+            let value = if with_value.contains(&a) {
+                i += 1;
+                args.get(i).map(Word::text).unwrap_or_default().to_string()
+            } else {
+                a.to_string()
+            };
+            let lower = value.to_ascii_lowercase();
+            if a.starts_with("-F")
+                || lower.contains("command")
+                || lower.contains("proxyjump=") && lower.contains(' ')
+            {
+                return Err(format!("`ssh {a} {value}` may run a local program"));
+            }
+            i += 1;
+        }
+        let remote = &args[(i + 1).min(args.len())..];
+        let here = match &dir {
+            Dir::Known(d) => d.clone(),
+            Dir::Unknown => PathBuf::new(),
+        };
+        let mut command = vec!["ssh".to_string()];
+        command.extend(args.iter().map(|w| w.text().to_string()));
+        let line = literal_all(remote).map(|w| w.join(" "));
+        let reading = match &line {
+            Some(l) if !l.trim().is_empty() => self.elsewhere(l),
+            _ => Reading::Try(String::new()),
+        };
+        if reading == Reading::Safe {
+            return Ok(());
+        }
+        let what = match &line {
+            Some(l) if !l.trim().is_empty() => format!("runs `{l}` on another host"),
+            Some(_) => "runs a shell on another host".to_string(),
+            None => "runs a command only the shell knows on another host".to_string(),
+        };
+        found.push(Finding {
+            command: shell_words(&command),
+            dir: here,
+            reason: what.clone(),
+            action: Action::Refuse {
+                why: format!(
+                    "it {what}: guardctl cannot see its effect; plan it with `guardctl plan exec --preview '<a command that lists what it destroys>' -- {}`",
+                    shell_words(&command)
+                ),
+            },
+        });
+        Ok(())
+    }
+
+    /// GNU `parallel [OPTIONS] TEMPLATE ::: ARGS…` (`::::` FILES) and `sem [OPTIONS]
+    /// COMMAND`: the template is a shell line run once per argument, `{}` (and `{.}`,
+    /// `{1}`…) standing for it, or the argument appended. Literal arguments are put in; any
+    /// other argument is a word only the shell knows. With `-S`/`--sshlogin` the lines run on
+    /// other hosts: Safe or refused, as `ssh`.
+    fn parallel(
+        &mut self,
+        program: &str,
+        args: &[Word],
+        dir: Dir,
+        found: &mut Vec<Finding>,
+    ) -> Result<(), String> {
+        const VALUED: &[&str] = &[
+            "-j",
+            "--jobs",
+            "-P",
+            "--max-procs",
+            "-S",
+            "--sshlogin",
+            "--slf",
+            "--sshloginfile",
+            "-a",
+            "--arg-file",
+            "--colsep",
+            "-C",
+            "-d",
+            "--delimiter",
+            "-E",
+            "-I",
+            "-n",
+            "--max-args",
+            "-N",
+            "-L",
+            "-l",
+            "--delay",
+            "--timeout",
+            "--retries",
+            "--halt",
+            "--tagstring",
+            "--basefile",
+            "--bf",
+            "--return",
+            "--env",
+            "--id",
+            "--memfree",
+            "--load",
+            "--nice",
+            "--termseq",
+            "--shebang-wrap",
+        ];
+        const WRITES: &[&str] = &[
+            "--joblog",
+            "--results",
+            "--res",
+            "--files",
+            "--output-as-files",
+            "--tmpdir",
+            "--workdir",
+            "--wd",
+            "--trc",
+            "--transfer",
+            "--cleanup",
+            "--shebang",
+        ];
+        let mut remote = false;
+        let mut i = 0;
+        while let Some(w) = args.get(i) {
+            let Some(a) = w.literal() else {
+                return Err(format!(
+                    "`{program} {}`: only the shell knows that word",
+                    w.text()
+                ));
+            };
+            if a == "--" {
+                i += 1;
+                break;
+            }
+            if !a.starts_with('-') || a.starts_with(":::") {
+                break;
+            }
+            let name = a.split('=').next().unwrap_or(a);
+            if WRITES.contains(&name) {
+                return Err(format!("`{program} {a}` writes files of its own"));
+            }
+            remote |= matches!(name, "-S" | "--sshlogin" | "--slf" | "--sshloginfile") || a.starts_with("-S");
+            i += if VALUED.contains(&a) { 2 } else { 1 };
+        }
+        let rest = &args[i.min(args.len())..];
+        let split = rest
+            .iter()
+            .position(|w| w.literal().is_some_and(|a| a.starts_with(":::")))
+            .unwrap_or(rest.len());
+        let template = literal_all(&rest[..split])
+            .ok_or_else(|| format!("`{program}`'s command holds a word only the shell knows"))?;
+        let groups: Vec<&[Word]> = rest[split..]
+            .split(|w| w.literal().is_some_and(|a| a.starts_with(":::")))
+            .skip(1)
+            .collect();
+        let from_files = rest[split..]
+            .iter()
+            .any(|w| w.literal().is_some_and(|a| a.starts_with("::::")));
+        // The arguments, when the line spells them all and they come one group at a time.
+        let literal_args = match groups.as_slice() {
+            [one] if !from_files && one.len() <= 32 => literal_all(one),
+            _ => None,
+        };
+        let mut lines = Vec::new();
+        if template.is_empty() {
+            // `parallel ::: 'cmd1' 'cmd2'`: the arguments are the commands.
+            if program == "sem" || split == rest.len() {
+                return Err(format!("`{program}` reads its commands from its input"));
+            }
+            lines = literal_args.ok_or_else(|| format!("`{program}` runs commands only the shell knows"))?;
+        } else {
+            let template = template.join(" ");
+            let fill = |arg: &str| {
+                if program == "sem" {
+                    return template.clone();
+                }
+                if template.contains('{') {
+                    let mut t = template.replace("{}", arg);
+                    // `{.}`, `{/}`, `{1}`…: a value only the run knows.
+                    while let Some(at) = t.find('{') {
+                        match t[at..].find('}') {
+                            Some(end) => t.replace_range(at..at + end + 1, "\"$__PARALLEL_ARG\""),
+                            None => break,
+                        }
+                    }
+                    t
+                } else {
+                    format!("{template} {arg}")
+                }
+            };
+            match &literal_args {
+                Some(list) if !list.is_empty() => {
+                    lines.extend(list.iter().map(|a| fill(&shell_words(std::slice::from_ref(a)))))
+                }
+                _ => lines.push(fill("\"$__PARALLEL_ARG\"")),
+            }
+        }
+        for line in lines {
+            if remote {
+                if self.elsewhere(&line) != Reading::Safe {
+                    let mut command = vec![program.to_string()];
+                    command.extend(args.iter().map(|w| w.text().to_string()));
+                    found.push(Finding {
+                        command: shell_words(&command),
+                        dir: PathBuf::new(),
+                        reason: format!("runs `{line}` on other hosts"),
+                        action: Action::Refuse {
+                            why: format!(
+                                "it runs `{line}` on another host: guardctl cannot see its effect; plan it with `guardctl plan exec --preview '<a command that lists what it destroys>' -- {}`",
+                                shell_words(&command)
+                            ),
+                        },
+                    });
+                    return Ok(());
+                }
+            } else {
+                self.nested(&line, dir.clone(), found)?;
+            }
         }
         Ok(())
     }
@@ -431,7 +884,7 @@ impl Classifier<'_> {
         &mut self,
         args: &[Word],
         mut dir: Dir,
-        mut assigns: Vec<String>,
+        mut assigns: Vec<(String, Word)>,
         found: &mut Vec<Finding>,
     ) -> Result<(), String> {
         // env's options as getopt reads them: clusters (`-iu NAME`, `-vS'…'`, `-iC DIR`) and
@@ -458,10 +911,15 @@ impl Classifier<'_> {
                 };
                 let is = |full: &str| !name.is_empty() && full.starts_with(name);
                 if is("split-string") && name.len() >= 2 {
-                    let mut script: Vec<String> = value.map(String::from).into_iter().collect();
-                    script
-                        .extend(literal_all(&args[i + 1..]).ok_or("`env -S` of a variable or substitution")?);
-                    return self.nested(&script.join(" "), dir, found);
+                    return match value {
+                        Some(v) => self.split_string(Some(v), &args[i + 1..], dir, found),
+                        None => self.split_string(
+                            args.get(i + 1).and_then(Word::literal),
+                            args.get(i + 2..).unwrap_or_default(),
+                            dir,
+                            found,
+                        ),
+                    };
                 }
                 if is("chdir") && name.len() >= 2 {
                     dir = match value {
@@ -484,20 +942,16 @@ impl Classifier<'_> {
                     let rest = &cluster[k + c.len_utf8()..];
                     match c {
                         'S' => {
-                            let mut script = Vec::new();
-                            if rest.is_empty() {
-                                script.extend(
-                                    literal_all(&args[next..])
-                                        .ok_or("`env -S` of a variable or substitution")?,
-                                );
+                            return if rest.is_empty() {
+                                self.split_string(
+                                    args.get(next).and_then(Word::literal),
+                                    args.get(next + 1..).unwrap_or_default(),
+                                    dir,
+                                    found,
+                                )
                             } else {
-                                script.push(rest.to_string());
-                                script.extend(
-                                    literal_all(&args[next..])
-                                        .ok_or("`env -S` of a variable or substitution")?,
-                                );
-                            }
-                            return self.nested(&script.join(" "), dir, found);
+                                self.split_string(Some(rest), &args[next..], dir, found)
+                            };
                         }
                         'u' | 'C' => {
                             let value = if rest.is_empty() {
@@ -517,14 +971,30 @@ impl Classifier<'_> {
                 i = next;
                 continue;
             }
-            if a.contains('=') && !a.starts_with('=') {
-                assigns.push(a.split('=').next().unwrap_or_default().to_string());
+            if let Some((name, value)) = a.split_once('=')
+                && !name.is_empty()
+            {
+                assigns.push((name.to_string(), Word::Literal(value.to_string())));
                 i += 1;
                 continue;
             }
             break;
         }
         self.words(args[i.min(args.len())..].to_vec(), dir, assigns, found)
+    }
+
+    /// `env -S STRING REST…`: env splits STRING into words and goes on reading its options
+    /// there (`env -S'-C dir' git reset --hard`): read as the line `env STRING REST…`.
+    fn split_string(
+        &mut self,
+        split: Option<&str>,
+        rest: &[Word],
+        dir: Dir,
+        found: &mut Vec<Finding>,
+    ) -> Result<(), String> {
+        let split = split.ok_or("`env -S` of a variable or substitution")?;
+        let rest = literal_all(rest).ok_or("`env -S` with a word only the shell knows")?;
+        self.nested(&format!("env {split} {}", shell_words(&rest)), dir, found)
     }
 
     /// `sh [-e…] -c SCRIPT [NAME ARGS…]`: the script is read as a line of its own; so is a
@@ -573,9 +1043,10 @@ impl Classifier<'_> {
         }
         let script_file = args.get(i);
         match (script_file, &self.stdin) {
-            // A script file: what it does is its own (an unlisted program), unless it is the
-            // line's own text.
-            (Some(Word::Literal(f)), _) if !is_stdin_path(f) && !from_stdin => Ok(()),
+            // A script file: what it does is the file's; the trial sees it.
+            (Some(Word::Literal(f)), _) if !is_stdin_path(f) && !from_stdin => Err(format!(
+                "the shell runs the script `{f}`: the trial sees what it does"
+            )),
             (Some(Word::Dynamic(w)), _) => Err(format!(
                 "the shell runs `{w}`: only the shell knows what that script is"
             )),
@@ -591,8 +1062,8 @@ impl Classifier<'_> {
                 "a shell reads its script from input the line redirects: only the running line knows what it runs"
                     .into(),
             ),
-            // An interactive shell on the line's own input: nothing here says what it runs.
-            (_, words::Stdin::Inherited) => Ok(()),
+            // A shell on the line's own input: nothing here says what it runs.
+            (_, words::Stdin::Inherited) => Err("a shell reads commands from the line's own input".into()),
         }
     }
 
@@ -614,7 +1085,25 @@ impl Classifier<'_> {
             "--max-args",
             "--max-procs",
         ];
-        let mut inner = skip_options(args, &with_value).to_vec();
+        // Each word holding the replacement string (`-I R`, `-i` for `{}`) is input text, even
+        // inside a `sh -c` script, where it would be code.
+        let replace = args.iter().enumerate().find_map(|(i, w)| match w.literal()? {
+            "-I" => args.get(i + 1).and_then(Word::literal).map(String::from),
+            "-i" | "--replace" => Some("{}".to_string()),
+            a => a
+                .strip_prefix("-I")
+                .or_else(|| a.strip_prefix("-i"))
+                .or_else(|| a.strip_prefix("--replace="))
+                .filter(|r| !r.is_empty())
+                .map(String::from),
+        });
+        let mut inner: Vec<Word> = skip_options(args, &with_value)
+            .iter()
+            .map(|w| match (w.literal(), &replace) {
+                (Some(t), Some(r)) if t.contains(r.as_str()) => Word::Dynamic(t.to_string()),
+                _ => w.clone(),
+            })
+            .collect();
         if inner.is_empty() {
             inner.push(Word::Literal("echo".into()));
         }
@@ -646,6 +1135,57 @@ impl Classifier<'_> {
         }
         Ok(())
     }
+}
+
+/// `guardctl --allowed-signers F …` or `GUARDCTL_ALLOWED_SIGNERS=F guardctl …`: the agent
+/// choosing whose signatures count.
+fn self_protection(
+    program: &str,
+    args: &[Word],
+    assigns: &[(String, Word)],
+) -> Option<(&'static str, String)> {
+    let chooses = program == "guardctl"
+        && (args
+            .iter()
+            .any(|w| w.text().starts_with("--allowed-signers") || w.text().starts_with("--allowed-s"))
+            || assigns.iter().any(|(n, _)| n == "GUARDCTL_ALLOWED_SIGNERS"));
+    chooses.then(|| {
+        (
+            "chooses who may approve guardctl's plans",
+            "an agent does not choose who may approve: the allowed signers are the repository's".to_string(),
+        )
+    })
+}
+
+/// guardctl's own commands an agent runs to plan, wait for and apply what a person approves:
+/// each is gated by guardctl itself (an apply checks the approval's signature). Approving,
+/// rejecting and choosing signers are Known refusals before this; anything else is tried.
+fn guardctl_clears(args: &[Word]) -> Result<(), String> {
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        match w.literal() {
+            Some("--key" | "-C" | "--repo" | "--color") => i += 2,
+            Some(a) if a.starts_with('-') => {
+                if matches!(a, "--version" | "-V" | "--help" | "-h") {
+                    return Ok(());
+                }
+                i += 1;
+            }
+            Some(
+                "plan" | "show" | "verify" | "inbox" | "wait" | "apply" | "log" | "whoami" | "explain"
+                | "help",
+            ) => {
+                return Ok(());
+            }
+            _ => {
+                return Err(format!(
+                    "`guardctl {}` is not one of the commands an agent runs to plan and apply",
+                    w.text()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What a word only the shell can expand certainly starts with: its text up to the first

@@ -36,6 +36,11 @@ pub struct Rule {
     #[serde(default)]
     pub replace: BTreeMap<String, String>,
     pub reason: String,
+    /// Its effect is on the files and repository here, which the sandbox's trial observes
+    /// exactly: a line with it is tried, not planned from the rule. The rule still gives the
+    /// reason; a rule without `local` (a policy's own, a remote effect) stays Known.
+    #[serde(default)]
+    pub local: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -168,6 +173,11 @@ pub fn check(r: &Rule) -> Result<(), String> {
     if r.program.is_empty() || r.program.contains('/') {
         return Err(format!(
             "{name}: `program` is a command name, without a directory"
+        ));
+    }
+    if r.native.is_some() && r.local {
+        return Err(format!(
+            "{name}: a `native` plan is Known, never tried: drop `local`"
         ));
     }
     if r.native.is_some() && r.preview.is_some() {

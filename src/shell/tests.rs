@@ -1,14 +1,29 @@
-//! The classifier over the commands agents run: each case is a line and what guardctl must
-//! make of it.
+//! The static reader over the commands agents run: each case is a line and what guardctl must
+//! make of it — Safe (runs at once), Known (planned or refused), or Try (the sandbox's trial).
 
 use super::*;
 
+fn rules() -> Rules {
+    Rules::built_in().unwrap()
+}
+
+fn reading(line: &str) -> Reading {
+    read(line, &rules())
+}
+
 fn classify_built_in(line: &str) -> Result<Vec<Finding>, String> {
-    classify(line, &Rules::built_in().unwrap())
+    classify(line, &rules())
+}
+
+fn known(line: &str) -> Vec<Finding> {
+    match reading(line) {
+        Reading::Known(found) => found,
+        other => panic!("{line}: {other:?}"),
+    }
 }
 
 fn one(line: &str) -> Finding {
-    let found = classify_built_in(line).unwrap_or_else(|e| panic!("{line}: {e}"));
+    let found = known(line);
     assert_eq!(found.len(), 1, "{line}: {found:?}");
     found.into_iter().next().unwrap()
 }
@@ -24,25 +39,178 @@ fn refused(line: &str) -> String {
     }
 }
 
+fn tried(line: &str) -> String {
+    match reading(line) {
+        Reading::Try(why) => why,
+        other => panic!("{line}: {other:?}"),
+    }
+}
+
+fn assert_safe(lines: &[&str]) {
+    for line in lines {
+        assert_eq!(reading(line), Reading::Safe, "{line}");
+    }
+}
+
+fn assert_never_safe(lines: &[&str]) {
+    for line in lines {
+        assert_ne!(reading(line), Reading::Safe, "{line}: read as Safe");
+    }
+}
+
 #[test]
-fn read_only_commands_find_nothing() {
-    for line in [
+fn read_only_commands_and_agent_idioms_are_safe() {
+    assert_safe(&[
         "ls -la",
         "git status && git log --oneline -5 | head",
         "git push origin main",
         "git push -u origin feature",
         "git push --dry-run --delete origin x",
         "git branch --list",
-        "git checkout main",
+        "git branch -a -vv",
         "git clean -n -d",
-        "cat > notes.txt <<EOF\nhello $(date)\nEOF",
+        "git clean -n",
+        "cat > /tmp/notes.txt <<EOF\nhello $(date)\nEOF",
         "find . -name '*.rs' -exec grep -l unsafe {} +",
         "command -v rm",
-        "git restore --staged src/lib.rs",
-        "kubectl get pods -n prod",
         "grep -r 'rm -rf' .",
+        "git commit -m \"$(date)\"",
+        "git log --since=\"$SINCE\" --oneline",
+        "for f in *.rs; do wc -l \"$f\"; done",
+        "echo $((1 + 2))",
+        "git -c color.ui=never status",
+        "git fetch origin",
+        "git pull --rebase origin main",
+        "git rebase main",
+        "git add -A && git commit --amend --no-edit",
+        "git stash && git stash pop",
+        "git stash list",
+        "GIT_AUTHOR_NAME=bot git commit -m x",
+        "git switch main",
+        "git switch -c feature",
+        "git checkout -b feature main",
+        "git merge --no-ff feature",
+        "git cherry-pick abc123",
+        "git diff HEAD~1 --stat > /dev/null 2>&1",
+        "git tag -l 'v*'",
+        "git remote -v",
+        "git config --get user.name",
+        "git worktree list",
+        "git init",
+        "git clone https://example.com/r.git",
+        "cat f | sort | uniq -c | sort -rn | head",
+        "sed -n '1,20p' f",
+        "sed 's/a/b/g' f",
+        "awk '{print $1}' f",
+        "jq .x f.json",
+        "find . -type f | xargs wc -l",
+        "mkdir -p out/dir && cd out/dir && pwd",
+        "read -r x <<< 'y'; echo \"$x\"",
+        "kubectl get pods -n prod",
+        "docker ps -a",
+        "gh pr view 12",
+        "guardctl wait p && guardctl apply p",
+        "set -euo pipefail; ls",
+        "ssh host ls -la",
+        "parallel echo ::: a b",
+    ]);
+}
+
+#[test]
+fn the_denylists_false_alarms_are_safe_now() {
+    assert_safe(&[
+        "if [ -f x ]; then cat x; fi",
+        "[[ -f x ]] && echo yes",
+        "git checkout -bfeature",
+        "rm --help",
+        "rm --version",
+        "git -Crepo status",
+        "find . -name -delete -print",
+        "export PATH=$HOME/.cargo/bin:$PATH; ls",
+        "export PATH=/usr/local/bin:$PATH",
+        "GIT_EDITOR=true git rebase --continue",
+        "GIT_SEQUENCE_EDITOR=: git rebase -i main",
+        "GIT_PAGER=cat git log",
+        "PAGER=cat git log",
+        "git clean -n",
+    ]);
+    // A build tool is tried, not an unreadable refusal.
+    assert!(tried("make -j$(( $(nproc) + 1 ))").contains("make"));
+    // `git checkout -- .` is tried: the trial knows whether there is anything to discard.
+    assert!(tried("git checkout -- .").contains("overwrites uncommitted changes"));
+}
+
+#[test]
+fn temporary_deletions_are_safe_and_others_are_tried() {
+    assert_safe(&[
+        "rm -rf /tmp/build",
+        "rm -f /var/tmp/x.log",
+        "rm -rf /tmp/a/../b",
+        "rm -rf $TMPDIR/x",
+        "rm -rf \"$TMPDIR\"/x",
+        "rm -rf ${TMPDIR}/x",
+        "tmp=$(mktemp -d); echo hi > \"$tmp/f\"; rm -rf \"$tmp\"",
+        "tmp=$(mktemp); trap 'rm -f \"$tmp\"' EXIT; ls > \"$tmp\"",
+        "rmdir /tmp/empty",
+    ]);
+    for line in [
+        "rm -rf /tmp",
+        "rm -rf /tmp/",
+        "rm -rf /tmp/../home/me",
+        "rm -rf /tmp/link/src",
+        "rm -rf build",
+        "rm README",
+        "TMPDIR=. ; rm -rf $TMPDIR/x",
+        "tmp=$(mktemp -d); tmp=.; rm -rf \"$tmp\"",
+        "tmp=$(mktemp -u); rm -rf \"$tmp\"",
+        "rm -rf $BUILD",
+        "rm -rf build/*",
+        "FOO=1 rm -rf x",
     ] {
-        assert_eq!(classify_built_in(line), Ok(vec![]), "{line}");
+        tried(line);
+    }
+}
+
+#[test]
+fn disasters_are_refused_never_tried() {
+    for line in [
+        "rm -rf /",
+        "rm -rf /*",
+        "rm -rf ~",
+        "rm -rf ~/",
+        "rm -rf $HOME",
+        "rm -rf \"$HOME\"",
+        "rm -rf .",
+        "rm -rf ..",
+        "rm -rf *",
+        "rm -r /usr",
+        "rm -rf /etc/",
+        "rm -rf /lib64",
+        "rm -rf --no-preserve-root /",
+        "rm -fr /home",
+    ] {
+        let f = one(line);
+        assert!(matches!(f.action, Action::Refuse { .. }), "{line}: {f:?}");
+    }
+    assert!(matches!(one("sudo rm -rf /").action, Action::Refuse { .. }));
+    assert!(!known("parallel rm -rf ::: /").is_empty());
+}
+
+#[test]
+fn local_destroyers_are_tried_with_their_rules_reason() {
+    for (line, reason) in [
+        ("git clean -fdx", "deletes untracked files"),
+        ("rm -rf build", "deletes files"),
+        ("git reset --hard HEAD~2", "discards uncommitted changes"),
+        ("git checkout -- src/a.rs", "overwrites uncommitted changes"),
+        ("find . -name '*.o' -delete", "deletes the files it finds"),
+        ("git stash drop", "drops stashed changes"),
+        ("git restore src/a.rs", "overwrites uncommitted changes"),
+        ("git branch -f main HEAD~1", "moves or overwrites a branch"),
+        ("env -S'-C dir' git reset --hard", "discards uncommitted changes"),
+    ] {
+        let why = tried(line);
+        assert!(why.contains(reason), "{line}: {why}");
     }
 }
 
@@ -105,16 +273,11 @@ fn tag_deletion_is_a_tags_plan() {
 }
 
 #[test]
-fn exec_plans_get_the_rules_previews() {
+fn remote_effects_get_the_rules_previews() {
     let exec = |line: &str| match one(line).action {
         Action::Exec { argv, preview } => (argv, preview),
         other => panic!("{line}: {other:?}"),
     };
-    assert_eq!(exec("git clean -fdx").1, "git clean --dry-run -fdx");
-    assert_eq!(exec("rm -rf build").1, "find build -print");
-    assert_eq!(exec("rm -rf build").0, names(&["rm", "-rf", "build"]));
-    assert_eq!(exec("rm -- -x 'a b'").1, "find ./-x 'a b' -print");
-    assert_eq!(exec("find . -name '*.o' -delete").1, "find . -name '*.o' -print");
     assert_eq!(
         exec("kubectl -n prod delete pod web-1").1,
         "kubectl -n prod delete pod web-1 --dry-run=server -o name"
@@ -123,7 +286,6 @@ fn exec_plans_get_the_rules_previews() {
         exec("terraform destroy -auto-approve").1,
         "terraform plan -destroy"
     );
-    assert_eq!(exec("git checkout -- .").1, "git diff --stat HEAD -- .");
     assert_eq!(
         exec("git push --force origin main").1,
         "git push --dry-run --porcelain --force origin main"
@@ -132,7 +294,6 @@ fn exec_plans_get_the_rules_previews() {
         exec("git push origin +main").1,
         "git push --dry-run --porcelain origin +main"
     );
-    assert!(exec("git reset --hard HEAD~2").1.ends_with("'HEAD~2'..HEAD"));
 }
 
 #[test]
@@ -141,8 +302,9 @@ fn compound_lines_follow_cd_and_git_dash_c() {
     assert_eq!(f.dir, PathBuf::from("x"));
     assert!(matches!(f.action, Action::RemoteBranches { .. }));
     assert_eq!(one("git -C sub branch -D y").dir, PathBuf::from("sub"));
-    assert_eq!(one("env -C d rm x").dir, PathBuf::from("d"));
-    let after_variable = refused("cd \"$DIR\" && rm -rf build");
+    assert_eq!(one("git -Csub branch -D y").dir, PathBuf::from("sub"));
+    assert_eq!(one("env -C d git branch -D x").dir, PathBuf::from("d"));
+    let after_variable = refused("cd \"$DIR\" && git branch -D x");
     assert!(
         after_variable.contains("directory only the shell knows"),
         "{after_variable}"
@@ -155,64 +317,88 @@ fn wrappers_and_interpreters_are_seen_through() {
         one("sh -c 'git branch -D x'").action,
         Action::Branches { .. }
     ));
-    assert!(matches!(
-        one("bash -lc \"rm -rf build\"").action,
-        Action::Exec { .. }
-    ));
+    assert!(tried("bash -lc \"rm -rf build\"").contains("deletes files"));
     assert!(matches!(one("eval git tag -d v1").action, Action::Tags { .. }));
-    assert!(matches!(
-        one("timeout 10 nice -n 5 rm -rf x").action,
-        Action::Exec { .. }
-    ));
+    assert!(tried("timeout 10 nice -n 5 rm -rf x").contains("deletes files"));
     assert!(matches!(
         one("echo $(git branch -D x)").action,
         Action::Branches { .. }
     ));
-    assert!(refused("sudo rm -rf /var/cache/x").contains("another user"));
+    assert!(refused("sudo git branch -D x").contains("another user"));
     assert!(refused("git branch --merged | xargs git branch -d").contains("expanded by the shell"));
-    let found = classify_built_in("find . -name '*.o' -exec rm {} ;").unwrap();
-    assert!(
-        found
-            .iter()
-            .all(|f| matches!(&f.action, Action::Refuse { why } if why.contains("expanded by the shell"))),
-        "{found:?}"
-    );
+    tried("find . -name '*.o' -exec rm {} ;");
+    assert_safe(&[
+        "sudo ls /root",
+        "timeout 5 cat f",
+        "env -C d ls",
+        "env",
+        "xargs -n1 echo",
+    ]);
 }
 
 #[test]
-fn what_only_the_shell_knows_is_refused_or_unreadable() {
-    assert!(classify_built_in("$CMD -rf build").is_err());
-    assert!(classify_built_in("sh -c \"$SCRIPT\"").is_err());
-    assert!(classify_built_in("rm -rf 'unterminated").is_err());
-    assert!(classify_built_in("git --git-dir=/elsewhere branch -D x").is_err());
-    assert!(refused("rm -rf $BUILD").contains("expanded by the shell"));
-    assert!(refused("rm -rf build/*").contains("expanded by the shell"));
-    assert!(classify_built_in("GIT_DIR=/x git branch -D y").is_err());
-    assert!(refused("FOO=1 rm -rf x").contains("FOO"));
+fn what_only_the_shell_knows_is_tried() {
+    tried("$CMD -rf build");
+    tried("sh -c \"$SCRIPT\"");
+    tried("rm -rf 'unterminated");
+    tried("git --git-dir=/elsewhere branch -D x");
+    tried("GIT_DIR=/x git branch -D y");
+    // A remote effect with a word only the shell knows is refused, never tried.
+    assert!(refused("git push origin \"$B\"").contains("expanded by the shell"));
+    assert!(refused("kubectl $(echo delete) ns prod").contains("expanded by the shell"));
+    // The unparseable line is Try, and `classify` keeps calling it unreadable.
+    assert!(classify_built_in("if then fi (").is_err());
+    assert_eq!(classify_built_in("ls"), Ok(vec![]));
 }
 
 #[test]
 fn a_destructive_command_without_a_preview_says_how_to_plan_it() {
     let why = refused("docker system prune -af");
     assert!(why.contains("guardctl plan exec --preview"), "{why}");
+}
+
+#[test]
+fn the_gate_protects_itself() {
     let approve = one("guardctl approve plan.json");
     assert!(approve.reason.contains("a person"));
     assert!(matches!(approve.action, Action::Refuse { .. }));
+    assert!(!known("setsid guardctl --key /tmp/human approve p.json --yes").is_empty());
     assert!(
         one("ssh-keygen -Y sign -f ~/.ssh/id -n guardctl-approval p")
             .reason
             .contains("SSH")
     );
+    for line in [
+        "guardctl apply --allowed-signers /tmp/mine p",
+        "GUARDCTL_ALLOWED_SIGNERS=/tmp/mine guardctl apply p",
+        "export GUARDCTL_ALLOWED_SIGNERS=/tmp/mine; guardctl apply p",
+    ] {
+        let found = known(line);
+        assert!(
+            found
+                .iter()
+                .any(|f| matches!(&f.action, Action::Refuse { why } if why.contains("does not choose who may approve"))),
+            "{line}: {found:?}"
+        );
+    }
+    // A renamed copy is at least tried.
+    assert_never_safe(&[
+        "./gc approve p.json",
+        "/tmp/g approve p.json --yes",
+        "guardctl gc",
+    ]);
 }
 
 #[test]
-fn a_policy_rule_comes_before_the_built_in_ones() {
+fn a_policy_rule_comes_before_the_built_in_ones_and_stays_known() {
     let rules = Rules::built_in().unwrap().after(
         rules::parse("[[rule]]\nprogram = \"rm\"\nwhen = [\"-r\"]\nreason = \"ours\"\n")
             .unwrap()
             .rules,
     );
-    let found = classify("rm -r x", &rules).unwrap();
+    let Reading::Known(found) = read("rm -r x", &rules) else {
+        panic!("a policy's rule is Known")
+    };
     assert_eq!(found[0].reason, "ours");
     assert!(matches!(found[0].action, Action::Refuse { .. }));
     let custom = rules::parse(
@@ -231,10 +417,18 @@ fn a_policy_rule_comes_before_the_built_in_ones() {
             preview: "prune-db --list --older 30d".into()
         }
     );
+    // A local rule is tried: the rule names the reason.
+    let local =
+        rules::parse("[[rule]]\nprogram = \"wipe-cache\"\nreason = \"deletes the cache\"\nlocal = true\n")
+            .unwrap();
+    let Reading::Try(why) = read("wipe-cache", &Rules::built_in().unwrap().after(local.rules)) else {
+        panic!("a local rule is tried")
+    };
+    assert!(why.contains("deletes the cache"), "{why}");
 }
 
 /// Lines from the attack review of the hook (issue 32): each destroys something when bash
-/// runs it, and each was once classified harmless. Each must now be a finding or unreadable.
+/// runs it, and each was once classified harmless. None may be Safe.
 #[test]
 fn the_attack_reviews_bypasses_are_all_caught() {
     let lines = [
@@ -303,12 +497,7 @@ fn the_attack_reviews_bypasses_are_all_caught() {
         "git checkout :/",
         "git checkout ./",
     ];
-    for line in lines {
-        // Unreadable (`Err`) is denied too.
-        if let Ok(found) = classify_built_in(line) {
-            assert!(!found.is_empty(), "{line}: classified harmless");
-        }
-    }
+    assert_never_safe(&lines);
 }
 
 #[test]
@@ -320,29 +509,35 @@ fn cd_forms_that_move_the_shell_are_followed_or_make_the_directory_unknown() {
             _ => Some(f.dir),
         }
     };
-    assert_eq!(dir("builtin cd sub; rm -rf f"), Some(PathBuf::from("sub")));
-    assert_eq!(dir("command cd sub; rm -rf f"), Some(PathBuf::from("sub")));
-    assert_eq!(dir("cd sub/..; rm -rf f"), Some(PathBuf::from("")));
-    assert_eq!(dir("cd a/./b/../c; rm -rf f"), Some(PathBuf::from("a/c")));
-    assert_eq!(dir("eval cd sub; rm -rf f"), None);
-    assert_eq!(dir("f() { cd sub; }; f; rm -rf x"), None);
-    assert_eq!(dir("CDPATH=/tmp; cd atk; rm -rf f"), None);
-    assert_eq!(dir("cd -P sub; rm -rf f"), None);
+    let d = "git branch -D f";
+    assert_eq!(dir(&format!("builtin cd sub; {d}")), Some(PathBuf::from("sub")));
+    assert_eq!(dir(&format!("command cd sub; {d}")), Some(PathBuf::from("sub")));
+    assert_eq!(dir(&format!("cd sub/..; {d}")), Some(PathBuf::from("")));
+    assert_eq!(dir(&format!("cd a/./b/../c; {d}")), Some(PathBuf::from("a/c")));
+    assert_eq!(dir(&format!("eval cd sub; {d}")), None);
+    assert_eq!(dir(&format!("CDPATH=/tmp; cd atk; {d}")), None);
+    assert_eq!(dir(&format!("cd -P sub; {d}")), None);
+    // A function that moves the shell: the line is Known (the deletion) all the same.
+    assert!(!known(&format!("f() {{ cd sub; }}; f; {d}")).is_empty());
 }
 
 #[test]
-fn ordinary_agent_commands_stay_harmless() {
+fn build_tools_interpreters_and_scripts_are_tried() {
     for line in [
-        "git commit -m \"$(date)\"",
-        "git log --since=\"$SINCE\" --oneline",
-        "for f in *.rs; do wc -l \"$f\"; done",
-        "cat <<'EOF' > notes.md\nuse $(pwd) here\nEOF",
-        "echo $((1 + 2))",
         "cargo test 2>&1 | tail -5",
         "bash scripts/check.sh",
-        "git -c color.ui=never status",
+        "sh cleanup.sh",
+        "./x.sh",
+        "make",
+        "npm test",
+        "python -V",
+        "node index.js",
+        "cat <<'EOF' > notes.md\nuse $(pwd) here\nEOF",
+        "echo hi >> README.md",
+        "source ./env.sh",
+        ". venv/bin/activate",
     ] {
-        assert_eq!(classify_built_in(line), Ok(vec![]), "{line}");
+        tried(line);
     }
 }
 
@@ -389,18 +584,244 @@ fn the_second_attack_reviews_bypasses_are_all_caught() {
         "fakeroot rm -rf f".into(),
     ];
     for line in &lines {
-        if let Ok(found) = classify_built_in(line) {
-            assert!(!found.is_empty(), "{line}: classified harmless");
-        }
+        assert_ne!(reading(line), Reading::Safe, "{line}: read as Safe");
     }
-    // What an agent writes every day still passes.
-    for line in [
+    assert_safe(&[
         "git fetch origin",
         "git rebase main",
-        "git submodule update --init",
-        "env FOO=1 cargo test",
         "GIT_AUTHOR_NAME=bot git commit -m x",
-    ] {
-        assert_eq!(classify_built_in(line), Ok(vec![]), "{line}");
+    ]);
+}
+
+/// The families the denylist missed (issue 54): each can destroy, so none may be Safe.
+#[test]
+fn the_missed_families_are_never_safe() {
+    assert_never_safe(&[
+        "git switch -f main",
+        "git switch --discard-changes main",
+        "git switch -C main HEAD~3",
+        "git checkout main src/",
+        "git checkout HEAD~1 -- src/a.rs",
+        "git checkout src/a.rs",
+        "git checkout -B main HEAD~1",
+        "git read-tree -u --reset HEAD",
+        "git checkout-index -f -a",
+        "git diff | git apply -R",
+        "git apply -R p.diff",
+        "git update-ref refs/heads/main HEAD~3",
+        "git update-ref -d refs/heads/x",
+        "git tag -f v1 HEAD~1",
+        "git fetch . +a:b",
+        "git fetch --prune",
+        "git fetch -p origin",
+        "git fetch --pru origin",
+        "git pull -p",
+        "git send-pack origin :main",
+        "git difftool -x 'rm -rf f' HEAD",
+        "git grep -O'rm -rf' x",
+        "git grep --open-files-in-pager=sh x",
+        "git clone -u 'rm -rf f' x y",
+        "git clone 'ext::sh -c rm% -rf% f' y",
+        "git -c clean.requireForce=false clean -d",
+        "git -c core.fsmonitor='rm -rf f' status",
+        "git -c include.path=/tmp/x status",
+        "git log --output=README.md",
+        "python -c \"import os; os.system('rm -rf /')\"",
+        "python3 -c 'print(1)'",
+        "node -e \"require('fs').rmSync('x', {recursive: true})\"",
+        "perl -e 'unlink q(x)'",
+        "ruby -e 'File.delete(\"x\")'",
+        "python3 <<EOF\nimport shutil; shutil.rmtree('x')\nEOF",
+        "bash <<< 'rm -rf f'",
+        "BASH_ENV=/dev/stdin bash <<< 'rm -rf f'",
+        "alias x='rm -rf'; x dir",
+        "alias ls='rm -rf'",
+        "hash -p /bin/rm ls; ls x",
+        "printf -v 'a[$(rm -rf x)]' y",
+        "read 'a[$(rm -rf x)]' <<< 1",
+        "declare -n r='a[$(rm -rf x)]'",
+        "test -v 'a[$(rm -rf x)]'",
+        "[ -v 'a[$(rm -rf x)]' ]",
+        "echo ${!x}",
+        "git config alias.zap 'branch -D'; git zap x",
+        "eval \"$(echo rm -rf x)\"",
+        "read -r x <<< 'rm -rf y'; $x",
+        "env -S'-C dir' git reset --hard",
+        "echo x | xargs -I{} bash -c {}",
+        "parallel rm -rf ::: build",
+        "parallel ::: 'rm -rf x'",
+        "sem rm -rf x",
+        "cat list | parallel rm",
+        "ssh host git clean -f",
+        "parallel -S host rm -rf ::: x",
+        "EDITOR='rm -rf x' git commit",
+        "GIT_EDITOR='rm -rf x' git rebase -i main",
+        "GIT_PAGER='rm -rf x' git log",
+        "PATH=.:$PATH ls",
+        "export PATH=/tmp/evil:$PATH; ls",
+        "LD_PRELOAD=/tmp/x.so ls",
+        "./ls",
+        "/tmp/bin/cat x",
+        "sed -i 's/a/b/' f",
+        "sed 's/a/b/w out' f",
+        "sed -n '1e rm -rf x' f",
+        "sed -f script.sed f",
+        "awk '{system(\"rm -rf x\")}' f",
+        "awk '{print > \"out\"}' f",
+        "sort -o README.md f",
+        "uniq a README.md",
+        "tee README.md",
+        "find . -delete",
+        "find . -fprint README.md",
+        "find . -exec rm {} +",
+        "f() { rm -rf x; }; f",
+        "ls() { echo; }; ls",
+        "echo x > README.md",
+        "cat a >| b",
+        "ls &> out.txt",
+        "cp a b",
+        "mv a b",
+        "ln -sf /etc/passwd x",
+        "chmod -x /usr/local/bin/guardctl",
+        "git stash drop",
+        "git stash clear",
+        "git worktree remove x",
+        "git rebase --abort",
+        "git merge --abort",
+        "git branch -m new",
+        "kubectl --kubeconfig /tmp/k get pods",
+        "watch ls ';' rm -rf x",
+        "xargs -I{} sh -c 'echo {}'",
+        "xargs -i sh -c 'echo {}'",
+        "strace -o README.md ls",
+        "time -o README.md ls",
+        "script -c ls README.md",
+        "sudo -e README.md",
+        "sudo -s",
+        "sudo -s <<< 'rm -rf x'",
+        "chroot /tmp/evil ls",
+        "mapfile -C 'rm -rf x' -c 1 a < f",
+        "a[$(rm -rf x)]=1",
+        "unset 'a[$(rm -rf x)]'",
+        "xxd a README.md",
+        "history -w README.md",
+        "file -C -m x",
+        "ag --pager 'rm -rf x' y",
+        "gh api -X DELETE repos/o/r",
+    ]);
+}
+
+/// Whatever context it sits in, a program off the allowlist never makes a line Safe.
+#[test]
+fn no_line_with_a_program_off_the_allowlist_is_safe() {
+    let programs = [
+        "python x.py",
+        "python3 -c 'pass'",
+        "node x.js",
+        "perl x.pl",
+        "ruby x.rb",
+        "make",
+        "cargo build",
+        "npm install",
+        "sh x.sh",
+        "bash x.sh",
+        "./x.sh",
+        "cp a b",
+        "mv a b",
+        "tee f",
+        "ln -s a b",
+        "chmod +x f",
+        "chown u f",
+        "curl -o f https://x",
+        "wget https://x",
+        "tar xf a.tar",
+        "unzip a.zip",
+        "patch -p1",
+        "install a b",
+        "truncate -s0 f",
+        "dd if=a of=b",
+        "shred f",
+        "git reset --hard",
+        "git clean -fdx",
+        "rm -rf build",
+        "unknown-tool --flag",
+        "zap x",
+        "rsync -a a b",
+    ];
+    let contexts = [
+        "{}",
+        "ls && {}",
+        "echo $({})",
+        "echo `{}`",
+        "if true; then {}; fi",
+        "while false; do {}; done",
+        "sudo {}",
+        "env {}",
+        "env -i FOO=1 {}",
+        "timeout 5 {}",
+        "nice -n 5 {}",
+        "time {}",
+        "command {}",
+        "sh -c '{}'",
+        "bash -c '{}'",
+        "{} | cat",
+        "cat <({})",
+        "x=$({})",
+        "( {} )",
+        "{ {}; }",
+        "echo ok; {}",
+        "true || {}",
+        "trap '{}' EXIT",
+        "eval '{}'",
+        "find . -exec {} ;",
+    ];
+    for p in programs {
+        for c in contexts {
+            let line = c.replace("{}", p);
+            assert_ne!(reading(&line), Reading::Safe, "{line}: read as Safe");
+        }
     }
+}
+
+#[test]
+fn remote_effects_stay_known() {
+    for line in [
+        "git -c remote.origin.mirror=true push origin",
+        "git -c 'remote.origin.push=+refs/heads/*:refs/heads/*' push origin",
+        "git send-pack origin :main",
+        "ssh host git clean -f",
+        "ssh host 'rm -rf /srv/app'",
+        "ssh -p 22 host <<< 'rm -rf x'",
+        "ssh host",
+        "parallel -S host rm -rf ::: x",
+        "parallel --sshlogin host 'git reset --hard' ::: a",
+        "gh repo delete o/r --yes",
+        "gh release delete v1",
+        "aws s3 rm s3://b/x",
+        "aws ec2 terminate-instances --instance-ids i-1",
+        "gcloud compute instances delete vm1",
+        "docker system prune -af",
+        "docker volume rm v",
+        "kubectl drain node1",
+        "rsync -a --delete ./ host:/srv/",
+        "git push --prune origin 'refs/heads/*:refs/heads/*'",
+        "git push --mirror origin",
+    ] {
+        assert!(!known(line).is_empty(), "{line}");
+    }
+    let why = refused("ssh host git clean -f");
+    assert!(
+        why.contains("another host") && why.contains("guardctl plan exec"),
+        "{why}"
+    );
+    // What would be Safe here is Safe on another host.
+    assert_safe(&["ssh host git status", "ssh -o ConnectTimeout=5 host uptime"]);
+}
+
+#[test]
+fn the_reason_names_the_first_command_not_cleared() {
+    assert!(tried("ls; make; rm -rf build").contains("make"));
+    assert!(tried("git checkout main").contains("path and a branch"));
+    // Known wins over Try, with every finding.
+    assert_eq!(known("make; git branch -D a; git tag -d v1").len(), 2);
 }

@@ -63,8 +63,9 @@ pub enum Dir {
 /// A simple command as the shell would run it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Simple {
-    /// The variables the command line assigns for this command (`NAME=value cmd`).
-    pub assigns: Vec<String>,
+    /// The variables the command line assigns for this command (`NAME=value cmd`), with
+    /// their values.
+    pub assigns: Vec<(String, Word)>,
     /// The command word and its arguments.
     pub words: Vec<Word>,
     pub dir: Dir,
@@ -86,12 +87,42 @@ pub enum Stdin {
     Text(Word),
 }
 
+/// Everything a line may run, and what else about it decides whether it can destroy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Script {
+    /// Every simple command, in order.
+    pub commands: Vec<Simple>,
+    /// The files its output redirections open for writing (`> f`, `>> f`, `>| f`, `&> f`,
+    /// `<> f`, `>&f`): each may truncate or change a file.
+    pub writes: Vec<Word>,
+    /// Every variable it assigns, wherever: before a command, alone, or as an argument of
+    /// `export`, `declare`, `local`, `readonly`, `typeset` (a bare `export NAME` has an empty
+    /// dynamic value: what it exports is not on the line).
+    pub assigns: Vec<(String, Word)>,
+    /// The functions it defines: a later word may call one under a program's name.
+    pub functions: Vec<String>,
+}
+
+impl Script {
+    fn absorb(&mut self, other: Script) {
+        self.commands.extend(other.commands);
+        self.writes.extend(other.writes);
+        self.assigns.extend(other.assigns);
+        self.functions.extend(other.functions);
+    }
+}
+
 /// Why a line cannot be read with confidence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unparseable(pub String);
 
 /// Every simple command of `line`, in order.
 pub fn commands(line: &str) -> Result<Vec<Simple>, Unparseable> {
+    script(line).map(|s| s.commands)
+}
+
+/// What `line` may run, and the writes, assignments and functions that come with it.
+pub fn script(line: &str) -> Result<Script, Unparseable> {
     let mut walker = Walker::new(0);
     walker.script(line, Dir::Known(PathBuf::new()))?;
     let (code_text, arithmetic) = (walker.code_text, walker.arithmetic);
@@ -108,7 +139,7 @@ pub fn commands(line: &str) -> Result<Vec<Simple>, Unparseable> {
 
 /// The simple commands of a script run by `sh -c SCRIPT` or `eval`, in `dir`: nested one
 /// level deeper than `depth`.
-pub fn nested(script: &str, dir: Dir, depth: usize) -> Result<Vec<Simple>, Unparseable> {
+pub fn nested(script: &str, dir: Dir, depth: usize) -> Result<Script, Unparseable> {
     let mut walker = Walker::new(depth + 1);
     if walker.depth > MAX_DEPTH {
         return Err(Unparseable("commands nested too deep".into()));
@@ -126,7 +157,7 @@ fn options() -> brush_parser::ParserOptions {
 }
 
 struct Walker {
-    out: Vec<Simple>,
+    out: Script,
     depth: usize,
     /// A literal word holds `$(` or a backquote: code as text.
     code_text: bool,
@@ -140,6 +171,8 @@ struct Walker {
     input_redirect: bool,
     /// The line sets one of git's variables (`GIT_CONFIG_COUNT=1`, `export GIT_SSH_COMMAND`).
     git_env: bool,
+    /// The word being read has a `[` with a `]` after it: unquoted, that is a glob.
+    bracket_glob: bool,
 }
 
 /// Variables whose values bash runs as code (prompts, traces, start-up files).
@@ -157,7 +190,7 @@ const CODE_VARIABLES: &[&str] = &[
 impl Walker {
     fn new(depth: usize) -> Walker {
         Walker {
-            out: Vec::new(),
+            out: Script::default(),
             depth,
             code_text: false,
             arithmetic: false,
@@ -165,13 +198,14 @@ impl Walker {
             cdpath: false,
             input_redirect: false,
             git_env: false,
+            bracket_glob: false,
         }
     }
 
     /// The commands found, each whose input the line may have redirected marked so.
-    fn finish(mut self) -> Result<Vec<Simple>, Unparseable> {
+    fn finish(mut self) -> Result<Script, Unparseable> {
         if self.git_env
-            && self.out.iter().any(|c| {
+            && self.out.commands.iter().any(|c| {
                 c.words
                     .iter()
                     .any(|w| w.literal().is_some_and(|t| t.rsplit('/').next() == Some("git")))
@@ -182,7 +216,7 @@ impl Walker {
             ));
         }
         if self.input_redirect {
-            for c in &mut self.out {
+            for c in &mut self.out.commands {
                 if c.stdin == Stdin::Inherited {
                     c.stdin = Stdin::Unknown;
                 }
@@ -227,13 +261,13 @@ impl Walker {
         // but where the later parts run is then not worth guessing.
         let mut after = dir.clone();
         for (i, c) in p.seq.iter().enumerate() {
-            let first = self.out.len();
+            let first = self.out.commands.len();
             if self.command(c, dir.clone())? != dir {
                 after = Dir::Unknown;
             }
             if i > 0 {
                 // The first command this part runs reads the pipe (unless it redirects).
-                if let Some(s) = self.out.get_mut(first)
+                if let Some(s) = self.out.commands.get_mut(first)
                     && s.stdin == Stdin::Inherited
                 {
                     s.stdin = Stdin::Pipe;
@@ -255,6 +289,7 @@ impl Walker {
                 self.compound(compound, dir)
             }
             ast::Command::Function(f) => {
+                self.out.functions.push(f.fname.value.clone());
                 // Defined here, maybe called later: its body counts as run, where it is.
                 if self.compound(&f.body.0, dir.clone())? != dir {
                     self.moving_functions.push(f.fname.value.clone());
@@ -347,11 +382,19 @@ impl Walker {
     /// `x = 1 + 2`) reads as commands of no rule's program, or not at all.
     fn arithmetic(&mut self, text: &str, dir: &Dir) -> Result<(), Unparseable> {
         self.arithmetic = true;
+        // Text that is an arithmetic expression runs only its command substitutions.
+        if let Some(substitutions) = arithmetic_expression(text) {
+            for script in substitutions {
+                let found = nested(script, dir.clone(), self.depth)?;
+                self.out.absorb(found);
+            }
+            return Ok(());
+        }
         self.opaque(text)?;
         // Only what parses as a script can run as one; but a script too deep to read is
         // unreadable, not harmless (18 nested `( (` once hid a whole line this way).
         match nested(text, dir.clone(), self.depth) {
-            Ok(found) => self.out.extend(found),
+            Ok(found) => self.out.absorb(found),
             Err(e) if e.0.starts_with(PARSER_REFUSES) => {}
             Err(e) => return Err(e),
         }
@@ -382,7 +425,7 @@ impl Walker {
         {
             words.push(self.word(w, &dir)?);
         }
-        for name in &assigns {
+        for (name, value) in &assigns {
             if CODE_VARIABLES.contains(&name.as_str()) {
                 return Err(Unparseable(format!(
                     "it sets {name}, whose value bash runs as code"
@@ -391,8 +434,9 @@ impl Walker {
             if name == "CDPATH" {
                 self.cdpath = true;
             }
-            self.git_env |= git_variable(name);
+            self.git_env |= git_variable(name) && !harmless_value(name, value);
         }
+        self.out.assigns.extend(assigns.iter().cloned());
         if words.is_empty() {
             // Only assignments (`X=$(...)`): their substitutions were collected.
             return Ok(dir);
@@ -407,9 +451,25 @@ impl Walker {
                 ..,
             ] => {
                 self.arithmetic = true;
-                self.git_env |= words
-                    .iter()
-                    .any(|w| git_variable(w.text().split('=').next().unwrap_or_default()));
+                for w in words[1..].iter().filter(|w| !w.text().starts_with('-')) {
+                    let (name, value) = match w.text().split_once('=') {
+                        Some((n, v)) => (
+                            n.to_string(),
+                            match w {
+                                Word::Literal(_) => Word::Literal(v.to_string()),
+                                Word::Dynamic(_) => Word::Dynamic(v.to_string()),
+                            },
+                        ),
+                        None => (w.text().to_string(), Word::Dynamic(String::new())),
+                    };
+                    if CODE_VARIABLES.contains(&name.as_str()) {
+                        return Err(Unparseable(format!(
+                            "it sets {name}, whose value bash runs as code"
+                        )));
+                    }
+                    self.git_env |= git_variable(&name) && !harmless_value(&name, &value);
+                    self.out.assigns.push((name, value));
+                }
                 dir.clone()
             }
             // A script that may move the shell: where later commands run is unknown.
@@ -423,7 +483,7 @@ impl Walker {
             [Some(name), ..] if self.moving_functions.iter().any(|f| f == name) => Dir::Unknown,
             _ => dir.clone(),
         };
-        self.out.push(Simple {
+        self.out.commands.push(Simple {
             assigns,
             words,
             dir,
@@ -472,7 +532,7 @@ impl Walker {
         &mut self,
         item: &ast::CommandPrefixOrSuffixItem,
         dir: &Dir,
-        assigns: &mut Vec<String>,
+        assigns: &mut Vec<(String, Word)>,
         words: &mut Vec<Word>,
     ) -> Result<(), Unparseable> {
         use ast::CommandPrefixOrSuffixItem as I;
@@ -488,11 +548,8 @@ impl Walker {
                         ast::AssignmentName::VariableName(n) => n.clone(),
                         ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
                     };
-                    assigns.push(name);
-                    match &a.value {
-                        ast::AssignmentValue::Scalar(v) => {
-                            self.word(v, dir)?;
-                        }
+                    let value = match &a.value {
+                        ast::AssignmentValue::Scalar(v) => self.word(v, dir)?,
                         ast::AssignmentValue::Array(items) => {
                             for (k, v) in items {
                                 if let Some(k) = k {
@@ -500,8 +557,23 @@ impl Walker {
                                 }
                                 self.word(v, dir)?;
                             }
+                            Word::Dynamic(w.value.clone())
                         }
-                    }
+                    };
+                    // `a[i]=x`: the subscript is arithmetic bash evaluates.
+                    let value = match &a.name {
+                        ast::AssignmentName::VariableName(_) => value,
+                        ast::AssignmentName::ArrayElementName(_, subscript) => {
+                            if subscript.contains(['$', '`']) {
+                                return Err(Unparseable(
+                                    "an array subscript holds an expansion, which bash evaluates as arithmetic and may run code"
+                                        .into(),
+                                ));
+                            }
+                            Word::Dynamic(w.value.clone())
+                        }
+                    };
+                    assigns.push((name, value));
                     Ok(())
                 } else {
                     // After the command word, `a=b` is an argument (`env X=1 cmd`).
@@ -529,9 +601,20 @@ impl Walker {
             ast::IoRedirect::OutputAndError(..) => false,
         };
         match r {
-            ast::IoRedirect::File(_, _, target) => match target {
+            ast::IoRedirect::File(_, kind, target) => match target {
                 ast::IoFileRedirectTarget::Filename(w) | ast::IoFileRedirectTarget::Duplicate(w) => {
-                    self.word(w, dir).map(|_| ())
+                    let file = self.word(w, dir)?;
+                    // `>&2` duplicates a descriptor; `>&file` opens the file as `&>` does.
+                    let descriptor = matches!(target, ast::IoFileRedirectTarget::Duplicate(_))
+                        && (file.text() == "-" || file.text().chars().all(|c| c.is_ascii_digit()));
+                    let writes = matches!(
+                        kind,
+                        K::Write | K::Append | K::Clobber | K::ReadAndWrite | K::DuplicateOutput
+                    );
+                    if writes && !descriptor {
+                        self.out.writes.push(file);
+                    }
+                    Ok(())
                 }
                 ast::IoFileRedirectTarget::Fd(_) => Ok(()),
                 ast::IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
@@ -544,18 +627,32 @@ impl Walker {
                 }
                 Ok(())
             }
-            ast::IoRedirect::HereString(_, w) | ast::IoRedirect::OutputAndError(w, _) => {
-                self.word(w, dir).map(|_| ())
+            ast::IoRedirect::HereString(_, w) => self.word(w, dir).map(|_| ()),
+            ast::IoRedirect::OutputAndError(w, _) => {
+                let file = self.word(w, dir)?;
+                self.out.writes.push(file);
+                Ok(())
             }
         }
     }
 
     /// A word's value, collecting the commands its substitutions run.
     fn word(&mut self, w: &ast::Word, dir: &Dir) -> Result<Word, Unparseable> {
+        // `${!x}` reads the variable x names; a name like `a[$(…)]` runs the substitution.
+        if w.value.contains("${!") {
+            return Err(Unparseable(
+                "an indirect expansion (`${!…}`) evaluates a name only the running line knows, which may run code".into(),
+            ));
+        }
         let pieces = brush_parser::word::parse(&w.value, &options())
             .map_err(|e| Unparseable(format!("cannot read the word `{}`: {e}", w.value)))?;
         let mut value = String::new();
-        let literal = self.pieces(&pieces, dir, false, &mut value)?;
+        // bash reads `[` as a glob only with a `]` after it: `[ -f x ]`'s `[` is a word.
+        let outer = self.bracket_glob;
+        self.bracket_glob = w.value.find('[').is_some_and(|i| w.value[i..].contains(']'));
+        let literal = self.pieces(&pieces, dir, false, &mut value);
+        self.bracket_glob = outer;
+        let literal = literal?;
         Ok(if literal {
             Word::Literal(value)
         } else {
@@ -578,7 +675,8 @@ impl Walker {
                     // Unquoted, these make a glob or a brace expansion: the shell decides.
                     // (`{}` alone, as `find -exec` takes it, is text to bash.)
                     let braces = t.contains('{') && (t.contains(',') || t.contains(".."));
-                    if !quoted && (t.contains(['*', '?', '[']) || braces) {
+                    if !quoted && (t.contains(['*', '?']) || (self.bracket_glob && t.contains('[')) || braces)
+                    {
                         literal = false;
                     }
                     value.push_str(t);
@@ -593,7 +691,7 @@ impl Walker {
                 }
                 WordPiece::CommandSubstitution(script) | WordPiece::BackquotedCommandSubstitution(script) => {
                     let found = nested(script, dir.clone(), self.depth)?;
-                    self.out.extend(found);
+                    self.out.absorb(found);
                     literal = false;
                 }
                 WordPiece::ParameterExpansion(e) => {
@@ -667,6 +765,105 @@ fn nesting(text: &str) -> usize {
     max
 }
 
+/// When `text` is an arithmetic expression as bash reads one (operands — numbers, names,
+/// `name[…]`, `$name`, `${…}`, `$(…)`, `(…)` — with unary, postfix and binary operators
+/// between them, and nothing else), the command substitutions it holds; `None` for text that
+/// is no such expression (`rm -rf x`: `x` follows an operand without an operator), which may
+/// then be nested subshells.
+fn arithmetic_expression(text: &str) -> Option<Vec<&str>> {
+    const BINARY: &[&str] = &[
+        "<<=", ">>=", "**", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=", "*=", "/=", "%=",
+        "&=", "^=", "|=", "+", "-", "*", "/", "%", "<", ">", "&", "^", "|", "=", ",", "?", ":",
+    ];
+    let b = text.as_bytes();
+    let mut subs = Vec::new();
+    let mut i = 0;
+    let mut depth = 0usize;
+    // Whether an operand is wanted next (true) or an operator (false).
+    let mut want_operand = true;
+    let skip_space = |i: &mut usize| {
+        while *i < b.len() && b[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    // The end of a bracketed run starting at `open` (`(`, `[` or `{`), nested, or None.
+    let close = |open: usize| -> Option<usize> {
+        let (o, c) = match b[open] {
+            b'(' => (b'(', b')'),
+            b'[' => (b'[', b']'),
+            _ => (b'{', b'}'),
+        };
+        let mut d = 0;
+        for (k, &ch) in b.iter().enumerate().skip(open) {
+            if ch == b'\'' || ch == b'"' || ch == b'`' {
+                return None;
+            }
+            if ch == o {
+                d += 1;
+            } else if ch == c {
+                d -= 1;
+                if d == 0 {
+                    return Some(k);
+                }
+            }
+        }
+        None
+    };
+    loop {
+        skip_space(&mut i);
+        if i >= b.len() {
+            break;
+        }
+        if want_operand {
+            let rest = &text[i..];
+            if rest.starts_with("++") || rest.starts_with("--") {
+                i += 2;
+            } else if matches!(b[i], b'+' | b'-' | b'!' | b'~') {
+                i += 1;
+            } else if b[i] == b'(' {
+                depth += 1;
+                i += 1;
+            } else if rest.starts_with("$(") {
+                let end = close(i + 1)?;
+                subs.push(&text[i + 2..end]);
+                i = end + 1;
+                want_operand = false;
+            } else if rest.starts_with("${") {
+                i = close(i + 1)? + 1;
+                want_operand = false;
+            } else if b[i] == b'$' || b[i].is_ascii_alphanumeric() || b[i] == b'_' {
+                i += 1;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b'#') {
+                    i += 1;
+                }
+                if i < b.len() && b[i] == b'[' {
+                    let end = close(i)?;
+                    // A subscript is an expression too.
+                    subs.extend(arithmetic_expression(&text[i + 1..end])?);
+                    i = end + 1;
+                }
+                want_operand = false;
+            } else {
+                return None;
+            }
+        } else {
+            let rest = &text[i..];
+            if rest.starts_with("++") || rest.starts_with("--") {
+                i += 2;
+            } else if b[i] == b')' {
+                depth = depth.checked_sub(1)?;
+                i += 1;
+            } else if let Some(op) = BINARY.iter().find(|op| rest.starts_with(**op)) {
+                i += op.len();
+                want_operand = true;
+            } else {
+                return None;
+            }
+        }
+    }
+    (!want_operand && depth == 0).then_some(subs)
+}
+
 /// Where a later command runs after a branch that may or may not have run.
 fn merge(a: Dir, b: Dir) -> Dir {
     if a == b { a } else { Dir::Unknown }
@@ -689,6 +886,20 @@ pub fn git_variable(name: &str) -> bool {
         "GIT_FLUSH",
     ];
     name.starts_with("GIT_") && !HARMLESS.contains(&name) && !name.starts_with("GIT_TRACE")
+}
+
+/// A value of a program-running variable that runs nothing: `GIT_EDITOR=true` (an edit that
+/// keeps the message), `GIT_PAGER=cat`. Every other value of such a variable may run a
+/// program of the line's choosing.
+pub fn harmless_value(name: &str, value: &Word) -> bool {
+    let v = value.literal();
+    match name {
+        "GIT_EDITOR" | "GIT_SEQUENCE_EDITOR" | "EDITOR" | "VISUAL" => {
+            matches!(v, Some("true" | ":" | "/bin/true" | "/usr/bin/true"))
+        }
+        "GIT_PAGER" | "PAGER" | "MANPAGER" => matches!(v, Some("cat" | "/bin/cat" | "/usr/bin/cat" | "")),
+        _ => false,
+    }
 }
 
 /// `path` with `.` and `..` taken away as text, as bash's logical directory does.
@@ -791,7 +1002,10 @@ mod tests {
     #[test]
     fn assignments_are_kept_apart_from_words() {
         let found = commands("LC_ALL=C git branch -D y").unwrap();
-        assert_eq!(found[0].assigns, ["LC_ALL"]);
+        assert_eq!(
+            found[0].assigns,
+            [("LC_ALL".to_string(), Word::Literal("C".into()))]
+        );
         assert_eq!(found[0].words, lit(&["git", "branch", "-D", "y"]));
         // git's own variables point it elsewhere or make it run programs: unreadable.
         assert!(commands("GIT_DIR=/x git branch -D y").is_err());

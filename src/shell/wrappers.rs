@@ -150,6 +150,68 @@ pub(super) const WRAPPERS: &[(&str, &[&str], usize)] = &[
     ("pkexec", &["--user"], 0),
 ];
 
+/// Whether a wrapper that ran `inner` adds nothing of its own to judge: it only runs the
+/// command (as another user, later, with a time limit). The others write files of their own
+/// (`strace -o`, `script`'s typescript, `time -o`, `valgrind --log-file`), run the command in
+/// another root or namespace (`chroot`, `unshare`, `nsenter`, `firejail`), as a service
+/// (`systemd-run`), or run a shell when given no command (`sudo -s`, `sudo -e` edits a
+/// file): the command is judged all the same, and the line is left to the trial.
+pub(super) fn transparent(program: &str, args: &[Word], inner: &[Word]) -> Result<(), String> {
+    const PLAIN: &[&str] = &[
+        "sudo",
+        "doas",
+        "nice",
+        "ionice",
+        "timeout",
+        "stdbuf",
+        "nohup",
+        "time",
+        "command",
+        "builtin",
+        "exec",
+        "chronic",
+        "setsid",
+        "flock",
+        "taskset",
+        "chrt",
+        "caffeinate",
+        "watch",
+        "setpriv",
+        "prlimit",
+        "unbuffer",
+        "fakeroot",
+        "pkexec",
+        "faketime",
+        "catchsegv",
+    ];
+    let lit: Vec<&str> = args[..args.len() - inner.len()]
+        .iter()
+        .filter_map(Word::literal)
+        .collect();
+    let writes = program == "time"
+        && lit
+            .iter()
+            .any(|a| a.starts_with("-o") || a.starts_with("--o") || a.starts_with("-a"));
+    let shell = matches!(program, "sudo" | "doas")
+        && (inner.is_empty()
+            || lit.iter().any(|a| {
+                a.starts_with("--edit")
+                    || a.starts_with("--shell")
+                    || a.starts_with("--login")
+                    || (a.starts_with('-') && !a.starts_with("--") && a.contains(['e', 's', 'i']))
+            }));
+    if !PLAIN.contains(&program)
+        || writes
+        || shell
+        || (program != "exec" && inner.is_empty() && program != "command")
+    {
+        return Err(format!(
+            "`{program}` does more than run the command (its own files, another root, a shell): the trial sees it"
+        ));
+    }
+    Ok(())
+}
+
 /// Shells: `-c SCRIPT` is read as a line of its own, so is a script given on standard input
 /// by a here-string or here-document; a pipe into one is unreadable.
 pub(super) const SHELLS: &[&str] = &[
