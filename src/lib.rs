@@ -95,6 +95,7 @@ pub mod shell;
 pub mod sign;
 pub mod store;
 pub mod text;
+pub mod trial;
 pub mod ui;
 pub mod usage;
 

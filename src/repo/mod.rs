@@ -24,6 +24,7 @@ mod objects;
 mod parallel;
 mod prefix;
 pub mod publish;
+pub mod trial;
 mod refs;
 mod remote;
 mod shallow;
