@@ -675,8 +675,12 @@ fn launch(args: &[OsString]) -> std::result::Result<u8, Failure> {
     };
     if let Some(overlay) = &spec.overlay {
         let limit = std::time::Duration::from_millis(overlay.timeout_ms);
-        let status = crate::process::run_as_until(program, arg0, rest, limit)
-            .map_err(|e| Failure(format!("cannot run {}: {e}", crate::text::safe(&program.to_string_lossy()))))?;
+        let status = crate::process::run_as_until(program, arg0, rest, limit).map_err(|e| {
+            Failure(format!(
+                "cannot run {}: {e}",
+                crate::text::safe(&program.to_string_lossy())
+            ))
+        })?;
         let Some(status) = status else {
             #[allow(clippy::print_stderr)]
             {
@@ -844,7 +848,15 @@ fn build_overlay_root(spec: &Spec, overlay: &Overlay) -> std::result::Result<(),
             work.display()
         );
         let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-        if mount(Some("overlay"), &dest, Some("overlay"), flags, Some(options.as_str())).is_ok() {
+        if mount(
+            Some("overlay"),
+            &dest,
+            Some("overlay"),
+            flags,
+            Some(options.as_str()),
+        )
+        .is_ok()
+        {
             bound.push(layer);
         } else {
             seal(&dest).map_err(|f| Failure(format!("seal {}: {f}", layer.display())))?;
@@ -920,7 +932,12 @@ fn restrict_overlay(spec: &Spec) -> std::result::Result<(), Failure> {
     let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> =
         vec![(PathBuf::from("/"), AccessFs::from_read(abi))];
     if let Some(overlay) = &spec.overlay {
-        rules.extend(overlay.layers.iter().map(|l| (l.clone(), AccessFs::from_all(abi))));
+        rules.extend(
+            overlay
+                .layers
+                .iter()
+                .map(|l| (l.clone(), AccessFs::from_all(abi))),
+        );
     }
     rules.extend(
         DEVICES
@@ -964,12 +981,7 @@ fn refuse_unix_sockets() -> std::result::Result<(), Failure> {
     };
     let fail = step("install the trial's seccomp filter");
     let build = || -> std::result::Result<BpfProgram, seccompiler::BackendError> {
-        let unix = SeccompCondition::new(
-            0,
-            SeccompCmpArgLen::Dword,
-            SeccompCmpOp::Eq,
-            libc::AF_UNIX as u64,
-        )?;
+        let unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?;
         let rules = [
             (libc::SYS_socket, vec![SeccompRule::new(vec![unix])?]),
             (libc::SYS_io_uring_setup, Vec::new()),

@@ -24,11 +24,11 @@ mod objects;
 mod parallel;
 mod prefix;
 pub mod publish;
-pub mod trial;
 mod refs;
 mod remote;
 mod shallow;
 mod tags;
+pub mod trial;
 pub mod url;
 mod walk;
 

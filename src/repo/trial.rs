@@ -61,7 +61,12 @@ pub struct TrialRepo {
 }
 
 /// The files of `info/` that change what git does (the rest is bookkeeping).
-const GATE_INFO: [&str; 4] = ["info/exclude", "info/attributes", "info/grafts", "info/sparse-checkout"];
+const GATE_INFO: [&str; 4] = [
+    "info/exclude",
+    "info/attributes",
+    "info/grafts",
+    "info/sparse-checkout",
+];
 
 /// Config keys a line may change without touching the gate (`*`: any one name part).
 const HARMLESS_CONFIG: [&str; 11] = [
@@ -185,8 +190,13 @@ impl TrialRepo {
                 _ => ignored += 1,
             }
         }
-        let before_packed = parse_packed(&std::fs::read(self.common_dir.join("packed-refs")).unwrap_or_default());
-        let after_packed = parse_packed(&view.read(&self.common_dir.join("packed-refs")).unwrap_or_default());
+        let before_packed =
+            parse_packed(&std::fs::read(self.common_dir.join("packed-refs")).unwrap_or_default());
+        let after_packed = parse_packed(
+            &view
+                .read(&self.common_dir.join("packed-refs"))
+                .unwrap_or_default(),
+        );
         if packed {
             let names: BTreeSet<&String> = before_packed.keys().chain(after_packed.keys()).collect();
             for name in names {
@@ -369,10 +379,16 @@ impl TrialRepo {
             {
                 continue;
             }
-            let in_work_tree = self.work_tree.as_ref().and_then(|w| view.read(&w.join(at))).is_some_and(|b| {
-                git2::Oid::hash_object(git2::ObjectType::Blob, &b).is_ok_and(|o| o == e.id)
-            });
-            if in_work_tree || kept_trees.iter().any(|t| t.get_path(at).is_ok_and(|x| x.id() == e.id)) {
+            let in_work_tree = self
+                .work_tree
+                .as_ref()
+                .and_then(|w| view.read(&w.join(at)))
+                .is_some_and(|b| git2::Oid::hash_object(git2::ObjectType::Blob, &b).is_ok_and(|o| o == e.id));
+            if in_work_tree
+                || kept_trees
+                    .iter()
+                    .any(|t| t.get_path(at).is_ok_and(|x| x.id() == e.id))
+            {
                 continue;
             }
             out.push(Finding {
@@ -475,7 +491,11 @@ fn config_changes(path: &Path, view: &dyn Merged) -> Result<Vec<Finding>> {
         }
         out
     };
-    let before = if path.is_file() { entries(path) } else { BTreeMap::new() };
+    let before = if path.is_file() {
+        entries(path)
+    } else {
+        BTreeMap::new()
+    };
     let after = match view.read(path) {
         Some(bytes) => {
             let tmp = tempfile::NamedTempFile::new()
@@ -511,7 +531,11 @@ fn harmless(key: &str, values: &[String]) -> bool {
         }
     });
     // A forced refspec (`+…`) lets a fetch rewrite local refs.
-    matches && !(key.ends_with(".fetch") && values.iter().any(|v| v.starts_with('+') && !v.contains("refs/remotes/")))
+    matches
+        && !(key.ends_with(".fetch")
+            && values
+                .iter()
+                .any(|v| v.starts_with('+') && !v.contains("refs/remotes/")))
 }
 
 #[cfg(test)]
@@ -525,8 +549,14 @@ mod tests {
         assert!(!harmless("alias.zap", &[]));
         assert!(!harmless("core.hookspath", &[]));
         assert!(!harmless("core.sshcommand", &[]));
-        assert!(harmless("remote.origin.fetch", &["+refs/heads/*:refs/remotes/origin/*".into()]));
-        assert!(!harmless("remote.origin.fetch", &["+refs/heads/*:refs/heads/*".into()]));
+        assert!(harmless(
+            "remote.origin.fetch",
+            &["+refs/heads/*:refs/remotes/origin/*".into()]
+        ));
+        assert!(!harmless(
+            "remote.origin.fetch",
+            &["+refs/heads/*:refs/heads/*".into()]
+        ));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use super::view::{Op, Raw, View};
 use super::{Change, ChangeKind, Effect, Outcome, Request};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::repo::trial::{Finding, GitOp, Merged, TrialRepo};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap};
@@ -99,7 +99,9 @@ fn old_bytes(path: &Path) -> Option<Vec<u8>> {
     use std::os::unix::ffi::OsStrExt;
     let meta = std::fs::symlink_metadata(path).ok()?;
     if meta.file_type().is_symlink() {
-        return std::fs::read_link(path).ok().map(|t| t.as_os_str().as_bytes().to_vec());
+        return std::fs::read_link(path)
+            .ok()
+            .map(|t| t.as_os_str().as_bytes().to_vec());
     }
     std::fs::read(path).ok()
 }
@@ -158,10 +160,12 @@ impl<'a> Context<'a> {
             let rel = rel.to_string_lossy();
             GATE.iter().any(|g| match g.strip_suffix('/') {
                 Some(dir) => rel == dir || rel.starts_with(&format!("{dir}/")),
-                None => globset::Glob::new(g)
-                    .map(|g| g.compile_matcher().is_match(&*rel) && !rel[..].contains("/.."))
-                    .unwrap_or(false)
-                    && rel.matches('/').count() == g.matches('/').count(),
+                None => {
+                    globset::Glob::new(g)
+                        .map(|g| g.compile_matcher().is_match(&*rel) && !rel[..].contains("/.."))
+                        .unwrap_or(false)
+                        && rel.matches('/').count() == g.matches('/').count()
+                }
             })
         })
     }
@@ -180,7 +184,7 @@ impl<'a> Context<'a> {
 
     /// Judge what the uppers of `view` hold.
     pub fn judge(&self, view: &View) -> Result<Effect> {
-        let skip = |p: &Path| self.is_temp(p) || self.in_git_dir(p) && false || self.is_regenerable(p);
+        let skip = |p: &Path| self.is_temp(p) || self.is_regenerable(p);
         let raws = view.changes(&skip);
         let mut effect = Effect {
             outcome: Outcome::Finished { status: 0 },
@@ -281,7 +285,8 @@ impl<'a> Context<'a> {
             let Ok(meta) = std::fs::symlink_metadata(&at) else {
                 continue;
             };
-            if meta.is_file() && sizes.contains(&meta.len())
+            if meta.is_file()
+                && sizes.contains(&meta.len())
                 && let Ok(bytes) = std::fs::read(&at)
             {
                 *landed.entry(sha256_hex(&bytes)).or_default() += 1;
@@ -343,9 +348,6 @@ fn from_finding(f: Finding) -> Change {
     }
 }
 
-#[allow(dead_code)]
-fn unused(_: Error) {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,7 +355,13 @@ mod tests {
     #[test]
     fn regenerable_patterns_match_as_gitignore_would() {
         let set = globs(&DEFAULT_REGENERABLE.map(String::from));
-        for yes in ["target", "target/debug/x", "web/node_modules/a/b.js", "a/__pycache__/m.pyc", "m.pyc"] {
+        for yes in [
+            "target",
+            "target/debug/x",
+            "web/node_modules/a/b.js",
+            "a/__pycache__/m.pyc",
+            "m.pyc",
+        ] {
             assert!(set.is_match(yes), "{yes}");
         }
         for no in [".env", "src/target.rs", "data.db", "targets/x"] {

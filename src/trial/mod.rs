@@ -187,7 +187,12 @@ impl Effect {
     /// One line per destroyed or gate change, sorted, each ending in a newline; stable for the
     /// same changes (see the module doc for the format).
     pub fn manifest(&self) -> String {
-        let mut lines: Vec<String> = self.destroyed.iter().chain(&self.gate).map(Change::line).collect();
+        let mut lines: Vec<String> = self
+            .destroyed
+            .iter()
+            .chain(&self.gate)
+            .map(Change::line)
+            .collect();
         lines.sort();
         lines.dedup();
         let more = lines.len().saturating_sub(MANIFEST_LINES);
@@ -207,7 +212,10 @@ impl Effect {
 /// `s` as is, or in double quotes with C escapes when it holds a space, a quote, a backslash
 /// or a control character.
 fn quote(s: &str) -> String {
-    if !s.chars().any(|c| c.is_whitespace() || c.is_control() || c == '"' || c == '\\') {
+    if !s
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || c == '"' || c == '\\')
+    {
         return s.to_string();
     }
     let mut out = String::from("\"");
@@ -276,10 +284,13 @@ pub fn run(req: &Request) -> Result<Effect> {
 
 /// The last `n` lines of `text`, escaped, without the launcher's own last words.
 fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text
+    let mut lines: Vec<&str> = text
         .lines()
         .filter(|l| !l.starts_with("guardctl sandbox: timed out"))
         .collect();
+    while lines.last().is_some_and(|l| l.trim().is_empty()) {
+        lines.pop();
+    }
     let start = lines.len().saturating_sub(n);
     lines[start..]
         .iter()
@@ -320,7 +331,11 @@ fn blocked(stderr: &str, hidden: &[PathBuf]) -> Option<String> {
 }
 
 fn env_var<'a>(env: &'a [(String, OsString)], name: &str) -> Option<&'a OsString> {
-    env.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v).filter(|v| !v.is_empty())
+    env.iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty())
 }
 
 /// `bash` on the `PATH` of `env`, else `/bin/bash`.

@@ -106,8 +106,7 @@ impl Layers {
 
 /// Whether overlayfs' mount options can name `path` (they split on `,` and `:`).
 fn spellable(path: &Path) -> bool {
-    path.to_str()
-        .is_some_and(|s| !s.contains([',', ':', '\\', '\n']))
+    path.to_str().is_some_and(|s| !s.contains([',', ':', '\\', '\n']))
 }
 
 /// The mount points of a `/proc/self/mountinfo` text (octal escapes decoded).
@@ -125,10 +124,7 @@ fn unescape_octal(s: &str) -> OsString {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
             i += 4;
         } else {
@@ -326,7 +322,9 @@ impl View {
     pub fn path_of(&self, path: &Path) -> Option<PathBuf> {
         match self.locate(path) {
             Place::Upper(p) => Some(p),
-            Place::Lower => std::fs::symlink_metadata(path).is_ok().then(|| path.to_path_buf()),
+            Place::Lower => std::fs::symlink_metadata(path)
+                .is_ok()
+                .then(|| path.to_path_buf()),
             Place::Gone => None,
         }
     }

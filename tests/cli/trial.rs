@@ -32,7 +32,11 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .args(args)
         .output()
         .unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
@@ -98,7 +102,12 @@ fn leftovers() -> Vec<PathBuf> {
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("guardctl-trial-"))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("guardctl-trial-")
+        })
         .collect()
 }
 
@@ -109,13 +118,21 @@ fn try_line(fx: &Fx, req: &Request) -> Effect {
     let before = git(&fx.repo, &["for-each-ref"]);
     let status_before = git(&fx.repo, &["status", "--porcelain", "--ignored"]);
     let effect = guardctl::trial::run(req).unwrap();
-    assert_eq!(git(&fx.repo, &["for-each-ref"]), before, "the host's refs changed");
+    assert_eq!(
+        git(&fx.repo, &["for-each-ref"]),
+        before,
+        "the host's refs changed"
+    );
     assert_eq!(
         git(&fx.repo, &["status", "--porcelain", "--ignored"]),
         status_before,
         "the host's work tree changed"
     );
-    assert_eq!(leftovers(), Vec::<PathBuf>::new(), "the trial left its uppers behind");
+    assert_eq!(
+        leftovers(),
+        Vec::<PathBuf>::new(),
+        "the trial left its uppers behind"
+    );
     effect
 }
 
@@ -161,11 +178,16 @@ fn an_alias_defined_on_the_same_line_deletes_a_branch_and_changes_the_gate() {
     let x = git(&fx.repo, &["rev-parse", "x"]);
     let e = run(&fx, "git config alias.zap 'branch -D'; git zap x");
     assert!(
-        e.manifest().contains(&format!("delete branch refs/heads/x {x}\n")),
+        e.manifest()
+            .contains(&format!("delete branch refs/heads/x {x}\n")),
         "{}",
         e.manifest()
     );
-    assert!(e.manifest().contains("gate: change git config alias.zap\n"), "{}", e.manifest());
+    assert!(
+        e.manifest().contains("gate: change git config alias.zap\n"),
+        "{}",
+        e.manifest()
+    );
 }
 
 #[test]
@@ -174,21 +196,33 @@ fn a_stash_drop_drops_reflog_entries() {
     std::fs::write(fx.repo.join("a.txt"), "dirty\n").unwrap();
     git(&fx.repo, &["stash", "-q"]);
     let e = run(&fx, "git stash drop");
-    assert!(manifest_has(&e, "drop reflog refs/stash 1 entry"), "{}", e.manifest());
+    assert!(
+        manifest_has(&e, "drop reflog refs/stash 1 entry"),
+        "{}",
+        e.manifest()
+    );
 }
 
 #[test]
 fn a_deleted_ref_and_a_pruning_gc_delete_the_branch_and_its_objects() {
     let fx = fixture();
     let e = run(&fx, "git update-ref -d refs/heads/x && git gc -q --prune=now");
-    assert!(manifest_has(&e, "delete branch refs/heads/x "), "{}", e.manifest());
+    assert!(
+        manifest_has(&e, "delete branch refs/heads/x "),
+        "{}",
+        e.manifest()
+    );
     // HEAD's reflog still reaches x's commit: gc keeps it, in the new pack.
     assert_eq!(e.manifest().lines().count(), 1, "{}", e.manifest());
     let e = run(
         &fx,
         "git update-ref -d refs/heads/x && git reflog expire --expire=now --all && git gc -q --prune=now",
     );
-    assert!(manifest_has(&e, "delete branch refs/heads/x "), "{}", e.manifest());
+    assert!(
+        manifest_has(&e, "delete branch refs/heads/x "),
+        "{}",
+        e.manifest()
+    );
     assert!(manifest_has(&e, "drop reflog HEAD "), "{}", e.manifest());
     // x's commit, its tree and x.txt's blob.
     assert!(e.manifest().contains("delete objects 3\n"), "{}", e.manifest());
@@ -201,7 +235,11 @@ fn checkout_over_a_dirty_tree_overwrites_and_over_a_clean_one_does_not() {
     assert!(e.destroys_nothing(), "{}", e.manifest());
     std::fs::write(fx.repo.join("a.txt"), "uncommitted work\n").unwrap();
     let e = run(&fx, "git checkout -- .");
-    assert!(manifest_has(&e, "overwrite file a.txt sha256:"), "{}", e.manifest());
+    assert!(
+        manifest_has(&e, "overwrite file a.txt sha256:"),
+        "{}",
+        e.manifest()
+    );
     assert_eq!(e.destroyed.len(), 1, "{}", e.manifest());
 }
 
@@ -223,7 +261,10 @@ fn ignored_regenerable_output_is_exempt_and_an_ignored_env_file_is_not() {
 #[test]
 fn temporary_files_are_exempt() {
     let fx = fixture();
-    let tmp = tempfile::Builder::new().prefix("guardctl-trial-test-").tempdir_in("/tmp").unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix("guardctl-trial-test-")
+        .tempdir_in("/tmp")
+        .unwrap();
     std::fs::write(tmp.path().join("f"), "x").unwrap();
     let e = run(&fx, &format!("rm -rf {}", tmp.path().display()));
     assert_eq!(e.outcome, Outcome::Finished { status: 0 }, "{}", e.stderr_tail);
@@ -237,7 +278,11 @@ fn truncating_an_untracked_file_overwrites_it_and_sed_on_a_clean_tracked_file_do
     let fx = fixture();
     std::fs::write(fx.repo.join("untracked.txt"), "notes\n").unwrap();
     let e = run(&fx, "> untracked.txt");
-    assert!(manifest_has(&e, "overwrite file untracked.txt sha256:"), "{}", e.manifest());
+    assert!(
+        manifest_has(&e, "overwrite file untracked.txt sha256:"),
+        "{}",
+        e.manifest()
+    );
     let e = run(&fx, "sed -i s/a/b/ tracked_clean.txt");
     assert_eq!(e.outcome, Outcome::Finished { status: 0 }, "{}", e.stderr_tail);
     assert!(e.destroys_nothing(), "{}", e.manifest());
@@ -248,7 +293,11 @@ fn a_hard_reset_rewrites_the_branch_and_overwrites_uncommitted_work() {
     let fx = fixture();
     std::fs::write(fx.repo.join("a.txt"), "uncommitted\n").unwrap();
     let e = run(&fx, "git reset -q --hard HEAD~1");
-    assert!(manifest_has(&e, "rewrite branch refs/heads/main "), "{}", e.manifest());
+    assert!(
+        manifest_has(&e, "rewrite branch refs/heads/main "),
+        "{}",
+        e.manifest()
+    );
     assert!(manifest_has(&e, "overwrite file a.txt "), "{}", e.manifest());
 }
 
@@ -257,7 +306,11 @@ fn a_forced_local_fetch_rewrites_a_branch() {
     let fx = fixture();
     git(&fx.repo, &["branch", "b", "main"]);
     let e = run(&fx, "git fetch -q . +x:b");
-    assert!(manifest_has(&e, "rewrite branch refs/heads/b "), "{}", e.manifest());
+    assert!(
+        manifest_has(&e, "rewrite branch refs/heads/b "),
+        "{}",
+        e.manifest()
+    );
 }
 
 #[test]
