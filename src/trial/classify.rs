@@ -45,6 +45,8 @@ pub struct Context<'a> {
     home: Option<PathBuf>,
     temps: Vec<PathBuf>,
     regenerable: globset::GlobSet,
+    /// [`GATE`] as globs over paths relative to the work tree or `$HOME`.
+    gate_files: globset::GlobSet,
     gate: Vec<PathBuf>,
 }
 
@@ -90,6 +92,24 @@ fn globs(patterns: &[String]) -> globset::GlobSet {
     set.build().unwrap_or_else(|_| globset::GlobSet::empty())
 }
 
+/// [`GATE`] as globs (`*` within one name part).
+fn gate_globs() -> globset::GlobSet {
+    let mut set = globset::GlobSetBuilder::new();
+    for g in GATE {
+        let pattern = match g.strip_suffix('/') {
+            Some(dir) => format!("{dir}/**"),
+            None => g.to_string(),
+        };
+        if let Ok(glob) = globset::GlobBuilder::new(&pattern)
+            .literal_separator(true)
+            .build()
+        {
+            set.add(glob);
+        }
+    }
+    set.build().unwrap_or_else(|_| globset::GlobSet::empty())
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -117,6 +137,7 @@ impl<'a> Context<'a> {
             home,
             temps,
             regenerable: globs(&req.regenerable),
+            gate_files: gate_globs(),
             gate: req.gate.iter().cloned().map(canon).collect(),
         }
     }
@@ -153,21 +174,10 @@ impl<'a> Context<'a> {
                 return true;
             }
         }
-        bases.iter().any(|base| {
-            let Ok(rel) = path.strip_prefix(base) else {
-                return false;
-            };
-            let rel = rel.to_string_lossy();
-            GATE.iter().any(|g| match g.strip_suffix('/') {
-                Some(dir) => rel == dir || rel.starts_with(&format!("{dir}/")),
-                None => {
-                    globset::Glob::new(g)
-                        .map(|g| g.compile_matcher().is_match(&*rel) && !rel[..].contains("/.."))
-                        .unwrap_or(false)
-                        && rel.matches('/').count() == g.matches('/').count()
-                }
-            })
-        })
+        bases
+            .iter()
+            .filter_map(|base| path.strip_prefix(base).ok())
+            .any(|rel| self.gate_files.is_match(rel))
     }
 
     /// Regenerable build output that git ignores, or a cache under `$HOME`.
@@ -351,6 +361,28 @@ fn from_finding(f: Finding) -> Change {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_gate_files_match_only_at_the_top() {
+        let set = gate_globs();
+        for yes in [
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".gemini/settings.json",
+            ".guardctl/policy.toml",
+            ".guardctl/a/b",
+        ] {
+            assert!(set.is_match(yes), "{yes}");
+        }
+        for no in [
+            "sub/.claude/settings.json",
+            ".claude/other.json",
+            ".claude/x/settings.json",
+            ".guardctl",
+        ] {
+            assert!(!set.is_match(no), "{no}");
+        }
+    }
 
     #[test]
     fn regenerable_patterns_match_as_gitignore_would() {
