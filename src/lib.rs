@@ -5,7 +5,7 @@
 //!
 //! The arrows point one way: (`cli`, `usage`, `mcp`) → `commands` → `engine` → (`gate`, `execute`,
 //! `consume`, `evidence`, `ops`, `policy`, `render`, `review`, `shell`, `sign`, `store`, `planfile`,
-//! `context`, `ui`)
+//! `context`, `ui`, `trial`)
 //! → (`plan`, `repo`) →
 //! leaves (`error`, `text`, `duration`, `fsutil`, `process`, `sandbox`). docs/architecture.md has the layers and
 //! where a new operation kind goes; `tests/cli/layers.rs` checks the code against it.
@@ -51,6 +51,9 @@
 //! - [`sandbox`]: the preview sandbox (user, mount and network namespaces, a new root of an
 //!   allowlist, Landlock): exec previews and verify commands run there, without the user's
 //!   keys, agent sockets, network or write access (docs/agents.md).
+//! - [`trial`]: the effect trial: a line the agent-shell hook cannot prove harmless runs in the
+//!   sandbox's overlay mode (a copy-on-write view of the machine) and is judged by what it
+//!   changed; the manifest of what it would destroy.
 //! - [`destination`]: where a new plan may be written (`plan -o`, the MCP tools' `out`): never
 //!   guardctl's state or trust files; an agent only new files in its plan directory or the work tree.
 //! - [`text`]: terminal-safe escaping of repository strings, JSON output, RFC 3339 times.
@@ -95,6 +98,7 @@ pub mod shell;
 pub mod sign;
 pub mod store;
 pub mod text;
+pub mod trial;
 pub mod ui;
 pub mod usage;
 

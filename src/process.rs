@@ -210,6 +210,137 @@ pub fn run_as(
     Command::new(program).arg0(arg0).args(args).status()
 }
 
+/// Run `program` (as `arg0`, with `args`) as a child that dies with the calling thread
+/// (`PR_SET_PDEATHSIG`) and inherits no descriptor but 0–2, keeping the environment and the
+/// standard streams, and wait for it at most `limit`: the effect trial's launcher's last
+/// step (the child is the first process of the trial's PID namespace, so killing it kills
+/// everything the line started, and its reaping returns only once they are gone).
+/// `Ok(None)`: the limit passed, the child was killed and reaped.
+pub fn run_as_until(
+    program: &OsStr,
+    arg0: &OsStr,
+    args: &[std::ffi::OsString],
+    limit: std::time::Duration,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(program);
+    cmd.arg0(arg0).args(args);
+    #[allow(unsafe_code)]
+    // SAFETY: the closure runs in the forked child before exec and makes only two system
+    // calls (prctl and close_range), both async-signal-safe; it allocates nothing and takes
+    // no lock. close_range only marks descriptors close-on-exec (std's own error pipe is
+    // already), so nothing the child still needs before exec is closed.
+    unsafe {
+        cmd.pre_exec(|| {
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+            let _ = libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    let start = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_millis(1);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if start.elapsed() >= limit {
+            let _ = child.kill();
+            child.wait()?;
+            return Ok(None);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(20));
+    }
+}
+
+/// What [`Process::bounded`] collected.
+#[derive(Debug)]
+pub struct Bounded {
+    /// `None`: killed at the limit.
+    pub status: Option<ExitStatus>,
+    /// The first `stdout_cap` bytes of stdout (the rest was read and dropped).
+    pub stdout: Vec<u8>,
+    /// The last `stderr_keep` bytes of stderr.
+    pub stderr: Vec<u8>,
+}
+
+impl Process {
+    /// Run with stdin closed for at most `limit` (then kill it, SIGKILL, and reap it),
+    /// reading both outputs in bounded memory: the first `stdout_cap` bytes of stdout, the
+    /// last `stderr_keep` bytes of stderr. Fails only when the program cannot be run.
+    pub fn bounded(
+        mut self,
+        limit: std::time::Duration,
+        stdout_cap: usize,
+        stderr_keep: usize,
+    ) -> Result<Bounded, Error> {
+        let line = self.line.clone();
+        let cannot_run = |e: std::io::Error| {
+            Error::internal(format!("cannot run `{}`", crate::text::safe(&line))).caused_by(e)
+        };
+        self.cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self.cmd.spawn().map_err(cannot_run)?;
+        let drain = |pipe: Option<Box<dyn Read + Send>>, head: usize, tail: usize| {
+            std::thread::spawn(move || {
+                let mut kept: std::collections::VecDeque<u8> = std::collections::VecDeque::new();
+                let mut first = Vec::new();
+                let Some(mut pipe) = pipe else {
+                    return (first, Vec::new());
+                };
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = pipe.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let room = head.saturating_sub(first.len()).min(n);
+                    first.extend_from_slice(&buf[..room]);
+                    kept.extend(&buf[..n]);
+                    if kept.len() > tail {
+                        let excess = kept.len() - tail;
+                        kept.drain(..excess);
+                    }
+                }
+                (first, kept.into_iter().collect())
+            })
+        };
+        let out = drain(
+            child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+            stdout_cap,
+            0,
+        );
+        let err = drain(
+            child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+            0,
+            stderr_keep,
+        );
+        let start = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_millis(1);
+        let status = loop {
+            if let Some(status) = child.try_wait().map_err(cannot_run)? {
+                break Some(status);
+            }
+            if start.elapsed() >= limit {
+                let _ = child.kill();
+                child.wait().map_err(cannot_run)?;
+                break None;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(std::time::Duration::from_millis(20));
+        };
+        let stdout = out.join().map(|(first, _)| first).unwrap_or_default();
+        let stderr = err.join().map(|(_, kept)| kept).unwrap_or_default();
+        Ok(Bounded {
+            status,
+            stdout,
+            stderr,
+        })
+    }
+}
+
 /// The error for a run that ended unsuccessfully: the command line and its status, its stderr
 /// (escaped, trimmed) as the cause.
 pub fn failed(line: &str, out: &Output) -> Error {

@@ -190,6 +190,109 @@ struct Spec {
     cwd: PathBuf,
     /// Build the sandbox, then exit 0 without running anything.
     probe: bool,
+    /// The effect trial's mode ([`Overlay`]) instead of the preview's allowlist.
+    #[serde(default)]
+    overlay: Option<Overlay>,
+}
+
+/// The effect trial's mode (`src/trial/`): instead of an allowlist bound read-only, the
+/// machine as a copy-on-write view. Each of `layers` (the host's top-level directories and
+/// the mounts below them, parents first) is an overlay at its own path whose lower layer is
+/// the host path and whose upper layer (where every write lands) is `<state>/<n>/upper`;
+/// `sealed` paths (mounts that cannot be overlaid) are covered by an empty, read-only,
+/// mode-0 tmpfs, so that a line fails there instead of seeing nothing to delete; `files`
+/// (file mounts such as `/etc/hosts`) are bound read-only; `links` are the top-level
+/// symlinks (`/bin -> usr/bin`). `/dev` holds only the preview's devices; there is no
+/// `/proc`, `/sys` or `/run`. Landlock allows writing anywhere in the layers (the writes
+/// land in the uppers), a seccomp filter refuses `socket(AF_UNIX, …)` and io_uring, and the
+/// launcher and the line die with guardctl (`PR_SET_PDEATHSIG`). The line is killed, with
+/// its whole PID namespace, after `timeout_ms`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overlay {
+    pub state: PathBuf,
+    pub layers: Vec<PathBuf>,
+    pub sealed: Vec<PathBuf>,
+    pub files: Vec<PathBuf>,
+    pub links: Vec<(PathBuf, PathBuf)>,
+    pub timeout_ms: u64,
+}
+
+/// The launcher's exit status when the line ran out of time (its stderr then ends with
+/// [`MARKER`] `timed out`).
+const TIMED_OUT: u8 = 124;
+
+/// How a trial's line ran ([`run_overlay`]).
+#[derive(Debug)]
+pub struct Tried {
+    /// `None`: killed at the time limit.
+    pub status: Option<i32>,
+    /// The last 64 KiB of the line's stderr.
+    pub stderr: Vec<u8>,
+}
+
+/// The upper and work directories of layer `n` of `state`.
+pub fn overlay_dirs(state: &Path, n: usize) -> (PathBuf, PathBuf) {
+    let dir = state.join(n.to_string());
+    (dir.join("upper"), dir.join("work"))
+}
+
+/// Run `bash` (`arg0`, `args`) in the trial's copy-on-write view ([`Overlay`]), its root
+/// built at `root` (an empty directory), with exactly `env`, starting in `cwd`, hiding
+/// `hide` (the secrets; see [`secret_paths`]). The sandbox is required: a kernel that cannot
+/// build it is an error.
+#[allow(clippy::too_many_arguments)]
+pub fn run_overlay(
+    overlay: &Overlay,
+    root: &Path,
+    hide: Vec<PathBuf>,
+    network: bool,
+    cwd: &Path,
+    program: &Path,
+    args: &[OsString],
+    env: &[(String, OsString)],
+) -> Result<Tried> {
+    let spec = Spec {
+        root: root.to_path_buf(),
+        read: Vec::new(),
+        hide,
+        network,
+        cwd: cwd.to_path_buf(),
+        probe: false,
+        overlay: Some(overlay.clone()),
+    };
+    let p = launcher(&spec)?
+        .arg(program)
+        .arg(program.file_name().unwrap_or(program.as_os_str()))
+        .args(args)
+        .current_dir("/");
+    let p = env.iter().fold(p.env_clear(), |p, (k, v)| p.env(k, v));
+    // The launcher kills the line at the limit; this is only the backstop for a launcher
+    // that hangs (it dies then, and the line with it: PR_SET_PDEATHSIG).
+    let limit = std::time::Duration::from_millis(overlay.timeout_ms) + std::time::Duration::from_secs(10);
+    let out = p.bounded(limit, 4096, 64 << 10)?;
+    let Some(status) = out.status else {
+        return Ok(Tried {
+            status: None,
+            stderr: out.stderr,
+        });
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.trim_end().rsplit('\n').next().unwrap_or("");
+    match (status.code(), last.strip_prefix(MARKER)) {
+        (Some(code), Some(what)) if code == i32::from(SETUP_FAILED) => Err(Error::internal(
+            "the effect trial's sandbox could not be built; the line did not run",
+        )
+        .caused_by(crate::text::safe(what.trim()))),
+        (Some(code), Some("timed out")) if code == i32::from(TIMED_OUT) => Ok(Tried {
+            status: None,
+            stderr: out.stderr,
+        }),
+        (code, _) => Ok(Tried {
+            status: Some(code.unwrap_or(1)),
+            stderr: out.stderr,
+        }),
+    }
 }
 
 impl Sandbox {
@@ -294,6 +397,49 @@ impl Sandbox {
 /// What is hidden whatever the operation: the system's secrets, the user's ssh and gpg
 /// directories, agent sockets, the runtime directory, guardctl's data directory and key.
 fn secrets() -> Vec<PathBuf> {
+    secret_paths(&[])
+}
+
+/// The credential stores under a home directory, hidden from the effect trial (which sees
+/// the whole machine, not an allowlist).
+const CREDENTIALS: [&str; 17] = [
+    ".git-credentials",
+    ".config/gh",
+    ".config/hub",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+    ".1password",
+    ".password-store",
+    ".local/share/keyrings",
+    ".config/guardctl",
+];
+
+/// What [`secrets`] hides, plus, for each of `homes` (the trial's `$HOME`s: guardctl's own and
+/// the line's), its ssh and gpg directories and the credential stores of [`CREDENTIALS`].
+/// `.config/guardctl` holds guardctl's keys and trust files: hidden whole.
+pub fn secret_paths(homes: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = base_secrets();
+    for home in homes {
+        out.extend([".ssh", ".gnupg"].map(|d| home.join(d)));
+        out.extend(CREDENTIALS.iter().map(|d| home.join(d)));
+    }
+    if !homes.is_empty()
+        && let Some(home) = std::env::var_os("HOME").filter(|v| !v.is_empty())
+    {
+        out.extend(CREDENTIALS.iter().map(|d| Path::new(&home).join(d)));
+    }
+    out
+}
+
+fn base_secrets() -> Vec<PathBuf> {
     let var = |name: &str| {
         std::env::var_os(name)
             .filter(|v| !v.is_empty())
@@ -350,6 +496,7 @@ impl Jail {
             network,
             cwd: cwd.to_path_buf(),
             probe,
+            overlay: None,
         }
     }
 }
@@ -359,10 +506,29 @@ fn launcher(spec: &Spec) -> Result<Process> {
     let spec = serde_json::to_string(spec).map_err(|e| {
         Error::usage("a path the preview needs is not UTF-8; it cannot be sandboxed").caused_by(e)
     })?;
-    Ok(Process::new("/proc/self/exe")
+    Ok(Process::new(launcher_program())
         .arg0("guardctl")
         .arg(LAUNCHER)
         .arg(spec))
+}
+
+/// guardctl itself: the launcher is the running binary.
+fn launcher_program() -> PathBuf {
+    #[cfg(feature = "test-hooks")]
+    if let Some(path) = TEST_LAUNCHER.get() {
+        return path.clone();
+    }
+    PathBuf::from("/proc/self/exe")
+}
+
+#[cfg(feature = "test-hooks")]
+static TEST_LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Test hook: the binary to run as the launcher, for tests whose own executable is a test
+/// harness (which cannot dispatch [`LAUNCHER`]); they name the built `guardctl`.
+#[cfg(feature = "test-hooks")]
+pub fn use_launcher_for_tests(path: PathBuf) {
+    let _ = TEST_LAUNCHER.set(path);
 }
 
 /// A launcher that could not build the sandbox, as an error naming what failed.
@@ -479,16 +645,51 @@ fn launch(args: &[OsString]) -> std::result::Result<u8, Failure> {
         .and_then(|s| s.to_str())
         .ok_or_else(|| Failure("no sandbox specification".into()))
         .and_then(|s| serde_json::from_str(s).map_err(step("read the sandbox specification")))?;
+    if spec.overlay.is_some() {
+        // The trial's launcher dies with guardctl (the thread that started it), and the
+        // line with the launcher (run_as_until).
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+            .map_err(step("set the parent-death signal"))?;
+        if nix::unistd::getppid().as_raw() == 1 {
+            return Err(Failure("guardctl exited before the trial started".into()));
+        }
+    }
     enter_namespaces(spec.network)?;
-    build_root(&spec)?;
+    match &spec.overlay {
+        Some(overlay) => build_overlay_root(&spec, overlay)?,
+        None => build_root(&spec)?,
+    }
     enter_root(&spec)?;
-    restrict(&spec)?;
+    match &spec.overlay {
+        Some(_) => {
+            restrict_overlay(&spec)?;
+            refuse_unix_sockets()?;
+        }
+        None => restrict(&spec)?,
+    }
     if spec.probe {
         return Ok(0);
     }
     let [program, arg0, rest @ ..] = &args[1..] else {
         return Err(Failure("no command to run".into()));
     };
+    if let Some(overlay) = &spec.overlay {
+        let limit = std::time::Duration::from_millis(overlay.timeout_ms);
+        let status = crate::process::run_as_until(program, arg0, rest, limit).map_err(|e| {
+            Failure(format!(
+                "cannot run {}: {e}",
+                crate::text::safe(&program.to_string_lossy())
+            ))
+        })?;
+        let Some(status) = status else {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("\n{MARKER}timed out");
+            }
+            return Ok(TIMED_OUT);
+        };
+        return Ok(exit_code(status));
+    }
     // The command is the first process of the new PID namespace: when it ends, the kernel
     // kills whatever it left running (nothing outlives the preview, or its /tmp). The
     // environment is the launcher's own: exactly what the caller gave it.
@@ -498,12 +699,18 @@ fn launch(args: &[OsString]) -> std::result::Result<u8, Failure> {
             crate::text::safe(&program.to_string_lossy())
         ))
     })?;
+    Ok(exit_code(status))
+}
+
+/// A child's status as the launcher's own exit code (a signal as 128 + its number, as shells
+/// say it).
+fn exit_code(status: std::process::ExitStatus) -> u8 {
     use std::os::unix::process::ExitStatusExt;
-    Ok(match (status.code(), status.signal()) {
+    match (status.code(), status.signal()) {
         (Some(code), _) => u8::try_from(code).unwrap_or(1),
         (None, Some(signal)) => u8::try_from(128 + signal).unwrap_or(255),
         (None, None) => 1,
-    })
+    }
 }
 
 fn enter_namespaces(network: bool) -> std::result::Result<(), Failure> {
@@ -603,6 +810,193 @@ fn build_root(spec: &Spec) -> std::result::Result<(), Failure> {
     )
     .map_err(step("make the sandbox's root read-only"))?;
     Ok(())
+}
+
+/// The trial's root: an overlay per layer, sealed mounts, read-only file mounts, the devices,
+/// the secrets hidden; then the root itself read-only ([`Overlay`]).
+fn build_overlay_root(spec: &Spec, overlay: &Overlay) -> std::result::Result<(), Failure> {
+    use nix::mount::{MsFlags, mount};
+    let none: Option<&str> = None;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
+        .map_err(step("make the mounts private"))?;
+    mount(
+        Some("tmpfs"),
+        &spec.root,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some("mode=0755,size=4m"),
+    )
+    .map_err(step("mount the trial's root"))?;
+    for (link, target) in &overlay.links {
+        let dest = under(&spec.root, link);
+        std::os::unix::fs::symlink(target, &dest).map_err(step(format!("link {}", dest.display())))?;
+    }
+    let mut bound: Vec<&Path> = Vec::new();
+    for (n, layer) in overlay.layers.iter().enumerate() {
+        let dest = under(&spec.root, layer);
+        if std::fs::create_dir_all(&dest).is_err() {
+            continue; // below a sealed mount
+        }
+        let (upper, work) = overlay_dirs(&overlay.state, n);
+        for dir in [&upper, &work] {
+            std::fs::create_dir_all(dir).map_err(step(format!("create {}", dir.display())))?;
+        }
+        let options = format!(
+            "lowerdir={},upperdir={},workdir={},userxattr,metacopy=off",
+            layer.display(),
+            upper.display(),
+            work.display()
+        );
+        let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        if mount(
+            Some("overlay"),
+            &dest,
+            Some("overlay"),
+            flags,
+            Some(options.as_str()),
+        )
+        .is_ok()
+        {
+            bound.push(layer);
+        } else {
+            seal(&dest).map_err(|f| Failure(format!("seal {}: {f}", layer.display())))?;
+        }
+    }
+    for path in &overlay.sealed {
+        let dest = under(&spec.root, path);
+        if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_dir()) {
+            seal(&dest).map_err(|f| Failure(format!("seal {}: {f}", path.display())))?;
+        }
+    }
+    for path in &overlay.files {
+        let dest = under(&spec.root, path);
+        if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_file()) {
+            bind(path, &dest, true)?;
+        }
+    }
+    let dev = under(&spec.root, Path::new("/dev"));
+    std::fs::create_dir_all(&dev).map_err(step("create /dev"))?;
+    for device in DEVICES {
+        let dest = under(&spec.root, Path::new(device));
+        std::fs::File::create(&dest).map_err(step(format!("create {device}")))?;
+        bind(Path::new(device), &dest, false)?;
+    }
+    hide(spec, &bound)?;
+    mount(
+        none,
+        &spec.root,
+        none,
+        MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        none,
+    )
+    .map_err(step("make the trial's root read-only"))?;
+    Ok(())
+}
+
+/// Cover `dest` with an empty, read-only, mode-0 tmpfs.
+fn seal(dest: &Path) -> std::result::Result<(), Failure> {
+    use nix::mount::{MsFlags, mount};
+    mount(
+        Some("tmpfs"),
+        dest,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC | MsFlags::MS_RDONLY,
+        Some("size=4k,nr_inodes=1,mode=0"),
+    )
+    .map_err(step("mount an empty tmpfs"))
+}
+
+/// Landlock in the trial: read everything of the new root, write anywhere in the layers (the
+/// writes land in the uppers), read and write the devices; TCP off without the network; no
+/// signals or abstract sockets out of the sandbox.
+fn restrict_overlay(spec: &Spec) -> std::result::Result<(), Failure> {
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+        RulesetStatus, Scope,
+    };
+    let abi = ABI::V6;
+    let fail = |e: landlock::RulesetError| Failure(format!("cannot restrict the trial with Landlock: {e}"));
+    let mut ruleset = Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(&fail)?;
+    if !spec.network {
+        ruleset = ruleset
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(&fail)?;
+    }
+    let mut created = ruleset
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
+        .map_err(&fail)?
+        .create()
+        .map_err(&fail)?;
+    let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> =
+        vec![(PathBuf::from("/"), AccessFs::from_read(abi))];
+    if let Some(overlay) = &spec.overlay {
+        rules.extend(
+            overlay
+                .layers
+                .iter()
+                .map(|l| (l.clone(), AccessFs::from_all(abi))),
+        );
+    }
+    rules.extend(
+        DEVICES
+            .iter()
+            .map(|d| (PathBuf::from(d), AccessFs::ReadFile | AccessFs::WriteFile)),
+    );
+    for (path, access) in rules {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let access = if meta.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(abi)
+        };
+        let Ok(fd) = PathFd::new(&path) else {
+            continue; // sealed
+        };
+        created = created.add_rule(PathBeneath::new(fd, access)).map_err(&fail)?;
+    }
+    let status = created.restrict_self().map_err(&fail)?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err(Failure(
+            "Landlock is not enabled in this kernel (Linux 5.13 or later with lsm=landlock)".into(),
+        ));
+    }
+    if !status.no_new_privs {
+        return Err(Failure("cannot set no_new_privs".into()));
+    }
+    Ok(())
+}
+
+/// A seccomp filter (inherited by everything the line starts): `socket(AF_UNIX, …)` fails with
+/// EACCES, so no pathname UNIX socket (an agent under any name) can be reached, and so does
+/// `io_uring_setup` (io_uring can open sockets without the `socket` call). `socketpair`
+/// stays allowed: it reaches nothing outside.
+fn refuse_unix_sockets() -> std::result::Result<(), Failure> {
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
+    };
+    let fail = step("install the trial's seccomp filter");
+    let build = || -> std::result::Result<BpfProgram, seccompiler::BackendError> {
+        let unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, libc::AF_UNIX as u64)?;
+        let rules = [
+            (libc::SYS_socket, vec![SeccompRule::new(vec![unix])?]),
+            (libc::SYS_io_uring_setup, Vec::new()),
+        ];
+        let arch = TargetArch::try_from(std::env::consts::ARCH)?;
+        SeccompFilter::new(
+            rules.into_iter().collect(),
+            SeccompAction::Allow,
+            SeccompAction::Errno(libc::EACCES as u32),
+            arch,
+        )?
+        .try_into()
+    };
+    let program = build().map_err(fail)?;
+    seccompiler::apply_filter(&program).map_err(step("install the trial's seccomp filter"))
 }
 
 /// Cover each path of `spec.hide` that lies inside a bound path: an empty read-only

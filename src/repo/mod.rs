@@ -28,6 +28,7 @@ mod refs;
 mod remote;
 mod shallow;
 mod tags;
+pub mod trial;
 pub mod url;
 mod walk;
 

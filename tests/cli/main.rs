@@ -53,6 +53,7 @@ mod state;
 mod tags;
 mod teams;
 mod teams_race;
+mod trial;
 mod trust;
 mod wait;
 mod whoami;

@@ -1,0 +1,351 @@
+//! The effect trial: judge a command line by its effect, not by its spelling. The agent-shell
+//! hook hands a line its static reader cannot prove harmless to [`run`], which runs it as
+//! `bash -c LINE` in the sandbox's overlay mode (`sandbox::Overlay`: the whole machine as a
+//! copy-on-write view, no credentials, no network unless the trusted policy allows it, no
+//! UNIX sockets, killed with its PID namespace at the time limit), then compares before and
+//! after and reports what the line would have destroyed ([`Effect`]).
+//!
+//! ```text
+//! pub struct Request { line, cwd, env, timeout, regenerable, gate, network }
+//! pub fn run(&Request) -> Result<Effect>
+//! pub struct Effect { outcome, destroyed, gate, created, exempt, moved, stderr_tail, blocked }
+//! pub struct Change { what: ChangeKind, path_or_ref, detail }
+//! Effect::manifest() -> String; Effect::destroys_nothing() -> bool
+//! ```
+//!
+//! How a change is judged (`view` reads the uppers, `classify` decides, `repo::trial` reads
+//! the repository found from `cwd`):
+//! 1. the gate first: `.claude/settings*.json`, `.gemini/settings.json`, `.guardctl/**` of the
+//!    work tree and of `$HOME`, `~/.config/guardctl/**`, [`Request::gate`]; git config outside
+//!    an allowlist, hooks, `info/`, `.git/guardctl/`: created, changed, deleted or chmod-ed;
+//! 2. temporary paths (`/tmp`, `/var/tmp`, `$TMPDIR`): exempt;
+//! 3. the git directories: refs deleted or rewritten (not a fast-forward; a tag moved at all),
+//!    reflog entries dropped, staged changes lost, objects deleted and kept nowhere;
+//! 4. the work tree: a deleted or overwritten path that matches [`Request::regenerable`] *and*
+//!    that git ignores is exempt (an ignored `.env` is not); a deleted file is destroyed unless
+//!    a new file elsewhere (not temporary) holds the same bytes (moved); an overwritten file is
+//!    destroyed unless its old content is a blob in the object database after the trial
+//!    (`sed -i` on a clean tracked file, `git stash`); created files are counted;
+//! 5. regenerable caches under `$HOME` (`~/.cache`, `~/.cargo/registry`, …): exempt;
+//! 6. anything else on the machine: deleted or overwritten is destroyed, created is counted.
+//!
+//! The manifest ([`Effect::manifest`]) is the text a reviewer approves and apply re-derives
+//! and compares byte for byte: one line per destroyed or gate change, sorted, each
+//! `VERB SUBJECT[ DETAIL]`:
+//!
+//! ```text
+//! delete file src/a.rs sha256:<64 hex of the old bytes>
+//! delete symlink bin/tool sha256:<of the old target>
+//! overwrite file notes.txt sha256:<old>
+//! delete branch refs/heads/x <old id>
+//! delete ref refs/notes/commits <old id>
+//! rewrite branch refs/heads/main <old id> -> <new id>
+//! move tag refs/tags/v1 <old id> -> <new id>
+//! drop reflog refs/stash 2 entries
+//! discard staged change src/b.rs <staged blob id>
+//! delete objects 12
+//! gate: create .claude/settings.json          (also change, delete, chmod)
+//! gate: change git config alias.zap
+//! gate: install git hook pre-commit           (also change git hook, remove git hook)
+//! and 17 more
+//! ```
+//!
+//! Paths are relative to the work tree's top inside it, absolute elsewhere; a path holding a
+//! space, a quote, a backslash or a control character is written in double quotes with C
+//! escapes (as git's `core.quotePath`), so one change is always one line. At most
+//! [`MANIFEST_LINES`] lines; the rest is counted by a last `and N more` line. The manifest is
+//! data: escape it ([`crate::text::safe`]) before showing it.
+//!
+//! What it is not: a prediction of remote effects (a push, an API call: the network is off,
+//! and those stay exact rules of the static reader), nor a proof: a line may act differently
+//! when run for real (time, the network, a race), so apply re-derives the manifest.
+//!
+//! Invariants: the host is never written (every write lands in the uppers in
+//! `/dev/shm/guardctl-trial-*`, removed on every way out); nothing the line started survives
+//! the trial; the same changes give the same manifest.
+
+mod classify;
+mod view;
+
+#[cfg(test)]
+mod tests;
+
+use crate::error::{Error, Result};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use classify::DEFAULT_REGENERABLE;
+
+/// At most this many manifest lines (then `and N more`): a line that deletes a million files
+/// is refused on its first lines anyway.
+pub const MANIFEST_LINES: usize = 10_000;
+
+/// A line to try.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// Run as `bash -c LINE` (`bash` found on the `PATH` of `env`, else `/bin/bash`).
+    pub line: String,
+    /// Absolute; where the line starts.
+    pub cwd: PathBuf,
+    /// Exactly the environment the line gets.
+    pub env: Vec<(String, OsString)>,
+    /// The line is killed at the limit, with everything it started.
+    pub timeout: Duration,
+    /// gitignore-style patterns of regenerable build output ([`DEFAULT_REGENERABLE`]).
+    pub regenerable: Vec<String>,
+    /// More absolute paths whose change touches the gate (guardctl's binary, trust files).
+    pub gate: Vec<PathBuf>,
+    /// The line may use the network (off unless the trusted policy says otherwise).
+    pub network: bool,
+}
+
+/// How the line ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Its exit status (a signal `n` as `128 + n`, as shells say it).
+    Finished { status: i32 },
+    /// Killed at the time limit (whatever it did until then is still judged).
+    TimedOut,
+}
+
+/// What a change is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ChangeKind {
+    /// A file, symlink or empty directory deleted (the manifest says which).
+    Delete,
+    /// A file's content replaced.
+    Overwrite,
+    /// A ref deleted.
+    DeleteRef,
+    /// A branch or ref moved to a commit that does not descend from the old one; a tag moved.
+    RewriteRef,
+    /// Reflog entries dropped (`git stash drop`).
+    DropReflog,
+    /// A staged change lost.
+    DiscardStaged,
+    /// Objects deleted that no remaining pack or loose object holds.
+    DeleteObjects,
+    /// The gate changed: its settings, guardctl's files, git config outside the allowlist,
+    /// hooks.
+    Gate,
+}
+
+/// One destroyed or gate change.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Change {
+    pub what: ChangeKind,
+    /// The manifest's verb phrase: `delete file`, `rewrite branch`, `change git config`, …
+    pub verb: String,
+    /// A path (relative to the work tree inside it, else absolute) or a ref name or key.
+    pub path_or_ref: String,
+    /// The rest of the manifest line: the old content's hash, object ids, a count.
+    pub detail: String,
+}
+
+impl Change {
+    /// The change's manifest line (without a newline).
+    pub fn line(&self) -> String {
+        let mut line = String::new();
+        if self.what == ChangeKind::Gate {
+            line.push_str("gate: ");
+        }
+        line.push_str(&self.verb);
+        line.push(' ');
+        line.push_str(&quote(&self.path_or_ref));
+        if !self.detail.is_empty() {
+            line.push(' ');
+            line.push_str(&self.detail);
+        }
+        line
+    }
+}
+
+/// What the line did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effect {
+    pub outcome: Outcome,
+    /// Sorted by manifest line.
+    pub destroyed: Vec<Change>,
+    /// Changes to the gate itself, sorted by manifest line.
+    pub gate: Vec<Change>,
+    /// New files.
+    pub created: usize,
+    /// Changes that destroy nothing by rule: temporary paths, regenerable output and caches,
+    /// git's bookkeeping, overwritten content git still stores.
+    pub exempt: usize,
+    /// Files deleted whose bytes a new file elsewhere holds.
+    pub moved: usize,
+    /// The last 20 lines of the line's stderr, escaped (`text::safe`).
+    pub stderr_tail: String,
+    /// The line failed and its stderr says it needed something outside the trial's view: the
+    /// network, `/proc`, a hidden path, a read-only mount. What, in a few words.
+    pub blocked: Option<String>,
+}
+
+impl Effect {
+    /// One line per destroyed or gate change, sorted, each ending in a newline; stable for the
+    /// same changes (see the module doc for the format).
+    pub fn manifest(&self) -> String {
+        let mut lines: Vec<String> = self
+            .destroyed
+            .iter()
+            .chain(&self.gate)
+            .map(Change::line)
+            .collect();
+        lines.sort();
+        lines.dedup();
+        let more = lines.len().saturating_sub(MANIFEST_LINES);
+        lines.truncate(MANIFEST_LINES);
+        if more > 0 {
+            lines.push(format!("and {more} more"));
+        }
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    /// Nothing destroyed and the gate untouched.
+    pub fn destroys_nothing(&self) -> bool {
+        self.destroyed.is_empty() && self.gate.is_empty()
+    }
+}
+
+/// `s` as is, or in double quotes with C escapes when it holds a space, a quote, a backslash
+/// or a control character.
+fn quote(s: &str) -> String {
+    if !s
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || c == '"' || c == '\\')
+    {
+        return s.to_string();
+    }
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Try `req.line` and say what it did. Fails when the trial cannot be built (the kernel, a
+/// reftable repository, no `/dev/shm`), never because of what the line did.
+pub fn run(req: &Request) -> Result<Effect> {
+    if !req.cwd.is_absolute() {
+        return Err(Error::usage("the trial's working directory must be absolute"));
+    }
+    let repo = crate::repo::trial::TrialRepo::discover(&req.cwd)?;
+    let layers = view::Layers::of_this_machine()?;
+    let state = view::State::new()?;
+    let homes: Vec<PathBuf> = env_var(&req.env, "HOME").map(PathBuf::from).into_iter().collect();
+    let hide: Vec<PathBuf> = crate::sandbox::secret_paths(&homes)
+        .into_iter()
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    let overlay = crate::sandbox::Overlay {
+        state: state.path().to_path_buf(),
+        layers: layers.layers.clone(),
+        sealed: layers.sealed.clone(),
+        files: layers.files.clone(),
+        links: layers.links.clone(),
+        timeout_ms: u64::try_from(req.timeout.as_millis()).unwrap_or(u64::MAX),
+    };
+    let tried = crate::sandbox::run_overlay(
+        &overlay,
+        &state.root(),
+        hide.clone(),
+        req.network,
+        &req.cwd,
+        &bash(&req.env),
+        &["-c".into(), req.line.clone().into()],
+        &req.env,
+    )?;
+    let view = view::View::new(&layers.layers, state.path());
+    let ctx = classify::Context::new(req, repo.as_ref());
+    let mut effect = ctx.judge(&view)?;
+    drop(state);
+    let stderr = String::from_utf8_lossy(&tried.stderr).into_owned();
+    effect.outcome = match tried.status {
+        Some(status) => Outcome::Finished { status },
+        None => Outcome::TimedOut,
+    };
+    effect.blocked = match effect.outcome {
+        Outcome::Finished { status } if status != 0 => blocked(&stderr, &hide),
+        _ => None,
+    };
+    effect.stderr_tail = tail(&stderr, 20);
+    Ok(effect)
+}
+
+/// The last `n` lines of `text`, escaped, without the launcher's own last words.
+fn tail(text: &str, n: usize) -> String {
+    let mut lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("guardctl sandbox: timed out"))
+        .collect();
+    while lines.last().is_some_and(|l| l.trim().is_empty()) {
+        lines.pop();
+    }
+    let start = lines.len().saturating_sub(n);
+    lines[start..]
+        .iter()
+        .map(|l| crate::text::safe(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What a failed line's stderr says it needed from outside the trial's view.
+fn blocked(stderr: &str, hidden: &[PathBuf]) -> Option<String> {
+    let has = |needles: &[&str]| needles.iter().any(|n| stderr.contains(n));
+    if has(&[
+        "Could not resolve host",
+        "Temporary failure in name resolution",
+        "Name or service not known",
+        "Network is unreachable",
+        "network is unreachable",
+        "Connection refused",
+    ]) {
+        return Some("the network".into());
+    }
+    if has(&["/proc/", "/sys/"]) {
+        return Some("/proc or /sys".into());
+    }
+    if has(&["Permission denied", "EACCES", "Errno 13"]) {
+        return Some(
+            hidden
+                .iter()
+                .find(|p| stderr.contains(&*p.to_string_lossy()))
+                .map(|p| format!("a hidden path: {}", crate::text::safe(&p.to_string_lossy())))
+                .unwrap_or_else(|| "a hidden path or a UNIX socket (permission denied)".into()),
+        );
+    }
+    if has(&["Read-only file system"]) {
+        return Some("a path the trial cannot copy (read-only file system)".into());
+    }
+    None
+}
+
+fn env_var<'a>(env: &'a [(String, OsString)], name: &str) -> Option<&'a OsString> {
+    env.iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty())
+}
+
+/// `bash` on the `PATH` of `env`, else `/bin/bash`.
+fn bash(env: &[(String, OsString)]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    env_var(env, "PATH")
+        .into_iter()
+        .flat_map(std::env::split_paths)
+        .filter(|d| d.is_absolute())
+        .map(|d| d.join("bash"))
+        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+        .unwrap_or_else(|| Path::new("/bin/bash").to_path_buf())
+}

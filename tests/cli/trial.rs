@@ -1,0 +1,398 @@
+//! The effect trial (`guardctl::trial`): real lines in real bash, on real repositories, in
+//! the real overlay sandbox, judged by what they changed. The library runs the built
+//! `guardctl` as the sandbox's launcher (this harness cannot dispatch it: the test hook
+//! `sandbox::use_launcher_for_tests`). A kernel that cannot build the trial fails these
+//! tests: nothing is skipped.
+//!
+//! Repositories live under the target directory, not `/tmp` (the trial exempts `/tmp`).
+//! Trials run one at a time (a lock), so that "nothing is left in /dev/shm" is this
+//! module's own claim.
+
+use guardctl::trial::{ChangeKind, Effect, Outcome, Request};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+struct Fx {
+    _dir: tempfile::TempDir,
+    repo: PathBuf,
+    home: PathBuf,
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["-c", "user.name=t", "-c", "user.email=t@x"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// A repository with two commits on `main`, a branch `x` (a commit of its own), tracked
+/// `README`, `a.txt`, `tracked_clean.txt`, a `.gitignore` of `target/` and `.env`, and a
+/// home directory with an ssh key.
+fn fixture() -> Fx {
+    let dir = tempfile::Builder::new()
+        .prefix("trial-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let repo = std::fs::canonicalize(dir.path()).unwrap().join("repo");
+    let home = std::fs::canonicalize(dir.path()).unwrap().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY\n").unwrap();
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "readme\n").unwrap();
+    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+    std::fs::write(repo.join("tracked_clean.txt"), "a line\n").unwrap();
+    std::fs::write(repo.join(".gitignore"), "target/\n.env\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "one"]);
+    std::fs::write(repo.join("README"), "readme, second\n").unwrap();
+    git(&repo, &["commit", "-qam", "two"]);
+    git(&repo, &["branch", "x", "HEAD~1"]);
+    git(&repo, &["checkout", "-q", "x"]);
+    std::fs::write(repo.join("x.txt"), "only on x\n").unwrap();
+    git(&repo, &["add", "x.txt"]);
+    git(&repo, &["commit", "-qm", "x"]);
+    git(&repo, &["checkout", "-q", "main"]);
+    Fx {
+        _dir: dir,
+        repo,
+        home,
+    }
+}
+
+fn request(fx: &Fx, line: &str) -> Request {
+    let env: Vec<(String, OsString)> = vec![
+        ("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()),
+        ("HOME".into(), fx.home.clone().into()),
+        ("LANG".into(), "C".into()),
+        ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
+        ("GIT_AUTHOR_NAME".into(), "t".into()),
+        ("GIT_AUTHOR_EMAIL".into(), "t@x".into()),
+        ("GIT_COMMITTER_NAME".into(), "t".into()),
+        ("GIT_COMMITTER_EMAIL".into(), "t@x".into()),
+    ];
+    Request {
+        line: line.into(),
+        cwd: fx.repo.clone(),
+        env,
+        timeout: Duration::from_secs(30),
+        regenerable: guardctl::trial::DEFAULT_REGENERABLE.map(String::from).to_vec(),
+        gate: Vec::new(),
+        network: false,
+    }
+}
+
+fn leftovers() -> Vec<PathBuf> {
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("guardctl-trial-")
+        })
+        .collect()
+}
+
+/// Run `req`, check the host's repository is untouched and nothing is left in /dev/shm.
+fn try_line(fx: &Fx, req: &Request) -> Effect {
+    guardctl::sandbox::use_launcher_for_tests(env!("CARGO_BIN_EXE_guardctl").into());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let before = git(&fx.repo, &["for-each-ref"]);
+    let status_before = git(&fx.repo, &["status", "--porcelain", "--ignored"]);
+    let effect = guardctl::trial::run(req).unwrap();
+    assert_eq!(
+        git(&fx.repo, &["for-each-ref"]),
+        before,
+        "the host's refs changed"
+    );
+    assert_eq!(
+        git(&fx.repo, &["status", "--porcelain", "--ignored"]),
+        status_before,
+        "the host's work tree changed"
+    );
+    assert_eq!(
+        leftovers(),
+        Vec::<PathBuf>::new(),
+        "the trial left its uppers behind"
+    );
+    effect
+}
+
+fn run(fx: &Fx, line: &str) -> Effect {
+    try_line(fx, &request(fx, line))
+}
+
+fn manifest_has(e: &Effect, prefix: &str) -> bool {
+    e.manifest().lines().any(|l| l.starts_with(prefix))
+}
+
+#[test]
+fn a_line_that_only_reads_and_creates_destroys_nothing() {
+    let fx = fixture();
+    let e = run(&fx, "ls; git status; echo hi > new.txt");
+    assert_eq!(e.outcome, Outcome::Finished { status: 0 }, "{}", e.stderr_tail);
+    assert!(e.destroys_nothing(), "{}", e.manifest());
+    assert_eq!(e.manifest(), "");
+    assert!(e.created >= 1, "{e:?}");
+}
+
+#[test]
+fn rm_of_a_tracked_file_deletes_it() {
+    let fx = fixture();
+    let e = run(&fx, "rm README");
+    assert_eq!(e.destroyed.len(), 1, "{}", e.manifest());
+    assert_eq!(e.destroyed[0].what, ChangeKind::Delete);
+    // sha256 of "readme, second\n"
+    assert!(manifest_has(&e, "delete file README sha256:"), "{}", e.manifest());
+}
+
+#[test]
+fn a_deletion_by_another_program_is_seen_too() {
+    let fx = fixture();
+    let e = run(&fx, "python3 -c \"import os; os.remove('a.txt')\"");
+    assert_eq!(e.outcome, Outcome::Finished { status: 0 }, "{}", e.stderr_tail);
+    assert!(manifest_has(&e, "delete file a.txt sha256:"), "{}", e.manifest());
+}
+
+#[test]
+fn an_alias_defined_on_the_same_line_deletes_a_branch_and_changes_the_gate() {
+    let fx = fixture();
+    let x = git(&fx.repo, &["rev-parse", "x"]);
+    let e = run(&fx, "git config alias.zap 'branch -D'; git zap x");
+    assert!(
+        e.manifest()
+            .contains(&format!("delete branch refs/heads/x {x}\n")),
+        "{}",
+        e.manifest()
+    );
+    assert!(
+        e.manifest().contains("gate: change git config alias.zap\n"),
+        "{}",
+        e.manifest()
+    );
+}
+
+#[test]
+fn a_stash_drop_drops_reflog_entries() {
+    let fx = fixture();
+    std::fs::write(fx.repo.join("a.txt"), "dirty\n").unwrap();
+    git(&fx.repo, &["stash", "-q"]);
+    let e = run(&fx, "git stash drop");
+    assert!(
+        manifest_has(&e, "drop reflog refs/stash 1 entry"),
+        "{}",
+        e.manifest()
+    );
+}
+
+#[test]
+fn a_deleted_ref_and_a_pruning_gc_delete_the_branch_and_its_objects() {
+    let fx = fixture();
+    let e = run(&fx, "git update-ref -d refs/heads/x && git gc -q --prune=now");
+    assert!(
+        manifest_has(&e, "delete branch refs/heads/x "),
+        "{}",
+        e.manifest()
+    );
+    // HEAD's reflog still reaches x's commit: gc keeps it, in the new pack.
+    assert_eq!(e.manifest().lines().count(), 1, "{}", e.manifest());
+    let e = run(
+        &fx,
+        "git update-ref -d refs/heads/x && git reflog expire --expire=now --all && git gc -q --prune=now",
+    );
+    assert!(
+        manifest_has(&e, "delete branch refs/heads/x "),
+        "{}",
+        e.manifest()
+    );
+    assert!(manifest_has(&e, "drop reflog HEAD "), "{}", e.manifest());
+    // x's commit, its tree and x.txt's blob.
+    assert!(e.manifest().contains("delete objects 3\n"), "{}", e.manifest());
+}
+
+#[test]
+fn checkout_over_a_dirty_tree_overwrites_and_over_a_clean_one_does_not() {
+    let fx = fixture();
+    let e = run(&fx, "git checkout -- .");
+    assert!(e.destroys_nothing(), "{}", e.manifest());
+    std::fs::write(fx.repo.join("a.txt"), "uncommitted work\n").unwrap();
+    let e = run(&fx, "git checkout -- .");
+    assert!(
+        manifest_has(&e, "overwrite file a.txt sha256:"),
+        "{}",
+        e.manifest()
+    );
+    assert_eq!(e.destroyed.len(), 1, "{}", e.manifest());
+}
+
+#[test]
+fn ignored_regenerable_output_is_exempt_and_an_ignored_env_file_is_not() {
+    let fx = fixture();
+    std::fs::create_dir_all(fx.repo.join("target/debug")).unwrap();
+    for i in 0..50 {
+        std::fs::write(fx.repo.join(format!("target/debug/{i}.o")), "obj").unwrap();
+    }
+    std::fs::write(fx.repo.join(".env"), "SECRET=1\n").unwrap();
+    let e = run(&fx, "rm -rf target/");
+    assert!(e.destroys_nothing(), "{}", e.manifest());
+    assert!(e.exempt >= 1, "{e:?}");
+    let e = run(&fx, "rm -rf .env");
+    assert!(manifest_has(&e, "delete file .env sha256:"), "{}", e.manifest());
+}
+
+#[test]
+fn temporary_files_are_exempt() {
+    let fx = fixture();
+    let tmp = tempfile::Builder::new()
+        .prefix("guardctl-trial-test-")
+        .tempdir_in("/tmp")
+        .unwrap();
+    std::fs::write(tmp.path().join("f"), "x").unwrap();
+    let e = run(&fx, &format!("rm -rf {}", tmp.path().display()));
+    assert_eq!(e.outcome, Outcome::Finished { status: 0 }, "{}", e.stderr_tail);
+    assert!(e.destroys_nothing(), "{}", e.manifest());
+    assert!(e.exempt >= 1, "{e:?}");
+    assert!(tmp.path().join("f").exists());
+}
+
+#[test]
+fn truncating_an_untracked_file_overwrites_it_and_sed_on_a_clean_tracked_file_does_not() {
+    let fx = fixture();
+    std::fs::write(fx.repo.join("untracked.txt"), "notes\n").unwrap();
+    let e = run(&fx, "> untracked.txt");
+    assert!(
+        manifest_has(&e, "overwrite file untracked.txt sha256:"),
+        "{}",
+        e.manifest()
+    );
+    let e = run(&fx, "sed -i s/a/b/ tracked_clean.txt");
+    assert_eq!(e.outcome, Outcome::Finished { status: 0 }, "{}", e.stderr_tail);
+    assert!(e.destroys_nothing(), "{}", e.manifest());
+}
+
+#[test]
+fn a_hard_reset_rewrites_the_branch_and_overwrites_uncommitted_work() {
+    let fx = fixture();
+    std::fs::write(fx.repo.join("a.txt"), "uncommitted\n").unwrap();
+    let e = run(&fx, "git reset -q --hard HEAD~1");
+    assert!(
+        manifest_has(&e, "rewrite branch refs/heads/main "),
+        "{}",
+        e.manifest()
+    );
+    assert!(manifest_has(&e, "overwrite file a.txt "), "{}", e.manifest());
+}
+
+#[test]
+fn a_forced_local_fetch_rewrites_a_branch() {
+    let fx = fixture();
+    git(&fx.repo, &["branch", "b", "main"]);
+    let e = run(&fx, "git fetch -q . +x:b");
+    assert!(
+        manifest_has(&e, "rewrite branch refs/heads/b "),
+        "{}",
+        e.manifest()
+    );
+}
+
+#[test]
+fn writing_the_agent_settings_changes_the_gate() {
+    let fx = fixture();
+    let e = run(&fx, "mkdir -p .claude && echo '{}' > .claude/settings.json");
+    assert_eq!(e.manifest(), "gate: create .claude/settings.json\n");
+    assert!(!e.destroys_nothing());
+}
+
+#[test]
+fn a_line_past_its_limit_is_killed_with_everything_it_started() {
+    let fx = fixture();
+    let mut req = request(&fx, "sleep 100.4242 & sleep 100.4243");
+    req.timeout = Duration::from_secs(1);
+    let start = std::time::Instant::now();
+    let e = try_line(&fx, &req);
+    assert_eq!(e.outcome, Outcome::TimedOut);
+    assert!(start.elapsed() < Duration::from_secs(20));
+    let alive: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("100.424"))
+        .collect();
+    assert!(alive.is_empty(), "left running: {alive:?}");
+}
+
+#[test]
+fn the_line_cannot_reach_a_unix_socket() {
+    let fx = fixture();
+    let socket = fx.repo.join("agent.sock");
+    let mut server = Command::new("python3")
+        .args([
+            "-c",
+            "import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(); \
+             print('ready', flush=True); c,_=s.accept(); print('CONNECTED', flush=True)",
+        ])
+        .arg(&socket)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert_eq!(line, "ready\n");
+    let e = run(
+        &fx,
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('agent.sock')\"",
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    assert!(!rest.contains("CONNECTED"), "the line reached the socket");
+    assert_ne!(e.outcome, Outcome::Finished { status: 0 });
+    assert!(e.stderr_tail.contains("Permission denied"), "{}", e.stderr_tail);
+    assert!(e.blocked.is_some(), "{e:?}");
+}
+
+#[test]
+fn the_users_keys_are_hidden() {
+    let fx = fixture();
+    let e = run(&fx, "cat ~/.ssh/id_ed25519");
+    assert_ne!(e.outcome, Outcome::Finished { status: 0 }, "{}", e.stderr_tail);
+    assert!(!e.stderr_tail.contains("PRIVATE"));
+    let e = run(&fx, "cat ~/.ssh/id_ed25519 | grep -c PRIVATE");
+    assert_eq!(e.outcome, Outcome::Finished { status: 1 }, "{}", e.stderr_tail);
+}
+
+#[test]
+fn the_manifest_is_stable() {
+    let fx = fixture();
+    let line = "rm README a.txt; git branch -D x";
+    let a = run(&fx, line);
+    let b = run(&fx, line);
+    assert_eq!(a.manifest(), b.manifest());
+    let manifest = a.manifest();
+    let lines: Vec<&str> = manifest.lines().collect();
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(lines, sorted);
+    assert_eq!(lines.len(), 3, "{}", a.manifest());
+}
