@@ -69,6 +69,7 @@ pub enum Command {
     Hook(commands::hook::Args),
     Guard(commands::guard::Args),
     Doctor(commands::doctor::Args),
+    Explain(commands::explain::Args),
 }
 
 /// The clap definition, for completions, man pages and their staleness test.

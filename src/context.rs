@@ -270,6 +270,39 @@ impl Ctx {
                 })?;
                 Ok(Some((path.display().to_string(), how, bytes)))
             };
+        // Trust roots an administrator named in the system git config (root-owned) are not
+        // widened by whoever runs guardctl: a flag or variable naming another file (an
+        // agent's own, listing a key it holds as an approver) is refused, not obeyed.
+        if let Some(repo) = self.try_repo()
+            && let Some(p) = repo.system_config("gpg.ssh.allowedSignersFile")?
+        {
+            let system = expand_home(&p);
+            let given = self
+                .allowed_signers_flag
+                .clone()
+                .map(|f| (f, "--allowed-signers"))
+                .or_else(|| {
+                    std::env::var_os("GUARDCTL_ALLOWED_SIGNERS")
+                        .filter(|v| !v.is_empty())
+                        .map(|v| (PathBuf::from(v), "GUARDCTL_ALLOWED_SIGNERS"))
+                });
+            if let Some((f, how)) = given {
+                let same = matches!(
+                    (std::fs::canonicalize(&f), std::fs::canonicalize(&system)),
+                    (Ok(a), Ok(b)) if a == b
+                );
+                if !same {
+                    return Err(Error::usage(format!(
+                        "{how} names {}, but the system git config names the trusted identities ({}): \
+                         they are not replaced by a flag or variable",
+                        crate::text::safe(&f.display().to_string()),
+                        crate::text::safe(&system.display().to_string())
+                    ))
+                    .with_hint(format!("drop {how}; an administrator changes the system config")));
+                }
+            }
+            return from_file(system, "system git config gpg.ssh.allowedSignersFile");
+        }
         if let Some(p) = &self.allowed_signers_flag {
             return from_file(p.clone(), "--allowed-signers");
         }

@@ -165,6 +165,7 @@ pub fn main() -> ExitCode {
         Command::Guard(a) => commands::guard::run(a, &ctx, &mut ui),
         Command::Hook(a) => commands::hook::run(a, &ctx, &mut ui),
         Command::Doctor(a) => commands::doctor::run(a, &ctx, &mut ui),
+        Command::Explain(a) => commands::explain::run(a, &ctx, &mut ui),
     };
     let code = match result {
         Ok(code) => code,

@@ -770,6 +770,7 @@ impl Server {
                 pin: p.pin,
                 verify: p.verify,
                 verify_prints: None,
+                trial: false,
             });
             plan(s, op, p.expires_in.as_deref(), p.out.as_deref())
         })

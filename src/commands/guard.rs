@@ -3,10 +3,12 @@
 //! destroy and exit 3 with what to do next.
 
 use crate::context::Ctx;
+use crate::engine::guard::{Cleared, Guarded, LeftOut, Outcome};
 use crate::engine::guard::{GuardRequest, Verdict};
-use crate::engine::guard::{Guarded, LeftOut, Outcome};
 use crate::error::Result;
-use crate::render::guard::{CommandView, GuardView, LeftOutView, guardctl_command, guardctl_command_as};
+use crate::render::guard::{
+    CommandView, GuardView, LeftOutView, TrialView, guardctl_command, guardctl_command_as,
+};
 use crate::shell::rules::Rules;
 use crate::text::safe;
 use crate::ui::Ui;
@@ -46,9 +48,13 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         key,
         allowed_signers,
         plans_dir: crate::context::default_plans_dir(),
+        env: std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+            .collect(),
+        trial_timeout: crate::ops::exec::TRIAL_TIMEOUT,
     };
     let verdict = crate::engine::guard::guard(ui, &request);
-    let allowed = matches!(verdict, Verdict::Allow);
+    let allowed = matches!(verdict, Verdict::Allow(_));
     let view = view(&verdict);
     if ui.json {
         ui.json_doc(&view)?;
@@ -80,22 +86,52 @@ pub fn load_rules(files: &[PathBuf]) -> Result<Rules> {
 /// The view of what guardctl made of a line (both `guard` and the hooks print it).
 pub fn view(verdict: &Verdict) -> GuardView {
     match verdict {
-        Verdict::Allow => GuardView {
+        Verdict::Allow(cleared) => GuardView {
             decision: "allow",
             unreadable: None,
+            trial: match cleared {
+                Cleared::Read => None,
+                Cleared::Tried { why, effect } => Some(trial_view(why, effect)),
+            },
+            stderr_tail: None,
+            plan_by_hand: None,
             commands: Vec::new(),
         },
-        Verdict::Unreadable(why) => GuardView {
+        Verdict::Unreadable(u) => GuardView {
             decision: "deny",
-            unreadable: Some(safe(why)),
+            unreadable: Some(format!("{} ({})", safe(&u.because), safe(&u.why))),
+            trial: None,
+            stderr_tail: (!u.stderr_tail.is_empty()).then(|| u.stderr_tail.clone()),
+            plan_by_hand: Some(plan_by_hand(&u.line)),
             commands: Vec::new(),
         },
         Verdict::Deny(guarded) => GuardView {
             decision: "deny",
             unreadable: None,
+            trial: None,
+            stderr_tail: None,
+            plan_by_hand: None,
             commands: guarded.iter().map(command_view).collect(),
         },
     }
+}
+
+/// What the trial of a line it cleared found (counts; it destroyed nothing).
+fn trial_view(why: &str, effect: &crate::trial::Effect) -> TrialView {
+    TrialView {
+        why: safe(why),
+        created: effect.created,
+        exempt: effect.exempt,
+    }
+}
+
+/// `guardctl plan exec --preview '…' -- bash -c LINE`: how a person plans by hand a line
+/// whose trial could not finish.
+fn plan_by_hand(line: &str) -> String {
+    format!(
+        "guardctl plan exec --preview '<a command that lists what it destroys>' -- {}",
+        crate::plan::derive::shell_words(&["bash".into(), "-c".into(), safe(line)])
+    )
 }
 
 fn command_view(g: &Guarded) -> CommandView {
@@ -161,7 +197,15 @@ fn command_view(g: &Guarded) -> CommandView {
         }
         Outcome::Failed(e) => {
             v.outcome = "failed";
-            v.reason = Some(e.message.clone());
+            // What failed, and its causes' last lines (a preview's stderr): an agent acts on
+            // the reason, not on "exit status 1".
+            let causes: Vec<&str> = e.causes.iter().flat_map(|c| c.lines()).collect();
+            let tail = &causes[causes.len().saturating_sub(8)..];
+            v.reason = Some(if tail.is_empty() {
+                e.message.clone()
+            } else {
+                format!("{}: {}", e.message, tail.join(" / "))
+            });
             v.error_kind = Some(e.kind.as_str());
             v.hint = e.hint.clone();
         }

@@ -164,14 +164,14 @@ fn harness_hook(harness: Harness, args: ClaudeCodeArgs, ctx: &Ctx, ui: &mut Ui) 
         Ok(t) => t,
         Err(e) => return deny(ui, &format!("guardctl hook: denied: --timeout: {e}\n")),
     };
-    let request = match request(harness, &args, ctx) {
+    let request = match request(harness, &args, ctx, timeout) {
         Ok(Some(r)) => r,
         Ok(None) => return allow(ui),
         Err(e) => return deny(ui, &failure_text(&e)),
     };
     match decide(request, timeout) {
-        Ok(view) if view.decision == "allow" => allow(ui),
-        Ok(view) => deny(ui, &crate::render::guard::text(&view)),
+        Ok((true, _)) => allow(ui),
+        Ok((false, view)) => deny(ui, &crate::render::guard::text(&view)),
         Err(e) => deny(ui, &failure_text(&e)),
     }
 }
@@ -190,7 +190,12 @@ fn failure_text(e: &Error) -> String {
 
 /// The guard request for the payload on stdin; `None` for a tool call that is not a shell
 /// command (not guardctl's to judge).
-fn request(harness: Harness, args: &ClaudeCodeArgs, ctx: &Ctx) -> Result<Option<GuardRequest>> {
+fn request(
+    harness: Harness,
+    args: &ClaudeCodeArgs,
+    ctx: &Ctx,
+    timeout: Duration,
+) -> Result<Option<GuardRequest>> {
     let mut bytes = Vec::new();
     std::io::stdin()
         .take(MAX_PAYLOAD + 1)
@@ -243,13 +248,19 @@ fn request(harness: Harness, args: &ClaudeCodeArgs, ctx: &Ctx) -> Result<Option<
         key,
         allowed_signers,
         plans_dir: crate::context::default_plans_dir(),
+        // The line runs with the harness's environment, which is the hook's.
+        env: std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+            .collect(),
+        // A denied line is tried twice (to decide, then to plan), within the hook's time.
+        trial_timeout: (timeout.saturating_sub(Duration::from_secs(2)) / 2).max(Duration::from_secs(1)),
     }))
 }
 
 /// The verdict, on another thread so that a classification or a plan that does not end in
 /// time is a denial, not a hook Claude Code times out (and lets through). A panic there is a
 /// denial too.
-fn decide(request: GuardRequest, timeout: Duration) -> Result<GuardView> {
+fn decide(request: GuardRequest, timeout: Duration) -> Result<(bool, GuardView)> {
     let (tx, rx) = std::sync::mpsc::channel();
     // A stack far beyond what the nesting limits need (shell::words::MAX_NESTING): a stack
     // overflow aborts the process, which the harness takes for "no objection".
@@ -260,7 +271,10 @@ fn decide(request: GuardRequest, timeout: Duration) -> Result<GuardView> {
                 stall_for_tests();
                 // Status lines would mix with the reason on stderr: only warnings are said.
                 let mut ui = Ui::without_stdout(true, crate::ui::ColorChoice::Never);
-                super::guard::view(&crate::engine::guard::guard(&mut ui, &request))
+                let verdict = crate::engine::guard::guard(&mut ui, &request);
+                // The decision is the engine's verdict, never a string of the view.
+                let allowed = matches!(verdict, crate::engine::guard::Verdict::Allow(_));
+                (allowed, super::guard::view(&verdict))
             });
             let _ = tx.send(result);
         });
@@ -268,7 +282,7 @@ fn decide(request: GuardRequest, timeout: Duration) -> Result<GuardView> {
         return Err(Error::internal("cannot start the classifier's thread").caused_by(e));
     }
     match rx.recv_timeout(timeout) {
-        Ok(Ok(view)) => Ok(view),
+        Ok(Ok(decided)) => Ok(decided),
         Ok(Err(_)) => Err(Error::internal("guardctl failed while classifying the command")),
         Err(_) => Err(Error::internal(format!(
             "no decision within {} (--timeout)",

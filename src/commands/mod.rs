@@ -7,6 +7,7 @@ pub mod approve;
 pub mod completions;
 pub mod demo;
 pub mod doctor;
+pub mod explain;
 pub mod gc;
 pub mod guard;
 pub mod hook;

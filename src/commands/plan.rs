@@ -289,6 +289,7 @@ impl OperationArgs {
                     VerifyPrintsArg::State => VerifyPrints::State,
                     VerifyPrintsArg::Diff => VerifyPrints::Diff,
                 }),
+                trial: false,
             }),
         })
     }

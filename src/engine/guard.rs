@@ -1,9 +1,23 @@
 //! Guarding a shell command line an agent (or anyone) is about to run: the engine behind
-//! `guardctl hook claude-code` and `guardctl guard`. The line is classified (`shell`); each
-//! destructive command in it becomes a plan made exactly as `guardctl plan` makes one (the
-//! same `engine::plan::plan`, signed with the caller's key, written to the agent's plan
-//! directory), or a refusal. Nothing runs the command itself: a person approves the plan and
-//! the agent applies it with `guardctl apply`, through the same gate as everyone else.
+//! `guardctl hook claude-code`, `guardctl guard` and `guardctl explain`. Judged by effect,
+//! not by spelling:
+//!
+//! 1. The static reader (`shell::read`) clears a line whose every command is a known
+//!    non-destroying program and form: allowed at once, nothing else runs (the fast path).
+//! 2. A line whose destroyers the reader knows exactly (`git branch -D`, `git tag -d`, a
+//!    push that deletes, a remote command) becomes plans made exactly as `guardctl plan`
+//!    makes them (the same `engine::plan::plan`, signed with the caller's key, written to the
+//!    agent's plan directory), or refusals.
+//! 3. Anything else — unknown programs, interpreters, scripts, dynamic words, lines the
+//!    parser cannot read — is tried: run by bash in the trial sandbox on a copy-on-write
+//!    view of the machine, without network or keys (`crate::trial`). Nothing destroyed:
+//!    allowed (the harness then runs the line for real). Something destroyed: an exec plan
+//!    whose manifest is exactly what the trial destroyed (the same trial runs again at
+//!    apply, and any difference refuses it). A trial that could not finish (the network, a
+//!    hidden path, the time limit): denied, saying why and how to plan it by hand.
+//!
+//! Nothing here runs the line for real: a person approves the plan and the agent applies
+//! it with `guardctl apply`, through the same gate as everyone else.
 //!
 //! A key that may approve is refused before any plan is made (the agent would approve its
 //! own plans), as `guardctl mcp` refuses it at start.
@@ -17,7 +31,8 @@ use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::plan::model::SkipReason;
 use crate::shell::rules::Rules;
-use crate::shell::{Action, Finding};
+use crate::shell::{Action, Finding, Reading};
+use crate::trial::Effect;
 use crate::ui::Ui;
 use std::path::PathBuf;
 
@@ -34,17 +49,44 @@ pub struct GuardRequest {
     pub allowed_signers: Option<PathBuf>,
     /// Where the plans go (the agent's plan directory).
     pub plans_dir: Option<PathBuf>,
+    /// The environment the line would run with (the trial gets exactly this).
+    pub env: Vec<(String, std::ffi::OsString)>,
+    /// The most a trial may take before the line is denied.
+    pub trial_timeout: std::time::Duration,
 }
 
 /// What guardctl makes of the line.
 #[derive(Debug)]
 pub enum Verdict {
-    /// Nothing in it is destructive by the rules: it may run.
-    Allow,
-    /// guardctl cannot read it with confidence (the reason); it must not run as it is.
-    Unreadable(String),
+    /// It destroys nothing: cleared by the reader, or tried and nothing destroyed.
+    Allow(Cleared),
+    /// It was tried, and the trial could not finish: it must not run as it is.
+    Unreadable(Untried),
     /// Destructive: each destructive command and what guardctl did about it.
     Deny(Vec<Guarded>),
+}
+
+/// How a line was cleared.
+#[derive(Debug)]
+pub enum Cleared {
+    /// Every command in it is a known non-destroying program and form.
+    Read,
+    /// The reader could not clear it (why); the trial ran it and it destroyed nothing.
+    Tried { why: String, effect: Box<Effect> },
+}
+
+/// A line whose trial could not finish.
+#[derive(Debug)]
+pub struct Untried {
+    /// The line.
+    pub line: String,
+    /// Why the reader sent it to the trial.
+    pub why: String,
+    /// Why the trial could not decide (the network, a hidden path, the time limit, an
+    /// error building the sandbox).
+    pub because: String,
+    /// The last lines the line printed on stderr in the trial.
+    pub stderr_tail: String,
 }
 
 #[derive(Debug)]
@@ -89,15 +131,23 @@ pub enum LeftOut {
     Missing,
 }
 
-/// Classify the line and plan each destructive command in it.
+/// Read the line; plan what the reader knows to destroy; try what it cannot clear.
 pub fn guard(ui: &mut Ui, request: &GuardRequest) -> Verdict {
-    let findings = match crate::shell::classify(&request.line, &request.rules) {
-        Ok(f) => f,
-        Err(why) => return Verdict::Unreadable(why),
+    let findings = match crate::shell::read(&request.line, &request.rules) {
+        Reading::Safe => match fetch_config(request) {
+            None => return Verdict::Allow(Cleared::Read),
+            Some(setting) => vec![Finding {
+                command: request.line.clone(),
+                dir: PathBuf::new(),
+                reason: format!("this repository's config ({setting}) makes `git fetch` delete or overwrite local branches or tags"),
+                action: Action::Refuse {
+                    why: "a fetch needs the network, which the trial does not have; plan it by hand, or fix the config".into(),
+                },
+            }],
+        },
+        Reading::Known(findings) => findings,
+        Reading::Try(why) => return tried(ui, request, why),
     };
-    if findings.is_empty() {
-        return Verdict::Allow;
-    }
     let guarded = findings
         .into_iter()
         .map(|finding| {
@@ -112,6 +162,117 @@ pub fn guard(ui: &mut Ui, request: &GuardRequest) -> Verdict {
         })
         .collect();
     Verdict::Deny(guarded)
+}
+
+/// For a cleared line that fetches (`git fetch`, `git pull`): the setting of the
+/// repository's config that makes a plain fetch delete or overwrite local refs, if any. The
+/// reader is pure and cannot see config; a fetch cannot be tried (it needs the network).
+fn fetch_config(request: &GuardRequest) -> Option<String> {
+    let words = request
+        .line
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '-');
+    let fetches = words.clone().any(|w| w == "git") && words.into_iter().any(|w| w == "fetch" || w == "pull");
+    if !fetches {
+        return None;
+    }
+    let ctx = Ctx::new(Some(request.cwd.clone()), None, None);
+    let repo = ctx.repo().ok()?;
+    match repo.fetch_rewrites_local_refs() {
+        Ok(found) => found,
+        // Config guardctl cannot read is not a fetch it can clear.
+        Err(e) => Some(format!("unreadable: {}", e.message)),
+    }
+}
+
+/// The environment a trial plan records and its command gets at apply: `PATH` (always) and
+/// `HOME` (where `~` leads); nothing that could carry a credential.
+const TRIAL_ENV: [&str; 1] = ["HOME"];
+
+/// The trial of a line the reader could not clear, and what follows from its effect.
+fn tried(ui: &mut Ui, request: &GuardRequest, why: String) -> Verdict {
+    let effect = match try_line(request) {
+        Ok(e) => e,
+        Err(e) => {
+            return Verdict::Unreadable(Untried {
+                line: request.line.clone(),
+                why,
+                because: e.chain(),
+                stderr_tail: String::new(),
+            });
+        }
+    };
+    if let Some(because) = effect.incomplete() {
+        return Verdict::Unreadable(Untried {
+            line: request.line.clone(),
+            why,
+            because,
+            stderr_tail: effect.stderr_tail.clone(),
+        });
+    }
+    if effect.destroys_nothing() {
+        return Verdict::Allow(Cleared::Tried {
+            why,
+            effect: Box::new(effect),
+        });
+    }
+    let finding = Finding {
+        command: request.line.clone(),
+        dir: PathBuf::new(),
+        reason: effect_reason(&effect),
+        action: Action::Exec {
+            argv: vec!["bash".into(), "-c".into(), request.line.clone()],
+            preview: String::new(),
+        },
+    };
+    let outcome = match plan_one(ui, request, &finding) {
+        Ok(p) => Outcome::Planned(p),
+        Err(e) => Outcome::Failed(e),
+    };
+    Verdict::Deny(vec![Guarded { finding, outcome }])
+}
+
+/// Run the line in the trial sandbox as the harness would run it: in its directory, with
+/// its environment, under the trusted policy's network setting.
+pub fn try_line(request: &GuardRequest) -> Result<Effect> {
+    let ctx = Ctx::new(
+        Some(request.cwd.clone()),
+        request.key.clone(),
+        request.allowed_signers.clone(),
+    );
+    // Outside a repository there is no trusted policy to widen anything: the defaults.
+    let policy = ctx.policy().ok().map(|p| &p.policy);
+    let network = policy.is_some_and(|p| p.sandbox.network);
+    let regenerable = policy
+        .and_then(|p| p.agents.regenerable.clone())
+        .unwrap_or_else(crate::trial::default_regenerable);
+    crate::trial::run(&crate::trial::Request {
+        line: request.line.clone(),
+        cwd: request.cwd.clone(),
+        env: request.env.clone(),
+        timeout: request.trial_timeout,
+        regenerable,
+        gate: crate::trial::default_gate(),
+        network,
+    })
+}
+
+/// What the trial destroyed, in a few words for the agent (the plan lists all of it).
+pub fn effect_reason(effect: &Effect) -> String {
+    let lines: Vec<String> = effect
+        .destroyed
+        .iter()
+        .chain(&effect.gate)
+        .map(|c| c.to_string())
+        .collect();
+    const SHOWN: usize = 5;
+    let mut reason = format!(
+        "in guardctl's trial it {}",
+        lines.iter().take(SHOWN).cloned().collect::<Vec<_>>().join("; ")
+    );
+    if lines.len() > SHOWN {
+        reason.push_str(&format!("; and {} more", lines.len() - SHOWN));
+    }
+    reason
 }
 
 fn plan_one(ui: &mut Ui, request: &GuardRequest, finding: &Finding) -> Result<PlannedCommand> {
@@ -243,6 +404,16 @@ fn operation(action: &Action) -> Result<(OperationRequest, Vec<String>)> {
                 names,
             )
         }
+        // An empty preview: the finding of a trial, whose manifest is the line's own effect.
+        Action::Exec { argv, preview } if preview.is_empty() => (
+            OperationRequest::Exec(ExecRequest {
+                command: argv.clone(),
+                env: TRIAL_ENV.iter().map(|s| s.to_string()).collect(),
+                trial: true,
+                ..Default::default()
+            }),
+            Vec::new(),
+        ),
         Action::Exec { argv, preview } => (
             OperationRequest::Exec(ExecRequest {
                 command: argv.clone(),

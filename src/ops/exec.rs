@@ -42,6 +42,10 @@ pub struct Request {
     pub pin: Vec<String>,
     pub verify: Option<String>,
     pub verify_prints: Option<VerifyPrints>,
+    /// The manifest is the command's own effect, observed by running it in the trial
+    /// sandbox (`crate::trial`), not a preview's output: the hook's plans of lines it could
+    /// only judge by effect. `preview` is then empty.
+    pub trial: bool,
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -473,6 +477,47 @@ fn preview(
     Ok((PreviewOutput { sha256, text }, sandboxed))
 }
 
+/// The most a trial may run before it is killed and the plan refused.
+pub const TRIAL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A trial plan's manifest: the effect of its command (`bash -c LINE`), run on a
+/// copy-on-write view of the machine in the trial sandbox with the plan's environment, as
+/// `crate::trial` lists it. A trial that cannot finish there (the network, a hidden path, the
+/// time limit) is an error: nothing would say what the command destroys.
+fn trial_manifest(
+    sandbox: &Sandbox,
+    command: &[String],
+    dir: &Path,
+    env: &[(String, Option<OsString>)],
+) -> Result<PreviewOutput> {
+    let line = crate::plan::model::trial_line(command)
+        .ok_or_else(|| Error::invalid_plan("a trial plan's command is `bash -c LINE`"))?;
+    let env: Vec<(String, OsString)> = env
+        .iter()
+        .filter_map(|(name, value)| Some((name.clone(), value.clone()?)))
+        .collect();
+    let effect = crate::trial::run(&crate::trial::Request {
+        line: line.to_string(),
+        cwd: dir.to_path_buf(),
+        env,
+        timeout: TRIAL_TIMEOUT,
+        regenerable: crate::trial::default_regenerable(),
+        gate: crate::trial::default_gate(),
+        network: sandbox.settings().network,
+    })?;
+    if let Some(why) = effect.incomplete() {
+        return Err(
+            Error::usage(format!("the trial of the command could not finish: {why}"))
+                .caused_by(effect.stderr_tail.clone()),
+        );
+    }
+    let text = effect.manifest();
+    Ok(PreviewOutput {
+        sha256: sha256_hex(text.as_bytes()),
+        text,
+    })
+}
+
 /// Observe at planning time: resolve the directory, environment, files and pinned files,
 /// copy the pinned files privately and run the preview from that copy.
 pub fn observe(
@@ -526,7 +571,11 @@ pub fn observe(
         Error::usage("a pinned file changed while it was copied; plan again")
             .caused_by(d.first().map(|d| d.0.clone()).unwrap_or_default())
     })?;
-    let (preview_output, sandboxed) = preview(sandbox, &staged, &req.preview, &dir, &env)?;
+    let (preview_output, sandboxed) = if req.trial {
+        (trial_manifest(sandbox, &req.command, &dir, &env)?, true)
+    } else {
+        preview(sandbox, &staged, &req.preview, &dir, &env)?
+    };
     let path_dirs = path_of(&env)
         .map(|p| {
             std::env::split_paths(p)
@@ -551,6 +600,7 @@ pub fn observe(
         verify: req.verify.clone(),
         verify_prints: req.verify_prints,
         pinned,
+        trial: req.trial,
     })
 }
 
@@ -680,7 +730,12 @@ pub fn recheck(
         }
     };
     // The inputs are as planned: the preview runs from the private copy.
-    let (now, _) = preview(sandbox, &staged, &planned.preview, &dir, &env).map_err(|e| {
+    let observed = if planned.trial {
+        trial_manifest(sandbox, &planned.command, &dir, &env).map(|m| (m, true))
+    } else {
+        preview(sandbox, &staged, &planned.preview, &dir, &env)
+    };
+    let (now, _) = observed.map_err(|e| {
         if matches!(e.kind, crate::error::Kind::Policy | crate::error::Kind::Internal) {
             // Not the preview's answer: the sandbox could not be had or built.
             return e;
@@ -874,6 +929,7 @@ mod tests {
             verify_prints: None,
             pinned: vec![],
             preview_unsandboxed: false,
+            trial: false,
             path_dirs: vec![],
             content: Some(vec![]),
         };

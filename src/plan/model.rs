@@ -213,6 +213,20 @@ pub struct ExecInputs {
     /// before the rule, or re-signed without it) is refused at apply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<Vec<FileDigest>>,
+    /// The manifest is the command's own effect, observed by running it (`bash -c LINE`) on
+    /// a copy-on-write view of the machine in the trial sandbox (`crate::trial`), with
+    /// `preview` empty: what the agent-shell hook plans for a line it can only judge by
+    /// effect. `apply` runs the trial again and refuses any difference before the command.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trial: bool,
+}
+
+/// The line of a trial plan's command (`bash -c LINE`): the only shape a trial plan has.
+pub fn trial_line(command: &[String]) -> Option<&str> {
+    match command {
+        [shell, c, line] if shell == "bash" && c == "-c" => Some(line),
+        _ => None,
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -235,6 +235,17 @@ fn exec(x: &ExecInputs) -> Result<(), Invalid> {
             "is not the output whose digest the plan records",
         ));
     }
+    // A trial plan's manifest is its command's own effect: the command must be the line it
+    // tried, and there is no preview a reviewer could be shown instead.
+    if x.trial && (!x.preview.is_empty() || super::model::trial_line(&x.command).is_none()) {
+        return Err(invalid(
+            "operation.inputs.trial",
+            "is set, but the command is not `bash -c LINE` with an empty preview",
+        ));
+    }
+    if !x.trial && x.preview.trim().is_empty() {
+        return Err(invalid("operation.inputs.preview", "is empty"));
+    }
     if let Some((i, _)) = x.env.iter().enumerate().find(|(_, e)| !is_env_name(&e.name)) {
         return Err(invalid(
             format!("operation.inputs.env[{i}].name"),

@@ -558,6 +558,7 @@ mod tests {
             verify_prints: None,
             pinned: vec![],
             preview_unsandboxed: false,
+            trial: false,
             path_dirs: vec![],
             content: Some(vec![]),
         });

@@ -68,6 +68,7 @@ struct RawSandbox {
 struct RawAgents {
     exec: Option<bool>,
     may_approve: List,
+    regenerable: List,
 }
 
 #[derive(Deserialize)]
@@ -275,6 +276,29 @@ impl Validator<'_> {
                     ));
                 }
                 p.agents.may_approve.push(m.into_inner());
+            }
+            if let Some(list) = a.regenerable {
+                let mut patterns = Vec::new();
+                for r in list {
+                    let t = r.get_ref();
+                    // Relative patterns within the work tree: a `/`-rooted or `..` one would
+                    // make paths outside it (or all of it) "regenerable".
+                    if t.is_empty()
+                        || t.starts_with('/')
+                        || t.split('/').any(|c| c == "..")
+                        || t.chars().any(char::is_control)
+                    {
+                        return Err(self.err(
+                            &r,
+                            format!(
+                                "agents.regenerable: `{}` is not a pattern relative to the work tree",
+                                t.escape_debug()
+                            ),
+                        ));
+                    }
+                    patterns.push(r.into_inner());
+                }
+                p.agents.regenerable = Some(patterns);
             }
         }
         let mut names = BTreeSet::new();
@@ -493,6 +517,20 @@ required = 1
             parse("version = 1\n[agents]\nexec = true\nmay_approve = [\"alice@example.com\"]\n").unwrap();
         assert!(on.agents.exec);
         assert_eq!(on.agents.may_approve, ["alice@example.com"]);
+        assert_eq!(plain.agents.regenerable, None);
+        let own = parse("version = 1\n[agents]\nregenerable = [\"out/\", \"*.o\"]\n").unwrap();
+        assert_eq!(
+            own.agents.regenerable,
+            Some(vec!["out/".to_string(), "*.o".to_string()])
+        );
+        let none = parse("version = 1\n[agents]\nregenerable = []\n").unwrap();
+        assert_eq!(none.agents.regenerable, Some(vec![]));
+        for bad in ["\"/\"", "\"../x\"", "\"\""] {
+            assert!(
+                parse(&format!("version = 1\n[agents]\nregenerable = [{bad}]\n")).is_err(),
+                "{bad}"
+            );
+        }
         assert_eq!(plain.hash().unwrap(), on.hash().unwrap());
         let (line, m) = line_and_message("version = 1\n[agents]\nmay_approve = [\"*@example.com\"]\n");
         assert_eq!(line, Some(3), "{m}");

@@ -84,6 +84,10 @@ pub struct Agents {
     /// Principals whose keys a server may run with although they may sign approvals
     /// (certificates included). Empty: the server refuses any key that may approve.
     pub may_approve: Vec<String>,
+    /// Gitignore-style patterns of regenerable build output in the work tree: what the
+    /// agent-shell hook's trial lets a line delete when git ignores it too (`None`: the
+    /// built-in list, `crate::trial::default_regenerable`; empty: nothing).
+    pub regenerable: Option<Vec<String>>,
 }
 
 /// A number of approvals from distinct principals, drawn from the members of `from`.

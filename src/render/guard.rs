@@ -11,8 +11,18 @@ use std::path::Path;
 pub struct GuardView {
     /// `allow`: nothing destructive, it may run; `deny`: it must not run as it is.
     pub decision: &'static str,
-    /// Why the line could not be read with confidence, when that is why it is denied.
+    /// Why the line's trial could not finish, when that is why it is denied (and why the
+    /// reader sent it there, in parentheses).
     pub unreadable: Option<String>,
+    /// For an allowed line the reader could not clear: what its trial found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trial: Option<TrialView>,
+    /// The last lines the line printed on stderr in its trial, when the trial could not finish.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr_tail: Option<String>,
+    /// How a person plans the line by hand, when its trial could not finish.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan_by_hand: Option<String>,
     /// Each destructive command and what guardctl did about it.
     pub commands: Vec<CommandView>,
 }
@@ -42,6 +52,17 @@ pub struct CommandView {
     pub approve_command: Option<String>,
     pub wait_command: Option<String>,
     pub apply_command: Option<String>,
+}
+
+/// What the trial of an allowed line found: it destroyed nothing.
+#[derive(Debug, Serialize)]
+pub struct TrialView {
+    /// Why the reader could not clear the line by itself.
+    pub why: String,
+    /// Files it created.
+    pub created: usize,
+    /// Temporary files and regenerable build output it changed or deleted.
+    pub exempt: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -74,11 +95,22 @@ pub fn text(v: &GuardView) -> String {
     if let Some(why) = &v.unreadable {
         let _ = writeln!(
             out,
-            "guardctl: denied. guardctl cannot read this command with confidence: {why}. Nothing ran.\n\
-             Rewrite it as plain commands whose arguments are spelled out (no variables, globs or \
-             substitutions in a destructive command), or plan it by hand with \
-             `guardctl plan exec --preview '<a command that lists what it destroys>' -- <command>`."
+            "guardctl: denied. guardctl tried this line in its sandbox (a copy-on-write view, no network, \
+             no keys) to see what it destroys, and the trial could not finish: {why}. Nothing ran."
         );
+        if let Some(tail) = &v.stderr_tail {
+            let _ = writeln!(out, "What it printed on stderr there (last lines):");
+            for l in tail.lines() {
+                let _ = writeln!(out, "  | {l}");
+            }
+        }
+        if let Some(by_hand) = &v.plan_by_hand {
+            let _ = writeln!(
+                out,
+                "A person can plan it by hand, with a preview that lists what it destroys:\n  {by_hand}\n\
+                 Do not run the line another way; ask the person you work for."
+            );
+        }
         return out;
     }
     let _ = writeln!(

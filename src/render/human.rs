@@ -357,7 +357,11 @@ fn write_exec(x: &super::view::ExecView, color: bool, w: &mut dyn Write) -> io::
     if let Some(b) = &x.before_image {
         writeln!(w, "  first       {b}")?;
     }
-    writeln!(w, "  preview     {}", x.preview)?;
+    if x.trial {
+        writeln!(w, "  manifest    {}", x.preview)?;
+    } else {
+        writeln!(w, "  preview     {}", x.preview)?;
+    }
     if x.preview_sandbox == "unsandboxed" {
         let warning = "  WARNING     the preview ran UNSANDBOXED, with the planner's files, keys and network \
                        (their system could not sandbox it and the trusted policy allows that)";
@@ -418,7 +422,13 @@ fn write_exec(x: &super::view::ExecView, color: bool, w: &mut dyn Write) -> io::
     };
     writeln!(w, "{}", paint(color, "1", &heading))?;
     for line in &x.lines {
-        writeln!(w, "  {line}")?;
+        // A trial that changed the gate itself (the hook's settings, guardctl's trust roots,
+        // policy or binary, git's hooks or config): said in red.
+        if x.trial && line.starts_with("gate") {
+            writeln!(w, "  {}", paint(color, "1;31", line))?;
+        } else {
+            writeln!(w, "  {line}")?;
+        }
     }
     if x.mode == "first" {
         writeln!(
@@ -1084,6 +1094,7 @@ mod tests {
             content_files: 0,
             files: vec![],
             preview: "ls build".into(),
+            trial: false,
             preview_sandbox: "sandboxed",
             before_image: None,
             verify: None,

@@ -649,6 +649,10 @@ fn before_image(plan: &Plan, plan_id: &str) -> String {
     )
 }
 
+/// What a trial plan shows where a preview command would be.
+pub const TRIAL_PREVIEW: &str = "the command itself, tried in guardctl's trial sandbox \
+    (a copy-on-write view of the machine, no network, no keys): the manifest is what it destroyed there";
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ExecView {
     pub command: String,
@@ -661,7 +665,11 @@ pub struct ExecView {
     pub content_files: usize,
     /// `path (sha256:<12 hex>)` for each repository file the command names.
     pub files: Vec<String>,
+    /// The preview command; for a trial plan (`trial`), what stands in its place.
     pub preview: String,
+    /// The manifest is the command's own effect, observed in the trial sandbox.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub trial: bool,
     /// How the preview ran at planning time: `sandboxed`, or `unsandboxed` (only where the
     /// trusted policy allows it and the planner's system could not sandbox).
     pub preview_sandbox: &'static str,
@@ -755,7 +763,12 @@ fn exec_view(x: &crate::plan::model::ExecInputs, paging: &Paging) -> ExecView {
             .iter()
             .map(|f| format!("{} ({})", safe(&f.path), crate::text::short_digest(&f.sha256)))
             .collect(),
-        preview: safe(&x.preview),
+        preview: if x.trial {
+            TRIAL_PREVIEW.to_string()
+        } else {
+            safe(&x.preview)
+        },
+        trial: x.trial,
         preview_sandbox: if x.preview_unsandboxed {
             "unsandboxed"
         } else {

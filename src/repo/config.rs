@@ -160,6 +160,42 @@ impl Repo {
             .collect())
     }
 
+    /// What in this repository's configuration makes a plain `git fetch` or `git pull`
+    /// delete or overwrite local refs: a remote that mirrors, a fetch refspec whose
+    /// destination is a local branch or tag (or everything), or tag pruning. `None`: a plain
+    /// fetch only updates remote-tracking refs (pruning those loses nothing: they copy the
+    /// remote).
+    pub fn fetch_rewrites_local_refs(&self) -> Result<Option<String>> {
+        for (k, v) in self.settings()? {
+            let Some(rest) = k.strip_prefix("remote.") else {
+                if (k == "fetch.prunetags") && v != "false" {
+                    return Ok(Some(format!("{k}={v}")));
+                }
+                continue;
+            };
+            let field = rest.rsplit('.').next().unwrap_or_default();
+            let local = |dst: &str| {
+                dst == "*"
+                    || dst.starts_with("refs/heads/")
+                    || dst.starts_with("refs/tags/")
+                    || dst == "refs/*"
+                    || !dst.starts_with("refs/")
+            };
+            let dangerous = match field {
+                "mirror" | "prunetags" => v != "false",
+                "fetch" => v
+                    .trim_start_matches('+')
+                    .split_once(':')
+                    .is_some_and(|(_, dst)| !dst.is_empty() && local(dst)),
+                _ => false,
+            };
+            if dangerous {
+                return Ok(Some(format!("{k}={v}")));
+            }
+        }
+        Ok(None)
+    }
+
     /// `git config --null <args>`: `None` when nothing matched (git's exit status 1).
     fn read_config(&self, args: &[&str]) -> Result<Option<Vec<u8>>> {
         config_output(self.config_process(args))

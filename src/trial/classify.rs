@@ -160,6 +160,15 @@ impl<'a> Context<'a> {
     }
 
     fn is_temp(&self, path: &Path) -> bool {
+        // A repository or a home directory that lives under /tmp (a clone made there, a CI
+        // job's home) is no scratch space: its files are judged as a repository's or a home's.
+        let inside = |base: &Path| path.starts_with(base);
+        if self.work_tree().is_some_and(inside)
+            || self.in_git_dir(path)
+            || self.home.as_deref().is_some_and(inside)
+        {
+            return false;
+        }
         self.temps.iter().any(|t| path.starts_with(t))
     }
 

@@ -207,6 +207,45 @@ impl Effect {
     pub fn destroys_nothing(&self) -> bool {
         self.destroyed.is_empty() && self.gate.is_empty()
     }
+
+    /// Why the trial does not say all the line would do, when it does not: it was killed at
+    /// the time limit, or it failed needing something outside the trial's view. What it did
+    /// until then is still in `destroyed`, but a line that would go further for real cannot
+    /// be cleared (nor planned) on it.
+    pub fn incomplete(&self) -> Option<String> {
+        match (&self.outcome, &self.blocked) {
+            (Outcome::TimedOut, _) => Some("it did not end within the trial's time limit".into()),
+            (_, Some(what)) => Some(format!("it needed {what}, which the trial does not have")),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line())
+    }
+}
+
+/// The built-in regenerable patterns ([`DEFAULT_REGENERABLE`]), as a request takes them.
+pub fn default_regenerable() -> Vec<String> {
+    DEFAULT_REGENERABLE.iter().map(|s| s.to_string()).collect()
+}
+
+/// The gate paths every trial watches besides the settings files: the running guardctl's
+/// binary (as started and as resolved), so that a line that removes, replaces or `chmod -x`es
+/// it is a change to the gate.
+pub fn default_gate() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        if let Ok(real) = std::fs::canonicalize(&exe) {
+            out.push(real);
+        }
+        out.push(exe);
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// `s` as is, or in double quotes with C escapes when it holds a space, a quote, a backslash

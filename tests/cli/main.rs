@@ -21,6 +21,7 @@ mod exec_pins;
 mod fixtures;
 mod git_env;
 mod hook;
+mod hook_effect;
 mod hostile;
 mod identity;
 mod json_contract;

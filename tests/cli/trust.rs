@@ -1084,3 +1084,70 @@ mod self_approval {
         crate::apply::refused_apply(&env, "alice", &[], 12);
     }
 }
+
+#[test]
+fn trust_roots_in_system_git_config_are_not_replaced_by_a_flag_or_variable() {
+    let env = standard_repo();
+    // The administrator's file: alice and bob as the test file has them.
+    let admin = env.path().join("admin_signers");
+    fs::copy(env.allowed_signers(), &admin).unwrap();
+    let config = env.path().join("gitconfig");
+    fs::write(
+        &config,
+        format!("[gpg \"ssh\"]\n\tallowedSignersFile = {}\n", admin.display()),
+    )
+    .unwrap();
+    // An agent's own file, naming the agent's key as an approver.
+    let own = env.path().join("own_signers");
+    fs::write(
+        &own,
+        format!("mallory@example.com {}\n", env.public_key("mallory")),
+    )
+    .unwrap();
+    let system = ("GUARDCTL_TEST_SYSTEM_GITCONFIG", config.to_str().unwrap());
+    let mut c = env.command();
+    c.env(system.0, system.1)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(&own)
+        .args(["plan", "stale-branches", "--merged"]);
+    let r = run(c);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("the system git config names the trusted identities"),
+        "{}",
+        r.stderr
+    );
+    let mut c = env.command();
+    c.env(system.0, system.1)
+        .env("GUARDCTL_ALLOWED_SIGNERS", &own)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .args(["plan", "stale-branches", "--merged"]);
+    let r = run(c);
+    assert_eq!(r.code, 64, "{}", r.transcript());
+    // The same file named again is no widening: allowed, and the system's file is what counts.
+    let mut c = env.command();
+    c.env(system.0, system.1)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .arg("--allowed-signers")
+        .arg(&admin)
+        .args(["plan", "stale-branches", "--merged"]);
+    let r = run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let mut c = env.command();
+    c.env(system.0, system.1)
+        .arg("--key")
+        .arg(env.key("alice"))
+        .args(["plan", "stale-branches", "--merged", "-o", "plan2.json"]);
+    let r = run(c);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("system git config gpg.ssh.allowedSignersFile"),
+        "{}",
+        r.stderr
+    );
+}
