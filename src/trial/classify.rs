@@ -194,6 +194,10 @@ impl<'a> Context<'a> {
 
     /// Judge what the uppers of `view` hold.
     pub fn judge(&self, view: &View) -> Result<Effect> {
+        if let Some(repo) = self.repo {
+            // Before anything asks whether content is stored: `git stash` stores it there.
+            repo.see_new_objects(view)?;
+        }
         let skip = |p: &Path| self.is_temp(p) || self.is_regenerable(p);
         let raws = view.changes(&skip);
         let mut effect = Effect {
@@ -318,7 +322,6 @@ impl<'a> Context<'a> {
         if let Some(repo) = self.repo
             && !git.is_empty()
         {
-            repo.see_new_objects(view)?;
             let (findings, ignored) = repo.judge(&git, view)?;
             effect.exempt += ignored;
             for f in findings {

@@ -254,6 +254,7 @@ pub fn run(req: &Request) -> Result<Effect> {
         files: layers.files.clone(),
         links: layers.links.clone(),
         timeout_ms: u64::try_from(req.timeout.as_millis()).unwrap_or(u64::MAX),
+        parent: std::process::id(),
     };
     let tried = crate::sandbox::run_overlay(
         &overlay,
@@ -316,13 +317,21 @@ fn blocked(stderr: &str, hidden: &[PathBuf]) -> Option<String> {
         return Some("/proc or /sys".into());
     }
     if has(&["Permission denied", "EACCES", "Errno 13"]) {
-        return Some(
-            hidden
-                .iter()
-                .find(|p| stderr.contains(&*p.to_string_lossy()))
-                .map(|p| format!("a hidden path: {}", crate::text::safe(&p.to_string_lossy())))
-                .unwrap_or_else(|| "a hidden path or a UNIX socket (permission denied)".into()),
-        );
+        if let Some(p) = hidden.iter().find(|p| stderr.contains(&*p.to_string_lossy())) {
+            return Some(format!(
+                "a hidden path: {}",
+                crate::text::safe(&p.to_string_lossy())
+            ));
+        }
+        // Landlock refuses TCP connections with EACCES; the seccomp filter refuses UNIX
+        // sockets at socket().
+        if has(&["connect"]) {
+            return Some("the network (connections are refused in the trial)".into());
+        }
+        if has(&["socket"]) {
+            return Some("a UNIX socket (the trial allows none)".into());
+        }
+        return Some("a hidden path (permission denied)".into());
     }
     if has(&["Read-only file system"]) {
         return Some("a path the trial cannot copy (read-only file system)".into());
