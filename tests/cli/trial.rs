@@ -472,3 +472,26 @@ fn the_network_is_off_and_the_line_says_it_needed_it() {
         "{e:?}"
     );
 }
+
+#[test]
+fn a_reftable_repository_is_refused_before_anything_runs() {
+    let fx = fixture();
+    let rt = fx.repo.parent().unwrap().join("reftable");
+    std::fs::create_dir_all(&rt).unwrap();
+    git(&rt, &["init", "-q", "--ref-format=reftable"]);
+    let mut req = request(&fx, "touch ran");
+    req.cwd = rt.clone();
+    guardctl::sandbox::use_launcher_for_tests(env!("CARGO_BIN_EXE_guardctl").into());
+    let e = guardctl::trial::run(&req).unwrap_err();
+    assert!(e.message.contains("reftable"), "{e:?}");
+    assert!(!rt.join("ran").exists());
+    assert_eq!(leftovers(), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_relative_working_directory_is_refused() {
+    let fx = fixture();
+    let mut req = request(&fx, "true");
+    req.cwd = PathBuf::from("repo");
+    assert!(guardctl::trial::run(&req).is_err());
+}
