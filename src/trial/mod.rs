@@ -36,6 +36,8 @@
 //! ```text
 //! delete file src/a.rs sha256:<64 hex of the old bytes>
 //! delete symlink bin/tool sha256:<of the old target>
+//! delete file big/f09999 unhashed           (past the first 10,000 deleted files)
+//! delete tree /usr unlisted                  (a directory deleted past 100,000 listed changes)
 //! overwrite file notes.txt sha256:<old>
 //! delete branch refs/heads/x <old id>
 //! delete ref refs/notes/commits <old id>

@@ -198,7 +198,14 @@ pub enum Op {
     Modified { mode_only: bool },
     /// New (files and symlinks only; directories are not counted).
     Created,
+    /// A deleted directory whose content was not listed: the trial had already listed
+    /// [`LIST_CAP`] changes (`rm -rf /` would otherwise list the machine).
+    Unlisted,
 }
+
+/// At most this many changes are listed one by one; a directory deleted beyond it is one
+/// [`Op::Unlisted`].
+pub const LIST_CAP: usize = 100_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Raw {
@@ -444,6 +451,13 @@ fn deleted(at: &Path, lm: &std::fs::Metadata, skip: &dyn Fn(&Path) -> bool, out:
         out.push(Raw {
             path: at.to_path_buf(),
             op: Op::Deleted { dir: false },
+        });
+        return;
+    }
+    if !skip(at) && out.len() >= LIST_CAP {
+        out.push(Raw {
+            path: at.to_path_buf(),
+            op: Op::Unlisted,
         });
         return;
     }

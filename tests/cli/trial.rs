@@ -482,6 +482,7 @@ fn a_reftable_repository_is_refused_before_anything_runs() {
     let mut req = request(&fx, "touch ran");
     req.cwd = rt.clone();
     guardctl::sandbox::use_launcher_for_tests(env!("CARGO_BIN_EXE_guardctl").into());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let e = guardctl::trial::run(&req).unwrap_err();
     assert!(e.message.contains("reftable"), "{e:?}");
     assert!(!rt.join("ran").exists());
