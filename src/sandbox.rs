@@ -27,6 +27,11 @@
 //! govern `connect()` to a pathname UNIX socket, so an ssh-agent socket anywhere would stay
 //! reachable; a socket that is not in the mount namespace cannot be reached at all.
 //!
+//! The effect trial (`src/trial/`) uses a second mode of the same launcher ([`Overlay`],
+//! [`run_overlay`]): the whole machine as a copy-on-write view instead of an allowlist, the
+//! same namespaces, pivot and hiding, Landlock allowing writes into the overlays, and a
+//! seccomp filter refusing UNIX sockets.
+//!
 //! What it is not: a sandbox for the approved command or the before-image command, which
 //! act by design and run as approved (`execute`).
 //!

@@ -40,6 +40,10 @@ const HOME_CACHES: [&str; 6] = [
 /// a trailing `/` for everything below).
 const GATE: [&str; 3] = [".claude/settings*.json", ".gemini/settings.json", ".guardctl/"];
 
+/// The gate's files under `$HOME` only: guardctl's own configuration and git's global
+/// configuration (an alias or `core.hooksPath` there changes what every git command does).
+const HOME_GATE: [&str; 3] = [".config/guardctl", ".gitconfig", ".config/git"];
+
 pub struct Context<'a> {
     repo: Option<&'a TrialRepo>,
     home: Option<PathBuf>,
@@ -214,7 +218,7 @@ impl<'a> Context<'a> {
         let mut bases: Vec<&Path> = self.work_tree().into_iter().collect();
         if let Some(home) = &self.home {
             bases.push(home);
-            if path.starts_with(home.join(".config/guardctl")) {
+            if HOME_GATE.iter().any(|g| path.starts_with(home.join(g))) {
                 return true;
             }
         }

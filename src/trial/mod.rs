@@ -16,7 +16,8 @@
 //! How a change is judged (`view` reads the uppers, `classify` decides, `repo::trial` reads
 //! the repository found from `cwd`):
 //! 1. the gate first: `.claude/settings*.json`, `.gemini/settings.json`, `.guardctl/**` of the
-//!    work tree and of `$HOME`, `~/.config/guardctl/**`, [`Request::gate`]; git config outside
+//!    work tree and of `$HOME`, `~/.config/guardctl/**`, `~/.gitconfig`, `~/.config/git/**`,
+//!    [`Request::gate`]; the repository's git config outside
 //!    an allowlist, hooks, `info/`, `.git/guardctl/`: created, changed, deleted or chmod-ed;
 //! 2. temporary paths (`/tmp`, `/var/tmp`, `$TMPDIR`): exempt;
 //! 3. the git directories: refs deleted or rewritten (not a fast-forward; a tag moved at all),

@@ -496,3 +496,15 @@ fn a_relative_working_directory_is_refused() {
     req.cwd = PathBuf::from("repo");
     assert!(guardctl::trial::run(&req).is_err());
 }
+
+#[test]
+fn a_global_git_alias_is_a_gate_change_and_stdin_is_empty() {
+    let fx = fixture();
+    std::fs::write(fx.home.join(".gitconfig"), "[user]\n\tname = t\n").unwrap();
+    let e = run(&fx, "cat; git config --global alias.zap 'branch -D'");
+    assert_eq!(e.outcome, Outcome::Finished { status: 0 }, "{}", e.stderr_tail);
+    assert_eq!(
+        e.manifest(),
+        format!("gate: change {}\n", fx.home.join(".gitconfig").display())
+    );
+}
