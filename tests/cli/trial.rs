@@ -508,3 +508,19 @@ fn a_global_git_alias_is_a_gate_change_and_stdin_is_empty() {
         format!("gate: change {}\n", fx.home.join(".gitconfig").display())
     );
 }
+
+#[test]
+fn a_hook_is_a_gate_change_and_a_moved_tag_is_destroyed() {
+    let fx = fixture();
+    git(&fx.repo, &["tag", "v1", "HEAD~1"]);
+    let old = git(&fx.repo, &["rev-parse", "HEAD~1"]);
+    let new = git(&fx.repo, &["rev-parse", "HEAD"]);
+    let e = run(
+        &fx,
+        "printf '#!/bin/sh\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit; git tag -f v1 HEAD",
+    );
+    assert_eq!(
+        e.manifest(),
+        format!("gate: install git hook pre-commit\nmove tag refs/tags/v1 {old} -> {new}\n")
+    );
+}
