@@ -243,7 +243,28 @@ pub fn run(req: &Request) -> Result<Effect> {
         return Err(Error::usage("the trial's working directory must be absolute"));
     }
     let repo = crate::repo::trial::TrialRepo::discover(&req.cwd)?;
-    let layers = view::Layers::of_this_machine()?;
+    // Layers of their own (see `Layers::of_this_machine`): where the line works, its git
+    // directory if outside the work tree, its home, the temporary directories.
+    let mut extra: Vec<PathBuf> = vec![PathBuf::from("/var/tmp")];
+    match repo.as_ref().and_then(|r| r.work_tree.as_ref()) {
+        Some(top) => extra.push(top.clone()),
+        None => extra.push(req.cwd.clone()),
+    }
+    if let Some(repo) = &repo
+        && !repo
+            .work_tree
+            .as_ref()
+            .is_some_and(|w| repo.common_dir.starts_with(w))
+    {
+        extra.push(repo.common_dir.clone());
+    }
+    extra.extend(
+        ["HOME", "TMPDIR"]
+            .iter()
+            .filter_map(|v| env_var(&req.env, v))
+            .map(PathBuf::from),
+    );
+    let layers = view::Layers::of_this_machine(&extra)?;
     let state = view::State::new()?;
     let homes: Vec<PathBuf> = env_var(&req.env, "HOME").map(PathBuf::from).into_iter().collect();
     let hide: Vec<PathBuf> = crate::sandbox::secret_paths(&homes)
