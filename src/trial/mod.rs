@@ -357,6 +357,11 @@ fn blocked(stderr: &str, hidden: &[PathBuf]) -> Option<String> {
         }
         return Some("a hidden path (permission denied)".into());
     }
+    // EOVERFLOW: overlayfs cannot copy up below a directory whose owner the unprivileged
+    // user namespace does not map (see `view::Layers::of_this_machine`).
+    if has(&["Value too large for defined data type"]) {
+        return Some("a path below another user's directory (the trial cannot copy it)".into());
+    }
     if has(&["Read-only file system"]) {
         return Some("a path the trial cannot copy (read-only file system)".into());
     }

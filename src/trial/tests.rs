@@ -117,6 +117,13 @@ fn blocked_says_what_the_line_needed() {
         .as_deref(),
         Some("a UNIX socket (the trial allows none)")
     );
+    assert!(
+        blocked(
+            "touch: cannot touch '/var/x': Value too large for defined data type",
+            &hidden
+        )
+        .is_some()
+    );
     assert_eq!(blocked("error: pathspec 'x' did not match", &hidden), None);
 }
 
