@@ -27,6 +27,11 @@
 //! govern `connect()` to a pathname UNIX socket, so an ssh-agent socket anywhere would stay
 //! reachable; a socket that is not in the mount namespace cannot be reached at all.
 //!
+//! The effect trial (`src/trial/`) uses a second mode of the same launcher ([`Overlay`],
+//! [`run_overlay`]): the whole machine as a copy-on-write view instead of an allowlist, the
+//! same namespaces, pivot and hiding, Landlock allowing writes into the overlays, and a
+//! seccomp filter refusing UNIX sockets.
+//!
 //! What it is not: a sandbox for the approved command or the before-image command, which
 //! act by design and run as approved (`execute`).
 //!
@@ -216,6 +221,9 @@ pub struct Overlay {
     pub files: Vec<PathBuf>,
     pub links: Vec<(PathBuf, PathBuf)>,
     pub timeout_ms: u64,
+    /// guardctl's process id: a launcher whose parent is another (guardctl died before the
+    /// parent-death signal was set) gives up.
+    pub parent: u32,
 }
 
 /// The launcher's exit status when the line ran out of time (its stderr then ends with
@@ -650,7 +658,8 @@ fn launch(args: &[OsString]) -> std::result::Result<u8, Failure> {
         // line with the launcher (run_as_until).
         rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
             .map_err(step("set the parent-death signal"))?;
-        if nix::unistd::getppid().as_raw() == 1 {
+        let parent = spec.overlay.as_ref().map_or(0, |o| o.parent);
+        if u32::try_from(nix::unistd::getppid().as_raw()).ok() != Some(parent) {
             return Err(Failure("guardctl exited before the trial started".into()));
         }
     }

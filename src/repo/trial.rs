@@ -87,9 +87,18 @@ impl TrialRepo {
     /// The repository holding `cwd`, if any. A reftable repository is refused: its refs
     /// cannot be compared file by file.
     pub fn discover(cwd: &Path) -> Result<Option<TrialRepo>> {
+        let refuse = |at: &Path| {
+            Error::usage(format!(
+                "the repository at {} stores its refs in a reftable; the effect trial cannot compare them",
+                crate::text::safe(&at.display().to_string())
+            ))
+            .with_hint("the line was not tried; plan it explicitly instead")
+        };
         let git = match Repository::discover(cwd) {
             Ok(g) => g,
             Err(e) if e.code() == git2::ErrorCode::NotFound => return Ok(None),
+            // libgit2 cannot open a reftable repository at all.
+            Err(e) if e.message().contains("refstorage") => return Err(refuse(cwd)),
             Err(e) => return Err(e.into()),
         };
         let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
@@ -101,11 +110,7 @@ impl TrialRepo {
                 .and_then(|c| c.get_string("extensions.refstorage"))
                 .is_ok_and(|v| v.eq_ignore_ascii_case("reftable"));
         if reftable {
-            return Err(Error::usage(format!(
-                "the repository at {} stores its refs in a reftable; the effect trial cannot compare them",
-                crate::text::safe(&common_dir.display().to_string())
-            ))
-            .with_hint("the line was not tried; plan it explicitly instead"));
+            return Err(refuse(&common_dir));
         }
         Ok(Some(TrialRepo {
             work_tree: git.workdir().map(canon),

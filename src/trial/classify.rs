@@ -40,6 +40,10 @@ const HOME_CACHES: [&str; 6] = [
 /// a trailing `/` for everything below).
 const GATE: [&str; 3] = [".claude/settings*.json", ".gemini/settings.json", ".guardctl/"];
 
+/// The gate's files under `$HOME` only: guardctl's own configuration and git's global
+/// configuration (an alias or `core.hooksPath` there changes what every git command does).
+const HOME_GATE: [&str; 3] = [".config/guardctl", ".gitconfig", ".config/git"];
+
 pub struct Context<'a> {
     repo: Option<&'a TrialRepo>,
     home: Option<PathBuf>,
@@ -114,16 +118,60 @@ fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The bytes a path held before the trial (a symlink: its target).
-fn old_bytes(path: &Path) -> Option<Vec<u8>> {
-    use std::os::unix::ffi::OsStrExt;
-    let meta = std::fs::symlink_metadata(path).ok()?;
-    if meta.file_type().is_symlink() {
-        return std::fs::read_link(path)
-            .ok()
-            .map(|t| t.as_os_str().as_bytes().to_vec());
+/// At most this many deleted files are hashed (read whole); the rest say `unhashed`, and a
+/// line deleting that many is refused on its first lines anyway.
+const HASH_CAP: usize = 10_000;
+const UNHASHED: &str = "unhashed";
+
+/// Files up to this size are read into memory to ask whether git stores their content; a
+/// larger overwritten file is destroyed whatever git holds (only hashed, in a stream).
+const IN_MEMORY: u64 = 64 << 20;
+
+/// What a path held before the trial (a symlink: its target).
+struct Old {
+    sha256: String,
+    size: u64,
+    /// The bytes, up to [`IN_MEMORY`].
+    bytes: Option<Vec<u8>>,
+}
+
+impl Old {
+    fn of(path: &Path) -> Old {
+        use std::io::Read;
+        use std::os::unix::ffi::OsStrExt;
+        let whole = |bytes: Vec<u8>| Old {
+            sha256: sha256_hex(&bytes),
+            size: bytes.len() as u64,
+            bytes: Some(bytes),
+        };
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return whole(Vec::new());
+        };
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(path).unwrap_or_default();
+            return whole(target.as_os_str().as_bytes().to_vec());
+        }
+        if meta.len() <= IN_MEMORY {
+            return whole(std::fs::read(path).unwrap_or_default());
+        }
+        let mut hasher = Sha256::new();
+        let mut size = 0u64;
+        if let Ok(mut file) = std::fs::File::open(path) {
+            let mut buf = vec![0u8; 1 << 20];
+            while let Ok(n) = file.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                hasher.update(&buf[..n]);
+                size += n as u64;
+            }
+        }
+        Old {
+            sha256: hasher.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+            size,
+            bytes: None,
+        }
     }
-    std::fs::read(path).ok()
 }
 
 impl<'a> Context<'a> {
@@ -179,7 +227,7 @@ impl<'a> Context<'a> {
         let mut bases: Vec<&Path> = self.work_tree().into_iter().collect();
         if let Some(home) = &self.home {
             bases.push(home);
-            if path.starts_with(home.join(".config/guardctl")) {
+            if HOME_GATE.iter().any(|g| path.starts_with(home.join(g))) {
                 return true;
             }
         }
@@ -203,6 +251,10 @@ impl<'a> Context<'a> {
 
     /// Judge what the uppers of `view` hold.
     pub fn judge(&self, view: &View) -> Result<Effect> {
+        if let Some(repo) = self.repo {
+            // Before anything asks whether content is stored: `git stash` stores it there.
+            repo.see_new_objects(view)?;
+        }
         let skip = |p: &Path| self.is_temp(p) || self.is_regenerable(p);
         let raws = view.changes(&skip);
         let mut effect = Effect {
@@ -218,6 +270,7 @@ impl<'a> Context<'a> {
         let mut git: Vec<(PathBuf, GitOp)> = Vec::new();
         // Deleted files, by their old bytes' hash, for "moved" (the size to find candidates).
         let mut deleted: Vec<(PathBuf, String, u64, &'static str)> = Vec::new();
+        let mut hashed = 0usize;
         let mut created: Vec<PathBuf> = Vec::new();
         // Deleted directories already judged exempt: nothing below them is listed.
         let mut exempt_dirs: Vec<PathBuf> = Vec::new();
@@ -228,7 +281,7 @@ impl<'a> Context<'a> {
                     Op::Modified { mode_only: true } => "chmod",
                     Op::Modified { mode_only: false } => "change",
                     Op::Deleted { dir: true } => continue,
-                    Op::Deleted { dir: false } => "delete",
+                    Op::Deleted { dir: false } | Op::Unlisted => "delete",
                 };
                 effect.gate.push(Change {
                     what: ChangeKind::Gate,
@@ -245,7 +298,7 @@ impl<'a> Context<'a> {
             if self.in_git_dir(&path) {
                 let op = match op {
                     Op::Deleted { dir: true } => continue,
-                    Op::Deleted { dir: false } => GitOp::Deleted,
+                    Op::Deleted { dir: false } | Op::Unlisted => GitOp::Deleted,
                     Op::Modified { .. } => GitOp::Modified,
                     Op::Created => GitOp::Created,
                 };
@@ -265,6 +318,12 @@ impl<'a> Context<'a> {
                     }
                 }
                 Op::Deleted { dir: true } => {}
+                Op::Unlisted => effect.destroyed.push(Change {
+                    what: ChangeKind::Delete,
+                    verb: "delete tree".into(),
+                    path_or_ref: self.shown(&path),
+                    detail: "unlisted".into(),
+                }),
                 Op::Deleted { dir: false } => {
                     let meta = std::fs::symlink_metadata(&path).ok();
                     let kind = if meta.as_ref().is_some_and(|m| m.file_type().is_symlink()) {
@@ -272,13 +331,22 @@ impl<'a> Context<'a> {
                     } else {
                         "file"
                     };
-                    let bytes = old_bytes(&path).unwrap_or_default();
-                    deleted.push((path, sha256_hex(&bytes), bytes.len() as u64, kind));
+                    if hashed >= HASH_CAP {
+                        deleted.push((path, UNHASHED.into(), u64::MAX, kind));
+                        continue;
+                    }
+                    hashed += 1;
+                    let old = Old::of(&path);
+                    deleted.push((path, old.sha256, old.size, kind));
                 }
                 Op::Modified { mode_only: false } => {
-                    let bytes = old_bytes(&path).unwrap_or_default();
+                    let old = Old::of(&path);
                     let in_work_tree = self.work_tree().is_some_and(|w| path.starts_with(w));
-                    if in_work_tree && self.repo.is_some_and(|r| r.has_blob(&bytes)) {
+                    let stored = old
+                        .bytes
+                        .as_ref()
+                        .is_some_and(|b| self.repo.is_some_and(|r| r.has_blob(b)));
+                    if in_work_tree && stored {
                         effect.exempt += 1;
                         continue;
                     }
@@ -286,7 +354,7 @@ impl<'a> Context<'a> {
                         what: ChangeKind::Overwrite,
                         verb: "overwrite file".into(),
                         path_or_ref: self.shown(&path),
-                        detail: format!("sha256:{}", sha256_hex(&bytes)),
+                        detail: format!("sha256:{}", old.sha256),
                     });
                 }
             }
@@ -304,15 +372,12 @@ impl<'a> Context<'a> {
             let Ok(meta) = std::fs::symlink_metadata(&at) else {
                 continue;
             };
-            if meta.is_file()
-                && sizes.contains(&meta.len())
-                && let Ok(bytes) = std::fs::read(&at)
-            {
-                *landed.entry(sha256_hex(&bytes)).or_default() += 1;
+            if meta.is_file() && sizes.contains(&meta.len()) {
+                *landed.entry(Old::of(&at).sha256).or_default() += 1;
             }
         }
         for (path, hash, _, kind) in deleted {
-            if let Some(n) = landed.get_mut(&hash).filter(|n| **n > 0) {
+            if let Some(n) = landed.get_mut(&hash).filter(|n| **n > 0 && hash != UNHASHED) {
                 *n -= 1;
                 effect.moved += 1;
                 continue;
@@ -321,13 +386,16 @@ impl<'a> Context<'a> {
                 what: ChangeKind::Delete,
                 verb: format!("delete {kind}"),
                 path_or_ref: self.shown(&path),
-                detail: format!("sha256:{hash}"),
+                detail: if hash == UNHASHED {
+                    UNHASHED.into()
+                } else {
+                    format!("sha256:{hash}")
+                },
             });
         }
         if let Some(repo) = self.repo
             && !git.is_empty()
         {
-            repo.see_new_objects(view)?;
             let (findings, ignored) = repo.judge(&git, view)?;
             effect.exempt += ignored;
             for f in findings {

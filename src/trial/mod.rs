@@ -16,7 +16,8 @@
 //! How a change is judged (`view` reads the uppers, `classify` decides, `repo::trial` reads
 //! the repository found from `cwd`):
 //! 1. the gate first: `.claude/settings*.json`, `.gemini/settings.json`, `.guardctl/**` of the
-//!    work tree and of `$HOME`, `~/.config/guardctl/**`, [`Request::gate`]; git config outside
+//!    work tree and of `$HOME`, `~/.config/guardctl/**`, `~/.gitconfig`, `~/.config/git/**`,
+//!    [`Request::gate`]; the repository's git config outside
 //!    an allowlist, hooks, `info/`, `.git/guardctl/`: created, changed, deleted or chmod-ed;
 //! 2. temporary paths (`/tmp`, `/var/tmp`, `$TMPDIR`): exempt;
 //! 3. the git directories: refs deleted or rewritten (not a fast-forward; a tag moved at all),
@@ -36,6 +37,8 @@
 //! ```text
 //! delete file src/a.rs sha256:<64 hex of the old bytes>
 //! delete symlink bin/tool sha256:<of the old target>
+//! delete file big/f09999 unhashed           (past the first 10,000 deleted files)
+//! delete tree /usr unlisted                  (a directory deleted past 100,000 listed changes)
 //! overwrite file notes.txt sha256:<old>
 //! delete branch refs/heads/x <old id>
 //! delete ref refs/notes/commits <old id>
@@ -279,7 +282,28 @@ pub fn run(req: &Request) -> Result<Effect> {
         return Err(Error::usage("the trial's working directory must be absolute"));
     }
     let repo = crate::repo::trial::TrialRepo::discover(&req.cwd)?;
-    let layers = view::Layers::of_this_machine()?;
+    // Layers of their own (see `Layers::of_this_machine`): where the line works, its git
+    // directory if outside the work tree, its home, the temporary directories.
+    let mut extra: Vec<PathBuf> = vec![PathBuf::from("/var/tmp")];
+    match repo.as_ref().and_then(|r| r.work_tree.as_ref()) {
+        Some(top) => extra.push(top.clone()),
+        None => extra.push(req.cwd.clone()),
+    }
+    if let Some(repo) = &repo
+        && !repo
+            .work_tree
+            .as_ref()
+            .is_some_and(|w| repo.common_dir.starts_with(w))
+    {
+        extra.push(repo.common_dir.clone());
+    }
+    extra.extend(
+        ["HOME", "TMPDIR"]
+            .iter()
+            .filter_map(|v| env_var(&req.env, v))
+            .map(PathBuf::from),
+    );
+    let layers = view::Layers::of_this_machine(&extra)?;
     let state = view::State::new()?;
     let homes: Vec<PathBuf> = env_var(&req.env, "HOME").map(PathBuf::from).into_iter().collect();
     let hide: Vec<PathBuf> = crate::sandbox::secret_paths(&homes)
@@ -293,6 +317,7 @@ pub fn run(req: &Request) -> Result<Effect> {
         files: layers.files.clone(),
         links: layers.links.clone(),
         timeout_ms: u64::try_from(req.timeout.as_millis()).unwrap_or(u64::MAX),
+        parent: std::process::id(),
     };
     let tried = crate::sandbox::run_overlay(
         &overlay,
@@ -355,13 +380,26 @@ fn blocked(stderr: &str, hidden: &[PathBuf]) -> Option<String> {
         return Some("/proc or /sys".into());
     }
     if has(&["Permission denied", "EACCES", "Errno 13"]) {
-        return Some(
-            hidden
-                .iter()
-                .find(|p| stderr.contains(&*p.to_string_lossy()))
-                .map(|p| format!("a hidden path: {}", crate::text::safe(&p.to_string_lossy())))
-                .unwrap_or_else(|| "a hidden path or a UNIX socket (permission denied)".into()),
-        );
+        if let Some(p) = hidden.iter().find(|p| stderr.contains(&*p.to_string_lossy())) {
+            return Some(format!(
+                "a hidden path: {}",
+                crate::text::safe(&p.to_string_lossy())
+            ));
+        }
+        // Landlock refuses TCP connections with EACCES; the seccomp filter refuses UNIX
+        // sockets at socket().
+        if has(&["connect"]) {
+            return Some("the network (connections are refused in the trial)".into());
+        }
+        if has(&["socket"]) {
+            return Some("a UNIX socket (the trial allows none)".into());
+        }
+        return Some("a hidden path (permission denied)".into());
+    }
+    // EOVERFLOW: overlayfs cannot copy up below a directory whose owner the unprivileged
+    // user namespace does not map (see `view::Layers::of_this_machine`).
+    if has(&["Value too large for defined data type"]) {
+        return Some("a path below another user's directory (the trial cannot copy it)".into());
     }
     if has(&["Read-only file system"]) {
         return Some("a path the trial cannot copy (read-only file system)".into());

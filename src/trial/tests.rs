@@ -101,6 +101,29 @@ fn blocked_says_what_the_line_needed() {
         Some("/proc or /sys")
     );
     assert!(blocked("touch: cannot touch 'x': Read-only file system", &hidden).is_some());
+    assert_eq!(
+        blocked(
+            "    sock.connect(sa)\nPermissionError: [Errno 13] Permission denied",
+            &hidden
+        )
+        .as_deref(),
+        Some("the network (connections are refused in the trial)")
+    );
+    assert_eq!(
+        blocked(
+            "    _socket.socket.__init__(self)\nPermissionError: [Errno 13] Permission denied",
+            &hidden
+        )
+        .as_deref(),
+        Some("a UNIX socket (the trial allows none)")
+    );
+    assert!(
+        blocked(
+            "touch: cannot touch '/var/x': Value too large for defined data type",
+            &hidden
+        )
+        .is_some()
+    );
     assert_eq!(blocked("error: pathspec 'x' did not match", &hidden), None);
 }
 

@@ -37,9 +37,15 @@ pub struct Layers {
 }
 
 impl Layers {
-    /// The host's top-level directories (but /proc, /sys, /dev, /run) and every mount below
-    /// them (`/proc/self/mountinfo`), parents first.
-    pub fn of_this_machine() -> Result<Layers> {
+    /// The host's top-level directories (but /proc, /sys, /dev, /run), every mount below
+    /// them (`/proc/self/mountinfo`) and the directories of `extra`, parents first.
+    ///
+    /// Why `extra` (the work tree, `$HOME`, the temporary directories): overlayfs copies a
+    /// file up with its directories, each with its owner; in an unprivileged user namespace
+    /// an owner outside the namespace's id map (root, for `/work` or `/var`) cannot be given,
+    /// and the write fails with EOVERFLOW. A layer's own root needs no copy-up, so each place
+    /// the line is expected to write is a layer of its own.
+    pub fn of_this_machine(extra: &[PathBuf]) -> Result<Layers> {
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
             .map_err(Error::io("read", Path::new("/proc/self/mountinfo")))?;
         let mut tops = Vec::new();
@@ -61,7 +67,13 @@ impl Layers {
                 _ => {} // a file at the top: not in the trial
             }
         }
-        let mounts = mount_points(&mountinfo);
+        let mut mounts = mount_points(&mountinfo);
+        mounts.extend(
+            extra
+                .iter()
+                .filter_map(|p| std::fs::canonicalize(p).ok())
+                .filter(|p| p.is_dir()),
+        );
         Ok(Layers::plan(tops, links, &mounts, |p| {
             std::fs::symlink_metadata(p).map(|m| m.is_dir()).ok()
         }))
@@ -198,7 +210,14 @@ pub enum Op {
     Modified { mode_only: bool },
     /// New (files and symlinks only; directories are not counted).
     Created,
+    /// A deleted directory whose content was not listed: the trial had already listed
+    /// [`LIST_CAP`] changes (`rm -rf /` would otherwise list the machine).
+    Unlisted,
 }
+
+/// At most this many changes are listed one by one; a directory deleted beyond it is one
+/// [`Op::Unlisted`].
+pub const LIST_CAP: usize = 100_000;
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Raw {
@@ -444,6 +463,13 @@ fn deleted(at: &Path, lm: &std::fs::Metadata, skip: &dyn Fn(&Path) -> bool, out:
         out.push(Raw {
             path: at.to_path_buf(),
             op: Op::Deleted { dir: false },
+        });
+        return;
+    }
+    if !skip(at) && out.len() >= LIST_CAP {
+        out.push(Raw {
+            path: at.to_path_buf(),
+            op: Op::Unlisted,
         });
         return;
     }

@@ -369,7 +369,11 @@ fn the_line_cannot_reach_a_unix_socket() {
     assert!(!rest.contains("CONNECTED"), "the line reached the socket");
     assert_ne!(e.outcome, Outcome::Finished { status: 0 });
     assert!(e.stderr_tail.contains("Permission denied"), "{}", e.stderr_tail);
-    assert!(e.blocked.is_some(), "{e:?}");
+    assert_eq!(
+        e.blocked.as_deref(),
+        Some("a UNIX socket (the trial allows none)"),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -395,4 +399,128 @@ fn the_manifest_is_stable() {
     sorted.sort();
     assert_eq!(lines, sorted);
     assert_eq!(lines.len(), 3, "{}", a.manifest());
+}
+
+#[test]
+fn a_stash_keeps_what_it_takes_and_a_hard_reset_of_a_staged_change_loses_it() {
+    let fx = fixture();
+    std::fs::write(fx.repo.join("a.txt"), "staged work\n").unwrap();
+    git(&fx.repo, &["add", "a.txt"]);
+    std::fs::write(fx.repo.join("README"), "unstaged work\n").unwrap();
+    let e = run(&fx, "git stash -q");
+    assert_eq!(e.outcome, Outcome::Finished { status: 0 }, "{}", e.stderr_tail);
+    assert!(e.destroys_nothing(), "{}", e.manifest());
+    let e = run(&fx, "git reset -q --hard");
+    assert!(
+        manifest_has(&e, "discard staged change a.txt "),
+        "{}",
+        e.manifest()
+    );
+    assert!(
+        manifest_has(&e, "overwrite file README sha256:"),
+        "{}",
+        e.manifest()
+    );
+}
+
+#[test]
+fn a_moved_file_is_not_destroyed() {
+    let fx = fixture();
+    std::fs::write(fx.repo.join("untracked.txt"), "notes\n").unwrap();
+    let e = run(&fx, "mkdir -p keep && mv untracked.txt keep/notes.txt");
+    assert!(e.destroys_nothing(), "{}", e.manifest());
+    assert_eq!(e.moved, 1, "{e:?}");
+    let e = run(&fx, "mv untracked.txt /tmp/");
+    assert!(manifest_has(&e, "delete file untracked.txt "), "{}", e.manifest());
+}
+
+#[test]
+fn the_users_agent_settings_and_the_callers_gate_paths_are_the_gate() {
+    let fx = fixture();
+    let guard = fx.home.join("bin/guardctl");
+    std::fs::create_dir_all(guard.parent().unwrap()).unwrap();
+    std::fs::write(&guard, "binary").unwrap();
+    let mut req = request(
+        &fx,
+        &format!(
+            "mkdir -p ~/.claude && echo '{{}}' > ~/.claude/settings.local.json; chmod +x {}",
+            guard.display()
+        ),
+    );
+    req.gate = vec![guard.clone()];
+    let e = try_line(&fx, &req);
+    assert_eq!(
+        e.manifest(),
+        format!(
+            "gate: chmod {}\ngate: create {}\n",
+            guard.display(),
+            fx.home.join(".claude/settings.local.json").display()
+        )
+    );
+}
+
+#[test]
+fn the_network_is_off_and_the_line_says_it_needed_it() {
+    let fx = fixture();
+    let e = run(
+        &fx,
+        "python3 -c \"import socket; socket.create_connection(('192.0.2.1', 80), timeout=3)\"",
+    );
+    assert_ne!(e.outcome, Outcome::Finished { status: 0 });
+    assert!(
+        e.blocked.as_deref().unwrap_or("").starts_with("the network"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn a_reftable_repository_is_refused_before_anything_runs() {
+    let fx = fixture();
+    let rt = fx.repo.parent().unwrap().join("reftable");
+    std::fs::create_dir_all(&rt).unwrap();
+    git(&rt, &["init", "-q", "--ref-format=reftable"]);
+    let mut req = request(&fx, "touch ran");
+    req.cwd = rt.clone();
+    guardctl::sandbox::use_launcher_for_tests(env!("CARGO_BIN_EXE_guardctl").into());
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let e = guardctl::trial::run(&req).unwrap_err();
+    assert!(e.message.contains("reftable"), "{e:?}");
+    assert!(!rt.join("ran").exists());
+    assert_eq!(leftovers(), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_relative_working_directory_is_refused() {
+    let fx = fixture();
+    let mut req = request(&fx, "true");
+    req.cwd = PathBuf::from("repo");
+    assert!(guardctl::trial::run(&req).is_err());
+}
+
+#[test]
+fn a_global_git_alias_is_a_gate_change_and_stdin_is_empty() {
+    let fx = fixture();
+    std::fs::write(fx.home.join(".gitconfig"), "[user]\n\tname = t\n").unwrap();
+    let e = run(&fx, "cat; git config --global alias.zap 'branch -D'");
+    assert_eq!(e.outcome, Outcome::Finished { status: 0 }, "{}", e.stderr_tail);
+    assert_eq!(
+        e.manifest(),
+        format!("gate: change {}\n", fx.home.join(".gitconfig").display())
+    );
+}
+
+#[test]
+fn a_hook_is_a_gate_change_and_a_moved_tag_is_destroyed() {
+    let fx = fixture();
+    git(&fx.repo, &["tag", "v1", "HEAD~1"]);
+    let old = git(&fx.repo, &["rev-parse", "HEAD~1"]);
+    let new = git(&fx.repo, &["rev-parse", "HEAD"]);
+    let e = run(
+        &fx,
+        "printf '#!/bin/sh\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit; git tag -f v1 HEAD",
+    );
+    assert_eq!(
+        e.manifest(),
+        format!("gate: install git hook pre-commit\nmove tag refs/tags/v1 {old} -> {new}\n")
+    );
 }
