@@ -28,6 +28,12 @@ _guardctl() {
             guardctl,demo)
                 cmd="guardctl__subcmd__demo"
                 ;;
+            guardctl,doctor)
+                cmd="guardctl__subcmd__doctor"
+                ;;
+            guardctl,explain)
+                cmd="guardctl__subcmd__explain"
+                ;;
             guardctl,gc)
                 cmd="guardctl__subcmd__gc"
                 ;;
@@ -84,6 +90,12 @@ _guardctl() {
                 ;;
             guardctl__subcmd__help,demo)
                 cmd="guardctl__subcmd__help__subcmd__demo"
+                ;;
+            guardctl__subcmd__help,doctor)
+                cmd="guardctl__subcmd__help__subcmd__doctor"
+                ;;
+            guardctl__subcmd__help,explain)
+                cmd="guardctl__subcmd__help__subcmd__explain"
                 ;;
             guardctl__subcmd__help,gc)
                 cmd="guardctl__subcmd__help__subcmd__gc"
@@ -212,7 +224,7 @@ _guardctl() {
 
     case "${cmd}" in
         guardctl)
-            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version plan show approve reject verify inbox wait apply rollback recover log whoami gc completions demo mcp hook guard help"
+            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version plan show approve reject verify inbox wait apply rollback recover log whoami gc completions demo mcp hook guard doctor explain help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -424,6 +436,78 @@ _guardctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        guardctl__subcmd__doctor)
+            opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__explain)
+            opts="-C -q -h -V --rules --repo --json --color --quiet --key --allowed-signers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --rules)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allowed-signers)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         guardctl__subcmd__gc)
             opts="-C -q -h -V --repo --json --color --quiet --key --allowed-signers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -497,7 +581,7 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__help)
-            opts="plan show approve reject verify inbox wait apply rollback recover log whoami gc completions demo mcp hook guard help"
+            opts="plan show approve reject verify inbox wait apply rollback recover log whoami gc completions demo mcp hook guard doctor explain help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -553,6 +637,34 @@ _guardctl() {
             return 0
             ;;
         guardctl__subcmd__help__subcmd__demo)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__help__subcmd__doctor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        guardctl__subcmd__help__subcmd__explain)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1070,7 +1182,7 @@ _guardctl() {
             fi
             case "${prev}" in
                 --scope)
-                    COMPREPLY=($(compgen -W "project user" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "local project user" -- "${cur}"))
                     return 0
                     ;;
                 --repo)

@@ -301,6 +301,21 @@ fn every_subcommand_prints_one_documented_json_document_on_success_and_failure()
         64,
         "guard",
     );
+    // explain: a line the reader clears (0), one it sends to the trial that deletes (3).
+    c.check(
+        "explain",
+        &json(&env2, "alice", &["explain", "--", "git status"]),
+        0,
+        "explain",
+    );
+    c.check_as(
+        "explain tried",
+        &json(&env2, "alice", &["explain", "--", "git update-ref -d refs/heads/feature/live"]),
+        3,
+        "explain",
+    );
+    // doctor: nothing installed here, so a problem (1) with its document.
+    c.check_as("doctor", &json(&env2, "alice", &["doctor"]), 1, "doctor");
     let waited = planned();
     assert_eq!(approve(&waited, "bob").code, 0);
     c.check("wait", &json(&waited, "alice", &["wait", "plan.json"]), 0, "wait");
