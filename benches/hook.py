@@ -14,12 +14,24 @@ destructive one costs to plan.
           the whole repository and `git for-each-ref --merged` (what git itself pays to
           read the same refs).
 
+  peers   with --dcg and/or --safety-net (each peer built by you, outside this repository:
+          docs/development.md), guardctl and the peers side by side on the same lines in the
+          same run, in a small repository shaped like tests/cli/hook_fixture.rs's: the allow
+          path (the read-only line above: median, p99), the deny path (`git reset --hard` over
+          uncommitted edits: median), and, with the suites scripts/peer-cases.py extracted
+          (--peer-cases, default ~/.cache/guardctl-peers), each tool's false negatives (lines
+          the suites block that it allows) and false positives (lines they allow that it
+          blocks), every line judged once by every tool. --peers-only skips the sections above.
+
 Each process is timed from spawn to exit (perf_counter around subprocess.run), the payload
 written to its stdin. Never run by the test suite: timings are reported, not asserted.
-Needs: a release build (it runs `cargo build --release`), git, ssh-keygen.
+Needs: a release build (it runs `cargo build --release`), git, ssh-keygen; node for
+--safety-net.
 """
 
 import argparse
+import concurrent.futures
+import glob
 import json
 import os
 import shutil
@@ -57,6 +69,141 @@ def p99(xs):
     return xs[min(len(xs) - 1, int(len(xs) * 0.99))]
 
 
+# ------------------------------------------------------------------------------ the peers
+
+
+def agent_repo(root):
+    """A repository in the state tests/cli/hook_fixture.rs documents (the same files, branches,
+    tag, remote, ignored and untracked files, edits, staged change and stash), and a HOME."""
+    repo, origin, home = (os.path.join(root, d) for d in ("repo", "origin.git", "home"))
+    env = dict(scale.ENV, HOME=home, GIT_AUTHOR_NAME="Alice", GIT_AUTHOR_EMAIL="alice@example.com",
+               GIT_COMMITTER_NAME="Alice", GIT_COMMITTER_EMAIL="alice@example.com")
+
+    def git(*args, cwd=repo):
+        subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+    def write(base, path, text):
+        p = os.path.join(base, path)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as fh:
+            fh.write(text)
+
+    os.makedirs(home, exist_ok=True)
+    git("init", "-q", "--bare", "-b", "main", origin, cwd=root)
+    git("init", "-q", "-b", "main", repo, cwd=root)
+    git("remote", "add", "origin", origin)
+    for path, text in [(".gitignore", "build/\ntarget/\nnode_modules/\n__pycache__/\n*.log\n.env\n"),
+                       ("README.md", "# Fixture\n"), ("file.txt", "one\ntwo\n"),
+                       ("src/main.rs", "fn main() {}\n"), ("src/lib.rs", "pub fn run() {}\n"),
+                       ("docs/guide.md", "# Guide\n"), ("dist/app.js", "console.log('built');\n"),
+                       ("scripts/cleanup.sh", "#!/bin/sh\nrm -rf build\n")]:
+        write(repo, path, text)
+    git("add", "-A")
+    git("commit", "-q", "-m", "The project")
+    git("tag", "-a", "v1.0", "-m", "Release 1.0")
+    for branch, files in [("dev", ["dev.txt"]), ("feature", ["feature.txt", "feature2.txt"])]:
+        git("checkout", "-q", "-b", branch, "main")
+        for f in files:
+            write(repo, f, branch + "\n")
+            git("add", f)
+            git("commit", "-q", "-m", f"{branch}: {f}")
+        git("checkout", "-q", "main")
+        if branch == "dev":
+            git("merge", "-q", "--no-ff", "-m", "Merge dev", "dev")
+    git("push", "-q", "-u", "origin", "main", "dev", "feature", "--tags")
+    for path in ["build/out.o", "target/debug/app", "node_modules/left-pad/index.js",
+                 "__pycache__/x.cpython-312.pyc", "app.log", ".env"]:
+        write(repo, path, "ignored\n")
+    write(repo, "docs/guide.md", "# Guide\n\nStashed work.\n")
+    git("stash", "push", "-q", "-m", "wip on the guide")
+    write(repo, "src/lib.rs", "pub fn run() { println!(\"staged\"); }\n")
+    git("add", "src/lib.rs")
+    write(repo, "file.txt", "one\ntwo\nthree (not committed)\n")
+    write(repo, "README.md", "# Fixture\n\nEdited, not committed.\n")
+    write(repo, "notes.txt", "the agent's own notes\n")
+    for path in [".bashrc", "Documents/notes.md", "projects/other/README.md"]:
+        write(home, path, "home\n")
+    return repo, home
+
+
+def peers(a, tmp):
+    """guardctl, dcg and cc-safety-net on the same lines in the same run."""
+    keys, _ = scale.keys(tmp)
+    signers = os.path.join(tmp, "allowed_signers_peers")
+    with open(signers, "w") as fh:
+        agent = open(keys["alice"] + ".pub").read()
+        fh.write(f'agent@example.com namespaces="guardctl-plan,guardctl-apply" {agent}')
+    root = os.path.join(tmp, "agent")
+    if not os.path.exists(root):
+        os.makedirs(root)
+        agent_repo(root)
+    repo, home = os.path.join(root, "repo"), os.path.join(root, "home")
+    env = dict(scale.ENV, HOME=home, XDG_DATA_HOME=os.path.join(tmp, "data"),
+               DCG_NO_UPDATE_CHECK="1")
+    tools = [("guardctl", [scale.GUARDCTL, "--key", keys["alice"], "--allowed-signers", signers,
+                           "hook", "claude-code"])]
+    if a.dcg:
+        tools.append(("destructive_command_guard", [a.dcg]))
+    if a.safety_net:
+        tools.append(("cc-safety-net", ["node", a.safety_net, "--claude-code"]))
+
+    def verdict(args, line):
+        """True when the tool denies `line` (exit 2, or a PreToolUse `deny` decision)."""
+        p = subprocess.run(args, cwd=repo, env=env, input=payload(line, repo), capture_output=True)
+        if p.returncode == 2:
+            return True
+        out = p.stdout.decode(errors="replace")
+        try:
+            decision = json.loads(out)["hookSpecificOutput"]["permissionDecision"]
+        except (ValueError, KeyError, TypeError):
+            return p.returncode != 0
+        return decision in ("deny", "ask")
+
+    allow_line = "git status && git log --oneline -5 | head"
+    deny_line = "git reset --hard"
+    for name, args in tools:
+        if verdict(args, allow_line) or not verdict(args, deny_line):
+            sys.exit(f"{name} does not allow `{allow_line}` and deny `{deny_line}` here")
+    timings = {name: {"allow": [], "deny": []} for name, _ in tools}
+    for i in range(a.peer_runs):
+        order = tools if i % 2 == 0 else list(reversed(tools))
+        for name, args in order:
+            for path, line in (("allow", allow_line), ("deny", deny_line)):
+                t0 = time.perf_counter()
+                subprocess.run(args, cwd=repo, env=env, input=payload(line, repo), capture_output=True)
+                timings[name][path].append(time.perf_counter() - t0)
+
+    cases = []
+    for f in sorted(glob.glob(os.path.join(a.peer_cases, "*.jsonl"))):
+        cases += [json.loads(line) for line in open(f)]
+    counts = {}
+    if cases:
+        for name, args in tools:
+            with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as ex:
+                denied = list(ex.map(lambda c, args=args: verdict(args, c["command"]), cases))
+            fn = sum(1 for c, d in zip(cases, denied) if c["expect"] == "block" and not d)
+            fp = sum(1 for c, d in zip(cases, denied) if c["expect"] == "allow" and d)
+            counts[name] = (fn, fp)
+            with open(os.path.join(tmp, f"verdicts-{name}.jsonl"), "w") as fh:
+                for c, d in zip(cases, denied):
+                    fh.write(json.dumps(dict(c, denied=d)) + "\n")
+    n_block = sum(c["expect"] == "block" for c in cases)
+    n_allow = len(cases) - n_block
+    suites = ", ".join(sorted({f"{c['peer']}@{c['commit'][:12]}" for c in cases}))
+
+    ms = lambda x: f"{x * 1000:.1f} ms"  # noqa: E731
+    print(f"# the same lines through each tool; {a.peer_runs} timed runs per path, alternating order")
+    print(f"# suites: {suites or 'none (no --peer-cases)'}: {n_block} block lines, {n_allow} allow lines")
+    print("| tool | allow median | allow p99 | deny median | false negatives | false positives |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, _ in tools:
+        t = timings[name]
+        fn, fp = counts.get(name, ("-", "-"))
+        print(f"| {name} | {ms(statistics.median(t['allow']))} | {ms(p99(t['allow']))} | "
+              f"{ms(statistics.median(t['deny']))} | {fn} | {fp} |")
+    print(f"# per-line verdicts: {tmp}/verdicts-*.jsonl" + ("" if a.keep else " (removed: pass --keep)"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=200)
@@ -64,11 +211,23 @@ def main():
     ap.add_argument("--branches", type=int, default=10000)
     ap.add_argument("--keep", help="keep the repository and keys in this directory")
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--dcg", help="a destructive_command_guard binary (`dcg`) built by you")
+    ap.add_argument("--safety-net", help="claude-code-safety-net's dist/bin/cc-safety-net.js")
+    ap.add_argument("--peer-cases", default=os.path.expanduser("~/.cache/guardctl-peers"),
+                    help="the *.jsonl of scripts/peer-cases.py")
+    ap.add_argument("--peer-runs", type=int, default=100, help="timed runs per tool and path")
+    ap.add_argument("--peers-only", action="store_true")
     a = ap.parse_args()
     if not a.no_build:
         subprocess.run(["cargo", "build", "--release", "-q"], cwd=scale.ROOT, check=True)
     tmp = a.keep or tempfile.mkdtemp(prefix="guardctl-hook-bench-")
     os.makedirs(tmp, exist_ok=True)
+    if a.dcg or a.safety_net:
+        peers(a, tmp)
+        if a.peers_only:
+            if not a.keep:
+                shutil.rmtree(tmp, ignore_errors=True)
+            return
     keys, _ = scale.keys(tmp)
     signers = os.path.join(tmp, "allowed_signers")
     with open(signers, "w") as fh:

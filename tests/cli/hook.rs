@@ -10,11 +10,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-const AGENT: &str = "agent@example.com namespaces=\"guardctl-plan,guardctl-apply\"";
+pub(crate) const AGENT: &str = "agent@example.com namespaces=\"guardctl-plan,guardctl-apply\"";
 
 /// A PreToolUse payload as Claude Code sends it for a Bash call (recorded shape: every field
 /// the harness sends, whether guardctl reads it or not).
-fn payload(command: &str, cwd: &Path) -> String {
+pub(crate) fn payload(command: &str, cwd: &Path) -> String {
     json!({
         "session_id": "5b1e2c3d-0a4f-4c8e-9d2a-7f6e5d4c3b2a",
         "transcript_path": "/home/user/.claude/projects/repo/5b1e2c3d.jsonl",
