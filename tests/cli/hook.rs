@@ -281,12 +281,9 @@ fn git_clean_and_rm_rf_become_exec_plans_gated_by_their_previews() {
 }
 
 #[test]
-fn what_guardctl_cannot_read_or_plan_is_denied_with_the_reason() {
+fn what_guardctl_cannot_plan_is_denied_with_the_reason() {
     let env = agent_env(standard_repo());
     for (line, says) in [
-        ("rm -rf 'unterminated", "cannot read this command"),
-        ("$CLEANER --all", "only the shell knows"),
-        ("rm -rf \"$BUILD_DIR\"", "expanded by the shell"),
         ("docker system prune -af", "guardctl plan exec --preview"),
         ("guardctl approve plan.json", "a person does that"),
         (
@@ -296,7 +293,6 @@ fn what_guardctl_cannot_read_or_plan_is_denied_with_the_reason() {
         ("git branch -D '{feature/done,fix/old}'", "glob characters"),
         ("x=D; git branch -$x feature/done", "could make it destructive"),
         ("setsid guardctl approve plan.json --yes", "a person does that"),
-        ("echo 'git branch -D feature/done' | sh", "from a pipe"),
         ("ssh-keygen -Ysign -f k -n n f", "SSH"),
     ] {
         let r = hook(&env, line);
@@ -304,6 +300,32 @@ fn what_guardctl_cannot_read_or_plan_is_denied_with_the_reason() {
         assert!(r.stderr.contains(says), "{line}: {}", r.stderr);
         assert!(plan_files(&r).is_empty(), "{line}");
     }
+}
+
+#[test]
+fn a_line_only_the_shell_can_read_is_judged_by_what_it_does() {
+    // The reader cannot clear these; the trial runs them: bash refuses an unterminated quote,
+    // an unset variable expands to nothing. They destroy nothing, here or for real.
+    let env = agent_env(standard_repo());
+    let before = env.repository_state();
+    for line in [
+        "rm -rf 'unterminated",
+        "$CLEANER --all",
+        "rm -rf \"$BUILD_DIR\"",
+    ] {
+        let r = hook(&env, line);
+        assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{line}: {}", r.transcript());
+    }
+    assert_eq!(env.repository_state(), before);
+    // A script piped to a shell is what it does: the branch it deletes is planned.
+    let r = hook(&env, "echo 'git branch -D feature/done' | sh");
+    let plan = denied_with_one_plan(&r);
+    let text = crate::fixtures::payload_of(&plan)["operation"]["inputs"]["preview_output"]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.contains("delete branch refs/heads/feature/done"), "{text}");
+    assert!(branches(&env).contains("feature/done"));
 }
 
 #[test]

@@ -145,6 +145,12 @@ pub fn state(env: &TestEnv) -> String {
 /// Feed `line` to the hook in `env` as Claude Code would.
 pub fn judge(env: &TestEnv, line: &str) -> Verdict {
     let mut c = env.command();
+    // guardctl on the agent's PATH, as an installed one is: a line can name it by name.
+    let bin = Path::new(env!("CARGO_BIN_EXE_guardctl")).parent().unwrap();
+    c.env(
+        "PATH",
+        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()),
+    );
     c.arg("--key")
         .arg(env.key("mallory"))
         .arg("--allowed-signers")
