@@ -83,9 +83,33 @@ pub enum Action {
 /// else any command not cleared makes it Try; else it is Safe. A line the parser cannot read
 /// is Try: bash decides in the trial.
 pub fn read(line: &str, rules: &Rules) -> Reading {
+    read_with_assumptions(line, rules).0
+}
+
+/// What a Safe reading takes for granted about the repository and the machine, for the
+/// caller to confirm before it runs the line (the reader itself is pure: it cannot look).
+/// Each names where the command runs, relative to the line's starting directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Assumption {
+    /// `git fetch`/`git pull` (of `remote`, when the line names one) deletes nothing only if
+    /// the repository's configuration neither prunes (`fetch.prune`, `remote.*.prune`,
+    /// `*.pruneTags`) nor mirrors or forces (`remote.*.mirror`, a `+` in `remote.*.fetch`).
+    Fetch { dir: PathBuf, remote: Option<String> },
+    /// A plain `git push` overwrites nothing only if the configuration neither mirrors
+    /// (`remote.*.mirror`) nor pushes forced refspecs (`remote.*.push`, `push.*`).
+    Push { dir: PathBuf, remote: Option<String> },
+    /// A temporary path the line deletes (`/tmp/x`, `$TMPDIR/x` as written, a `mktemp`
+    /// variable): harmless only if the work tree, the repository and the starting directory
+    /// are not inside it.
+    Deletes { dir: PathBuf, path: String },
+}
+
+/// [`read`], and for a Safe reading what it takes for granted ([`Assumption`]): the same
+/// work, once.
+pub fn read_with_assumptions(line: &str, rules: &Rules) -> (Reading, Vec<Assumption>) {
     let script = match words::script(line) {
         Ok(s) => s,
-        Err(e) => return Reading::Try(e.0),
+        Err(e) => return (Reading::Try(e.0), Vec::new()),
     };
     let mut reader = Classifier {
         rules,
@@ -93,14 +117,21 @@ pub fn read(line: &str, rules: &Rules) -> Reading {
         stdin: words::Stdin::Inherited,
         facts: Facts::of(&script.assigns),
         untried: None,
+        assumptions: Vec::new(),
     };
     let mut found = Vec::new();
     reader.script(script, &mut found);
-    match (found.is_empty(), reader.untried) {
+    let reading = match (found.is_empty(), reader.untried) {
         (false, _) => Reading::Known(found),
         (true, Some(why)) => Reading::Try(why),
         (true, None) => Reading::Safe,
-    }
+    };
+    let assumptions = if reading == Reading::Safe {
+        reader.assumptions
+    } else {
+        Vec::new()
+    };
+    (reading, assumptions)
 }
 
 /// The reading as the engine consumed it before the trial existed: Known's findings, Try as
@@ -122,6 +153,8 @@ struct Classifier<'r> {
     facts: Facts,
     /// Why the first command not cleared was not: the line is Try unless something is Known.
     untried: Option<String>,
+    /// What the commands cleared so far take for granted.
+    assumptions: Vec<Assumption>,
 }
 
 impl Classifier<'_> {
@@ -442,13 +475,13 @@ impl Classifier<'_> {
                     return Ok(());
                 }
             }
-            return self.clear(name, &program, &args, &assigns);
+            return self.clear(name, &program, &args, &assigns, &dir);
         };
         if rule.local {
             // What the rule knows is the reason; the allowlist may still clear the form
             // (`git checkout -bfeature`, `rm -rf /tmp/x`), and otherwise the trial shows
             // exactly what it destroys.
-            return self.clear(name, &program, &args, &assigns).map_err(|_| {
+            return self.clear(name, &program, &args, &assigns, &dir).map_err(|_| {
                 format!(
                     "`{}` {}: the trial shows exactly what",
                     shell_words(&command),
@@ -497,7 +530,11 @@ impl Classifier<'_> {
             (Some(Native::Branches), _) => branches(rest),
             (Some(Native::Tags), _) => tags(rest),
             (Some(Native::Push), _) => match push(rest) {
-                Push::Harmless => return Ok(()),
+                Push::Harmless => {
+                    let remote = rest.iter().find(|a| !a.starts_with('-')).cloned();
+                    self.assumptions.push(Assumption::Push { dir: here, remote });
+                    return Ok(());
+                }
                 Push::Plans(actions) => {
                     for a in actions {
                         found.push(finding(a, here.clone()));
@@ -527,11 +564,12 @@ impl Classifier<'_> {
     /// as written: a program from a path other than the system's (`./ls`, `/tmp/x/cat`) is
     /// whatever that file is, not the program its name says.
     fn clear(
-        &self,
+        &mut self,
         name: &str,
         program: &str,
         args: &[Word],
         assigns: &[(String, Word)],
+        dir: &Dir,
     ) -> Result<(), String> {
         const SYSTEM: &[&str] = &["/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/", "/usr/local/bin/"];
         if name.contains('/') && !SYSTEM.iter().any(|d| name.strip_prefix(d) == Some(program)) {
@@ -545,13 +583,37 @@ impl Classifier<'_> {
         {
             return Err(format!("`{program}` runs with {n}={}", v.text()));
         }
+        let here = match dir {
+            Dir::Known(d) => d.clone(),
+            Dir::Unknown => PathBuf::new(),
+        };
         if program == "git" {
-            return git::clears(args);
+            git::clears(args)?;
+            let lit: Vec<Option<&str>> = args.iter().map(Word::literal).collect();
+            let at = rules::git_subcommand_start(&lit);
+            if matches!(lit.get(at), Some(Some("fetch" | "pull"))) {
+                let remote = args[at + 1..]
+                    .iter()
+                    .filter_map(Word::literal)
+                    .find(|a| !a.starts_with('-'))
+                    .map(String::from);
+                self.assumptions.push(Assumption::Fetch { dir: here, remote });
+            }
+            return Ok(());
         }
         if program == "guardctl" {
             return guardctl_clears(args);
         }
-        allow::clears(program, args, &self.facts)
+        allow::clears(program, args, &self.facts)?;
+        if matches!(program, "rm" | "rmdir" | "unlink") {
+            for w in args.iter().filter(|w| !w.text().starts_with('-')) {
+                self.assumptions.push(Assumption::Deletes {
+                    dir: here.clone(),
+                    path: w.text().to_string(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// git subcommands that run a command line they are given: `rebase -x/--exec LINE`,
@@ -633,6 +695,7 @@ impl Classifier<'_> {
             stdin: words::Stdin::Inherited,
             facts: Facts::default(),
             untried: None,
+            assumptions: Vec::new(),
         };
         let mut found = Vec::new();
         inner.script(script, &mut found);

@@ -825,3 +825,33 @@ fn the_reason_names_the_first_command_not_cleared() {
     // Known wins over Try, with every finding.
     assert_eq!(known("make; git branch -D a; git tag -d v1").len(), 2);
 }
+
+#[test]
+fn a_safe_reading_names_what_it_takes_for_granted() {
+    let (reading, assumed) = read_with_assumptions(
+        "cd sub && git fetch origin && git push && rm -rf /tmp/build",
+        &rules(),
+    );
+    assert_eq!(reading, Reading::Safe);
+    assert_eq!(
+        assumed,
+        vec![
+            Assumption::Fetch {
+                dir: "sub".into(),
+                remote: Some("origin".into())
+            },
+            Assumption::Push {
+                dir: "sub".into(),
+                remote: None
+            },
+            Assumption::Deletes {
+                dir: "sub".into(),
+                path: "/tmp/build".into()
+            },
+        ]
+    );
+    // Only a Safe reading assumes anything.
+    assert_eq!(read_with_assumptions("git fetch; make", &rules()).1, vec![]);
+    // Another host's commands assume nothing here.
+    assert_eq!(read_with_assumptions("ssh host git fetch", &rules()).1, vec![]);
+}
