@@ -449,6 +449,11 @@ fn is_temporary(w: &Word, facts: &Facts) -> bool {
             if !plain_rest || raw.matches('$').count() != 1 {
                 return false;
             }
+            // `${TMPDIR:-/tmp}/x` is `/tmp/x` when TMPDIR is unset.
+            let var = match var.as_str() {
+                "TMPDIR:-/tmp" | "TMPDIR:-/var/tmp" => "TMPDIR".to_string(),
+                _ => var,
+            };
             if var == "TMPDIR" {
                 let parts: Vec<&str> = rest.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
                 return !facts.tmpdir_set

@@ -100,7 +100,8 @@ pub enum Assumption {
     Push { dir: PathBuf, remote: Option<String> },
     /// A temporary path the line deletes (`/tmp/x`, `$TMPDIR/x` as written, a `mktemp`
     /// variable): harmless only if the work tree, the repository and the starting directory
-    /// are not inside it.
+    /// are not inside it — and, for `$TMPDIR/x`, only if `TMPDIR` is set (not empty) in the
+    /// environment the line runs in: unset, `$TMPDIR/home` is `/home`.
     Deletes { dir: PathBuf, path: String },
 }
 
