@@ -459,7 +459,7 @@ impl Classifier<'_> {
                     if rule.local {
                         return Err(format!(
                             "`{}`: its argument `{dynamic}` is expanded by the shell and could make it {}",
-                            shell_words(&command),
+                            shown(&program, &args),
                             rule.reason
                         ));
                     }
@@ -485,7 +485,7 @@ impl Classifier<'_> {
             return self.clear(name, &program, &args, &assigns, &dir).map_err(|_| {
                 format!(
                     "`{}` {}: the trial shows exactly what",
-                    shell_words(&command),
+                    shown(&program, &args),
                     rule.reason
                 )
             });
@@ -1250,6 +1250,20 @@ fn guardctl_clears(args: &[Word]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A command as the agent wrote it, for a reason: literal words quoted for a shell, words
+/// only the shell can expand as written (`rm -rf "$BUILD"`, not `'"$BUILD"'`).
+fn shown(program: &str, args: &[Word]) -> String {
+    let mut out = shell_words(&[program.to_string()]);
+    for w in args {
+        out.push(' ');
+        match w {
+            Word::Literal(t) => out.push_str(&shell_words(std::slice::from_ref(t))),
+            Word::Dynamic(raw) => out.push_str(raw),
+        }
+    }
+    out
 }
 
 /// What a word only the shell can expand certainly starts with: its text up to the first

@@ -858,3 +858,9 @@ fn a_safe_reading_names_what_it_takes_for_granted() {
     // Another host's commands assume nothing here.
     assert_eq!(read_with_assumptions("ssh host git fetch", &rules()).1, vec![]);
 }
+
+#[test]
+fn a_reason_shows_the_command_as_written() {
+    let why = tried("rm -rf \"$BUILD_DIR\"");
+    assert!(why.starts_with("`rm -rf \"$BUILD_DIR\"` deletes files"), "{why}");
+}
