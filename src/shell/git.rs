@@ -240,14 +240,8 @@ pub(super) fn clears(args: &[Word]) -> Result<(), String> {
             let short = if sub == "grep" { "O" } else { "" };
             operands(sub, rest, &["output", "open-files-in-pager"], short, &[]).map(|_| ())
         }
-        "add" | "commit" => operands(
-            sub,
-            rest,
-            &[],
-            "",
-            &["-m", "-F", "-C", "-c", "--author", "--date"],
-        )
-        .map(|_| ()),
+        // No option of theirs deletes, overwrites a file or runs a program: any word will do.
+        "add" | "commit" => Ok(()),
         "merge" | "cherry-pick" | "revert" | "rebase" => {
             // `--abort` and `--skip` throw away what was resolved so far.
             operands(

@@ -700,6 +700,11 @@ impl Classifier<'_> {
         };
         let mut found = Vec::new();
         inner.script(script, &mut found);
+        // What a Safe reading assumes (a fetch that does not prune, a temporary path) cannot
+        // be confirmed on another host.
+        if let (None, Some(a)) = (&inner.untried, inner.assumptions.first()) {
+            inner.untried = Some(format!("it assumes {a:?}, which only that host could confirm"));
+        }
         match (found.is_empty(), inner.untried) {
             (false, _) => Reading::Known(found),
             (true, Some(why)) => Reading::Try(why),
