@@ -812,6 +812,12 @@ fn remote_effects_stay_known() {
         "rsync -a --delete ./ host:/srv/",
         "git push --prune origin 'refs/heads/*:refs/heads/*'",
         "git push --mirror origin",
+        "gh pr merge 12 --squash --delete-branch",
+        "kubectl apply -f k8s/ --prune -l app=web",
+        "aws s3 sync . s3://b --delete",
+        "gsutil -m rm -r gs://b/x",
+        "az group delete -n rg",
+        "pulumi destroy --yes",
     ] {
         assert!(!known(line).is_empty(), "{line}");
     }
