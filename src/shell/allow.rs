@@ -5,7 +5,7 @@
 //! To extend it: add a program to [`READERS`] when none of its options writes a file or runs
 //! a program, whatever its arguments; otherwise give it an arm in [`clears`] that names the
 //! options that make it unsafe. Each entry says why it cannot destroy. git's forms live in
-//! [`super::git::clears`]; `rm` of temporary paths in [`temporary`].
+//! [`super::git_forms::clears`]; `rm` of temporary paths in [`temporary`].
 
 use super::words::Word;
 use std::path::{Component, Path, PathBuf};

@@ -6,7 +6,7 @@
 //! (substitutions, `sh -c` scripts, `eval`, wrappers such as `sudo`, `env`, `xargs`, `find
 //! -exec`, `parallel`, and `ssh`'s remote command included) is judged:
 //!
-//! - **Safe**: a program and form on the allowlist ([`allow`], git's forms in [`git`]): it
+//! - **Safe**: a program and form on the allowlist (`allow.rs`, git's forms in `git_forms.rs`): it
 //!   cannot destroy anything whatever the files hold. Only a line whose every command, output
 //!   redirection, assignment and definition is of that kind is Safe.
 //! - **Known**: a command the rules ([`rules`]) know exactly and that is not a `local` rule —
@@ -22,6 +22,7 @@
 
 mod allow;
 mod git;
+mod git_forms;
 mod remote;
 pub mod rules;
 pub mod words;
@@ -590,7 +591,7 @@ impl Classifier<'_> {
             Dir::Unknown => PathBuf::new(),
         };
         if program == "git" {
-            git::clears(args)?;
+            git_forms::clears(args)?;
             let lit: Vec<Option<&str>> = args.iter().map(Word::literal).collect();
             let at = rules::git_subcommand_start(&lit);
             if matches!(lit.get(at), Some(Some("fetch" | "pull"))) {
