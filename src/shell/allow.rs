@@ -341,8 +341,12 @@ pub(super) struct Facts {
 }
 
 impl Facts {
-    pub(super) fn of(assigns: &[(String, Word)]) -> Facts {
-        let once = |n: &str| assigns.iter().filter(|(m, _)| m == n).count() == 1;
+    /// `line`'s facts. A name counts as assigned once only when the line mentions it bare
+    /// (not as `$name`/`${name}`) exactly once: `read tmp`, `for tmp in …`, `printf -v tmp`
+    /// or `eval tmp=…` assign it too, without an assignment word.
+    pub(super) fn of(line: &str, assigns: &[(String, Word)]) -> Facts {
+        let once =
+            |n: &str| assigns.iter().filter(|(m, _)| m == n).count() == 1 && bare_mentions(line, n) == 1;
         let mktemp = assigns
             .iter()
             .filter(|(n, v)| once(n) && is_mktemp(v))
@@ -350,9 +354,26 @@ impl Facts {
             .collect();
         Facts {
             mktemp,
-            tmpdir_set: assigns.iter().any(|(n, _)| n == "TMPDIR"),
+            tmpdir_set: bare_mentions(line, "TMPDIR") > 0,
         }
     }
+}
+
+/// How often `line` names `name` as a whole word other than to expand it (`$name`,
+/// `${name…}`): every place it may be assigned, and some where it is only text.
+pub(super) fn bare_mentions(line: &str, name: &str) -> usize {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    line.match_indices(name)
+        .filter(|(at, _)| {
+            let before = line[..*at].chars().next_back();
+            let after = line[at + name.len()..].chars().next();
+            !before.is_some_and(word)
+                && !after.is_some_and(word)
+                && before != Some('$')
+                && !line[..*at].ends_with("${")
+                && !line[..*at].ends_with("${!")
+        })
+        .count()
 }
 
 /// `$(mktemp)`, `"$(mktemp -d)"`, `$(mktemp -t x.XXXX)`: a path mktemp just created.
@@ -819,6 +840,16 @@ fn option_is(a: &str, o: &str) -> bool {
     }
     let letter = &o[1..];
     a.starts_with('-') && !a.starts_with("--") && a[1..].contains(letter)
+}
+
+/// Variables the line may set only with an assignment guardctl reads: set any other way
+/// (`read PATH`, `for PATH in …`, `printf -v HOME`), the line is tried.
+pub(super) fn sensitive(name: &str) -> bool {
+    name == "PATH"
+        || name == "TMPDIR"
+        || name.starts_with("LD_")
+        || super::words::git_variable(name)
+        || risky_assignment(name, &Word::Dynamic(String::new())).is_some()
 }
 
 /// Why assigning `name` (anywhere on the line: its commands may see it) keeps the line off

@@ -118,10 +118,24 @@ pub fn read_with_assumptions(line: &str, rules: &Rules) -> (Reading, Vec<Assumpt
         rules,
         depth: 0,
         stdin: words::Stdin::Inherited,
-        facts: Facts::of(&script.assigns),
+        facts: Facts::of(line, &script.assigns),
         untried: None,
         assumptions: Vec::new(),
     };
+    // A variable that changes what programs run, set other than by an assignment word.
+    let assigned = |n: &str| script.assigns.iter().filter(|(m, _)| m == n).count();
+    let names: std::collections::BTreeSet<&str> = line
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty() && allow::sensitive(w))
+        .collect();
+    if let Some(n) = names
+        .into_iter()
+        .find(|n| allow::bare_mentions(line, n) > assigned(n))
+    {
+        reader.untry(format!(
+            "it names {n} where bash may assign it (`read`, `for`, `printf -v`…): the trial sees what that does"
+        ));
+    }
     let mut found = Vec::new();
     reader.script(script, &mut found);
     let reading = match (found.is_empty(), reader.untried) {
