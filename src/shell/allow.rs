@@ -628,7 +628,20 @@ fn sed(args: &[Word]) -> Result<(), String> {
             continue;
         };
         if a == "--" {
+            // After `--` the first word is the script, if none came before.
+            if !script_given {
+                match args.get(i + 1).map(|w| w.literal()) {
+                    Some(Some(script)) => scripts.push(script.to_string()),
+                    Some(None) => return Err("`sed --` of a script only the shell knows".into()),
+                    None => {}
+                }
+            }
             break;
+        }
+        if a == "-l" {
+            // `-l N`: the line length, not the script.
+            i += 2;
+            continue;
         }
         if a.starts_with("-i")
             || a.starts_with("--in-place")
@@ -759,23 +772,18 @@ fn sed_writes(script: &str) -> bool {
 /// `awk` whose program cannot write or run: no `system(`, no pipe, no `>` (print to a file),
 /// no program file, no `@load`/`-l` extension.
 fn awk(args: &[Word]) -> Result<(), String> {
-    let mut program = None;
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
+    let mut program = false;
+    for (i, w) in args.iter().enumerate() {
         let Some(a) = w.literal() else {
-            if program.is_none() || could_be_option(w) {
+            // The program, or an option, only the shell knows.
+            if !program || could_be_option(w) {
                 return Err(format!(
                     "`awk {}`: only the shell knows that program or option",
                     w.text()
                 ));
             }
-            i += 1;
             continue;
         };
-        if a == "--" {
-            i += 1;
-            continue;
-        }
         if a.starts_with("-f")
             || a.starts_with("--file")
             || a.starts_with("-l")
@@ -787,27 +795,23 @@ fn awk(args: &[Word]) -> Result<(), String> {
         {
             return Err(format!("`awk {a}` runs a program file or an extension"));
         }
-        if matches!(a, "-F" | "-v" | "--field-separator" | "--assign") {
-            i += 2;
-            continue;
+        // Every word is checked, not only the one taken for the program: `--source=…`,
+        // `-e …` and a program after `--` are programs too, and a file name never needs
+        // these.
+        if a.contains("system")
+            || a.contains('|')
+            || a.contains('>')
+            || a.contains("@load")
+            || a.contains("@include")
+        {
+            return Err(format!("`awk` program `{a}` may write a file or run a command"));
         }
-        if a.starts_with('-') && a.len() > 1 {
-            i += 1;
-            continue;
-        }
-        if program.is_none() {
-            program = Some(a.to_string());
-        }
-        i += 1;
-    }
-    if let Some(p) = program
-        && (p.contains("system")
-            || p.contains('|')
-            || p.contains('>')
-            || p.contains("@load")
-            || p.contains("@include"))
-    {
-        return Err(format!("`awk` program `{p}` may write a file or run a command"));
+        let value = i > 0
+            && matches!(
+                args[i - 1].literal(),
+                Some("-F" | "-v" | "--field-separator" | "--assign")
+            );
+        program |= !value && !a.starts_with('-');
     }
     Ok(())
 }
@@ -911,12 +915,14 @@ pub(super) fn identifier(s: &str) -> bool {
 }
 
 /// Where an output redirection may write without destroying anything: the null device, the
-/// terminal's streams, a descriptor, or a single name directly in a temporary directory.
+/// terminal's streams, a descriptor, or a path `mktemp` made on this line.
 pub(super) fn harmless_write(w: &Word, facts: &Facts) -> bool {
     match w.literal() {
         Some("/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty") => true,
         Some(p) if p.starts_with("/dev/fd/") => true,
-        _ => is_temporary(w, facts),
+        // Only a fresh `mktemp` path: `/tmp/x` may be a symbolic link to a file in the work
+        // tree (an earlier line may have made it), and writing follows it.
+        _ => matches!(w, Word::Dynamic(_)) && is_temporary(w, facts),
     }
 }
 
