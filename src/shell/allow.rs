@@ -5,7 +5,7 @@
 //! To extend it: add a program to [`READERS`] when none of its options writes a file or runs
 //! a program, whatever its arguments; otherwise give it an arm in [`clears`] that names the
 //! options that make it unsafe. Each entry says why it cannot destroy. git's forms live in
-//! [`super::git::clears`]; `rm` of temporary paths in [`temporary`].
+//! [`super::git_forms::clears`]; `rm` of temporary paths in [`temporary`].
 
 use super::words::Word;
 use std::path::{Component, Path, PathBuf};
@@ -341,8 +341,12 @@ pub(super) struct Facts {
 }
 
 impl Facts {
-    pub(super) fn of(assigns: &[(String, Word)]) -> Facts {
-        let once = |n: &str| assigns.iter().filter(|(m, _)| m == n).count() == 1;
+    /// `line`'s facts. A name counts as assigned once only when the line mentions it bare
+    /// (not as `$name`/`${name}`) exactly once: `read tmp`, `for tmp in …`, `printf -v tmp`
+    /// or `eval tmp=…` assign it too, without an assignment word.
+    pub(super) fn of(line: &str, assigns: &[(String, Word)]) -> Facts {
+        let once =
+            |n: &str| assigns.iter().filter(|(m, _)| m == n).count() == 1 && bare_mentions(line, n) == 1;
         let mktemp = assigns
             .iter()
             .filter(|(n, v)| once(n) && is_mktemp(v))
@@ -350,9 +354,26 @@ impl Facts {
             .collect();
         Facts {
             mktemp,
-            tmpdir_set: assigns.iter().any(|(n, _)| n == "TMPDIR"),
+            tmpdir_set: bare_mentions(line, "TMPDIR") > 0,
         }
     }
+}
+
+/// How often `line` names `name` as a whole word other than to expand it (`$name`,
+/// `${name…}`): every place it may be assigned, and some where it is only text.
+pub(super) fn bare_mentions(line: &str, name: &str) -> usize {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    line.match_indices(name)
+        .filter(|(at, _)| {
+            let before = line[..*at].chars().next_back();
+            let after = line[at + name.len()..].chars().next();
+            !before.is_some_and(word)
+                && !after.is_some_and(word)
+                && before != Some('$')
+                && !line[..*at].ends_with("${")
+                && !line[..*at].ends_with("${!")
+        })
+        .count()
 }
 
 /// `$(mktemp)`, `"$(mktemp -d)"`, `$(mktemp -t x.XXXX)`: a path mktemp just created.
@@ -449,6 +470,11 @@ fn is_temporary(w: &Word, facts: &Facts) -> bool {
             if !plain_rest || raw.matches('$').count() != 1 {
                 return false;
             }
+            // `${TMPDIR:-/tmp}/x` is `/tmp/x` when TMPDIR is unset.
+            let var = match var.as_str() {
+                "TMPDIR:-/tmp" | "TMPDIR:-/var/tmp" => "TMPDIR".to_string(),
+                _ => var,
+            };
             if var == "TMPDIR" {
                 let parts: Vec<&str> = rest.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
                 return !facts.tmpdir_set
@@ -602,7 +628,20 @@ fn sed(args: &[Word]) -> Result<(), String> {
             continue;
         };
         if a == "--" {
+            // After `--` the first word is the script, if none came before.
+            if !script_given {
+                match args.get(i + 1).map(|w| w.literal()) {
+                    Some(Some(script)) => scripts.push(script.to_string()),
+                    Some(None) => return Err("`sed --` of a script only the shell knows".into()),
+                    None => {}
+                }
+            }
             break;
+        }
+        if a == "-l" {
+            // `-l N`: the line length, not the script.
+            i += 2;
+            continue;
         }
         if a.starts_with("-i")
             || a.starts_with("--in-place")
@@ -733,23 +772,18 @@ fn sed_writes(script: &str) -> bool {
 /// `awk` whose program cannot write or run: no `system(`, no pipe, no `>` (print to a file),
 /// no program file, no `@load`/`-l` extension.
 fn awk(args: &[Word]) -> Result<(), String> {
-    let mut program = None;
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
+    let mut program = false;
+    for (i, w) in args.iter().enumerate() {
         let Some(a) = w.literal() else {
-            if program.is_none() || could_be_option(w) {
+            // The program, or an option, only the shell knows.
+            if !program || could_be_option(w) {
                 return Err(format!(
                     "`awk {}`: only the shell knows that program or option",
                     w.text()
                 ));
             }
-            i += 1;
             continue;
         };
-        if a == "--" {
-            i += 1;
-            continue;
-        }
         if a.starts_with("-f")
             || a.starts_with("--file")
             || a.starts_with("-l")
@@ -761,27 +795,23 @@ fn awk(args: &[Word]) -> Result<(), String> {
         {
             return Err(format!("`awk {a}` runs a program file or an extension"));
         }
-        if matches!(a, "-F" | "-v" | "--field-separator" | "--assign") {
-            i += 2;
-            continue;
+        // Every word is checked, not only the one taken for the program: `--source=…`,
+        // `-e …` and a program after `--` are programs too, and a file name never needs
+        // these.
+        if a.contains("system")
+            || a.contains('|')
+            || a.contains('>')
+            || a.contains("@load")
+            || a.contains("@include")
+        {
+            return Err(format!("`awk` program `{a}` may write a file or run a command"));
         }
-        if a.starts_with('-') && a.len() > 1 {
-            i += 1;
-            continue;
-        }
-        if program.is_none() {
-            program = Some(a.to_string());
-        }
-        i += 1;
-    }
-    if let Some(p) = program
-        && (p.contains("system")
-            || p.contains('|')
-            || p.contains('>')
-            || p.contains("@load")
-            || p.contains("@include"))
-    {
-        return Err(format!("`awk` program `{p}` may write a file or run a command"));
+        let value = i > 0
+            && matches!(
+                args[i - 1].literal(),
+                Some("-F" | "-v" | "--field-separator" | "--assign")
+            );
+        program |= !value && !a.starts_with('-');
     }
     Ok(())
 }
@@ -814,6 +844,16 @@ fn option_is(a: &str, o: &str) -> bool {
     }
     let letter = &o[1..];
     a.starts_with('-') && !a.starts_with("--") && a[1..].contains(letter)
+}
+
+/// Variables the line may set only with an assignment guardctl reads: set any other way
+/// (`read PATH`, `for PATH in …`, `printf -v HOME`), the line is tried.
+pub(super) fn sensitive(name: &str) -> bool {
+    name == "PATH"
+        || name == "TMPDIR"
+        || name.starts_with("LD_")
+        || super::words::git_variable(name)
+        || risky_assignment(name, &Word::Dynamic(String::new())).is_some()
 }
 
 /// Why assigning `name` (anywhere on the line: its commands may see it) keeps the line off
@@ -875,12 +915,14 @@ pub(super) fn identifier(s: &str) -> bool {
 }
 
 /// Where an output redirection may write without destroying anything: the null device, the
-/// terminal's streams, a descriptor, or a single name directly in a temporary directory.
+/// terminal's streams, a descriptor, or a path `mktemp` made on this line.
 pub(super) fn harmless_write(w: &Word, facts: &Facts) -> bool {
     match w.literal() {
         Some("/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty") => true,
         Some(p) if p.starts_with("/dev/fd/") => true,
-        _ => is_temporary(w, facts),
+        // Only a fresh `mktemp` path: `/tmp/x` may be a symbolic link to a file in the work
+        // tree (an earlier line may have made it), and writing follows it.
+        _ => matches!(w, Word::Dynamic(_)) && is_temporary(w, facts),
     }
 }
 

@@ -6,7 +6,7 @@
 //! (substitutions, `sh -c` scripts, `eval`, wrappers such as `sudo`, `env`, `xargs`, `find
 //! -exec`, `parallel`, and `ssh`'s remote command included) is judged:
 //!
-//! - **Safe**: a program and form on the allowlist ([`allow`], git's forms in [`git`]): it
+//! - **Safe**: a program and form on the allowlist (`allow.rs`, git's forms in `git_forms.rs`): it
 //!   cannot destroy anything whatever the files hold. Only a line whose every command, output
 //!   redirection, assignment and definition is of that kind is Safe.
 //! - **Known**: a command the rules ([`rules`]) know exactly and that is not a `local` rule —
@@ -22,6 +22,8 @@
 
 mod allow;
 mod git;
+mod git_forms;
+mod remote;
 pub mod rules;
 pub mod words;
 mod wrappers;
@@ -83,24 +85,70 @@ pub enum Action {
 /// else any command not cleared makes it Try; else it is Safe. A line the parser cannot read
 /// is Try: bash decides in the trial.
 pub fn read(line: &str, rules: &Rules) -> Reading {
+    read_with_assumptions(line, rules).0
+}
+
+/// What a Safe reading takes for granted about the repository and the machine, for the
+/// caller to confirm before it runs the line (the reader itself is pure: it cannot look).
+/// Each names where the command runs, relative to the line's starting directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Assumption {
+    /// `git fetch`/`git pull` (of `remote`, when the line names one) deletes nothing only if
+    /// the repository's configuration neither prunes (`fetch.prune`, `remote.*.prune`,
+    /// `*.pruneTags`) nor mirrors or forces (`remote.*.mirror`, a `+` in `remote.*.fetch`).
+    Fetch { dir: PathBuf, remote: Option<String> },
+    /// A plain `git push` overwrites nothing only if the configuration neither mirrors
+    /// (`remote.*.mirror`) nor pushes forced refspecs (`remote.*.push`, `push.*`).
+    Push { dir: PathBuf, remote: Option<String> },
+    /// A temporary path the line deletes (`/tmp/x`, `$TMPDIR/x` as written, a `mktemp`
+    /// variable): harmless only if the work tree, the repository and the starting directory
+    /// are not inside it — and, for `$TMPDIR/x`, only if `TMPDIR` is set (not empty) in the
+    /// environment the line runs in: unset, `$TMPDIR/home` is `/home`.
+    Deletes { dir: PathBuf, path: String },
+}
+
+/// [`read`], and for a Safe reading what it takes for granted ([`Assumption`]): the same
+/// work, once.
+pub fn read_with_assumptions(line: &str, rules: &Rules) -> (Reading, Vec<Assumption>) {
     let script = match words::script(line) {
         Ok(s) => s,
-        Err(e) => return Reading::Try(e.0),
+        Err(e) => return (Reading::Try(e.0), Vec::new()),
     };
     let mut reader = Classifier {
         rules,
         depth: 0,
         stdin: words::Stdin::Inherited,
-        facts: Facts::of(&script.assigns),
+        facts: Facts::of(line, &script.assigns),
         untried: None,
+        assumptions: Vec::new(),
     };
+    // A variable that changes what programs run, set other than by an assignment word.
+    let assigned = |n: &str| script.assigns.iter().filter(|(m, _)| m == n).count();
+    let names: std::collections::BTreeSet<&str> = line
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty() && allow::sensitive(w))
+        .collect();
+    if let Some(n) = names
+        .into_iter()
+        .find(|n| allow::bare_mentions(line, n) > assigned(n))
+    {
+        reader.untry(format!(
+            "it names {n} where bash may assign it (`read`, `for`, `printf -v`…): the trial sees what that does"
+        ));
+    }
     let mut found = Vec::new();
     reader.script(script, &mut found);
-    match (found.is_empty(), reader.untried) {
+    let reading = match (found.is_empty(), reader.untried) {
         (false, _) => Reading::Known(found),
         (true, Some(why)) => Reading::Try(why),
         (true, None) => Reading::Safe,
-    }
+    };
+    let assumptions = if reading == Reading::Safe {
+        reader.assumptions
+    } else {
+        Vec::new()
+    };
+    (reading, assumptions)
 }
 
 /// The reading as the engine consumed it before the trial existed: Known's findings, Try as
@@ -122,6 +170,8 @@ struct Classifier<'r> {
     facts: Facts,
     /// Why the first command not cleared was not: the line is Try unless something is Known.
     untried: Option<String>,
+    /// What the commands cleared so far take for granted.
+    assumptions: Vec<Assumption>,
 }
 
 impl Classifier<'_> {
@@ -425,7 +475,7 @@ impl Classifier<'_> {
                     if rule.local {
                         return Err(format!(
                             "`{}`: its argument `{dynamic}` is expanded by the shell and could make it {}",
-                            shell_words(&command),
+                            shown(&program, &args),
                             rule.reason
                         ));
                     }
@@ -442,16 +492,16 @@ impl Classifier<'_> {
                     return Ok(());
                 }
             }
-            return self.clear(name, &program, &args, &assigns);
+            return self.clear(name, &program, &args, &assigns, &dir);
         };
         if rule.local {
             // What the rule knows is the reason; the allowlist may still clear the form
             // (`git checkout -bfeature`, `rm -rf /tmp/x`), and otherwise the trial shows
             // exactly what it destroys.
-            return self.clear(name, &program, &args, &assigns).map_err(|_| {
+            return self.clear(name, &program, &args, &assigns, &dir).map_err(|_| {
                 format!(
                     "`{}` {}: the trial shows exactly what",
-                    shell_words(&command),
+                    shown(&program, &args),
                     rule.reason
                 )
             });
@@ -497,7 +547,11 @@ impl Classifier<'_> {
             (Some(Native::Branches), _) => branches(rest),
             (Some(Native::Tags), _) => tags(rest),
             (Some(Native::Push), _) => match push(rest) {
-                Push::Harmless => return Ok(()),
+                Push::Harmless => {
+                    let remote = rest.iter().find(|a| !a.starts_with('-')).cloned();
+                    self.assumptions.push(Assumption::Push { dir: here, remote });
+                    return Ok(());
+                }
                 Push::Plans(actions) => {
                     for a in actions {
                         found.push(finding(a, here.clone()));
@@ -527,11 +581,12 @@ impl Classifier<'_> {
     /// as written: a program from a path other than the system's (`./ls`, `/tmp/x/cat`) is
     /// whatever that file is, not the program its name says.
     fn clear(
-        &self,
+        &mut self,
         name: &str,
         program: &str,
         args: &[Word],
         assigns: &[(String, Word)],
+        dir: &Dir,
     ) -> Result<(), String> {
         const SYSTEM: &[&str] = &["/bin/", "/usr/bin/", "/sbin/", "/usr/sbin/", "/usr/local/bin/"];
         if name.contains('/') && !SYSTEM.iter().any(|d| name.strip_prefix(d) == Some(program)) {
@@ -545,13 +600,37 @@ impl Classifier<'_> {
         {
             return Err(format!("`{program}` runs with {n}={}", v.text()));
         }
+        let here = match dir {
+            Dir::Known(d) => d.clone(),
+            Dir::Unknown => PathBuf::new(),
+        };
         if program == "git" {
-            return git::clears(args);
+            git_forms::clears(args)?;
+            let lit: Vec<Option<&str>> = args.iter().map(Word::literal).collect();
+            let at = rules::git_subcommand_start(&lit);
+            if matches!(lit.get(at), Some(Some("fetch" | "pull"))) {
+                let remote = args[at + 1..]
+                    .iter()
+                    .filter_map(Word::literal)
+                    .find(|a| !a.starts_with('-'))
+                    .map(String::from);
+                self.assumptions.push(Assumption::Fetch { dir: here, remote });
+            }
+            return Ok(());
         }
         if program == "guardctl" {
             return guardctl_clears(args);
         }
-        allow::clears(program, args, &self.facts)
+        allow::clears(program, args, &self.facts)?;
+        if matches!(program, "rm" | "rmdir" | "unlink") {
+            for w in args.iter().filter(|w| !w.text().starts_with('-')) {
+                self.assumptions.push(Assumption::Deletes {
+                    dir: here.clone(),
+                    path: w.text().to_string(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// git subcommands that run a command line they are given: `rebase -x/--exec LINE`,
@@ -617,265 +696,6 @@ impl Classifier<'_> {
         self.script(script, found);
         self.depth = depth;
         self.stdin = stdin;
-        Ok(())
-    }
-
-    /// `line` read on its own, as a command another host runs: nothing of this line's
-    /// variables or temporary files carries over.
-    fn elsewhere(&self, line: &str) -> Reading {
-        let script = match words::nested(line, Dir::Known(PathBuf::new()), self.depth) {
-            Ok(s) => s,
-            Err(e) => return Reading::Try(e.0),
-        };
-        let mut inner = Classifier {
-            rules: self.rules,
-            depth: self.depth + 1,
-            stdin: words::Stdin::Inherited,
-            facts: Facts::default(),
-            untried: None,
-        };
-        let mut found = Vec::new();
-        inner.script(script, &mut found);
-        match (found.is_empty(), inner.untried) {
-            (false, _) => Reading::Known(found),
-            (true, Some(why)) => Reading::Try(why),
-            (true, None) => Reading::Safe,
-        }
-    }
-
-    /// `ssh [OPTIONS] HOST [COMMAND…]`: the command runs on another host, where no trial can
-    /// look. Safe when the remote line would be Safe here; any other remote line, a script
-    /// fed to the remote shell, or a login shell is refused with the plan line that gates it.
-    /// An option that runs a local program (`ProxyCommand`, `LocalCommand`, a config file)
-    /// is left to the trial.
-    fn ssh(&mut self, args: &[Word], dir: Dir, found: &mut Vec<Finding>) -> Result<(), String> {
-        let with_value = [
-            "-B", "-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-P",
-            "-p", "-Q", "-R", "-S", "-W", "-w",
-        ];
-        let mut i = 0;
-        while let Some(w) = args.get(i) {
-            let Some(a) = w.literal() else {
-                return Err(format!("`ssh {}`: only the shell knows that word", w.text()));
-            };
-            if a == "--" {
-                i += 1;
-                break;
-            }
-            if !a.starts_with('-') {
-                break;
-            }
-            let value = if with_value.contains(&a) {
-                i += 1;
-                args.get(i).map(Word::text).unwrap_or_default().to_string()
-            } else {
-                a.to_string()
-            };
-            let lower = value.to_ascii_lowercase();
-            if a.starts_with("-F")
-                || lower.contains("command")
-                || lower.contains("proxyjump=") && lower.contains(' ')
-            {
-                return Err(format!("`ssh {a} {value}` may run a local program"));
-            }
-            i += 1;
-        }
-        let remote = &args[(i + 1).min(args.len())..];
-        let here = match &dir {
-            Dir::Known(d) => d.clone(),
-            Dir::Unknown => PathBuf::new(),
-        };
-        let mut command = vec!["ssh".to_string()];
-        command.extend(args.iter().map(|w| w.text().to_string()));
-        let line = literal_all(remote).map(|w| w.join(" "));
-        let reading = match &line {
-            Some(l) if !l.trim().is_empty() => self.elsewhere(l),
-            _ => Reading::Try(String::new()),
-        };
-        if reading == Reading::Safe {
-            return Ok(());
-        }
-        let what = match &line {
-            Some(l) if !l.trim().is_empty() => format!("runs `{l}` on another host"),
-            Some(_) => "runs a shell on another host".to_string(),
-            None => "runs a command only the shell knows on another host".to_string(),
-        };
-        found.push(Finding {
-            command: shell_words(&command),
-            dir: here,
-            reason: what.clone(),
-            action: Action::Refuse {
-                why: format!(
-                    "it {what}: guardctl cannot see its effect; plan it with `guardctl plan exec --preview '<a command that lists what it destroys>' -- {}`",
-                    shell_words(&command)
-                ),
-            },
-        });
-        Ok(())
-    }
-
-    /// GNU `parallel [OPTIONS] TEMPLATE ::: ARGS…` (`::::` FILES) and `sem [OPTIONS]
-    /// COMMAND`: the template is a shell line run once per argument, `{}` (and `{.}`,
-    /// `{1}`…) standing for it, or the argument appended. Literal arguments are put in; any
-    /// other argument is a word only the shell knows. With `-S`/`--sshlogin` the lines run on
-    /// other hosts: Safe or refused, as `ssh`.
-    fn parallel(
-        &mut self,
-        program: &str,
-        args: &[Word],
-        dir: Dir,
-        found: &mut Vec<Finding>,
-    ) -> Result<(), String> {
-        const VALUED: &[&str] = &[
-            "-j",
-            "--jobs",
-            "-P",
-            "--max-procs",
-            "-S",
-            "--sshlogin",
-            "--slf",
-            "--sshloginfile",
-            "-a",
-            "--arg-file",
-            "--colsep",
-            "-C",
-            "-d",
-            "--delimiter",
-            "-E",
-            "-I",
-            "-n",
-            "--max-args",
-            "-N",
-            "-L",
-            "-l",
-            "--delay",
-            "--timeout",
-            "--retries",
-            "--halt",
-            "--tagstring",
-            "--basefile",
-            "--bf",
-            "--return",
-            "--env",
-            "--id",
-            "--memfree",
-            "--load",
-            "--nice",
-            "--termseq",
-            "--shebang-wrap",
-        ];
-        const WRITES: &[&str] = &[
-            "--joblog",
-            "--results",
-            "--res",
-            "--files",
-            "--output-as-files",
-            "--tmpdir",
-            "--workdir",
-            "--wd",
-            "--trc",
-            "--transfer",
-            "--cleanup",
-            "--shebang",
-        ];
-        let mut remote = false;
-        let mut i = 0;
-        while let Some(w) = args.get(i) {
-            let Some(a) = w.literal() else {
-                return Err(format!(
-                    "`{program} {}`: only the shell knows that word",
-                    w.text()
-                ));
-            };
-            if a == "--" {
-                i += 1;
-                break;
-            }
-            if !a.starts_with('-') || a.starts_with(":::") {
-                break;
-            }
-            let name = a.split('=').next().unwrap_or(a);
-            if WRITES.contains(&name) {
-                return Err(format!("`{program} {a}` writes files of its own"));
-            }
-            remote |= matches!(name, "-S" | "--sshlogin" | "--slf" | "--sshloginfile") || a.starts_with("-S");
-            i += if VALUED.contains(&a) { 2 } else { 1 };
-        }
-        let rest = &args[i.min(args.len())..];
-        let split = rest
-            .iter()
-            .position(|w| w.literal().is_some_and(|a| a.starts_with(":::")))
-            .unwrap_or(rest.len());
-        let template = literal_all(&rest[..split])
-            .ok_or_else(|| format!("`{program}`'s command holds a word only the shell knows"))?;
-        let groups: Vec<&[Word]> = rest[split..]
-            .split(|w| w.literal().is_some_and(|a| a.starts_with(":::")))
-            .skip(1)
-            .collect();
-        let from_files = rest[split..]
-            .iter()
-            .any(|w| w.literal().is_some_and(|a| a.starts_with("::::")));
-        // The arguments, when the line spells them all and they come one group at a time.
-        let literal_args = match groups.as_slice() {
-            [one] if !from_files && one.len() <= 32 => literal_all(one),
-            _ => None,
-        };
-        let mut lines = Vec::new();
-        if template.is_empty() {
-            // `parallel ::: 'cmd1' 'cmd2'`: the arguments are the commands.
-            if program == "sem" || split == rest.len() {
-                return Err(format!("`{program}` reads its commands from its input"));
-            }
-            lines = literal_args.ok_or_else(|| format!("`{program}` runs commands only the shell knows"))?;
-        } else {
-            let template = template.join(" ");
-            let fill = |arg: &str| {
-                if program == "sem" {
-                    return template.clone();
-                }
-                if template.contains('{') {
-                    let mut t = template.replace("{}", arg);
-                    // `{.}`, `{/}`, `{1}`…: a value only the run knows.
-                    while let Some(at) = t.find('{') {
-                        match t[at..].find('}') {
-                            Some(end) => t.replace_range(at..at + end + 1, "\"$__PARALLEL_ARG\""),
-                            None => break,
-                        }
-                    }
-                    t
-                } else {
-                    format!("{template} {arg}")
-                }
-            };
-            match &literal_args {
-                Some(list) if !list.is_empty() => {
-                    lines.extend(list.iter().map(|a| fill(&shell_words(std::slice::from_ref(a)))))
-                }
-                _ => lines.push(fill("\"$__PARALLEL_ARG\"")),
-            }
-        }
-        for line in lines {
-            if remote {
-                if self.elsewhere(&line) != Reading::Safe {
-                    let mut command = vec![program.to_string()];
-                    command.extend(args.iter().map(|w| w.text().to_string()));
-                    found.push(Finding {
-                        command: shell_words(&command),
-                        dir: PathBuf::new(),
-                        reason: format!("runs `{line}` on other hosts"),
-                        action: Action::Refuse {
-                            why: format!(
-                                "it runs `{line}` on another host: guardctl cannot see its effect; plan it with `guardctl plan exec --preview '<a command that lists what it destroys>' -- {}`",
-                                shell_words(&command)
-                            ),
-                        },
-                    });
-                    return Ok(());
-                }
-            } else {
-                self.nested(&line, dir.clone(), found)?;
-            }
-        }
         Ok(())
     }
 
@@ -1186,6 +1006,20 @@ fn guardctl_clears(args: &[Word]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A command as the agent wrote it, for a reason: literal words quoted for a shell, words
+/// only the shell can expand as written (`rm -rf "$BUILD"`, not `'"$BUILD"'`).
+fn shown(program: &str, args: &[Word]) -> String {
+    let mut out = shell_words(&[program.to_string()]);
+    for w in args {
+        out.push(' ');
+        match w {
+            Word::Literal(t) => out.push_str(&shell_words(std::slice::from_ref(t))),
+            Word::Dynamic(raw) => out.push_str(raw),
+        }
+    }
+    out
 }
 
 /// What a word only the shell can expand certainly starts with: its text up to the first

@@ -2,6 +2,10 @@
 //! data, not code (`rules.toml` is the built-in set; a trusted policy's `[[hook.rule]]`
 //! entries come first). Parsed strictly: an unknown key or a rule that could never match is
 //! an error, never a rule silently ignored.
+//!
+//! The rules are not what makes a line pass: only the allowlist does (`super::allow`). A rule
+//! makes its command Known (planned or refused without running anything), unless it is
+//! `local`: then it only names the reason, and the sandbox's trial finds what it destroys.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;

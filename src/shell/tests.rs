@@ -70,11 +70,12 @@ fn read_only_commands_and_agent_idioms_are_safe() {
         "git branch -a -vv",
         "git clean -n -d",
         "git clean -n",
-        "cat > /tmp/notes.txt <<EOF\nhello $(date)\nEOF",
+        "n=$(mktemp); cat > \"$n\" <<EOF\nhello $(date)\nEOF",
         "find . -name '*.rs' -exec grep -l unsafe {} +",
         "command -v rm",
         "grep -r 'rm -rf' .",
         "git commit -m \"$(date)\"",
+        "git add \"$f\" && git commit -F \"$msg\"",
         "git log --since=\"$SINCE\" --oneline",
         "for f in *.rs; do wc -l \"$f\"; done",
         "echo $((1 + 2))",
@@ -107,6 +108,7 @@ fn read_only_commands_and_agent_idioms_are_safe() {
         "mkdir -p out/dir && cd out/dir && pwd",
         "read -r x <<< 'y'; echo \"$x\"",
         "kubectl get pods -n prod",
+        "kubectl get pods -o yaml > /dev/null",
         "docker ps -a",
         "gh pr view 12",
         "guardctl wait p && guardctl apply p",
@@ -149,8 +151,11 @@ fn temporary_deletions_are_safe_and_others_are_tried() {
         "rm -rf $TMPDIR/x",
         "rm -rf \"$TMPDIR\"/x",
         "rm -rf ${TMPDIR}/x",
+        "rm -rf \"${TMPDIR:-/tmp}/x\"",
         "tmp=$(mktemp -d); echo hi > \"$tmp/f\"; rm -rf \"$tmp\"",
         "tmp=$(mktemp); trap 'rm -f \"$tmp\"' EXIT; ls > \"$tmp\"",
+        "awk -F: -v x=1 '{print $1}' /etc/passwd",
+        "sed -n -- '1p' f",
         "rmdir /tmp/empty",
     ]);
     for line in [
@@ -158,11 +163,17 @@ fn temporary_deletions_are_safe_and_others_are_tried() {
         "rm -rf /tmp/",
         "rm -rf /tmp/../home/me",
         "rm -rf /tmp/link/src",
+        "rm -rf $TMPDIR/a/b",
+        "rm -rf ${TMPDIR:-.}/x",
         "rm -rf build",
         "rm README",
         "TMPDIR=. ; rm -rf $TMPDIR/x",
         "tmp=$(mktemp -d); tmp=.; rm -rf \"$tmp\"",
         "tmp=$(mktemp -u); rm -rf \"$tmp\"",
+        "tmp=$(mktemp -d); read tmp <<< /home; rm -rf \"$tmp\"",
+        "tmp=$(mktemp -d); for tmp in /home; do rm -rf \"$tmp\"; done",
+        "tmp=$(mktemp -d); eval tmp=/home; rm -rf \"$tmp\"",
+        "read TMPDIR <<< /; rm -rf $TMPDIR/home",
         "rm -rf $BUILD",
         "rm -rf build/*",
         "FOO=1 rm -rf x",
@@ -533,6 +544,7 @@ fn build_tools_interpreters_and_scripts_are_tried() {
         "python -V",
         "node index.js",
         "cat <<'EOF' > notes.md\nuse $(pwd) here\nEOF",
+        "echo x > /tmp/out.txt",
         "echo hi >> README.md",
         "source ./env.sh",
         ". venv/bin/activate",
@@ -653,12 +665,18 @@ fn the_missed_families_are_never_safe() {
         "sem rm -rf x",
         "cat list | parallel rm",
         "ssh host git clean -f",
+        "ssh host 'cd /srv && git pull'",
+        "ssh host rm -rf /tmp/x",
         "parallel -S host rm -rf ::: x",
         "EDITOR='rm -rf x' git commit",
         "GIT_EDITOR='rm -rf x' git rebase -i main",
         "GIT_PAGER='rm -rf x' git log",
         "PATH=.:$PATH ls",
         "export PATH=/tmp/evil:$PATH; ls",
+        "for PATH in /tmp/evil; do ls; done",
+        "read PATH <<< /tmp/evil; ls",
+        "printf -v PATH /tmp/evil; ls",
+        "read -r GIT_EDITOR <<< 'rm -rf x'; git commit",
         "LD_PRELOAD=/tmp/x.so ls",
         "./ls",
         "/tmp/bin/cat x",
@@ -668,6 +686,12 @@ fn the_missed_families_are_never_safe() {
         "sed -f script.sed f",
         "awk '{system(\"rm -rf x\")}' f",
         "awk '{print > \"out\"}' f",
+        "awk -- '-1;{system(\"rm -rf x\")}' f",
+        "awk --source='BEGIN{system(\"rm -rf x\")}' /dev/null",
+        "gawk -e 'BEGIN{system(\"rm -rf x\")}'",
+        "sed -l 5 'w out' f",
+        "sed -n -- 'w out' f",
+        "echo x > /tmp/link-to-readme",
         "sort -o README.md f",
         "uniq a README.md",
         "tee README.md",
@@ -806,6 +830,12 @@ fn remote_effects_stay_known() {
         "rsync -a --delete ./ host:/srv/",
         "git push --prune origin 'refs/heads/*:refs/heads/*'",
         "git push --mirror origin",
+        "gh pr merge 12 --squash --delete-branch",
+        "kubectl apply -f k8s/ --prune -l app=web",
+        "aws s3 sync . s3://b --delete",
+        "gsutil -m rm -r gs://b/x",
+        "az group delete -n rg",
+        "pulumi destroy --yes",
     ] {
         assert!(!known(line).is_empty(), "{line}");
     }
@@ -824,4 +854,40 @@ fn the_reason_names_the_first_command_not_cleared() {
     assert!(tried("git checkout main").contains("path and a branch"));
     // Known wins over Try, with every finding.
     assert_eq!(known("make; git branch -D a; git tag -d v1").len(), 2);
+}
+
+#[test]
+fn a_safe_reading_names_what_it_takes_for_granted() {
+    let (reading, assumed) = read_with_assumptions(
+        "cd sub && git fetch origin && git push && rm -rf /tmp/build",
+        &rules(),
+    );
+    assert_eq!(reading, Reading::Safe);
+    assert_eq!(
+        assumed,
+        vec![
+            Assumption::Fetch {
+                dir: "sub".into(),
+                remote: Some("origin".into())
+            },
+            Assumption::Push {
+                dir: "sub".into(),
+                remote: None
+            },
+            Assumption::Deletes {
+                dir: "sub".into(),
+                path: "/tmp/build".into()
+            },
+        ]
+    );
+    // Only a Safe reading assumes anything.
+    assert_eq!(read_with_assumptions("git fetch; make", &rules()).1, vec![]);
+    // Another host's commands assume nothing here.
+    assert_eq!(read_with_assumptions("ssh host git fetch", &rules()).1, vec![]);
+}
+
+#[test]
+fn a_reason_shows_the_command_as_written() {
+    let why = tried("rm -rf \"$BUILD_DIR\"");
+    assert!(why.starts_with("`rm -rf \"$BUILD_DIR\"` deletes files"), "{why}");
 }

@@ -6,7 +6,7 @@ use super::words::Word;
 /// Programs that run the rest of their arguments as a command: (program, its options that
 /// take a value — short ones also at the end of a cluster, `-iu root` — and how many operands
 /// come before the command: `timeout DURATION`, `flock FILE`, `taskset MASK`, `chrt PRIO`).
-/// A wrapper guardctl does not list runs an unlisted program: docs/agents.md's residual risks.
+/// A wrapper guardctl does not list is a program off the allowlist: the line is tried.
 pub(super) const WRAPPERS: &[(&str, &[&str], usize)] = &[
     (
         "sudo",
