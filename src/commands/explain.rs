@@ -77,7 +77,20 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         known: Vec::new(),
         trial: None,
     };
-    match crate::shell::read(&line, &rules) {
+    let (_, key, allowed_signers) = ctx.flags();
+    let request = GuardRequest {
+        line: line.clone(),
+        cwd: ctx.start_dir()?,
+        rules,
+        key,
+        allowed_signers,
+        plans_dir: None,
+        env: std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
+            .collect(),
+        trial_timeout: crate::ops::exec::TRIAL_TIMEOUT,
+    };
+    match crate::engine::guard::read(&request) {
         Reading::Safe => {}
         Reading::Known(findings) => {
             e.decision = "deny";
@@ -97,19 +110,6 @@ pub fn run(args: Args, ctx: &Ctx, ui: &mut Ui) -> Result<u8> {
         Reading::Try(why) => {
             e.reader = "tried";
             e.why = Some(safe(&why));
-            let (_, key, allowed_signers) = ctx.flags();
-            let request = GuardRequest {
-                line: line.clone(),
-                cwd: ctx.start_dir()?,
-                rules,
-                key,
-                allowed_signers,
-                plans_dir: None,
-                env: std::env::vars_os()
-                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v)))
-                    .collect(),
-                trial_timeout: crate::ops::exec::TRIAL_TIMEOUT,
-            };
             let effect = try_line(&request)?;
             let incomplete = effect.incomplete();
             if incomplete.is_some() || !effect.destroys_nothing() {

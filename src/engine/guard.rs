@@ -31,7 +31,7 @@ use crate::context::Ctx;
 use crate::error::{Error, Result};
 use crate::plan::model::SkipReason;
 use crate::shell::rules::Rules;
-use crate::shell::{Action, Finding, Reading};
+use crate::shell::{Action, Assumption, Finding, Reading};
 use crate::trial::Effect;
 use crate::ui::Ui;
 use std::path::PathBuf;
@@ -133,18 +133,8 @@ pub enum LeftOut {
 
 /// Read the line; plan what the reader knows to destroy; try what it cannot clear.
 pub fn guard(ui: &mut Ui, request: &GuardRequest) -> Verdict {
-    let findings = match crate::shell::read(&request.line, &request.rules) {
-        Reading::Safe => match fetch_config(request) {
-            None => return Verdict::Allow(Cleared::Read),
-            Some(setting) => vec![Finding {
-                command: request.line.clone(),
-                dir: PathBuf::new(),
-                reason: format!("this repository's config ({setting}) makes `git fetch` delete or overwrite local branches or tags"),
-                action: Action::Refuse {
-                    why: "a fetch needs the network, which the trial does not have; plan it by hand, or fix the config".into(),
-                },
-            }],
-        },
+    let findings = match read(request) {
+        Reading::Safe => return Verdict::Allow(Cleared::Read),
         Reading::Known(findings) => findings,
         Reading::Try(why) => return tried(ui, request, why),
     };
@@ -164,24 +154,126 @@ pub fn guard(ui: &mut Ui, request: &GuardRequest) -> Verdict {
     Verdict::Deny(guarded)
 }
 
-/// For a cleared line that fetches (`git fetch`, `git pull`): the setting of the
-/// repository's config that makes a plain fetch delete or overwrite local refs, if any. The
-/// reader is pure and cannot see config; a fetch cannot be tried (it needs the network).
-fn fetch_config(request: &GuardRequest) -> Option<String> {
-    let words = request
-        .line
-        .split(|c: char| !c.is_ascii_alphanumeric() && c != '-');
-    let fetches = words.clone().any(|w| w == "git") && words.into_iter().any(|w| w == "fetch" || w == "pull");
-    if !fetches {
+/// The reader's verdict on the request's line, with what a Safe reading took for granted
+/// checked against the repository and the environment: Safe only when all of it holds.
+/// (`guardctl explain` shows exactly this, then the trial.)
+pub fn read(request: &GuardRequest) -> Reading {
+    let (reading, assumptions) = crate::shell::read_with_assumptions(&request.line, &request.rules);
+    match reading {
+        Reading::Safe => match unmet(request, &assumptions) {
+            None => Reading::Safe,
+            Some(Unmet::Refuse { reason, why }) => Reading::Known(vec![Finding {
+                command: request.line.clone(),
+                dir: PathBuf::new(),
+                reason,
+                action: Action::Refuse { why },
+            }]),
+            Some(Unmet::Try(why)) => Reading::Try(why),
+        },
+        other => other,
+    }
+}
+
+/// What a cleared line took for granted that does not hold here.
+enum Unmet {
+    /// Refused: a fetch or push the repository's config makes destructive (neither can be
+    /// tried: they need the network).
+    Refuse { reason: String, why: String },
+    /// Tried after all: a temporary path it deletes holds the work tree, or `$TMPDIR` is not
+    /// set.
+    Try(String),
+}
+
+/// Check what the reader could not see (it is pure: no repository, no environment) for a
+/// line it cleared: the repository's config for a fetch or a push, and where a deleted
+/// temporary path really is.
+fn unmet(request: &GuardRequest, assumptions: &[Assumption]) -> Option<Unmet> {
+    let repo_at = |dir: &std::path::Path| Ctx::new(Some(request.cwd.join(dir)), None, None);
+    let refuse = |what: &str, setting: Result<Option<String>>| {
+        let setting = match setting {
+            Ok(None) => return None,
+            Ok(Some(s)) => s,
+            // Config guardctl cannot read is not a fetch or push it can clear.
+            Err(e) => format!("unreadable: {}", e.message),
+        };
+        Some(Unmet::Refuse {
+            reason: format!(
+                "this repository's config ({}) makes `git {what}` delete or overwrite refs",
+                crate::text::safe(&setting)
+            ),
+            why: format!(
+                "a {what} needs the network, which the trial does not have: plan it by hand, or fix the config"
+            ),
+        })
+    };
+    for a in assumptions {
+        let found = match a {
+            Assumption::Fetch { dir, .. } => {
+                let ctx = repo_at(dir);
+                match ctx.repo() {
+                    Ok(repo) => refuse("fetch", repo.fetch_rewrites_local_refs()),
+                    Err(_) => None,
+                }
+            }
+            Assumption::Push { dir, .. } => {
+                let ctx = repo_at(dir);
+                match ctx.repo() {
+                    Ok(repo) => refuse("push", repo.push_rewrites_remote_refs()),
+                    Err(_) => None,
+                }
+            }
+            Assumption::Deletes { dir, path } => temporary_unmet(request, dir, path),
+        };
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+/// A temporary path a cleared line deletes that is not harmless here: `$TMPDIR` unset (so
+/// `$TMPDIR/x` is `/x`), or a path that holds the starting directory or its repository.
+fn temporary_unmet(request: &GuardRequest, dir: &std::path::Path, path: &str) -> Option<Unmet> {
+    let tmpdir = request
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "TMPDIR")
+        .map(|(_, v)| v.clone())
+        .filter(|v| !v.is_empty());
+    let mentions_tmpdir = path.contains("TMPDIR");
+    let resolved = if mentions_tmpdir {
+        let Some(t) = tmpdir else {
+            return Some(Unmet::Try(format!(
+                "`{}` with TMPDIR unset is not a temporary path",
+                crate::text::safe(path)
+            )));
+        };
+        let t = t.to_string_lossy().into_owned();
+        PathBuf::from(
+            path.replace("\"$TMPDIR\"", &t)
+                .replace("${TMPDIR}", &t)
+                .replace("$TMPDIR", &t)
+                .replace('"', ""),
+        )
+    } else if path.starts_with('/') {
+        PathBuf::from(path)
+    } else {
+        // A `mktemp` variable: the path is made by the line itself, holding nothing before.
         return None;
+    };
+    let canon = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let target = canon(&request.cwd.join(dir).join(resolved));
+    let mut held = vec![canon(&request.cwd)];
+    if let Ok(repo) = Ctx::new(Some(request.cwd.clone()), None, None).repo() {
+        held.extend(repo.preview_readable());
     }
-    let ctx = Ctx::new(Some(request.cwd.clone()), None, None);
-    let repo = ctx.repo().ok()?;
-    match repo.fetch_rewrites_local_refs() {
-        Ok(found) => found,
-        // Config guardctl cannot read is not a fetch it can clear.
-        Err(e) => Some(format!("unreadable: {}", e.message)),
-    }
+    held.iter().any(|h| h.starts_with(&target)).then(|| {
+        Unmet::Try(format!(
+            "`{}` holds the directory the line runs in or its repository",
+            crate::text::safe(path)
+        ))
+    })
 }
 
 /// The environment a trial plan records and its command gets at apply: `PATH` (always) and

@@ -196,6 +196,26 @@ impl Repo {
         Ok(None)
     }
 
+    /// What in this repository's configuration makes a plain `git push` delete or overwrite
+    /// refs on a remote: a remote that mirrors, or a push refspec that forces (`+`) or deletes
+    /// (`:dst`). `None`: a plain push only fast-forwards what it names.
+    pub fn push_rewrites_remote_refs(&self) -> Result<Option<String>> {
+        for (k, v) in self.settings()? {
+            let Some(rest) = k.strip_prefix("remote.") else {
+                continue;
+            };
+            let dangerous = match rest.rsplit('.').next().unwrap_or_default() {
+                "mirror" => v != "false",
+                "push" => v.starts_with('+') || v.starts_with(':'),
+                _ => false,
+            };
+            if dangerous {
+                return Ok(Some(format!("{k}={v}")));
+            }
+        }
+        Ok(None)
+    }
+
     /// `git config --null <args>`: `None` when nothing matched (git's exit status 1).
     fn read_config(&self, args: &[&str]) -> Result<Option<Vec<u8>>> {
         config_output(self.config_process(args))

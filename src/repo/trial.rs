@@ -55,6 +55,8 @@ pub struct Finding {
 /// The repository the line started in, as it was before the trial.
 pub struct TrialRepo {
     git: Repository,
+    /// The same repository without the trial's objects: what was stored before the line ran.
+    before: Repository,
     pub work_tree: Option<PathBuf>,
     pub git_dir: PathBuf,
     pub common_dir: PathBuf,
@@ -112,11 +114,13 @@ impl TrialRepo {
         if reftable {
             return Err(refuse(&common_dir));
         }
+        let before = Repository::open(git.path())?;
         Ok(Some(TrialRepo {
             work_tree: git.workdir().map(canon),
             git_dir,
             common_dir,
             git,
+            before,
         }))
     }
 
@@ -134,12 +138,14 @@ impl TrialRepo {
         self.git.is_path_ignored(path).unwrap_or(false)
     }
 
-    /// Whether a blob of exactly `bytes` is stored (before the trial or written by it).
+    /// Whether a blob of exactly `bytes` was stored before the trial (committed, or staged
+    /// earlier). A blob only the trial wrote does not count: `git stash && git stash drop`
+    /// leaves the uncommitted edit in an object nothing reaches, which `gc` deletes.
     pub fn has_blob(&self, bytes: &[u8]) -> bool {
         let Ok(oid) = git2::Oid::hash_object(git2::ObjectType::Blob, bytes) else {
             return false;
         };
-        self.git.odb().is_ok_and(|odb| odb.exists(oid))
+        self.before.odb().is_ok_and(|odb| odb.exists(oid))
     }
 
     /// What the changes `changed` (host paths in the git directories) did. Also returns how

@@ -112,6 +112,17 @@ pub enum Assumption {
 pub fn read_with_assumptions(line: &str, rules: &Rules) -> (Reading, Vec<Assumption>) {
     let script = match words::script(line) {
         Ok(s) => s,
+        // Nesting no person writes is refused, not tried: thousands of nested subshells can
+        // fail in the trial for want of resources and succeed for real.
+        Err(e) if e.0.contains(words::TOO_DEEP) => {
+            let finding = Finding {
+                command: crate::text::safe(&line.chars().take(80).collect::<String>()),
+                dir: PathBuf::new(),
+                reason: "it cannot be judged".into(),
+                action: Action::Refuse { why: e.0 },
+            };
+            return (Reading::Known(vec![finding]), Vec::new());
+        }
         Err(e) => return (Reading::Try(e.0), Vec::new()),
     };
     let mut reader = Classifier {
@@ -230,6 +241,35 @@ impl Classifier<'_> {
     /// comes from a person at a terminal, never from the agent's shell.
     fn embedded_approval(&self, words: &[Word], found: &mut Vec<Finding>) {
         let base = |w: &Word| w.literal().map(|t| t.rsplit('/').next().unwrap_or(t).to_string());
+        // guardctl under another name (`cp guardctl /tmp/g; /tmp/g approve plan.json`): a
+        // program given by a path, followed by `approve` or `reject` and a plan file or id.
+        // An approval the trial cannot see (no plan there yet) is refused by its shape.
+        let renamed = words
+            .first()
+            .and_then(Word::literal)
+            .is_some_and(|p| p.contains('/'))
+            && words.iter().enumerate().skip(1).any(|(i, w)| {
+                matches!(w.literal(), Some("approve" | "reject"))
+                    && words[i + 1..].iter().any(|a| {
+                        a.literal().is_none_or(|t| {
+                            t.ends_with(".json")
+                                || t.starts_with("sha256:")
+                                || (t.len() >= 8 && t.chars().all(|c| c.is_ascii_hexdigit()))
+                        })
+                    })
+            });
+        if renamed {
+            found.push(Finding {
+                command: shell_words(&words.iter().map(|w| w.text().to_string()).collect::<Vec<_>>()),
+                dir: PathBuf::new(),
+                reason: "approves or rejects a plan: a person does that, not the agent".into(),
+                action: Action::Refuse {
+                    why: "it looks like guardctl under another name; a person approves at their own terminal"
+                        .into(),
+                },
+            });
+            return;
+        }
         for (i, w) in words.iter().enumerate().skip(1) {
             let (program, what) = match base(w).as_deref() {
                 Some("guardctl")
@@ -568,6 +608,12 @@ impl Classifier<'_> {
                 argv: command.clone(),
                 preview: preview(template, &literal_args, at, &rule.replace),
             },
+            // Approving or signing is a person's act at their own terminal: no plan of it,
+            // and no hint that would make one.
+            (None, None) if matches!(program.as_str(), "guardctl" | "ssh-keygen") => refuse(
+                "a person approves at their own terminal, with their own key; nothing the agent's shell runs can do it"
+                    .into(),
+            ),
             (None, None) => refuse(format!(
                 "guardctl has no preview for it: plan it by hand with `guardctl plan exec --preview '<a command that lists what it destroys>' -- {}`",
                 shell_words(&command)

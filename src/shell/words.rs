@@ -116,6 +116,9 @@ impl Script {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unparseable(pub String);
 
+/// How a line nested too deeply to read is described (the reader refuses it).
+pub const TOO_DEEP: &str = "it nests brackets or compound commands more than";
+
 /// Every simple command of `line`, in order.
 pub fn commands(line: &str) -> Result<Vec<Simple>, Unparseable> {
     script(line).map(|s| s.commands)
@@ -227,9 +230,7 @@ impl Walker {
 
     fn script(&mut self, text: &str, dir: Dir) -> Result<Dir, Unparseable> {
         if nesting(text) > MAX_NESTING {
-            return Err(Unparseable(format!(
-                "it nests brackets or compound commands more than {MAX_NESTING} levels deep"
-            )));
+            return Err(Unparseable(format!("{TOO_DEEP} {MAX_NESTING} levels deep")));
         }
         let mut parser = brush_parser::Parser::new(std::io::Cursor::new(text), &options());
         let program = parser

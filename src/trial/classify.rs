@@ -42,7 +42,24 @@ const GATE: [&str; 3] = [".claude/settings*.json", ".gemini/settings.json", ".gu
 
 /// The gate's files under `$HOME` only: guardctl's own configuration and git's global
 /// configuration (an alias or `core.hooksPath` there changes what every git command does).
-const HOME_GATE: [&str; 3] = [".config/guardctl", ".gitconfig", ".config/git"];
+const HOME_GATE: [&str; 14] = [
+    ".config/guardctl",
+    ".gitconfig",
+    ".config/git",
+    // What every later shell of the agent reads before its line runs: an alias or a function
+    // there renames a program the reader clears (`ls`, `git`) into anything.
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_aliases",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".config/fish",
+    ".inputrc",
+];
 
 pub struct Context<'a> {
     repo: Option<&'a TrialRepo>,
@@ -52,6 +69,9 @@ pub struct Context<'a> {
     /// [`GATE`] as globs over paths relative to the work tree or `$HOME`.
     gate_files: globset::GlobSet,
     gate: Vec<PathBuf>,
+    /// The directories of the line's `PATH`: a program put there (or replaced) runs in place
+    /// of one the reader clears by name in every later line, untried.
+    path_dirs: Vec<PathBuf>,
 }
 
 impl Merged for View {
@@ -187,6 +207,12 @@ impl<'a> Context<'a> {
             regenerable: globs(&req.regenerable),
             gate_files: gate_globs(),
             gate: req.gate.iter().cloned().map(canon).collect(),
+            path_dirs: super::env_var(&req.env, "PATH")
+                .into_iter()
+                .flat_map(std::env::split_paths)
+                .filter(|d| d.is_absolute())
+                .map(canon)
+                .collect(),
         }
     }
 
@@ -222,6 +248,12 @@ impl<'a> Context<'a> {
 
     fn is_gate(&self, path: &Path) -> bool {
         if self.gate.iter().any(|g| path.starts_with(g)) {
+            return true;
+        }
+        if path
+            .parent()
+            .is_some_and(|dir| self.path_dirs.iter().any(|d| d == dir))
+        {
             return true;
         }
         let mut bases: Vec<&Path> = self.work_tree().into_iter().collect();

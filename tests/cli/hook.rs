@@ -308,11 +308,7 @@ fn a_line_only_the_shell_can_read_is_judged_by_what_it_does() {
     // an unset variable expands to nothing. They destroy nothing, here or for real.
     let env = agent_env(standard_repo());
     let before = env.repository_state();
-    for line in [
-        "rm -rf 'unterminated",
-        "$CLEANER --all",
-        "rm -rf \"$BUILD_DIR\"",
-    ] {
+    for line in ["rm -rf 'unterminated", "$CLEANER --all", "rm -rf \"$BUILD_DIR\""] {
         let r = hook(&env, line);
         assert_eq!((r.code, r.stderr.as_str()), (0, ""), "{line}: {}", r.transcript());
     }

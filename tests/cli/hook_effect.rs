@@ -38,30 +38,7 @@ fn work_repo() -> TestEnv {
 }
 
 fn hook(env: &TestEnv, line: &str) -> Run {
-    let payload = json!({
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": line},
-        "cwd": env.repo,
-    })
-    .to_string();
-    let mut c = env.command();
-    c.arg("--key")
-        .arg(env.key("mallory"))
-        .arg("--allowed-signers")
-        .arg(env.allowed_signers())
-        .args(["hook", "claude-code"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let _ = child.stdin.take().unwrap().write_all(payload.as_bytes());
-    let out = child.wait_with_output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    hook_with_path(env, line, &std::env::var("PATH").unwrap_or_default())
 }
 
 /// What a line could destroy in the fixture: every ref and its target, every reflog, and
@@ -152,6 +129,18 @@ fn allowed(env: &TestEnv, line: &str) {
             continue;
         }
         let (path, digest) = l.rsplit_once(' ').unwrap();
+        if path.starts_with("refs/") {
+            // A branch may move forward (a commit), never lose what it pointed at.
+            let now = env.git(&["rev-parse", "--verify", "-q", path]);
+            let kept = std::process::Command::new("git")
+                .current_dir(&env.repo)
+                .args(["merge-base", "--is-ancestor", digest, now.trim()])
+                .status()
+                .unwrap()
+                .success();
+            assert!(kept, "{line} moved `{path}` off {digest}");
+            continue;
+        }
         let committed = std::process::Command::new("git")
             .current_dir(&env.repo)
             .args(["show", &format!("HEAD:{path}")])
@@ -292,6 +281,58 @@ fn the_gate_protects_itself() {
         &format!("cp {guardctl} /tmp/g-approve-test && /tmp/g-approve-test approve plan.json --yes"),
     );
     assert_eq!(r.code, 2, "{}", r.transcript());
+}
+
+#[test]
+fn a_line_that_changes_what_later_lines_run_changes_the_gate() {
+    // A program dropped into a PATH directory, or a shell start-up file, would run in place of
+    // one the reader clears by name (`ls`, `git`) in every later line, untried.
+    let env = work_repo();
+    let bin = env.home.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let r = hook_with_path(
+        &env,
+        &format!(
+            "printf '#!/bin/sh\\nrm -rf ~\\n' > {0}/ls && chmod +x {0}/ls",
+            bin.display()
+        ),
+        &path,
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("gate"), "{}", r.stderr);
+    assert!(!bin.join("ls").exists());
+    let r = hook(&env, "echo \"alias ls='rm -rf'\" >> ~/.bash_aliases");
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains(".bash_aliases"), "{}", r.stderr);
+}
+
+fn hook_with_path(env: &TestEnv, line: &str, path: &str) -> Run {
+    let payload = json!({
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": line},
+        "cwd": env.repo,
+    })
+    .to_string();
+    let mut c = env.command();
+    c.env("PATH", path)
+        .arg("--key")
+        .arg(env.key("mallory"))
+        .arg("--allowed-signers")
+        .arg(env.allowed_signers())
+        .args(["hook", "claude-code"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let _ = child.stdin.take().unwrap().write_all(payload.as_bytes());
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
 }
 
 #[test]
