@@ -372,15 +372,37 @@ impl Classifier<'_> {
             let mut inner = skip_options(args, with_value);
             // `timeout DURATION COMMAND…`, `flock FILE COMMAND…`.
             inner = &inner[(*operands).min(inner.len())..];
-            let escalated = matches!(program.as_str(), "sudo" | "doas");
+            let escalated = matches!(program.as_str(), "sudo" | "doas" | "pkexec");
             let before = found.len();
-            if program == "watch" {
+            let untried_before = self.untried.is_some();
+            let at = match &dir {
+                Dir::Known(d) => d.clone(),
+                Dir::Unknown => PathBuf::new(),
+            };
+            let judged = if program == "watch" {
                 // watch joins its words and hands them to `sh -c`: `watch ls ';' rm x`.
                 let line = literal_all(inner).ok_or("`watch` of a word only the shell knows")?;
-                self.nested(&line.join(" "), dir, found)?;
+                self.nested(&line.join(" "), dir, found)
             } else {
-                self.words(inner.to_vec(), dir, assigns, found)?;
+                self.words(inner.to_vec(), dir, assigns, found)
+            };
+            // Not cleared by reading, and the trial cannot try it: it runs with
+            // `no_new_privs`, where `sudo` fails and so destroys nothing it would for real.
+            if escalated
+                && found.len() == before
+                && (judged.is_err() || (!untried_before && self.untried.is_some()))
+            {
+                found.push(Finding {
+                    command: shell_words(&std::iter::once(program.clone()).chain(args.iter().map(|w| w.text().to_string())).collect::<Vec<_>>()),
+                    dir: at,
+                    reason: "runs a command guardctl cannot clear as another user".into(),
+                    action: Action::Refuse {
+                        why: format!("`{program}` cannot run in the trial (it runs with no_new_privs), so its effect cannot be seen: plan it by hand, as that user"),
+                    },
+                });
+                return Ok(());
             }
+            judged?;
             if escalated {
                 for f in &mut found[before..] {
                     f.action = Action::Refuse {
