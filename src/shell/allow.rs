@@ -82,13 +82,11 @@ const READERS: &[&str] = &[
     "dirs",
     "set",
     "shift",
-    "wait",
     "exit",
     "return",
     "break",
     "continue",
     "umask",
-    "jobs",
     // They create and never overwrite: a directory that exists stays as it is, `touch`
     // changes times, never contents, and `mktemp` makes a new name.
     "mkdir",
@@ -107,6 +105,16 @@ pub(super) fn clears(program: &str, args: &[Word], facts: &Facts) -> Result<(), 
         return Ok(());
     }
     match program {
+        // `jobs -x CMD` runs CMD; `wait -p NAME` assigns NAME, evaluating a subscript in it.
+        "jobs" | "wait" => {
+            if lit
+                .iter()
+                .any(|a| a.is_none_or(|a| a.starts_with('-') && a.contains(['x', 'p'])))
+            {
+                return not("with `-x` runs a command, with `-p` evaluates a name");
+            }
+            Ok(())
+        }
         // `[`/`test` evaluate `-v 'a[$(…)]'`'s subscript as arithmetic: that runs code.
         "test" | "[" => {
             if lit.contains(&Some("-v")) {
@@ -643,6 +651,30 @@ fn sed(args: &[Word]) -> Result<(), String> {
             i += 2;
             continue;
         }
+        // GNU sed takes any unambiguous abbreviation of a long option (`--i` is
+        // `--in-place`, `--exp` is `--expression`): only the harmless ones, spelled out.
+        if a.starts_with("--") {
+            const SPELLED: &[&str] = &[
+                "--quiet",
+                "--silent",
+                "--regexp-extended",
+                "--posix",
+                "--debug",
+                "--null-data",
+                "--zero-terminated",
+                "--separate",
+                "--unbuffered",
+                "--sandbox",
+                "--help",
+                "--version",
+                "--expression",
+            ];
+            if !(SPELLED.contains(&a) || a.starts_with("--expression=") || a.starts_with("--line-length=")) {
+                return Err(format!(
+                    "`sed {a}`: a long option guardctl does not know spelled out (GNU sed takes abbreviations)"
+                ));
+            }
+        }
         if a.starts_with("-i")
             || a.starts_with("--in-place")
             || a.starts_with("-f")
@@ -784,6 +816,11 @@ fn awk(args: &[Word]) -> Result<(), String> {
             }
             continue;
         };
+        // mawk's `-W exec`/`-Wexec`, and any other `-W` or long option (abbreviations are
+        // taken): off the allowlist.
+        if a.starts_with("-W") || (a.starts_with("--") && a != "--") {
+            return Err(format!("`awk {a}`: an option that may run a program file"));
+        }
         if a.starts_with("-f")
             || a.starts_with("--file")
             || a.starts_with("-l")
@@ -840,7 +877,11 @@ fn dynamic_option(program: &str, dashable: Option<&str>) -> Result<(), String> {
 /// `a` is option `o`: itself, `o=value`, or (short) `o` with its value attached or in a cluster.
 fn option_is(a: &str, o: &str) -> bool {
     if o.starts_with("--") {
-        return a == o || a.starts_with(&format!("{o}="));
+        // GNU's getopt_long takes any unambiguous abbreviation (`sort --o=F` is `--output`):
+        // any prefix counts, ambiguous or not (an ambiguous one only sends the line to the
+        // trial).
+        let name = a.split('=').next().unwrap_or(a);
+        return a == o || a.starts_with(&format!("{o}=")) || (name.len() >= 3 && o.starts_with(name));
     }
     let letter = &o[1..];
     a.starts_with('-') && !a.starts_with("--") && a[1..].contains(letter)
@@ -919,7 +960,13 @@ pub(super) fn identifier(s: &str) -> bool {
 pub(super) fn harmless_write(w: &Word, facts: &Facts) -> bool {
     match w.literal() {
         Some("/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty") => true,
-        Some(p) if p.starts_with("/dev/fd/") => true,
+        // `/dev/fd/N` only: `/dev/fd/../../x` is any file.
+        Some(p)
+            if p.strip_prefix("/dev/fd/")
+                .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit())) =>
+        {
+            true
+        }
         // Only a fresh `mktemp` path: `/tmp/x` may be a symbolic link to a file in the work
         // tree (an earlier line may have made it), and writing follows it.
         _ => matches!(w, Word::Dynamic(_)) && is_temporary(w, facts),

@@ -8,31 +8,27 @@ use super::words::Word;
 /// A `-c` setting that makes git run, read or trust something else, change what a later
 /// command deletes or where it fetches from: off the allowlist (the trial sees it).
 fn risky_setting(setting: &str) -> bool {
-    let key = setting.split('=').next().unwrap_or_default().to_ascii_lowercase();
-    runs_a_program(setting)
-        || [
-            "include",
-            "core.",
-            "filter.",
-            "remote.",
-            "branch.",
-            "clean.",
-            "gc.",
-            "credential.",
-            "url.",
-            "diff.",
-            "merge.",
-            "protocol.",
-            "transfer.",
-            "fetch.",
-            "receive.",
-            "uploadpack.",
-            "submodule.",
-            "safe.",
-        ]
-        .iter()
-        .any(|p| key.starts_with(p))
-        || key.ends_with("textconv")
+    // An allowlist: git has settings that run programs under many names
+    // (`interactive.diffFilter`, `man.<tool>.path`, `init.templateDir`'s hooks), so only
+    // those that change what is printed are cleared.
+    let (key, value) = setting.split_once('=').unwrap_or((setting, ""));
+    let key = key.to_ascii_lowercase();
+    let printing = [
+        "color.",
+        "advice.",
+        "column.",
+        "log.",
+        "format.pretty",
+        "format.date",
+    ]
+    .iter()
+    .any(|p| key.starts_with(p))
+        || matches!(
+            key.as_str(),
+            "core.quotepath" | "user.name" | "user.email" | "init.defaultbranch"
+        )
+        || (key.starts_with("pager.") && matches!(value, "false" | "true" | "cat" | ""));
+    !printing || runs_a_program(setting)
 }
 
 /// The git forms on the allowlist, given git's words after `git_globals` (its kept options,
@@ -71,13 +67,14 @@ pub(super) fn clears(args: &[Word]) -> Result<(), String> {
         // No option of theirs deletes, overwrites a file or runs a program: any word will do.
         "add" | "commit" => Ok(()),
         "merge" | "cherry-pick" | "revert" | "rebase" => {
-            // `--abort` and `--skip` throw away what was resolved so far.
+            // `--abort` and `--skip` throw away what was resolved so far; `--exec` (and any
+            // abbreviation of it, `--exe`) runs a command at each step: tried.
             operands(
                 sub,
                 rest,
-                &["abort", "skip"],
-                "",
-                &["-m", "-s", "-X", "--onto", "-x", "--exec"],
+                &["abort", "skip", "exec", "interactive", "autosquash"],
+                if sub == "rebase" { "xi" } else { "" },
+                &["-m", "-s", "-X", "--onto"],
             )
             .map(|_| ())
         }
@@ -322,38 +319,52 @@ pub(super) fn clears(args: &[Word]) -> Result<(), String> {
             Some(_) => not("changes the remotes"),
         },
         "config" => {
-            let reads = rest.iter().filter_map(Word::literal).any(|a| {
-                matches!(
-                    a,
-                    "--get"
-                        | "--get-all"
-                        | "--get-regexp"
-                        | "--get-urlmatch"
-                        | "--list"
-                        | "-l"
-                        | "--get-color"
-                        | "--get-colorbool"
-                )
+            // A read only when every option is a read or a harmless modifier, spelled out
+            // (`--comment --get KEY VALUE` sets KEY; `--file --get …` writes a file named
+            // `--get`), and at most a key and a pattern follow.
+            const READS: &[&str] = &[
+                "--get",
+                "--get-all",
+                "--get-regexp",
+                "--get-urlmatch",
+                "--list",
+                "-l",
+                "--get-color",
+                "--get-colorbool",
+            ];
+            const MODIFIERS: &[&str] = &[
+                "--global",
+                "--local",
+                "--system",
+                "--worktree",
+                "--show-origin",
+                "--show-scope",
+                "--null",
+                "-z",
+                "--name-only",
+                "--includes",
+                "--no-includes",
+                "--bool",
+                "--int",
+                "--path",
+            ];
+            let lit: Vec<Option<&str>> = rest.iter().map(Word::literal).collect();
+            let Some(words) = lit.iter().copied().collect::<Option<Vec<&str>>>() else {
+                return not("with a word only the shell knows");
+            };
+            let (options, operands): (Vec<&str>, Vec<&str>) = words.iter().partition(|a| a.starts_with('-'));
+            let known = options.iter().all(|a| {
+                READS.contains(a)
+                    || MODIFIERS.contains(a)
+                    || a.starts_with("--type=")
+                    || a.starts_with("--default=")
             });
-            let writes = rest.iter().any(|w| {
-                w.literal().is_none_or(|a| {
-                    matches!(
-                        a,
-                        "--add"
-                            | "--unset"
-                            | "--unset-all"
-                            | "--replace-all"
-                            | "--rename-section"
-                            | "--remove-section"
-                            | "--edit"
-                            | "-e"
-                    )
-                })
-            });
-            match first {
-                Some("get" | "list") if !writes => Ok(()),
-                _ if reads && !writes => Ok(()),
-                _ => not("sets configuration"),
+            let subcommand_read = matches!(operands.first(), Some(&("get" | "list")));
+            let flag_read = options.iter().any(|a| READS.contains(a));
+            if known && (flag_read || subcommand_read) && operands.len() <= 3 {
+                Ok(())
+            } else {
+                not("sets configuration, or reads it in a form guardctl does not take apart")
             }
         }
         "stash" => match first {

@@ -686,7 +686,12 @@ impl Walker {
                     self.code_text |= t.contains("$(") || t.contains('`');
                     value.push_str(t);
                 }
-                WordPiece::EscapeSequence(e) => value.push_str(e.strip_prefix('\\').unwrap_or(e)),
+                WordPiece::EscapeSequence(e) => {
+                    // `\$\(…\)` and `` \` `` spell a substitution bash may evaluate later, as
+                    // quotes do (`v=x[\$\(rm\ y\)]; echo $((v))`).
+                    self.code_text |= e == "\\$" || e == "\\`";
+                    value.push_str(e.strip_prefix('\\').unwrap_or(e))
+                }
                 WordPiece::DoubleQuotedSequence(inner) | WordPiece::GettextDoubleQuotedSequence(inner) => {
                     literal &= self.pieces(inner, dir, true, value)?;
                 }

@@ -38,12 +38,28 @@ const HOME_CACHES: [&str; 6] = [
 
 /// The gate's files, relative to the work tree's top and to `$HOME` (`*`: any name part;
 /// a trailing `/` for everything below).
-const GATE: [&str; 3] = [".claude/settings*.json", ".gemini/settings.json", ".guardctl/"];
+const GATE: [&str; 5] = [
+    // Everything of Claude Code's: its settings, hooks, commands and agents run later.
+    ".claude/",
+    ".gemini/",
+    ".guardctl/",
+    // MCP servers the harness starts from the project, and Claude Code's own state.
+    ".mcp.json",
+    ".claude.json",
+];
 
 /// The gate's files under `$HOME` only: guardctl's own configuration and git's global
 /// configuration (an alias or `core.hooksPath` there changes what every git command does).
-const HOME_GATE: [&str; 14] = [
+const HOME_GATE: [&str; 20] = [
     ".config/guardctl",
+    // Tools' configuration that names programs they run (kubeconfig exec plugins, docker's
+    // credential helpers, aws's credential_process, gh's aliases, npm's script shell).
+    ".kube",
+    ".docker",
+    ".aws",
+    ".config/gh",
+    ".npmrc",
+    ".ssh",
     ".gitconfig",
     ".config/git",
     // What every later shell of the agent reads before its line runs: an alias or a function
@@ -132,6 +148,12 @@ fn gate_globs() -> globset::GlobSet {
         }
     }
     set.build().unwrap_or_else(|_| globset::GlobSet::empty())
+}
+
+/// Whether the file at `path` (as the host has it) has other names.
+fn hard_linked(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.nlink() > 1)
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -256,6 +278,16 @@ impl<'a> Context<'a> {
         {
             return true;
         }
+        // Any repository's configuration or hooks, wherever it is (one made under /tmp, a
+        // nested one): a later `git -C there status` the reader clears would run them.
+        let names: Vec<&std::ffi::OsStr> = path.iter().collect();
+        if !self.in_git_dir(path)
+            && names
+                .windows(2)
+                .any(|w| w[0] == ".git" && (w[1] == "config" || w[1] == "hooks" || w[1] == "info"))
+        {
+            return true;
+        }
         let mut bases: Vec<&Path> = self.work_tree().into_iter().collect();
         if let Some(home) = &self.home {
             bases.push(home);
@@ -320,6 +352,19 @@ impl<'a> Context<'a> {
                     verb: verb.into(),
                     path_or_ref: self.shown(&path),
                     detail: String::new(),
+                });
+                continue;
+            }
+            // A file with other hard links: the overlay breaks the link on copy-up, so the
+            // trial writes a copy, but the real run writes the one inode every name shares
+            // (`ln notes.txt /tmp/x`, then `: > /tmp/x`). Not temporary, whatever its name.
+            if matches!(op, Op::Modified { mode_only: false }) && hard_linked(&path) {
+                let old = Old::of(&path);
+                effect.destroyed.push(Change {
+                    what: ChangeKind::Overwrite,
+                    verb: "overwrite file".into(),
+                    path_or_ref: self.shown(&path),
+                    detail: format!("sha256:{} hard-linked", old.sha256),
                 });
                 continue;
             }
@@ -395,7 +440,9 @@ impl<'a> Context<'a> {
         let sizes: BTreeSet<u64> = deleted.iter().map(|d| d.2).collect();
         let mut landed: HashMap<String, usize> = HashMap::new();
         for path in &created {
-            if self.is_temp(path) {
+            // Moved into scratch space or regenerable output is not kept: the next `rm -rf
+            // target` or reboot takes it (`mv notes.txt target/`, then `rm -rf target`).
+            if self.is_temp(path) || self.is_regenerable(path) {
                 continue;
             }
             let Some(at) = view.path_of(path) else {
