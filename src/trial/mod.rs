@@ -338,8 +338,11 @@ pub fn run(req: &Request) -> Result<Effect> {
         Some(status) => Outcome::Finished { status },
         None => Outcome::TimedOut,
     };
-    effect.blocked = match effect.outcome {
-        Outcome::Finished { status } if status != 0 => blocked(&stderr, &hide),
+    // A DNS query is the network whatever the line printed and however it ended (`curl …
+    // || true`); otherwise a failed line's stderr says what it missed.
+    effect.blocked = match (&tried.looked_up, effect.outcome) {
+        (Some(names), _) => Some(format!("the network (it looked up {names})")),
+        (None, Outcome::Finished { status }) if status != 0 => blocked(&stderr, &hide),
         _ => None,
     };
     effect.stderr_tail = tail(&stderr, 20);
@@ -350,7 +353,9 @@ pub fn run(req: &Request) -> Result<Effect> {
 fn tail(text: &str, n: usize) -> String {
     let mut lines: Vec<&str> = text
         .lines()
-        .filter(|l| !l.starts_with("guardctl sandbox: timed out"))
+        .filter(|l| {
+            !l.starts_with("guardctl sandbox: timed out") && !l.starts_with("guardctl sandbox: looked up ")
+        })
         .collect();
     while lines.last().is_some_and(|l| l.trim().is_empty()) {
         lines.pop();

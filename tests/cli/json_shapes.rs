@@ -310,7 +310,11 @@ fn every_subcommand_prints_one_documented_json_document_on_success_and_failure()
     );
     c.check_as(
         "explain tried",
-        &json(&env2, "alice", &["explain", "--", "git update-ref -d refs/heads/feature/live"]),
+        &json(
+            &env2,
+            "alice",
+            &["explain", "--", "git update-ref -d refs/heads/feature/live"],
+        ),
         3,
         "explain",
     );
