@@ -215,25 +215,40 @@ pub fn run_as(
 /// standard streams, and wait for it at most `limit`: the effect trial's launcher's last
 /// step (the child is the first process of the trial's PID namespace, so killing it kills
 /// everything the line started, and its reaping returns only once they are gone).
+///
+/// `setup` runs in the child between fork and exec (the trial's child mounts its `/proc`,
+/// pivots into the trial's root and restricts itself there); when it fails, the child writes
+/// its words to stderr and exits with `setup_failed` without running `program`. `wait` is
+/// called instead of sleeping between checks, with how long it may take (the trial's
+/// launcher answers the line's DNS queries meanwhile).
 /// `Ok(None)`: the limit passed, the child was killed and reaped.
 pub fn run_as_until(
     program: &OsStr,
     arg0: &OsStr,
     args: &[std::ffi::OsString],
     limit: std::time::Duration,
+    mut setup: impl FnMut() -> Result<(), String> + Send + Sync + 'static,
+    setup_failed: i32,
+    wait: &mut dyn FnMut(std::time::Duration),
 ) -> std::io::Result<Option<std::process::ExitStatus>> {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(program);
     cmd.arg0(arg0).args(args);
     #[allow(unsafe_code)]
-    // SAFETY: the closure runs in the forked child before exec and makes only two system
-    // calls (prctl and close_range), both async-signal-safe; it allocates nothing and takes
-    // no lock. close_range only marks descriptors close-on-exec (std's own error pipe is
-    // already), so nothing the child still needs before exec is closed.
+    // SAFETY: the closure runs in the forked child before exec. prctl, close_range and _exit
+    // are async-signal-safe. `setup` allocates and writes to stderr, which is sound here
+    // only because the caller (the sandbox's launcher) is single-threaded: no other thread
+    // can have held the allocator's or stderr's lock at the fork. close_range only marks
+    // descriptors close-on-exec (std's own error pipe is already), so nothing the child
+    // still needs before exec is closed.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
             let _ = libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC);
+            if let Err(why) = setup() {
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{why}\n").as_bytes());
+                libc::_exit(setup_failed);
+            }
             Ok(())
         });
     }
@@ -249,7 +264,7 @@ pub fn run_as_until(
             child.wait()?;
             return Ok(None);
         }
-        std::thread::sleep(pause);
+        wait(pause);
         pause = (pause * 2).min(std::time::Duration::from_millis(20));
     }
 }

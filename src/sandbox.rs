@@ -29,8 +29,11 @@
 //!
 //! The effect trial (`src/trial/`) uses a second mode of the same launcher ([`Overlay`],
 //! [`run_overlay`]): the whole machine as a copy-on-write view instead of an allowlist, the
-//! same namespaces, pivot and hiding, Landlock allowing writes into the overlays, and a
-//! seccomp filter refusing UNIX sockets.
+//! same namespaces and hiding, Landlock allowing writes into the overlays, a seccomp filter
+//! refusing UNIX sockets, a `/proc` of the trial's own PID namespace, and, without the
+//! network, a DNS socket that notes the names the line asks for (`launch_overlay`). There
+//! the line's first process (not the launcher) pivots and restricts itself, because it must
+//! mount that `/proc` first.
 //!
 //! What it is not: a sandbox for the approved command or the before-image command, which
 //! act by design and run as approved (`execute`).
@@ -121,6 +124,14 @@ const SECRET: [&str; 6] = [
 /// not the host's disk).
 const TMP_SIZE: &str = "size=512m,nr_inodes=65536,mode=0700";
 
+/// The trial's links to the line's own descriptors (through its own `/proc`).
+const STDIO_LINKS: [(&str, &str); 4] = [
+    ("fd", "/proc/self/fd"),
+    ("stdin", "/proc/self/fd/0"),
+    ("stdout", "/proc/self/fd/1"),
+    ("stderr", "/proc/self/fd/2"),
+];
+
 /// Device files a command may read and write.
 const DEVICES: [&str; 5] = [
     "/dev/null",
@@ -180,7 +191,7 @@ pub struct Ran {
 }
 
 /// What the launcher is told (one JSON argument).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Spec {
     /// An empty directory the new root is built on.
@@ -207,11 +218,16 @@ struct Spec {
 /// `sealed` paths (mounts that cannot be overlaid) are covered by an empty, read-only,
 /// mode-0 tmpfs, so that a line fails there instead of seeing nothing to delete; `files`
 /// (file mounts such as `/etc/hosts`) are bound read-only; `links` are the top-level
-/// symlinks (`/bin -> usr/bin`). `/dev` holds only the preview's devices; there is no
-/// `/proc`, `/sys` or `/run`. Landlock allows writing anywhere in the layers (the writes
-/// land in the uppers), a seccomp filter refuses `socket(AF_UNIX, …)` and io_uring, and the
-/// launcher and the line die with guardctl (`PR_SET_PDEATHSIG`). The line is killed, with
-/// its whole PID namespace, after `timeout_ms`.
+/// symlinks (`/bin -> usr/bin`). `/dev` holds only the preview's devices, `fd`, `stdin`,
+/// `stdout` and `stderr` (links into `/proc/self/fd`) and a devpts instance of its own;
+/// `/proc` is a procfs of the trial's PID namespace (only the line's processes; read-only
+/// under Landlock); there is no `/sys` or `/run`. Without the network, `lo` is up,
+/// `/etc/resolv.conf` (where it is a file) names 127.0.0.1, and the launcher's DNS socket
+/// there answers REFUSED and reports the names asked ([`Tried::looked_up`]). A connection to
+/// an address (no name) is refused (Landlock, no route) and not recorded. Landlock allows
+/// writing anywhere in the layers (the writes land in the uppers), a seccomp filter refuses
+/// `socket(AF_UNIX, …)` and io_uring, and the launcher and the line die with guardctl
+/// (`PR_SET_PDEATHSIG`). The line is killed, with its whole PID namespace, after `timeout_ms`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Overlay {
@@ -237,6 +253,9 @@ pub struct Tried {
     pub status: Option<i32>,
     /// The last 64 KiB of the line's stderr.
     pub stderr: Vec<u8>,
+    /// The names the line asked DNS for (without the network), escaped: `a.example,
+    /// b.example and 2 more`.
+    pub looked_up: Option<String>,
 }
 
 /// The upper and work directories of layer `n` of `state`.
@@ -279,14 +298,33 @@ pub fn run_overlay(
     // that hangs (it dies then, and the line with it: PR_SET_PDEATHSIG).
     let limit = std::time::Duration::from_millis(overlay.timeout_ms) + std::time::Duration::from_secs(10);
     let out = p.bounded(limit, 4096, 64 << 10)?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The launcher's last words: the names asked, then `timed out`. A line that prints
+    // them itself only makes its trial say more than it did (blocked, never cleared).
+    let mut last_lines = stderr.trim_end().rsplit('\n').filter(|l| !l.is_empty());
+    let last = last_lines.next().unwrap_or("");
+    let looked_up = [last, last_lines.next().unwrap_or("")]
+        .iter()
+        .find_map(|l| l.strip_prefix(MARKER)?.strip_prefix(LOOKED_UP))
+        .map(|names| {
+            // The launcher's escaping leaves only these; anything else was printed by the line.
+            let names = names.trim();
+            if names
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_., \\".contains(c))
+            {
+                names.to_string()
+            } else {
+                crate::text::safe(names)
+            }
+        });
     let Some(status) = out.status else {
         return Ok(Tried {
             status: None,
             stderr: out.stderr,
+            looked_up,
         });
     };
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let last = stderr.trim_end().rsplit('\n').next().unwrap_or("");
     match (status.code(), last.strip_prefix(MARKER)) {
         (Some(code), Some(what)) if code == i32::from(SETUP_FAILED) => Err(Error::internal(
             "the effect trial's sandbox could not be built; the line did not run",
@@ -295,10 +333,12 @@ pub fn run_overlay(
         (Some(code), Some("timed out")) if code == i32::from(TIMED_OUT) => Ok(Tried {
             status: None,
             stderr: out.stderr,
+            looked_up,
         }),
         (code, _) => Ok(Tried {
             status: Some(code.unwrap_or(1)),
             stderr: out.stderr,
+            looked_up,
         }),
     }
 }
@@ -664,41 +704,18 @@ fn launch(args: &[OsString]) -> std::result::Result<u8, Failure> {
         }
     }
     enter_namespaces(spec.network)?;
-    match &spec.overlay {
-        Some(overlay) => build_overlay_root(&spec, overlay)?,
-        None => build_root(&spec)?,
+    if let Some(overlay) = &spec.overlay {
+        return launch_overlay(&spec, overlay, &args[1..]);
     }
+    build_root(&spec)?;
     enter_root(&spec)?;
-    match &spec.overlay {
-        Some(_) => {
-            restrict_overlay(&spec)?;
-            refuse_unix_sockets()?;
-        }
-        None => restrict(&spec)?,
-    }
+    restrict(&spec)?;
     if spec.probe {
         return Ok(0);
     }
     let [program, arg0, rest @ ..] = &args[1..] else {
         return Err(Failure("no command to run".into()));
     };
-    if let Some(overlay) = &spec.overlay {
-        let limit = std::time::Duration::from_millis(overlay.timeout_ms);
-        let status = crate::process::run_as_until(program, arg0, rest, limit).map_err(|e| {
-            Failure(format!(
-                "cannot run {}: {e}",
-                crate::text::safe(&program.to_string_lossy())
-            ))
-        })?;
-        let Some(status) = status else {
-            #[allow(clippy::print_stderr)]
-            {
-                eprintln!("\n{MARKER}timed out");
-            }
-            return Ok(TIMED_OUT);
-        };
-        return Ok(exit_code(status));
-    }
     // The command is the first process of the new PID namespace: when it ends, the kernel
     // kills whatever it left running (nothing outlives the preview, or its /tmp). The
     // environment is the launcher's own: exactly what the caller gave it.
@@ -709,6 +726,246 @@ fn launch(args: &[OsString]) -> std::result::Result<u8, Failure> {
         ))
     })?;
     Ok(exit_code(status))
+}
+
+/// The trial's launcher, in its new namespaces: listen for the line's DNS queries (without
+/// the network), build the trial's root, then start the line as the first process of the
+/// new PID namespace, which mounts its own `/proc` (a procfs of that PID namespace, mounted
+/// from inside it: it shows only the line's processes), pivots into the root, detaches the
+/// old one and restricts itself (Landlock, seccomp) before it runs the line. The launcher
+/// answers DNS queries while the line runs and says, after it, which names were asked.
+///
+/// Why the line's first process mounts `/proc`: a procfs shows the PID namespace of the
+/// process that mounts it, so the launcher (outside the new PID namespace) would show the
+/// host's processes; and the kernel refuses a new procfs in a user namespace unless a fully
+/// visible one is in the mount namespace (`mount_too_revealing`), so it is mounted while the
+/// host's `/proc` is still there, before the old root is detached.
+fn launch_overlay(spec: &Spec, overlay: &Overlay, command: &[OsString]) -> std::result::Result<u8, Failure> {
+    let mut dns = if spec.network { None } else { Some(Dns::listen()?) };
+    build_overlay_root(spec, overlay, dns.is_some())?;
+    if spec.probe {
+        enter_root(spec)?;
+        restrict_overlay(spec)?;
+        refuse_unix_sockets()?;
+        return Ok(0);
+    }
+    let [program, arg0, rest @ ..] = command else {
+        return Err(Failure("no command to run".into()));
+    };
+    let limit = std::time::Duration::from_millis(overlay.timeout_ms);
+    let inside = spec.clone();
+    let setup = move || -> std::result::Result<(), String> {
+        let words = |f: Failure| format!("{MARKER}{f}");
+        mount_proc(&inside).map_err(words)?;
+        enter_root(&inside).map_err(words)?;
+        restrict_overlay(&inside).map_err(words)?;
+        refuse_unix_sockets().map_err(words)
+    };
+    let mut wait = |pause: std::time::Duration| match dns.as_mut() {
+        Some(dns) => dns.serve(pause),
+        None => std::thread::sleep(pause),
+    };
+    let status = crate::process::run_as_until(
+        program,
+        arg0,
+        rest,
+        limit,
+        setup,
+        i32::from(SETUP_FAILED),
+        &mut wait,
+    )
+    .map_err(|e| {
+        Failure(format!(
+            "cannot run {}: {e}",
+            crate::text::safe(&program.to_string_lossy())
+        ))
+    })?;
+    if let Some(dns) = dns.as_mut() {
+        dns.serve(std::time::Duration::ZERO);
+        if let Some(names) = dns.asked() {
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!("\n{MARKER}{LOOKED_UP}{names}");
+            }
+        }
+    }
+    let Some(status) = status else {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("\n{MARKER}timed out");
+        }
+        return Ok(TIMED_OUT);
+    };
+    Ok(exit_code(status))
+}
+
+/// What the launcher's line after a trial starts with when the line asked DNS for names
+/// (after [`MARKER`]; the names follow, escaped, comma-separated).
+const LOOKED_UP: &str = "looked up ";
+
+/// The trial's DNS server without the network: a UDP socket on 127.0.0.1:53 of the trial's
+/// network namespace (the trial's `/etc/resolv.conf` names it). It answers every query
+/// REFUSED at once (so a resolver fails as fast as offline, not after its timeouts) and
+/// notes the names asked: a line that asks for a name meant to reach the network, whatever
+/// it printed and however it ended.
+struct Dns {
+    socket: std::net::UdpSocket,
+    /// The first names asked (escaped), in order, without repeats.
+    names: Vec<String>,
+    /// The other distinct names asked (at most [`DNS_OTHERS`], to count them).
+    others: std::collections::BTreeSet<String>,
+}
+
+/// At most this many names are reported, and this many more counted.
+const DNS_NAMES: usize = 3;
+const DNS_OTHERS: usize = 10_000;
+
+impl Dns {
+    fn listen() -> std::result::Result<Dns, Failure> {
+        loopback_up()?;
+        let socket = std::net::UdpSocket::bind((std::net::Ipv4Addr::LOCALHOST, 53))
+            .map_err(step("listen on 127.0.0.1:53 in the trial's network"))?;
+        Ok(Dns {
+            socket,
+            names: Vec::new(),
+            others: std::collections::BTreeSet::new(),
+        })
+    }
+
+    /// Answer and note the queries that arrive within `for_at_most` (zero: those already
+    /// queued, without waiting).
+    fn serve(&mut self, for_at_most: std::time::Duration) {
+        let deadline = std::time::Instant::now() + for_at_most;
+        let mut buf = [0u8; 4096];
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let ready = if left.is_zero() {
+                self.socket.set_nonblocking(true)
+            } else {
+                self.socket
+                    .set_nonblocking(false)
+                    .and_then(|()| self.socket.set_read_timeout(Some(left)))
+            };
+            if ready.is_err() {
+                return;
+            }
+            let Ok((n, from)) = self.socket.recv_from(&mut buf) else {
+                return;
+            };
+            let Some((name, end)) = dns_question(&buf[..n]) else {
+                continue;
+            };
+            if !self.names.contains(&name) {
+                if self.names.len() < DNS_NAMES {
+                    self.names.push(name);
+                } else if self.others.len() < DNS_OTHERS {
+                    self.others.insert(name);
+                }
+            }
+            let _ = self.socket.send_to(&dns_refused(&buf[..end]), from);
+        }
+    }
+
+    /// The names asked, for the launcher's last words: `a.example, b.example and 2 more`.
+    fn asked(&self) -> Option<String> {
+        if self.names.is_empty() {
+            return None;
+        }
+        let mut out = self.names.join(", ");
+        if !self.others.is_empty() {
+            out.push_str(&format!(" and {} more", self.others.len()));
+        }
+        Some(out)
+    }
+}
+
+/// A DNS query's first question name (escaped: letters, digits, `-` and `_` as they are,
+/// labels joined by `.`, any other byte as `\xNN`) and where its question ends.
+fn dns_question(packet: &[u8]) -> Option<(String, usize)> {
+    let header = packet.get(..12)?;
+    // A query (QR clear) with at least one question.
+    if header[2] & 0x80 != 0 || u16::from_be_bytes([header[4], header[5]]) == 0 {
+        return None;
+    }
+    let mut at = 12;
+    let mut name = String::new();
+    loop {
+        let len = usize::from(*packet.get(at)?);
+        at += 1;
+        if len == 0 {
+            break;
+        }
+        if len > 63 || name.len() > 1024 {
+            return None;
+        }
+        if !name.is_empty() {
+            name.push('.');
+        }
+        for &b in packet.get(at..at + len)? {
+            if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' {
+                name.push(char::from(b));
+            } else {
+                name.push_str(&format!("\\x{b:02x}"));
+            }
+        }
+        at += len;
+    }
+    let end = at + 4; // the type and the class
+    if packet.len() < end {
+        return None;
+    }
+    Some((if name.is_empty() { ".".into() } else { name }, end))
+}
+
+/// The answer REFUSED to `query` (its header and its question).
+fn dns_refused(query: &[u8]) -> Vec<u8> {
+    let mut out = query.to_vec();
+    out[2] = 0x80 | (query[2] & 0x79); // QR, the opcode and RD kept
+    out[3] = 0x05; // REFUSED
+    out[4..12].copy_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
+    out
+}
+
+/// Bring the loopback interface of the trial's (new) network namespace up, so that the
+/// line's DNS queries reach [`Dns`].
+#[allow(unsafe_code)]
+fn loopback_up() -> std::result::Result<(), Failure> {
+    use std::os::fd::AsRawFd;
+    let socket = std::net::UdpSocket::bind((std::net::Ipv4Addr::UNSPECIFIED, 0))
+        .map_err(step("open a socket to bring the loopback up"))?;
+    let fd = socket.as_raw_fd();
+    // SAFETY: `ifreq` is plain data (all zeroes is a valid value); both ioctls read and
+    // write only that struct, which lives across the calls; the union's `ifru_flags` is
+    // the member SIOCGIFFLAGS fills and SIOCSIFFLAGS reads.
+    unsafe {
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (d, s) in req.ifr_name.iter_mut().zip(b"lo\0") {
+            *d = *s as libc::c_char;
+        }
+        if libc::ioctl(fd, libc::SIOCGIFFLAGS as _, &mut req) != 0 {
+            return Err(step("read the loopback's flags")(std::io::Error::last_os_error()));
+        }
+        req.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        if libc::ioctl(fd, libc::SIOCSIFFLAGS as _, &req) != 0 {
+            return Err(step("bring the loopback up")(std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
+}
+
+/// In the line's first process (the new PID namespace's), before the old root is detached:
+/// a procfs of this PID namespace at the trial's `/proc`.
+fn mount_proc(spec: &Spec) -> std::result::Result<(), Failure> {
+    use nix::mount::{MsFlags, mount};
+    let none: Option<&str> = None;
+    mount(
+        Some("proc"),
+        &under(&spec.root, Path::new("/proc")),
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        none,
+    )
+    .map_err(step("mount the trial's /proc"))
 }
 
 /// A child's status as the launcher's own exit code (a signal as 128 + its number, as shells
@@ -823,7 +1080,7 @@ fn build_root(spec: &Spec) -> std::result::Result<(), Failure> {
 
 /// The trial's root: an overlay per layer, sealed mounts, read-only file mounts, the devices,
 /// the secrets hidden; then the root itself read-only ([`Overlay`]).
-fn build_overlay_root(spec: &Spec, overlay: &Overlay) -> std::result::Result<(), Failure> {
+fn build_overlay_root(spec: &Spec, overlay: &Overlay, dns: bool) -> std::result::Result<(), Failure> {
     use nix::mount::{MsFlags, mount};
     let none: Option<&str> = None;
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
@@ -890,6 +1147,36 @@ fn build_overlay_root(spec: &Spec, overlay: &Overlay) -> std::result::Result<(),
         std::fs::File::create(&dest).map_err(step(format!("create {device}")))?;
         bind(Path::new(device), &dest, false)?;
     }
+    for (name, target) in STDIO_LINKS {
+        std::os::unix::fs::symlink(target, dev.join(name)).map_err(step(format!("link /dev/{name}")))?;
+    }
+    // Pseudo-terminals of the trial's own (a new devpts instance); without it, only no tty.
+    let pts = dev.join("pts");
+    std::fs::create_dir(&pts).map_err(step("create /dev/pts"))?;
+    if mount(
+        Some("devpts"),
+        &pts,
+        Some("devpts"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+        Some("newinstance,ptmxmode=0666,mode=0620"),
+    )
+    .is_ok()
+    {
+        std::os::unix::fs::symlink("pts/ptmx", dev.join("ptmx")).map_err(step("link /dev/ptmx"))?;
+    }
+    // The trial's own /proc is mounted by the line's first process (see `launch_overlay`).
+    std::fs::create_dir_all(under(&spec.root, Path::new("/proc"))).map_err(step("create /proc"))?;
+    if dns {
+        // The resolver asks the launcher's DNS socket ([`Dns`]). Where the host's
+        // /etc/resolv.conf is a link (to /run, which the trial has not), there is none in the
+        // trial, and resolvers ask 127.0.0.1 by default.
+        let dest = under(&spec.root, Path::new("/etc/resolv.conf"));
+        if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_file()) {
+            let conf = overlay.state.join("resolv.conf");
+            std::fs::write(&conf, "nameserver 127.0.0.1\n").map_err(step("write the trial's resolv.conf"))?;
+            bind(&conf, &dest, true)?;
+        }
+    }
     hide(spec, &bound)?;
     mount(
         none,
@@ -953,6 +1240,10 @@ fn restrict_overlay(spec: &Spec) -> std::result::Result<(), Failure> {
             .iter()
             .map(|d| (PathBuf::from(d), AccessFs::ReadFile | AccessFs::WriteFile)),
     );
+    rules.push((
+        PathBuf::from("/dev/pts"),
+        AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::IoctlDev,
+    ));
     for (path, access) in rules {
         let Ok(meta) = std::fs::metadata(&path) else {
             continue;
@@ -1205,6 +1496,30 @@ mod tests {
             under(Path::new("/r"), Path::new("/usr/bin")),
             Path::new("/r/usr/bin")
         );
+    }
+
+    #[test]
+    fn a_dns_query_names_its_question_escaped_and_is_refused() {
+        let query = [
+            &[0x12, 0x34, 0x01, 0x20, 0, 1, 0, 0, 0, 0, 0, 1][..],
+            b"\x07example\x03com\x00\x00\x01\x00\x01",
+            b"\x00\x00\x29\x10\x00\x00\x00\x00\x00\x00\x00", // an EDNS record
+        ]
+        .concat();
+        let (name, end) = dns_question(&query).unwrap();
+        assert_eq!(name, "example.com");
+        assert_eq!(end, 12 + 13 + 4);
+        let answer = dns_refused(&query[..end]);
+        assert_eq!(&answer[..12], &[0x12, 0x34, 0x81, 0x05, 0, 1, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(&answer[12..], &query[12..end]);
+        let odd = [&query[..12], b"\x03a\x1b.\x00\x00\x01\x00\x01"].concat();
+        assert_eq!(dns_question(&odd).unwrap().0, "a\\x1b\\x2e");
+        // An answer, a truncated name, no question: not a query.
+        let mut answer = query.clone();
+        answer[2] |= 0x80;
+        assert_eq!(dns_question(&answer), None);
+        assert_eq!(dns_question(&query[..20]), None);
+        assert_eq!(dns_question(&[0u8; 12]), None);
     }
 
     #[test]
