@@ -233,6 +233,8 @@ impl Effect {
     pub fn incomplete(&self) -> Option<String> {
         match (&self.outcome, &self.blocked) {
             (Outcome::TimedOut, _) => Some("it did not end within the trial's time limit".into()),
+            // `blocked` is either what was missing or, starting "it", the whole reason.
+            (_, Some(what)) if what.starts_with("it ") => Some(what.clone()),
             (_, Some(what)) => Some(format!("it needed {what}, which the trial does not have")),
             _ => None,
         }
@@ -341,7 +343,12 @@ pub fn run(req: &Request) -> Result<Effect> {
         req.network,
         &req.cwd,
         &bash(&req.env),
-        &["-c".into(), req.line.clone().into()],
+        &[
+            "-c".into(),
+            REAPER.into(),
+            "guardctl-trial".into(),
+            req.line.clone().into(),
+        ],
         &req.env,
     )?;
     let view = view::View::new(&layers.layers, state.path());
@@ -355,8 +362,14 @@ pub fn run(req: &Request) -> Result<Effect> {
     };
     // A DNS query is the network whatever the line printed and however it ended (`curl …
     // || true`); otherwise a failed line's stderr says what it missed.
+    let left_running = stderr.lines().any(|l| l == LEFT_RUNNING);
     effect.blocked = match (&tried.looked_up, effect.outcome) {
         (Some(names), _) => Some(format!("the network (it looked up {names})")),
+        // What a background job does after the line ends is not in the trial.
+        _ if left_running => Some(
+            "it left processes running in the background (`&`, `nohup`, `setsid`), whose effect the trial cannot see: run it in the foreground"
+                .into(),
+        ),
         (None, Outcome::Finished { status }) if status != 0 => blocked(&stderr, &hide),
         _ => None,
     };
@@ -365,11 +378,34 @@ pub fn run(req: &Request) -> Result<Effect> {
 }
 
 /// The last `n` lines of `text`, escaped, without the launcher's own last words.
+/// What the trial's first process says on stderr when the line left processes running.
+const LEFT_RUNNING: &str = "guardctl trial: processes left running";
+
+/// The trial's first process (PID 1 of its namespace, which adopts every orphan): it runs the
+/// line in a bash of its own, then waits a moment for whatever the line left in the
+/// background (`(sleep 1; rm x) &`, `nohup`, `setsid -f`), counting the processes in its
+/// `/proc`. Without it the namespace would end with the line and kill them unseen, while
+/// the real run lets them finish. Still running after half a second: said on stderr
+/// ([`LEFT_RUNNING`]), and the line is not cleared.
+const REAPER: &str = r#"bash -c "$1"; s=$?
+i=0
+while [ "$i" -lt 10 ]; do
+  n=0
+  for p in /proc/[0-9]*; do n=$((n+1)); done
+  [ "$n" -le 1 ] && exit "$s"
+  sleep 0.05
+  i=$((i+1))
+done
+echo 'guardctl trial: processes left running' >&2
+exit "$s""#;
+
 fn tail(text: &str, n: usize) -> String {
     let mut lines: Vec<&str> = text
         .lines()
         .filter(|l| {
-            !l.starts_with("guardctl sandbox: timed out") && !l.starts_with("guardctl sandbox: looked up ")
+            !l.starts_with("guardctl sandbox: timed out")
+                && !l.starts_with("guardctl sandbox: looked up ")
+                && *l != LEFT_RUNNING
         })
         .collect();
     while lines.last().is_some_and(|l| l.trim().is_empty()) {

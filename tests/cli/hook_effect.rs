@@ -439,6 +439,15 @@ fn attack_round_1_lines_are_denied() {
         "mv notes.txt target/",
         // sudo cannot run in the trial, so what it runs cannot be seen.
         "sudo -- git reset --hard",
+        // Background jobs outlive the line: waited for, or the line is not cleared.
+        "nohup rm -f notes.txt > /dev/null 2>&1 &",
+        "setsid -f sh -c 'sleep 0.2; rm -f notes.txt'",
+        "(sleep 3; rm notes.txt) > /dev/null 2>&1 &",
+        // /dev/stdin and /dev/fd are there in the trial as for real.
+        "BASH_ENV=/dev/stdin bash -c true <<< 'rm -f notes.txt'",
+        "echo x > /dev/fd/../../../proc/self/cwd/notes.txt",
+        // A plain request: it looked up a name, so it needed the network.
+        "curl -s http://example.invalid/ || true",
     ] {
         let before = state(&env);
         let r = hook(&env, line);
