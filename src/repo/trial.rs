@@ -141,11 +141,44 @@ impl TrialRepo {
     /// Whether a blob of exactly `bytes` was stored before the trial (committed, or staged
     /// earlier). A blob only the trial wrote does not count: `git stash && git stash drop`
     /// leaves the uncommitted edit in an object nothing reaches, which `gc` deletes.
-    pub fn has_blob(&self, bytes: &[u8]) -> bool {
+    pub fn has_blob(&self, bytes: &[u8], view: &dyn Merged) -> bool {
         let Ok(oid) = git2::Oid::hash_object(git2::ObjectType::Blob, bytes) else {
             return false;
         };
-        self.before.odb().is_ok_and(|odb| odb.exists(oid))
+        if self.before.odb().is_ok_and(|odb| odb.exists(oid)) {
+            return true;
+        }
+        // Written by the trial: kept only if the stash the line leaves holds it (`git stash`
+        // keeps the edit it takes; `git stash && git stash drop` does not).
+        self.git.odb().is_ok_and(|odb| odb.exists(oid)) && self.stash_holds(oid, view)
+    }
+
+    /// Whether the stash after the trial (its work-tree commit, or the index commit that is
+    /// its second parent) holds the blob `oid`.
+    fn stash_holds(&self, oid: git2::Oid, view: &dyn Merged) -> bool {
+        let Some(stash) = self.resolve_after("refs/stash", &HashMap::new(), view, 0) else {
+            return false;
+        };
+        let Ok(commit) = self.git.find_commit(stash) else {
+            return false;
+        };
+        let mut trees: Vec<git2::Tree> = commit.tree().into_iter().collect();
+        if let Ok(index) = commit.parent(1)
+            && let Ok(t) = index.tree()
+        {
+            trees.push(t);
+        }
+        trees.iter().any(|t| {
+            let mut found = false;
+            let _ = t.walk(git2::TreeWalkMode::PreOrder, |_, e| {
+                if e.id() == oid {
+                    found = true;
+                    return git2::TreeWalkResult::Abort;
+                }
+                git2::TreeWalkResult::Ok
+            });
+            found
+        })
     }
 
     /// What the changes `changed` (host paths in the git directories) did. Also returns how

@@ -422,7 +422,7 @@ impl<'a> Context<'a> {
                     let stored = old
                         .bytes
                         .as_ref()
-                        .is_some_and(|b| self.repo.is_some_and(|r| r.has_blob(b)));
+                        .is_some_and(|b| self.repo.is_some_and(|r| r.has_blob(b, view)));
                     if in_work_tree && stored {
                         effect.exempt += 1;
                         continue;
