@@ -29,8 +29,11 @@
 //!
 //! The effect trial (`src/trial/`) uses a second mode of the same launcher ([`Overlay`],
 //! [`run_overlay`]): the whole machine as a copy-on-write view instead of an allowlist, the
-//! same namespaces, pivot and hiding, Landlock allowing writes into the overlays, and a
-//! seccomp filter refusing UNIX sockets.
+//! same namespaces and hiding, Landlock allowing writes into the overlays, a seccomp filter
+//! refusing UNIX sockets, a `/proc` of the trial's own PID namespace, and, without the
+//! network, a DNS socket that notes the names the line asks for (`launch_overlay`). There
+//! the line's first process (not the launcher) pivots and restricts itself, because it must
+//! mount that `/proc` first.
 //!
 //! What it is not: a sandbox for the approved command or the before-image command, which
 //! act by design and run as approved (`execute`).
@@ -215,11 +218,16 @@ struct Spec {
 /// `sealed` paths (mounts that cannot be overlaid) are covered by an empty, read-only,
 /// mode-0 tmpfs, so that a line fails there instead of seeing nothing to delete; `files`
 /// (file mounts such as `/etc/hosts`) are bound read-only; `links` are the top-level
-/// symlinks (`/bin -> usr/bin`). `/dev` holds only the preview's devices; there is no
-/// `/proc`, `/sys` or `/run`. Landlock allows writing anywhere in the layers (the writes
-/// land in the uppers), a seccomp filter refuses `socket(AF_UNIX, …)` and io_uring, and the
-/// launcher and the line die with guardctl (`PR_SET_PDEATHSIG`). The line is killed, with
-/// its whole PID namespace, after `timeout_ms`.
+/// symlinks (`/bin -> usr/bin`). `/dev` holds only the preview's devices, `fd`, `stdin`,
+/// `stdout` and `stderr` (links into `/proc/self/fd`) and a devpts instance of its own;
+/// `/proc` is a procfs of the trial's PID namespace (only the line's processes; read-only
+/// under Landlock); there is no `/sys` or `/run`. Without the network, `lo` is up,
+/// `/etc/resolv.conf` (where it is a file) names 127.0.0.1, and the launcher's DNS socket
+/// there answers REFUSED and reports the names asked ([`Tried::looked_up`]). A connection to
+/// an address (no name) is refused (Landlock, no route) and not recorded. Landlock allows
+/// writing anywhere in the layers (the writes land in the uppers), a seccomp filter refuses
+/// `socket(AF_UNIX, …)` and io_uring, and the launcher and the line die with guardctl
+/// (`PR_SET_PDEATHSIG`). The line is killed, with its whole PID namespace, after `timeout_ms`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Overlay {
@@ -1488,6 +1496,30 @@ mod tests {
             under(Path::new("/r"), Path::new("/usr/bin")),
             Path::new("/r/usr/bin")
         );
+    }
+
+    #[test]
+    fn a_dns_query_names_its_question_escaped_and_is_refused() {
+        let query = [
+            &[0x12, 0x34, 0x01, 0x20, 0, 1, 0, 0, 0, 0, 0, 1][..],
+            b"\x07example\x03com\x00\x00\x01\x00\x01",
+            b"\x00\x00\x29\x10\x00\x00\x00\x00\x00\x00\x00", // an EDNS record
+        ]
+        .concat();
+        let (name, end) = dns_question(&query).unwrap();
+        assert_eq!(name, "example.com");
+        assert_eq!(end, 12 + 13 + 4);
+        let answer = dns_refused(&query[..end]);
+        assert_eq!(&answer[..12], &[0x12, 0x34, 0x81, 0x05, 0, 1, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(&answer[12..], &query[12..end]);
+        let odd = [&query[..12], b"\x03a\x1b.\x00\x00\x01\x00\x01"].concat();
+        assert_eq!(dns_question(&odd).unwrap().0, "a\\x1b\\x2e");
+        // An answer, a truncated name, no question: not a query.
+        let mut answer = query.clone();
+        answer[2] |= 0x80;
+        assert_eq!(dns_question(&answer), None);
+        assert_eq!(dns_question(&query[..20]), None);
+        assert_eq!(dns_question(&[0u8; 12]), None);
     }
 
     #[test]

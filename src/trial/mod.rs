@@ -63,6 +63,20 @@
 //! and those stay exact rules of the static reader), nor a proof: a line may act differently
 //! when run for real (time, the network, a race), so apply re-derives the manifest.
 //!
+//! What the line sees that it would see for real: a `/proc` (of the trial's own PID
+//! namespace: its own processes and environment, never the host's), `/dev/fd`,
+//! `/dev/stdin|stdout|stderr`, pseudo-terminals. What it cannot reach is reported as
+//! [`Effect::blocked`]: a DNS query (the trial's resolver is the launcher, which notes the
+//! names) is the network whatever the line printed and however it ended (`curl … || true`).
+//!
+//! Residual gaps (known, not detected): a connection to an address without a name lookup
+//! (`connect()` fails in the trial and nothing records it; only a failed line's stderr can
+//! say so); a resolver that does not use `/etc/resolv.conf` (DNS over HTTPS to an address,
+//! nsswitch without `dns`); the machine's processes (`pkill NAME` finds nothing in the trial,
+//! ends 1 silently and is not blocked; `kill PID` is, by its "No such process"); the
+//! uppers live in `/dev/shm` without a size bound, so a line that writes gigabytes in the
+//! trial uses that much memory until the trial ends (the time limit bounds how long).
+//!
 //! Invariants: the host is never written (every write lands in the uppers in
 //! `/dev/shm/guardctl-trial-*`, removed on every way out); nothing the line started survives
 //! the trial; the same changes give the same manifest.
@@ -181,8 +195,9 @@ pub struct Effect {
     pub moved: usize,
     /// The last 20 lines of the line's stderr, escaped (`text::safe`).
     pub stderr_tail: String,
-    /// The line failed and its stderr says it needed something outside the trial's view: the
-    /// network, `/proc`, a hidden path, a read-only mount. What, in a few words.
+    /// The line needed something outside the trial's view: it asked DNS for a name (whatever
+    /// its exit status), or it failed and its stderr says it needed the network, `/sys`, a
+    /// hidden path, a read-only mount, the machine's processes. What, in a few words.
     pub blocked: Option<String>,
 }
 
@@ -381,8 +396,13 @@ fn blocked(stderr: &str, hidden: &[PathBuf]) -> Option<String> {
     ]) {
         return Some("the network".into());
     }
-    if has(&["/proc/", "/sys/"]) {
-        return Some("/proc or /sys".into());
+    // The trial's /proc is its own (its processes only); /sys and /run are not there.
+    if has(&["/sys/", "/run/"]) {
+        return Some("/sys or /run".into());
+    }
+    // `kill PID` of a process of the machine: the trial has only its own processes.
+    if has(&["No such process", "no process found"]) {
+        return Some("processes of the machine (the trial sees only its own)".into());
     }
     if has(&["Permission denied", "EACCES", "Errno 13"]) {
         if let Some(p) = hidden.iter().find(|p| stderr.contains(&*p.to_string_lossy())) {

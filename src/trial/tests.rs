@@ -97,8 +97,12 @@ fn blocked_says_what_the_line_needed() {
         Some("a hidden path: /home/u/.ssh")
     );
     assert_eq!(
-        blocked("ps: cannot open /proc/1/stat", &hidden).as_deref(),
-        Some("/proc or /sys")
+        blocked("cat: /sys/class/net/eth0/address: No such file", &hidden).as_deref(),
+        Some("/sys or /run")
+    );
+    assert_eq!(
+        blocked("bash: line 1: kill: (4242) - No such process", &hidden).as_deref(),
+        Some("processes of the machine (the trial sees only its own)")
     );
     assert!(blocked("touch: cannot touch 'x': Read-only file system", &hidden).is_some());
     assert_eq!(

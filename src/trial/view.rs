@@ -19,8 +19,8 @@ use std::ffi::OsString;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// Top-level directories of `/` never overlaid (the trial has no `/proc`, `/sys` or `/run`,
-/// and its own `/dev`).
+/// Top-level directories of `/` never overlaid (the trial has its own `/proc` and `/dev`, and
+/// no `/sys` or `/run`).
 const NOT_LAYERS: [&str; 4] = ["proc", "sys", "dev", "run"];
 
 /// What of the host becomes what in the trial (see `sandbox::Overlay`).

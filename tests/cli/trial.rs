@@ -117,6 +117,7 @@ fn try_line(fx: &Fx, req: &Request) -> Effect {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let before = git(&fx.repo, &["for-each-ref"]);
     let status_before = git(&fx.repo, &["status", "--porcelain", "--ignored"]);
+    let already = leftovers();
     let effect = guardctl::trial::run(req).unwrap();
     assert_eq!(
         git(&fx.repo, &["for-each-ref"]),
@@ -128,22 +129,20 @@ fn try_line(fx: &Fx, req: &Request) -> Effect {
         status_before,
         "the host's work tree changed"
     );
-    assert_no_leftovers();
+    assert_no_leftovers(&already);
     effect
 }
 
-/// Nothing of a trial stays in /dev/shm. Other trials on this machine (other test runs) come
-/// and go there; this one's uppers must be gone, so whatever stays for long is a leak.
-fn assert_no_leftovers() {
+/// Nothing of a trial stays in /dev/shm (`already`: what was there before it). Other trials
+/// on this machine (other test runs) come and go there; this one's uppers must be gone, so
+/// whatever new stays for long is a leak.
+fn assert_no_leftovers(already: &[PathBuf]) {
+    let new = || -> Vec<PathBuf> { leftovers().into_iter().filter(|p| !already.contains(p)).collect() };
     let start = std::time::Instant::now();
-    while !leftovers().is_empty() && start.elapsed() < Duration::from_secs(15) {
+    while !new().is_empty() && start.elapsed() < Duration::from_secs(15) {
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_eq!(
-        leftovers(),
-        Vec::<PathBuf>::new(),
-        "the trial left its uppers behind"
-    );
+    assert_eq!(new(), Vec::<PathBuf>::new(), "the trial left its uppers behind");
 }
 
 fn run(fx: &Fx, line: &str) -> Effect {
@@ -493,10 +492,11 @@ fn a_reftable_repository_is_refused_before_anything_runs() {
     req.cwd = rt.clone();
     guardctl::sandbox::use_launcher_for_tests(env!("CARGO_BIN_EXE_guardctl").into());
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let already = leftovers();
     let e = guardctl::trial::run(&req).unwrap_err();
     assert!(e.message.contains("reftable"), "{e:?}");
     assert!(!rt.join("ran").exists());
-    assert_no_leftovers();
+    assert_no_leftovers(&already);
 }
 
 #[test]
