@@ -242,6 +242,83 @@ pub(super) fn clears(program: &str, args: &[Word], facts: &Facts) -> Result<(), 
             dynamic_option(program, dashable)
         }
         "kubectl" | "docker" | "podman" | "gh" => tool_reads(program, args),
+        // A plain GET or HEAD of http(s) URLs, printed to standard output: it reads. Writing
+        // a file (`-o`, `-O`, a cookie jar, a trace), reading a config (`-K`), another
+        // method, a body or an upload, or another scheme keep it off the list (the rules
+        // refuse the requests that may change a remote resource).
+        "curl" => {
+            if has(&[
+                "-o",
+                "--output",
+                "-O",
+                "--remote-name",
+                "--remote-name-all",
+                "-K",
+                "--config",
+                "-c",
+                "--cookie-jar",
+                "-D",
+                "--dump-header",
+                "--trace",
+                "--trace-ascii",
+                "--libcurl",
+                "--create-dirs",
+                "-T",
+                "--upload-file",
+                "-d",
+                "--data",
+                "-F",
+                "--form",
+                "--json",
+                "-Q",
+                "--quote",
+                "--stderr",
+                "-w",
+                "--write-out",
+                "--etag-save",
+                "--hsts",
+                "--alt-svc",
+            ]) {
+                return not("writes a file, reads a config or sends a body with these options");
+            }
+            let mut i = 0;
+            while let Some(a) = lit.get(i) {
+                let Some(a) = a else {
+                    return not("with a word only the shell knows");
+                };
+                if *a == "-X" || *a == "--request" {
+                    if !matches!(lit.get(i + 1), Some(Some("GET" | "HEAD"))) {
+                        return not("with a method other than GET or HEAD");
+                    }
+                    i += 2;
+                    continue;
+                }
+                if a.starts_with("-X") || a.starts_with("--request=") || a.starts_with("--req") {
+                    return not("with a method guardctl does not take apart");
+                }
+                if !a.starts_with('-') && !(a.starts_with("http://") || a.starts_with("https://")) {
+                    // An option's value (`-H 'Accept: …'`, `-m 5`) or another scheme.
+                    let prev = i.checked_sub(1).and_then(|p| lit.get(p).copied().flatten());
+                    if !prev.is_some_and(|p| {
+                        matches!(
+                            p,
+                            "-H" | "--header"
+                                | "-m"
+                                | "--max-time"
+                                | "-A"
+                                | "--user-agent"
+                                | "--connect-timeout"
+                                | "-e"
+                                | "--referer"
+                        )
+                    }) {
+                        return not(&format!("`{a}`: only http and https URLs are read"));
+                    }
+                }
+                i += 1;
+            }
+            Ok(())
+        }
         "find" => find(args),
         "sed" | "gsed" => sed(args),
         "awk" | "gawk" | "mawk" | "nawk" => awk(args),

@@ -446,8 +446,8 @@ fn attack_round_1_lines_are_denied() {
         // /dev/stdin and /dev/fd are there in the trial as for real.
         "BASH_ENV=/dev/stdin bash -c true <<< 'rm -f notes.txt'",
         "echo x > /dev/fd/../../../proc/self/cwd/notes.txt",
-        // A plain request: it looked up a name, so it needed the network.
-        "curl -s http://example.invalid/ || true",
+        // A download to a file: not a read; it looks up a name, so it needs the network.
+        "curl -s -o page.html http://example.invalid/ || true",
     ] {
         let before = state(&env);
         let r = hook(&env, line);
