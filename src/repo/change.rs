@@ -897,7 +897,9 @@ mod tests {
         let took = started.elapsed();
         // Unfixed, 2^18 paths took 17 s here (debug build): 2^40 would take years.
         assert!(
-            took < std::time::Duration::from_secs(30),
+            // A bound, not a benchmark: unfixed, this never ends; fixed, it takes a few
+            // seconds, and much more only on a machine busy with other builds.
+            took < std::time::Duration::from_secs(120),
             "took {took:?} for 2^{depth} paths over {depth} trees"
         );
         assert!(ids.is_some());

@@ -72,8 +72,8 @@ pub(super) fn clears(args: &[Word]) -> Result<(), String> {
             operands(
                 sub,
                 rest,
-                &["abort", "skip", "exec", "interactive", "autosquash"],
-                if sub == "rebase" { "xi" } else { "" },
+                &["abort", "skip", "exec"],
+                if sub == "rebase" { "x" } else { "" },
                 &["-m", "-s", "-X", "--onto"],
             )
             .map(|_| ())

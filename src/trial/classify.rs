@@ -527,15 +527,14 @@ mod tests {
             ".gemini/settings.json",
             ".guardctl/policy.toml",
             ".guardctl/a/b",
+            // Claude Code's commands, agents and hooks run later too: all of `.claude/`.
+            ".claude/other.json",
+            ".claude/commands/x.md",
+            ".mcp.json",
         ] {
             assert!(set.is_match(yes), "{yes}");
         }
-        for no in [
-            "sub/.claude/settings.json",
-            ".claude/other.json",
-            ".claude/x/settings.json",
-            ".guardctl",
-        ] {
+        for no in ["sub/.claude/settings.json", ".guardctl", "src/.mcp.json.bak"] {
             assert!(!set.is_match(no), "{no}");
         }
     }
