@@ -296,7 +296,7 @@ pub(super) fn clears(program: &str, args: &[Word], facts: &Facts) -> Result<(), 
                 if a.starts_with("-X") || a.starts_with("--request=") || a.starts_with("--req") {
                     return not("with a method guardctl does not take apart");
                 }
-                if !a.starts_with('-') && !(a.starts_with("http://") || a.starts_with("https://")) {
+                if !(a.starts_with('-') || a.starts_with("http://") || a.starts_with("https://")) {
                     // An option's value (`-H 'Accept: …'`, `-m 5`) or another scheme.
                     let prev = i.checked_sub(1).and_then(|p| lit.get(p).copied().flatten());
                     if !prev.is_some_and(|p| {
