@@ -2,7 +2,7 @@
 """The agent-shell hook's cost: what every Bash call an agent makes pays, and what a
 destructive one costs to plan.
 
-    python3 benches/hook.py [--runs 200] [--plan-runs 15] [--branches 10000] [--keep DIR]
+    python3 benches/hook.py [--runs 200] [--plan-runs 15] [--branches 10000] [--trial-runs 10] [--keep DIR]
 
   allow   `guardctl hook claude-code` fed a PreToolUse payload of a read-only command
           (`git status && git log --oneline -5 | head`): the path every harmless call takes.
@@ -14,6 +14,10 @@ destructive one costs to plan.
           the whole repository and `git for-each-ref --merged` (what git itself pays to
           read the same refs).
 
+  trial   a line the reader cannot clear, run by the hook in the trial sandbox (overlay and
+          comparison), beside the same line run plainly by bash on the same state: one that
+          deletes nothing, one that deletes 1,000 ignored build files (allowed), one that
+          deletes 1,000 tracked files (planned and denied: tried twice).
   peers   with --dcg and/or --safety-net (each peer built by you, outside this repository:
           docs/development.md), guardctl and the peers side by side on the same lines in the
           same run, in a small repository shaped like tests/cli/hook_fixture.rs's: the allow
@@ -204,6 +208,61 @@ def peers(a, tmp):
     print(f"# per-line verdicts: {tmp}/verdicts-*.jsonl" + ("" if a.keep else " (removed: pass --keep)"))
 
 
+# ------------------------------------------------------------------------------ the trial
+
+
+def trial(a, tmp, hook_args, env):
+    """The trial path: a line the reader cannot clear, run by the hook in the trial sandbox
+    (overlay, comparison), beside the same line run plainly by bash on a fresh copy of the same
+    state. Three lines: one that deletes nothing, one that deletes 1,000 git-ignored build
+    files (regenerable: allowed), one that deletes 1,000 tracked files (denied, with a plan:
+    the line is tried twice, to decide and for the plan)."""
+    base = os.path.join(tmp, "trial-base")
+    if not os.path.exists(base):
+        agent_repo(base)
+        repo = os.path.join(base, "repo")
+        for d in ("target/many", "data"):
+            os.makedirs(os.path.join(repo, d), exist_ok=True)
+        for i in range(1000):
+            with open(os.path.join(repo, "target/many", f"f{i}.o"), "w") as fh:
+                fh.write(f"object {i}\n")
+            with open(os.path.join(repo, "data", f"d{i}.txt"), "w") as fh:
+                fh.write(f"row {i}\n")
+        subprocess.run(["git", "add", "data"], cwd=repo, env=env, check=True)
+        subprocess.run(["git", "-c", "user.name=A", "-c", "user.email=a@b", "commit", "-q", "-m", "data"],
+                       cwd=repo, env=env, check=True)
+    lines = [
+        ("deletes nothing", "perl -e 1 && rm -f no-such-file", (0,)),
+        ("deletes 1,000 ignored build files", "rm -rf target/many", (0,)),
+        ("deletes 1,000 tracked files", "rm -rf data", (2,)),
+    ]
+    rows = []
+    for what, line, ok in lines:
+        t_hook, t_plain = [], []
+        for i in range(a.trial_runs):
+            work = os.path.join(tmp, "trial-run")
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.copytree(base, work, symlinks=True)
+            repo = os.path.join(work, "repo")
+            henv = dict(env, HOME=os.path.join(work, "home"))
+            order = ["hook", "plain"] if i % 2 == 0 else ["plain", "hook"]
+            for who in order:
+                if who == "hook":
+                    t_hook += run_times(hook_args, repo, henv, 1, stdin=payload(line, repo), ok=ok)
+                else:
+                    plain = os.path.join(tmp, "trial-plain")
+                    shutil.rmtree(plain, ignore_errors=True)
+                    shutil.copytree(base, plain, symlinks=True)
+                    t_plain += run_times(["bash", "-c", line], os.path.join(plain, "repo"), henv, 1)
+        rows.append((what, line, statistics.median(t_hook), statistics.median(t_plain)))
+    ms = lambda x: f"{x * 1000:.1f} ms"  # noqa: E731
+    print(f"# the trial path, {a.trial_runs} runs each (hook: decide, and plan when denied)")
+    print("| line | hook (trial) | plain bash | ratio |")
+    print("|---|---:|---:|---:|")
+    for what, line, h, p in rows:
+        print(f"| {what}: `{line}` | {ms(h)} | {ms(p)} | {h / p:.1f}x |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=200)
@@ -217,6 +276,7 @@ def main():
                     help="the *.jsonl of scripts/peer-cases.py")
     ap.add_argument("--peer-runs", type=int, default=100, help="timed runs per tool and path")
     ap.add_argument("--peers-only", action="store_true")
+    ap.add_argument("--trial-runs", type=int, default=10, help="timed runs per trial line (0: skip)")
     a = ap.parse_args()
     if not a.no_build:
         subprocess.run(["cargo", "build", "--release", "-q"], cwd=scale.ROOT, check=True)
@@ -243,6 +303,9 @@ def main():
     truth = json.load(open(os.path.join(tmp, f"truth{a.branches}.json")))
     env = dict(scale.ENV, XDG_DATA_HOME=os.path.join(tmp, "data"))
     hook = [scale.GUARDCTL, "--key", keys["alice"], "--allowed-signers", signers, "hook", "claude-code"]
+
+    if a.trial_runs:
+        trial(a, tmp, hook, env)
 
     allow = payload("git status && git log --oneline -5 | head", repo)
     t_allow = run_times(hook, repo, env, a.runs, stdin=allow)
