@@ -1206,25 +1206,10 @@ fn seal(dest: &Path) -> std::result::Result<(), Failure> {
 /// writes land in the uppers), read and write the devices; TCP off without the network; no
 /// signals or abstract sockets out of the sandbox.
 fn restrict_overlay(spec: &Spec) -> std::result::Result<(), Failure> {
-    use landlock::{
-        ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
-        RulesetStatus, Scope,
-    };
+    use landlock::{ABI, Access, AccessFs, PathBeneath, PathFd, RulesetCreatedAttr, RulesetStatus};
     let abi = ABI::V6;
     let fail = |e: landlock::RulesetError| Failure(format!("cannot restrict the trial with Landlock: {e}"));
-    let mut ruleset = Ruleset::default()
-        .handle_access(AccessFs::from_all(abi))
-        .map_err(&fail)?;
-    if !spec.network {
-        ruleset = ruleset
-            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-            .map_err(&fail)?;
-    }
-    let mut created = ruleset
-        .scope(Scope::AbstractUnixSocket | Scope::Signal)
-        .map_err(&fail)?
-        .create()
-        .map_err(&fail)?;
+    let mut created = landlock_ruleset(spec.network, &fail)?;
     let mut rules: Vec<(PathBuf, landlock::BitFlags<AccessFs>)> =
         vec![(PathBuf::from("/"), AccessFs::from_read(abi))];
     if let Some(overlay) = &spec.overlay {
@@ -1373,28 +1358,36 @@ fn enter_root(spec: &Spec) -> std::result::Result<(), Failure> {
     Ok(())
 }
 
+/// The Landlock ruleset both modes start from: every filesystem access handled (each mode
+/// then grants its own), TCP bind and connect handled without the network, abstract UNIX
+/// sockets and signals scoped to the sandbox.
+fn landlock_ruleset(
+    network: bool,
+    fail: &dyn Fn(landlock::RulesetError) -> Failure,
+) -> std::result::Result<landlock::RulesetCreated, Failure> {
+    use landlock::{ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, Scope};
+    let mut ruleset = Ruleset::default()
+        .handle_access(AccessFs::from_all(ABI::V6))
+        .map_err(fail)?;
+    if !network {
+        ruleset = ruleset
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(fail)?;
+    }
+    ruleset
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
+        .map_err(fail)?
+        .create()
+        .map_err(fail)
+}
+
 /// Landlock over the new root: read and run the allowlist, write only `/tmp` and the
 /// devices; TCP off with the network; no signals or abstract sockets out of the sandbox.
 fn restrict(spec: &Spec) -> std::result::Result<(), Failure> {
-    use landlock::{
-        ABI, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
-        RulesetStatus, Scope,
-    };
+    use landlock::{ABI, Access, AccessFs, PathBeneath, PathFd, RulesetCreatedAttr, RulesetStatus};
     let abi = ABI::V6;
     let fail = |e: landlock::RulesetError| Failure(format!("cannot restrict the sandbox with Landlock: {e}"));
-    let mut ruleset = Ruleset::default()
-        .handle_access(AccessFs::from_all(abi))
-        .map_err(&fail)?;
-    if !spec.network {
-        ruleset = ruleset
-            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
-            .map_err(&fail)?;
-    }
-    let mut created = ruleset
-        .scope(Scope::AbstractUnixSocket | Scope::Signal)
-        .map_err(&fail)?
-        .create()
-        .map_err(&fail)?;
+    let mut created = landlock_ruleset(spec.network, &fail)?;
     let rule = |path: &Path, access| -> std::result::Result<Option<PathBeneath<PathFd>>, Failure> {
         let Ok(meta) = std::fs::metadata(path) else {
             return Ok(None);
