@@ -264,6 +264,28 @@ fn temporary_unmet(request: &GuardRequest, dir: &std::path::Path, path: &str) ->
     };
     let canon = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let target = canon(&request.cwd.join(dir).join(resolved));
+    // Where the kernel takes it, not where the text says: a symbolic link under /tmp with
+    // `..` after it (`/tmp/link/../notes.txt`) leads anywhere.
+    let mut temporary: Vec<PathBuf> = vec![
+        canon(std::path::Path::new("/tmp")),
+        canon(std::path::Path::new("/var/tmp")),
+    ];
+    if let Some(t) = request
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "TMPDIR")
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty())
+    {
+        temporary.push(canon(std::path::Path::new(t)));
+    }
+    if !temporary.iter().any(|t| target.starts_with(t) && target != *t) {
+        return Some(Unmet::Try(format!(
+            "`{}` leads outside the temporary directories",
+            crate::text::safe(path)
+        )));
+    }
     let mut held = vec![canon(&request.cwd)];
     if let Ok(repo) = Ctx::new(Some(request.cwd.clone()), None, None).repo() {
         held.extend(repo.preview_readable());

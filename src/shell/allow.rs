@@ -522,6 +522,9 @@ pub(super) fn temporary(program: &str, args: &[Word], facts: &Facts) -> Result<(
 
 fn is_temporary(w: &Word, facts: &Facts) -> bool {
     match w {
+        // A `..` is taken by the kernel after it follows a link (`/tmp/link/../x` may be
+        // anywhere): only paths without one are read as text.
+        Word::Literal(path) if path.split('/').any(|c| c == "..") => false,
         Word::Literal(path) => {
             let p = logical(Path::new(path));
             let under = |root: &str| {

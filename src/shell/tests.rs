@@ -147,7 +147,6 @@ fn temporary_deletions_are_safe_and_others_are_tried() {
     assert_safe(&[
         "rm -rf /tmp/build",
         "rm -f /var/tmp/x.log",
-        "rm -rf /tmp/a/../b",
         "rm -rf $TMPDIR/x",
         "rm -rf \"$TMPDIR\"/x",
         "rm -rf ${TMPDIR}/x",
@@ -162,6 +161,8 @@ fn temporary_deletions_are_safe_and_others_are_tried() {
         "rm -rf /tmp",
         "rm -rf /tmp/",
         "rm -rf /tmp/../home/me",
+        // The kernel takes `..` after following `a`, which may be a link into the work tree.
+        "rm -rf /tmp/a/../b",
         "rm -rf /tmp/link/src",
         "rm -rf $TMPDIR/a/b",
         "rm -rf ${TMPDIR:-.}/x",

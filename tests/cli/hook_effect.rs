@@ -456,6 +456,14 @@ fn attack_round_1_lines_are_denied() {
         assert!(notes.exists(), "{line}");
     }
     let _ = std::fs::remove_dir_all("/tmp/guardctl-attack-repo");
+    // A symbolic link under /tmp followed by `..` leads into the work tree.
+    let link = std::path::PathBuf::from(format!("/tmp/guardctl-hook-effect-link-{}", std::process::id()));
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(env.repo.join("target"), &link).unwrap();
+    let r = hook(&env, &format!("rm -f {}/../notes.txt", link.display()));
+    let _ = std::fs::remove_file(&link);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(notes.exists());
     // A hard link's other name is not temporary: writing through it writes notes.txt.
     let link = env.path().join("hl");
     std::fs::hard_link(&notes, &link).unwrap();
