@@ -1007,7 +1007,9 @@ fn under(root: &Path, path: &Path) -> PathBuf {
     root.join(path.strip_prefix("/").unwrap_or(path))
 }
 
-fn build_root(spec: &Spec) -> std::result::Result<(), Failure> {
+/// Both modes' start: this mount namespace's mounts made private (nothing propagates back to
+/// the host), and a small empty tmpfs at `spec.root` to build the new root on.
+fn fresh_root(spec: &Spec, whose: &str) -> std::result::Result<(), Failure> {
     use nix::mount::{MsFlags, mount};
     let none: Option<&str> = None;
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
@@ -1019,7 +1021,13 @@ fn build_root(spec: &Spec) -> std::result::Result<(), Failure> {
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
         Some("mode=0755,size=4m"),
     )
-    .map_err(step("mount the sandbox's root"))?;
+    .map_err(step(format!("mount the {whose} root")))
+}
+
+fn build_root(spec: &Spec) -> std::result::Result<(), Failure> {
+    use nix::mount::{MsFlags, mount};
+    let none: Option<&str> = None;
+    fresh_root(spec, "sandbox's")?;
     // The command's /tmp first: paths under /tmp (a work tree there) are bound inside it.
     // A tmpfs of its own: bounded, in memory, gone with the last process of the sandbox.
     let tmp = under(&spec.root, Path::new("/tmp"));
@@ -1083,16 +1091,7 @@ fn build_root(spec: &Spec) -> std::result::Result<(), Failure> {
 fn build_overlay_root(spec: &Spec, overlay: &Overlay, dns: bool) -> std::result::Result<(), Failure> {
     use nix::mount::{MsFlags, mount};
     let none: Option<&str> = None;
-    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
-        .map_err(step("make the mounts private"))?;
-    mount(
-        Some("tmpfs"),
-        &spec.root,
-        Some("tmpfs"),
-        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        Some("mode=0755,size=4m"),
-    )
-    .map_err(step("mount the trial's root"))?;
+    fresh_root(spec, "trial's")?;
     for (link, target) in &overlay.links {
         let dest = under(&spec.root, link);
         std::os::unix::fs::symlink(target, &dest).map_err(step(format!("link {}", dest.display())))?;
