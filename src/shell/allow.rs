@@ -171,8 +171,8 @@ pub(super) fn clears(program: &str, args: &[Word], facts: &Facts) -> Result<(), 
             }
             dynamic_option(program, dashable)
         }
-        // `uniq IN OUT` writes OUT.
-        "uniq" => {
+        // `uniq IN OUT` and `xxd IN OUT` write OUT.
+        "uniq" | "xxd" => {
             let operands = args.iter().filter(|w| !w.text().starts_with('-')).count();
             if operands > 1 || dashable.is_some() {
                 return not("with a second operand writes it");
@@ -219,14 +219,6 @@ pub(super) fn clears(program: &str, args: &[Word], facts: &Facts) -> Result<(), 
             )),
             None => Ok(()),
         },
-        // `xxd IN OUT` writes OUT.
-        "xxd" => {
-            let operands = args.iter().filter(|w| !w.text().starts_with('-')).count();
-            if operands > 1 || dashable.is_some() {
-                return not("with a second operand writes it");
-            }
-            Ok(())
-        }
         // `file -C` compiles a magic file into the current directory.
         "file" => {
             if has(&["-C", "--compile"]) {
